@@ -1,0 +1,138 @@
+"""Compact encoding of one interval's statement deltas (or a rollup bucket) into a bytea.
+
+A history row holds the deltas of every statement that changed in one interval, column by
+column: statement ids as sorted gaps, each counter column packed at the narrowest byte width
+that holds its largest value (0 bytes when the column is all zero, which most are), the
+observed min/max times only where they changed. zlib finishes the job. This is what keeps a
+busy 5,000-entry server near 10 MB of raw history a day instead of hundreds.
+"""
+import struct
+import zlib
+from dataclasses import dataclass
+
+import numpy as np
+
+from collectors.columns import COUNTER_NAMES, FACT_GAUGE_NAMES
+
+FORMAT_VERSION = 1
+_HEADER = struct.Struct("<BIHH")  # version, rows, counter columns, gauge columns
+_WIDTHS = ((0, None), (1, "<u1"), (2, "<u2"), (4, "<u4"), (8, "<i8"))
+
+
+class CodecError(Exception):
+    pass
+
+
+@dataclass
+class Block:
+    """Deltas of many statements: the unit stored per interval and per rollup bucket."""
+
+    statement_id: np.ndarray  # (n,) int64, strictly increasing
+    counters: np.ndarray  # (n, len(COUNTER_NAMES)) int64, non-negative
+    gauges: np.ndarray  # (n, len(FACT_GAUGE_NAMES)) float64, NaN = not observed / unchanged
+
+    def __len__(self) -> int:
+        return int(self.statement_id.shape[0])
+
+    @classmethod
+    def empty(cls) -> "Block":
+        return cls(
+            np.empty(0, np.int64),
+            np.empty((0, len(COUNTER_NAMES)), np.int64),
+            np.empty((0, len(FACT_GAUGE_NAMES)), np.float64),
+        )
+
+
+def _pack_column(values: np.ndarray, out: list[bytes]) -> None:
+    top = int(values.max()) if values.size else 0
+    if values.size and int(values.min()) < 0:
+        raise CodecError("negative value in a delta column")
+    for code, (width, dtype) in enumerate(_WIDTHS):
+        if width == 0 and top == 0:
+            out.append(bytes([code]))
+            return
+        if width and (width == 8 or top < (1 << (8 * width))):
+            out.append(bytes([code]))
+            out.append(values.astype(dtype).tobytes())
+            return
+
+
+def encode(block: Block) -> bytes:
+    n = len(block)
+    ids = block.statement_id
+    if n and (np.diff(ids) <= 0).any():
+        raise CodecError("statement ids must be strictly increasing")
+    parts = [_HEADER.pack(FORMAT_VERSION, n, block.counters.shape[1], block.gauges.shape[1])]
+    if n:
+        gaps = np.empty(n, np.int64)
+        gaps[0] = ids[0]
+        gaps[1:] = np.diff(ids)
+        _pack_column(gaps, parts)
+        counters = np.ascontiguousarray(block.counters.T)
+        for col in counters:
+            _pack_column(col, parts)
+        present = ~np.isnan(block.gauges)
+        for j in range(block.gauges.shape[1]):
+            mask = present[:, j]
+            parts.append(np.packbits(mask).tobytes())
+            parts.append(block.gauges[mask, j].astype("<f8").tobytes())
+    return zlib.compress(b"".join(parts), 6)
+
+
+def _unpack_column(buf: memoryview, pos: int, n: int) -> tuple[np.ndarray, int]:
+    width, dtype = _WIDTHS[buf[pos]]
+    pos += 1
+    if width == 0:
+        return np.zeros(n, np.int64), pos
+    end = pos + width * n
+    return np.frombuffer(buf[pos:end], dtype=dtype).astype(np.int64), end
+
+
+def decode(payload: bytes) -> Block:
+    raw = memoryview(zlib.decompress(payload))
+    version, n, n_counters, n_gauges = _HEADER.unpack_from(raw, 0)
+    if version != FORMAT_VERSION or n_counters != len(COUNTER_NAMES) or n_gauges != len(FACT_GAUGE_NAMES):
+        raise CodecError(f"unsupported block format v{version} ({n_counters}/{n_gauges} columns)")
+    if n == 0:
+        return Block.empty()
+    pos = _HEADER.size
+    gaps, pos = _unpack_column(raw, pos, n)
+    ids = np.cumsum(gaps)
+    counters = np.empty((n, n_counters), np.int64)
+    for j in range(n_counters):
+        counters[:, j], pos = _unpack_column(raw, pos, n)
+    gauges = np.full((n, n_gauges), np.nan)
+    mask_len = (n + 7) // 8
+    for j in range(n_gauges):
+        mask = np.unpackbits(np.frombuffer(raw[pos : pos + mask_len], np.uint8), count=n).astype(bool)
+        pos += mask_len
+        k = int(mask.sum())
+        gauges[mask, j] = np.frombuffer(raw[pos : pos + 8 * k], "<f8")
+        pos += 8 * k
+    return Block(ids, counters, gauges)
+
+
+def merge(blocks: list[Block]) -> Block:
+    """Sum counters per statement over several blocks; min of mins, max of maxes."""
+    blocks = [b for b in blocks if len(b)]
+    if not blocks:
+        return Block.empty()
+    ids = np.concatenate([b.statement_id for b in blocks])
+    counters = np.concatenate([b.counters for b in blocks])
+    gauges = np.concatenate([b.gauges for b in blocks])
+    uniq, inverse = np.unique(ids, return_inverse=True)
+    summed = np.zeros((len(uniq), counters.shape[1]), np.int64)
+    np.add.at(summed, inverse, counters)
+    merged = np.full((len(uniq), gauges.shape[1]), np.nan)
+    for j, name in enumerate(FACT_GAUGE_NAMES):
+        col = gauges[:, j]
+        ok = ~np.isnan(col)
+        if name.startswith("min_"):
+            acc = np.full(len(uniq), np.inf)
+            np.minimum.at(acc, inverse[ok], col[ok])
+            merged[:, j] = np.where(np.isinf(acc), np.nan, acc)
+        else:
+            acc = np.full(len(uniq), -np.inf)
+            np.maximum.at(acc, inverse[ok], col[ok])
+            merged[:, j] = np.where(np.isinf(acc), np.nan, acc)
+    return Block(uniq, summed, merged)

@@ -1,0 +1,133 @@
+"""The delta engine: cumulative pg_stat_statements readings in, exact per-interval deltas out.
+
+Pure numpy, no I/O, so the rules in DESIGN.md can be tested exhaustively:
+- key present before and now, no counter smaller, same stats_since, no full reset: delta = now - before;
+- key new, a counter went backwards, stats_since changed (17+) or a full reset happened:
+  the entry restarted inside the interval, delta = now;
+- key gone: evicted or reset; nothing to record, and it leaves the state.
+"""
+from dataclasses import dataclass
+
+import numpy as np
+
+from collectors.columns import COUNTER_NAMES, FACT_GAUGE_NAMES, GAUGE_NAMES
+
+N_COUNTERS = len(COUNTER_NAMES)
+N_GAUGES = len(GAUGE_NAMES)
+_FACT_GAUGE_IDX = [GAUGE_NAMES.index(g) for g in FACT_GAUGE_NAMES]
+
+
+@dataclass
+class Entries:
+    """A set of pg_stat_statements entries in canonical form (one row per key)."""
+
+    keys: np.ndarray  # (n, 4) int64: userid, dbid, queryid, toplevel
+    counters: np.ndarray  # (n, N_COUNTERS) int64, cumulative
+    gauges: np.ndarray  # (n, N_GAUGES) float64, observed
+    stats_since_us: np.ndarray  # (n,) int64, 0 where the version has none
+    minmax_stats_since_us: np.ndarray  # (n,) int64
+    statement_id: np.ndarray | None = None  # (n,) int64 once known
+
+    def __len__(self) -> int:
+        return int(self.keys.shape[0])
+
+    def take(self, index: np.ndarray) -> "Entries":
+        return Entries(
+            keys=self.keys[index],
+            counters=self.counters[index],
+            gauges=self.gauges[index],
+            stats_since_us=self.stats_since_us[index],
+            minmax_stats_since_us=self.minmax_stats_since_us[index],
+            statement_id=None if self.statement_id is None else self.statement_id[index],
+        )
+
+    @classmethod
+    def empty(cls) -> "Entries":
+        return cls(
+            keys=np.empty((0, 4), np.int64),
+            counters=np.empty((0, N_COUNTERS), np.int64),
+            gauges=np.empty((0, N_GAUGES), np.float64),
+            stats_since_us=np.empty(0, np.int64),
+            minmax_stats_since_us=np.empty(0, np.int64),
+            statement_id=np.empty(0, np.int64),
+        )
+
+
+@dataclass
+class DeltaResult:
+    prev_index: np.ndarray  # (n_cur,) index into prev, -1 for new keys
+    restarted: np.ndarray  # (n_cur,) bool: counted from zero in this interval
+    deltas: np.ndarray  # (n_cur, N_COUNTERS) int64, never negative
+    changed: np.ndarray  # (n_cur,) bool: some counter moved -> a fact row
+    fact_gauges: np.ndarray  # (n_cur, len(FACT_GAUGE_NAMES)) float64, NaN where unchanged
+    state_dirty: np.ndarray  # (n_cur,) bool: the stored state must be rewritten
+    gone: np.ndarray  # indexes into prev of keys no longer present
+
+    @property
+    def new(self) -> np.ndarray:
+        return self.prev_index < 0
+
+
+def key_view(keys: np.ndarray) -> np.ndarray:
+    """One opaque, sortable value per (userid, dbid, queryid, toplevel) row."""
+    return np.ascontiguousarray(keys, dtype=np.int64).view("V32").ravel()
+
+
+def match_keys(prev_keys: np.ndarray, cur_keys: np.ndarray) -> np.ndarray:
+    """For each current key, its row in prev, or -1."""
+    if len(prev_keys) == 0:
+        return np.full(len(cur_keys), -1, np.int64)
+    pv = key_view(prev_keys)
+    order = np.argsort(pv, kind="stable")
+    sorted_pv = pv[order]
+    cv = key_view(cur_keys)
+    pos = np.searchsorted(sorted_pv, cv)
+    pos_clipped = np.minimum(pos, len(sorted_pv) - 1)
+    found = sorted_pv[pos_clipped] == cv
+    return np.where(found, order[pos_clipped], -1).astype(np.int64)
+
+
+def _differs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Element-wise inequality where NaN equals NaN."""
+    return ~((a == b) | (np.isnan(a) & np.isnan(b)))
+
+
+def compute(prev: Entries, cur: Entries, *, full_reset: bool) -> DeltaResult:
+    n = len(cur)
+    prev_index = match_keys(prev.keys, cur.keys)
+    matched = prev_index >= 0
+    safe = np.where(matched, prev_index, 0)
+    if len(prev):
+        prev_counters = prev.counters[safe]
+        prev_gauges = prev.gauges[safe]
+        prev_since = prev.stats_since_us[safe]
+        prev_minmax_since = prev.minmax_stats_since_us[safe]
+    else:
+        prev_counters = np.zeros_like(cur.counters)
+        prev_gauges = np.full_like(cur.gauges, np.nan)
+        prev_since = np.zeros(n, np.int64)
+        prev_minmax_since = np.zeros(n, np.int64)
+
+    backwards = (cur.counters < prev_counters).any(axis=1)
+    since_moved = prev_since != cur.stats_since_us
+    restarted = ~matched | backwards | since_moved
+    if full_reset:
+        restarted[:] = True
+    deltas = np.where(restarted[:, None], cur.counters, cur.counters - prev_counters)
+    changed = deltas.any(axis=1)
+
+    gauge_moved = _differs(cur.gauges, prev_gauges)
+    fact_gauges = cur.gauges[:, _FACT_GAUGE_IDX].copy()
+    keep = restarted[:, None] | gauge_moved[:, _FACT_GAUGE_IDX]
+    fact_gauges[~keep] = np.nan
+
+    state_dirty = (
+        restarted
+        | (cur.counters != prev_counters).any(axis=1)
+        | gauge_moved.any(axis=1)
+        | (prev_minmax_since != cur.minmax_stats_since_us)
+    )
+    seen = np.zeros(len(prev), bool)
+    seen[prev_index[matched]] = True
+    gone = np.flatnonzero(~seen)
+    return DeltaResult(prev_index, restarted, deltas, changed, fact_gauges, state_dirty, gone)

@@ -1,0 +1,100 @@
+"""Why a collection failed, in words a DBA can act on. Each class maps to a status code on the server."""
+import psycopg
+from psycopg import errors as pgerrors
+
+
+class CollectionError(Exception):
+    code = "error"
+    retryable = False
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message
+
+
+class MalformedDsn(CollectionError):
+    code = "malformed_dsn"
+
+
+class Unreachable(CollectionError):
+    code = "unreachable"
+
+
+class AuthenticationFailed(CollectionError):
+    code = "auth_failed"
+
+
+class UnsupportedVersion(CollectionError):
+    code = "unsupported_version"
+
+
+class ExtensionMissing(CollectionError):
+    code = "extension_missing"
+
+
+class NotPreloaded(CollectionError):
+    code = "not_preloaded"
+
+
+class InsufficientPrivilege(CollectionError):
+    code = "insufficient_privilege"
+
+
+class QueryTimeout(CollectionError):
+    code = "timeout"
+
+
+class CollectionBusy(CollectionError):
+    """Another collection of the same server holds the lock: skipped, not a failure."""
+
+    code = "busy"
+
+
+class HistoryUnavailable(CollectionError):
+    """The console's own database could not be written; the task retries with backoff."""
+
+    code = "history_unavailable"
+    retryable = True
+
+
+class ServerRestarted(CollectionError):
+    """The snapshot is older than the stored one (clock went back or a concurrent collector)."""
+
+    code = "clock"
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    # libpq prefixes connection errors with the address tried; keep the server's words.
+    return " ".join(line.strip() for line in text.splitlines() if line.strip())[:500]
+
+
+def from_connect_error(exc: psycopg.Error, target: str) -> CollectionError:
+    text = _first_line(exc)
+    low = text.lower()
+    if "password authentication failed" in low or "no password supplied" in low or (
+        "authentication failed" in low
+    ):
+        return AuthenticationFailed(f"authentication failed for {target}: {text}")
+    if "invalid" in low and ("option" in low or "value" in low or "uri" in low or "dsn" in low):
+        return MalformedDsn(f"invalid connection settings for {target}: {text}")
+    if "permission denied" in low or "not permitted to log in" in low or "no pg_hba.conf entry" in low:
+        return InsufficientPrivilege(f"connection refused by {target}: {text}")
+    if "does not exist" in low:
+        return Unreachable(f"{target}: {text}")
+    return Unreachable(f"cannot connect to {target}: {text}")
+
+
+def from_query_error(exc: psycopg.Error, what: str) -> CollectionError:
+    text = _first_line(exc)
+    if isinstance(exc, pgerrors.InsufficientPrivilege):
+        return InsufficientPrivilege(f"{what}: {text}")
+    if isinstance(exc, pgerrors.QueryCanceled | pgerrors.LockNotAvailable):
+        return QueryTimeout(f"{what} timed out: {text}")
+    if isinstance(exc, pgerrors.ObjectNotInPrerequisiteState) and "shared_preload_libraries" in text:
+        return NotPreloaded(f"pg_stat_statements is not in shared_preload_libraries: {text}")
+    if isinstance(exc, pgerrors.UndefinedFunction | pgerrors.UndefinedTable):
+        return ExtensionMissing(f"{what}: {text}")
+    if isinstance(exc, psycopg.OperationalError):
+        return Unreachable(f"connection lost during {what}: {text}")
+    return CollectionError(f"{what} failed: {text}")

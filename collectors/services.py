@@ -1,0 +1,349 @@
+"""One collection of one server: read the monitored server, compute deltas, store them atomically.
+
+`server_collect` is the only entry point; tasks and management commands call it. Everything is
+stored in one transaction of the history store or nothing is, and the server's status says why.
+"""
+import logging
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import psycopg
+from django.conf import settings
+from django.db import DatabaseError, InterfaceError, OperationalError, connection, transaction
+from django.utils import timezone
+
+from collectors import codec, connection as monitored, history, partitions, pgss, waits
+from collectors.deltas import Entries, compute, match_keys
+from collectors.errors import CollectionBusy, CollectionError, HistoryUnavailable, ServerRestarted
+from collectors.models import ServerState
+from console.crypto import CredentialsError
+from console.models import Server
+
+log = logging.getLogger(__name__)
+LOCK_NAMESPACE = 0x7067  # pg_try_advisory_lock(namespace, server_id): one collection per server
+
+
+@dataclass
+class CollectionResult:
+    server_id: int
+    server_name: str
+    ok: bool
+    kind: str = ""  # baseline | delta | failed | busy
+    taken_at: datetime | None = None
+    interval_s: float | None = None
+    entries: int = 0
+    changed: int = 0
+    new_entries: int = 0
+    gone_entries: int = 0
+    dealloc_delta: int | None = None
+    error_code: str = ""
+    error: str = ""
+    notes: list[str] = field(default_factory=list)
+    duration_ms: float = 0.0
+
+    def summary(self) -> str:
+        if not self.ok:
+            return f"{self.server_name}: FAILED [{self.error_code}] {self.error}"
+        if self.kind == "baseline":
+            text = f"{self.server_name}: baseline of {self.entries} entries"
+        else:
+            dealloc = "n/a" if self.dealloc_delta is None else str(self.dealloc_delta)
+            text = (
+                f"{self.server_name}: {self.changed} of {self.entries} entries changed over "
+                f"{self.interval_s:.1f}s ({self.new_entries} new, {self.gone_entries} gone, dealloc +{dealloc})"
+            )
+        text += f" in {self.duration_ms:.0f} ms"
+        if self.notes:
+            text += " — " + "; ".join(self.notes)
+        return text
+
+
+def _ts(us: int | None) -> datetime | None:
+    return None if us is None else datetime.fromtimestamp(us / 1_000_000, UTC)
+
+
+def _target(server: Server) -> monitored.Target:
+    try:
+        password = server.get_password()
+    except CredentialsError as exc:
+        raise CollectionError(str(exc)) from exc
+    return monitored.Target(
+        server_id=server.pk,
+        host=server.host,
+        port=server.port,
+        database=server.database,
+        user=server.user,
+        password=password,
+        sslmode=server.sslmode,
+    )
+
+
+@dataclass
+class _Read:
+    meta: pgss.ServerMeta
+    cmap: object
+    dealloc: int | None
+    stats_reset_us: int | None
+    reading: pgss.Reading
+    waits: waits.WaitReading | None
+    texts: pgss.Texts
+    known: dict  # key -> statement id, for keys absent from the state but in the dimension
+    unseen: np.ndarray  # keys never seen before (their texts are in `texts`)
+    notes: list[str]
+
+
+def _read_server(conn: psycopg.Connection, server: Server, prev_state: ServerState | None, prev: Entries) -> _Read:
+    meta = pgss.read_meta(conn)
+    cmap = pgss.column_map(conn, server.pk, meta)
+    dealloc, stats_reset_us = pgss.read_info(conn, meta)
+    reading = pgss.read_entries(conn, meta, cmap)
+    notes: list[str] = []
+    if reading.hidden:
+        notes.append(
+            f"{reading.hidden} entries of other roles are not visible: grant pg_monitor (pg_read_all_stats) "
+            "to the monitoring role"
+        )
+    wait_reading = None
+    if meta.wait_sampling_schema:
+        try:
+            wait_reading = waits.read_wait_sampling(conn, meta)
+        except CollectionError as exc:
+            notes.append(f"pg_wait_sampling unusable ({exc.message}); sampling pg_stat_activity instead")
+    if wait_reading is None and prev_state is not None and settings.COLLECTOR["ACTIVITY_SAMPLES"] > 0:
+        wait_reading = waits.sample_activity(
+            conn, meta, samples=settings.COLLECTOR["ACTIVITY_SAMPLES"], span_s=settings.COLLECTOR["ACTIVITY_SPAN_S"]
+        )
+    # Texts only for keys never seen before: not in the state, and not in the dimension.
+    unmatched = reading.entries.keys[match_keys(prev.keys, reading.entries.keys) < 0]
+    known = history.find_statements(server.pk, unmatched)
+    unseen = np.array([k for k in unmatched.tolist() if tuple(k) not in known], dtype=np.int64).reshape(-1, 4)
+    texts = pgss.read_texts(conn, meta, cmap, unseen)
+    return _Read(meta, cmap, dealloc, stats_reset_us, reading, wait_reading, texts, known, unseen, notes)
+
+
+def _collect(server: Server) -> CollectionResult:
+    result = CollectionResult(server_id=server.pk, server_name=server.name, ok=False)
+    prev_state = ServerState.objects.filter(server_id=server.pk).first()
+    prev = history.load_statement_state(server.pk) if prev_state else Entries.empty()
+
+    target = _target(server)
+    conn, reused = monitored.checkout(target)
+    try:
+        try:
+            read = _read_server(conn, server, prev_state, prev)
+        except CollectionError as exc:
+            if not reused or exc.code not in ("unreachable", "error"):
+                raise
+            # A kept connection may have died with the server; one fresh try.
+            monitored.discard(target, conn)
+            conn = monitored.connect(target)
+            read = _read_server(conn, server, prev_state, prev)
+    except BaseException:
+        monitored.discard(target, conn)
+        raise
+    monitored.checkin(target, conn)
+
+    meta, cur = read.meta, read.reading.entries
+    taken_at = _ts(meta.taken_at_us)
+    result.notes = read.notes
+    result.taken_at = taken_at
+    result.entries = len(cur)
+
+    full_reset = False
+    interval_s = None
+    if prev_state is not None:
+        if taken_at <= prev_state.taken_at:
+            raise ServerRestarted(
+                f"snapshot time {taken_at.isoformat()} is not after the previous one "
+                f"({prev_state.taken_at.isoformat()}): the server clock went back"
+            )
+        interval_s = (taken_at - prev_state.taken_at).total_seconds()
+        reset_at = _ts(read.stats_reset_us)
+        if reset_at is not None and prev_state.stats_reset_at is not None:
+            full_reset = reset_at != prev_state.stats_reset_at
+        elif meta.flag("save") is False and prev_state.postmaster_start_at is not None:
+            # PostgreSQL 13 has no stats_reset: a restart with save=off empties the statistics.
+            full_reset = _ts(meta.postmaster_start_us) != prev_state.postmaster_start_at
+
+    d = compute(prev, cur, full_reset=full_reset)
+    baseline = prev_state is None
+
+    # Statement ids: from the state, the dimension, or new dimension rows.
+    statement_id = np.zeros(len(cur), np.int64)
+    matched = ~d.new
+    if len(prev):
+        statement_id[matched] = prev.statement_id[d.prev_index[matched]]
+    max_bytes = settings.COLLECTOR["QUERY_TEXT_MAX_BYTES"]
+    new_rows = []
+    for key in read.unseen.tolist():
+        key_t = tuple(key)
+        text = read.texts.by_key.get(key_t)
+        truncated = False
+        if text is not None:
+            text, truncated = pgss.clip(pgss.redact(text), max_bytes)
+        new_rows.append(
+            history.NewStatement(
+                key=key_t,
+                database_name=read.texts.databases.get(key[1], ""),
+                user_name=read.texts.users.get(key[0], ""),
+                query=text,
+                truncated=truncated,
+            )
+        )
+
+    dealloc_delta = None
+    if not baseline and read.dealloc is not None:
+        if prev_state.dealloc is None or full_reset or read.dealloc < prev_state.dealloc:
+            dealloc_delta = read.dealloc
+        else:
+            dealloc_delta = read.dealloc - prev_state.dealloc
+
+    wait_rows: list[waits.WaitRow] = []
+    previous_profile = waits.decode_profile(prev_state.wait_profile) if prev_state else None
+    if read.waits is not None and not baseline:
+        wait_rows = waits.rows_for_interval(read.waits, previous_profile, interval_s)
+
+    partitions.ensure("collectors_snapshot", taken_at)
+    if wait_rows:
+        partitions.ensure("collectors_wait_event", taken_at)
+
+    with transaction.atomic():
+        ids = history.insert_statements(server.pk, new_rows, taken_at)
+        ids.update(read.known)
+        for i in np.flatnonzero(d.new):
+            statement_id[i] = ids[tuple(cur.keys[i].tolist())]
+        cur.statement_id = statement_id
+
+        payload = None
+        changed = 0
+        if not baseline:
+            rows = np.flatnonzero(d.changed)
+            order = rows[np.argsort(statement_id[rows], kind="stable")]
+            block = codec.Block(statement_id[order], d.deltas[order], d.fact_gauges[order])
+            payload = codec.encode(block)
+            changed = len(order)
+        sample_rate = meta.setting("sample_rate")
+        max_setting = meta.setting("max")
+        history.insert_snapshot(
+            {
+                "server_id": server.pk,
+                "taken_at": taken_at,
+                "prev_taken_at": None if baseline else prev_state.taken_at,
+                "interval_s": interval_s,
+                "kind": "baseline" if baseline else "delta",
+                "server_version_num": meta.server_version_num,
+                "extension_version": meta.extension_version,
+                "entries": len(cur),
+                "entries_hidden": read.reading.hidden,
+                "entries_max": int(max_setting) if max_setting else None,
+                "changed": changed,
+                "new_entries": int(d.new.sum()) if not baseline else 0,
+                "gone_entries": len(d.gone),
+                "dealloc": read.dealloc,
+                "dealloc_delta": dealloc_delta,
+                "stats_reset_at": _ts(read.stats_reset_us),
+                "full_reset": full_reset,
+                "track": meta.setting("track"),
+                "track_utility": meta.flag("track_utility"),
+                "track_planning": meta.flag("track_planning"),
+                "save": meta.flag("save"),
+                "sample_rate": float(sample_rate) if sample_rate is not None else None,
+                "waits_source": None if baseline or read.waits is None else read.waits.source,
+                "waits_samples": read.waits.n_samples if read.waits is not None and not baseline else None,
+                "statements": payload,
+            }
+        )
+        history.insert_waits(server.pk, taken_at, wait_rows)
+        dirty = np.flatnonzero(d.state_dirty)
+        history.write_statement_state(
+            server.pk, cur.take(dirty), prev.statement_id[d.gone] if len(prev) else np.empty(0, np.int64)
+        )
+        profile = None
+        if read.waits is not None and read.waits.profile is not None:
+            profile = waits.encode_profile(read.waits.profile)
+        ServerState.objects.update_or_create(
+            server_id=server.pk,
+            defaults={
+                "taken_at": taken_at,
+                "postmaster_start_at": _ts(meta.postmaster_start_us),
+                "stats_reset_at": _ts(read.stats_reset_us),
+                "dealloc": read.dealloc,
+                "wait_profile": profile,
+            },
+        )
+        Server.objects.filter(pk=server.pk).update(
+            last_success_at=timezone.now(),
+            consecutive_failures=0,
+            last_error_class="",
+            last_error_message="",
+            status_notes="\n".join(read.notes),
+            server_version_num=meta.server_version_num,
+            extension_version=meta.extension_version,
+        )
+
+    result.ok = True
+    result.kind = "baseline" if baseline else "delta"
+    result.interval_s = interval_s
+    result.changed = changed
+    result.new_entries = 0 if baseline else int(d.new.sum())
+    result.gone_entries = len(d.gone)
+    result.dealloc_delta = dealloc_delta
+    return result
+
+
+def _record_failure(server: Server, exc: CollectionError) -> None:
+    try:
+        Server.objects.filter(pk=server.pk).update(
+            consecutive_failures=server.consecutive_failures + 1,
+            last_error_class=exc.code,
+            last_error_message=exc.message[:2000],
+        )
+    except DatabaseError:
+        log.warning("could not record the failure of %s: history store unavailable", server)
+
+
+def server_collect(*, server_id: int) -> CollectionResult:
+    """Collect one snapshot of one server. Never raises for the server's own problems; raises
+    HistoryUnavailable when the history store cannot be reached (the caller retries)."""
+    started = time.perf_counter()
+    try:
+        server = Server.objects.get(pk=server_id)
+    except (OperationalError, InterfaceError) as exc:
+        raise HistoryUnavailable(f"history store unavailable: {exc}") from exc
+    result = CollectionResult(server_id=server.pk, server_name=server.name, ok=False)
+    try:
+        Server.objects.filter(pk=server.pk).update(last_attempt_at=timezone.now())
+        with connection.cursor() as cur:
+            cur.execute("SELECT pg_try_advisory_lock(%s, %s)", [LOCK_NAMESPACE, server.pk])
+            if not cur.fetchone()[0]:
+                raise CollectionBusy("another collection of this server is running")
+        try:
+            result = _collect(server)
+        finally:
+            try:
+                with connection.cursor() as cur:
+                    cur.execute("SELECT pg_advisory_unlock(%s, %s)", [LOCK_NAMESPACE, server.pk])
+            except DatabaseError:
+                pass  # the session is gone, and its lock with it
+    except CollectionBusy as exc:
+        result.kind, result.error_code, result.error = "busy", exc.code, exc.message
+    except (OperationalError, InterfaceError, psycopg.OperationalError) as exc:
+        if connection.connection is not None and not connection.is_usable():
+            connection.close()
+        raise HistoryUnavailable(f"history store unavailable: {exc}") from exc
+    except CollectionError as exc:
+        result.kind, result.error_code, result.error = "failed", exc.code, exc.message
+        _record_failure(server, exc)
+    except Exception as exc:  # a bug must not stop the other servers' collections
+        log.exception("collection of %s failed unexpectedly", server)
+        error = CollectionError(f"internal error: {type(exc).__name__}: {exc}")
+        result.kind, result.error_code, result.error = "failed", error.code, error.message
+        _record_failure(server, error)
+    result.duration_ms = (time.perf_counter() - started) * 1000
+    return result
+
+
+def next_due(server: Server, now: datetime) -> datetime:
+    return now + timedelta(seconds=server.interval_s)

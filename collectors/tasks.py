@@ -1,0 +1,50 @@
+"""Celery tasks: thin wrappers that take primary keys and call services."""
+import logging
+
+from celery import shared_task
+from django.db import close_old_connections
+
+from collectors import partitions, rollups
+from collectors.errors import HistoryUnavailable
+from collectors.scheduling import servers_dispatch_due
+from collectors.services import server_collect
+
+log = logging.getLogger(__name__)
+MAX_BACKOFF_S = 120
+
+
+@shared_task(bind=True, max_retries=6, acks_late=True)
+def collect_server(self, server_id: int) -> dict:
+    close_old_connections()
+    try:
+        result = server_collect(server_id=server_id)
+    except HistoryUnavailable as exc:
+        countdown = min(2 ** self.request.retries, MAX_BACKOFF_S)
+        log.warning("history store unavailable, retrying collection of server %s in %ss", server_id, countdown)
+        raise self.retry(exc=exc, countdown=countdown) from exc
+    finally:
+        close_old_connections()
+    log.info(result.summary())
+    return {"ok": result.ok, "kind": result.kind, "error_code": result.error_code}
+
+
+def _enqueue(server_id: int, expires_s: int) -> None:
+    collect_server.apply_async((server_id,), expires=expires_s)
+
+
+@shared_task
+def dispatch_due_collections() -> int:
+    close_old_connections()
+    return len(servers_dispatch_due(enqueue=_enqueue))
+
+
+@shared_task
+def roll_up_history() -> dict:
+    close_old_connections()
+    return rollups.roll_up()
+
+
+@shared_task
+def maintain_partitions() -> dict:
+    close_old_connections()
+    return {"created": partitions.ensure_ahead(), "dropped": partitions.drop_expired()}

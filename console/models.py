@@ -1,0 +1,87 @@
+"""Tenancy (organizations and their members) and the monitored servers with their collection status."""
+from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+
+from console.crypto import decrypt_secret, encrypt_secret
+
+
+class Organization(models.Model):
+    name = models.CharField(max_length=200, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Membership(models.Model):
+    class Role(models.TextChoices):
+        VIEWER = "viewer"
+        DBA = "dba"
+        ADMIN = "admin"
+
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=10, choices=Role.choices, default=Role.VIEWER)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["organization", "user"], name="membership_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.user} in {self.organization} ({self.role})"
+
+
+class Server(models.Model):
+    class SslMode(models.TextChoices):
+        DISABLE = "disable"
+        ALLOW = "allow"
+        PREFER = "prefer"
+        REQUIRE = "require"
+        VERIFY_CA = "verify-ca"
+        VERIFY_FULL = "verify-full"
+
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="servers")
+    name = models.CharField(max_length=200)
+    host = models.CharField(max_length=255)
+    port = models.PositiveIntegerField(default=5432, validators=[MinValueValidator(1), MaxValueValidator(65535)])
+    database = models.CharField(max_length=255, default="postgres")
+    user = models.CharField(max_length=255)
+    password_encrypted = models.TextField(blank=True, default="", editable=False)
+    sslmode = models.CharField(max_length=12, choices=SslMode.choices, default=SslMode.PREFER)
+    enabled = models.BooleanField(default=True)
+    interval_s = models.PositiveIntegerField(default=60, validators=[MinValueValidator(5)])
+    cpu_count = models.PositiveIntegerField(null=True, blank=True)
+    tags = models.JSONField(default=list, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    # Collection status, written by collectors only.
+    next_collect_at = models.DateTimeField(null=True, blank=True, editable=False)
+    last_attempt_at = models.DateTimeField(null=True, blank=True, editable=False)
+    last_success_at = models.DateTimeField(null=True, blank=True, editable=False)
+    last_error_class = models.CharField(max_length=40, blank=True, default="", editable=False)
+    last_error_message = models.TextField(blank=True, default="", editable=False)
+    consecutive_failures = models.PositiveIntegerField(default=0, editable=False)
+    status_notes = models.TextField(blank=True, default="", editable=False)
+    server_version_num = models.PositiveIntegerField(null=True, blank=True, editable=False)
+    extension_version = models.CharField(max_length=20, blank=True, default="", editable=False)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["organization", "name"], name="server_name_unique_per_org")]
+        indexes = [models.Index(fields=["enabled", "next_collect_at"], name="server_due_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.organization}/{self.name}"
+
+    def set_password(self, plain: str | None) -> None:
+        self.password_encrypted = encrypt_secret(plain) if plain else ""
+
+    def get_password(self) -> str | None:
+        return decrypt_secret(self.password_encrypted) if self.password_encrypted else None
+
+    @property
+    def status(self) -> str:
+        if not self.enabled:
+            return "disabled"
+        if self.last_attempt_at is None:
+            return "never collected"
+        return "ok" if self.consecutive_failures == 0 else "failing"

@@ -1,0 +1,23 @@
+"""The whole Celery beat schedule, in one place. Every entry expires so a backlog never runs it twice."""
+from django.conf import settings
+
+
+def beat_schedule() -> dict:
+    tick = settings.DISPATCH_TICK_S
+    return {
+        "dispatch-collections": {
+            "task": "collectors.tasks.dispatch_due_collections",
+            "schedule": tick,
+            "options": {"expires": tick},
+        },
+        "history-rollups": {
+            "task": "collectors.tasks.roll_up_history",
+            "schedule": 300.0,
+            "options": {"expires": 290},
+        },
+        "history-partitions": {
+            "task": "collectors.tasks.maintain_partitions",
+            "schedule": 3600.0,
+            "options": {"expires": 3500},
+        },
+    }

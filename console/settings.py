@@ -1,0 +1,114 @@
+"""Settings, all read from the environment with development defaults (``make demo`` needs none set)."""
+from pathlib import Path
+
+import environ
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+env = environ.Env()
+environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
+
+DEBUG = env.bool("DEBUG", default=True)
+SECRET_KEY = env("SECRET_KEY", default="dev-only-secret-key-change-me-in-production-0123456789")
+# Fernet key (urlsafe base64, 32 bytes) that encrypts monitoring passwords at rest.
+CREDENTIALS_KEY = env("CREDENTIALS_KEY", default="ZGV2LW9ubHktY3JlZGVudGlhbHMta2V5LTMyYnl0ZXM=")
+ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost"])
+
+DATABASES = {"default": env.db("DATABASE_URL", default="postgres://postgres@127.0.0.1:54320/pgconsole")}
+DATABASES["default"].setdefault("OPTIONS", {})
+DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=300)
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+DATABASES["default"]["TEST"] = {"NAME": env("TEST_DATABASE_NAME", default="test_pgconsole")}
+
+REDIS_URL = env("REDIS_URL", default="redis://127.0.0.1:6379/0")
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "console",
+    "collectors",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "console.urls"
+WSGI_APPLICATION = "console.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = env("TIME_ZONE", default="UTC")
+USE_I18N = False
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = BASE_DIR / "staticfiles"
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": env("LOG_LEVEL", default="WARNING")},
+}
+
+# --- Celery -----------------------------------------------------------------
+CELERY_BROKER_URL = REDIS_URL
+CELERY_RESULT_BACKEND = None
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TASK_ACKS_LATE = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# How often beat ticks the dispatcher that enqueues due collections (seconds).
+DISPATCH_TICK_S = env.float("DISPATCH_TICK_S", default=5.0)
+
+# --- Collection -------------------------------------------------------------
+COLLECTOR = {
+    "CONNECT_TIMEOUT_S": env.int("COLLECTOR_CONNECT_TIMEOUT_S", default=5),
+    "STATEMENT_TIMEOUT_MS": env.int("COLLECTOR_STATEMENT_TIMEOUT_MS", default=10_000),
+    "LOCK_TIMEOUT_MS": env.int("COLLECTOR_LOCK_TIMEOUT_MS", default=1_000),
+    "APPLICATION_NAME": env("COLLECTOR_APPLICATION_NAME", default="pgconsole-collector"),
+    "QUERY_TEXT_MAX_BYTES": env.int("COLLECTOR_QUERY_TEXT_MAX_BYTES", default=64 * 1024),
+    # Sampled pg_stat_activity when pg_wait_sampling is absent: N samples over about SPAN seconds.
+    "ACTIVITY_SAMPLES": env.int("COLLECTOR_ACTIVITY_SAMPLES", default=10),
+    "ACTIVITY_SPAN_S": env.float("COLLECTOR_ACTIVITY_SPAN_S", default=1.0),
+    # Keep monitoring connections open between snapshots (seconds; 0 disables reuse).
+    "CONNECTION_IDLE_S": env.int("COLLECTOR_CONNECTION_IDLE_S", default=300),
+}
+
+# --- History store retention (days) ---------------------------------------
+HISTORY = {
+    "RAW_RETENTION_DAYS": env.int("HISTORY_RAW_RETENTION_DAYS", default=3),
+    "HOURLY_RETENTION_DAYS": env.int("HISTORY_HOURLY_RETENTION_DAYS", default=60),
+    "DAILY_RETENTION_DAYS": env.int("HISTORY_DAILY_RETENTION_DAYS", default=730),
+}

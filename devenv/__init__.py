@@ -1,0 +1,75 @@
+"""Private PostgreSQL clusters (several majors) and Redis for tests, benchmarks and the demo.
+
+    from devenv import cluster, start_many, ClusterSpec, ensure_redis, port_for_test
+
+See devenv/clusters.py for the port map and the binaries, and
+``python -m devenv --help`` for the command line.
+"""
+
+from .clusters import (
+    DEFAULT_DATABASE_URL,
+    DEFAULT_REDIS_URL,
+    DEMO_PORT_BASE,
+    HISTORY_DB,
+    HISTORY_MAJOR,
+    HISTORY_NAME,
+    HISTORY_PORT,
+    MAJORS,
+    NPM_VERSIONS,
+    PORTS,
+    RUN_DIR,
+    TEST_EVICT_PORT,
+    TEST_EXTRA_PORT_BASE,
+    TEST_PORT_BASE,
+    Cluster,
+    ClusterError,
+    ClusterSpec,
+    cluster,
+    port_for_demo,
+    port_for_extra_test,
+    port_for_test,
+    library_available,
+    ensure_binaries,
+    existing_clusters,
+    find_binaries,
+    start_many,
+    start_one,
+    stop_many,
+    up_history,
+)
+from .redis import RedisError, ensure_redis, stop_redis
+
+__all__ = [
+    "DEFAULT_DATABASE_URL",
+    "DEFAULT_REDIS_URL",
+    "DEMO_PORT_BASE",
+    "HISTORY_DB",
+    "HISTORY_MAJOR",
+    "HISTORY_NAME",
+    "HISTORY_PORT",
+    "MAJORS",
+    "NPM_VERSIONS",
+    "PORTS",
+    "RUN_DIR",
+    "TEST_EVICT_PORT",
+    "TEST_EXTRA_PORT_BASE",
+    "TEST_PORT_BASE",
+    "Cluster",
+    "ClusterError",
+    "ClusterSpec",
+    "RedisError",
+    "cluster",
+    "port_for_demo",
+    "port_for_extra_test",
+    "port_for_test",
+    "library_available",
+    "ensure_binaries",
+    "ensure_redis",
+    "existing_clusters",
+    "find_binaries",
+    "start_many",
+    "start_one",
+    "stop_many",
+    "stop_redis",
+    "up_history",
+]

@@ -1,0 +1,157 @@
+"""Session fixtures: private PostgreSQL clusters to monitor (see devenv/).
+
+* ``pg_clusters``   dict major -> Cluster for 13, 14, 15, 16, 17, 18 (fresh,
+                    started in parallel at first use, stopped at session end)
+* ``pg12_cluster``  PostgreSQL 12, same setup (started only when asked for)
+* ``evict_cluster`` PostgreSQL 14 with pg_stat_statements.max=100 (lazily)
+* ``monitor_dsn``   monitor_dsn(cluster, dbname="app") -> DSN of the monitor role
+* ``cluster_lock``  held for the session by any user of the fixed test clusters, so
+                    that concurrent pytest sessions wait instead of clobbering them
+
+Every monitored cluster has a database ``app`` with the extension
+pg_stat_statements (on 15 also pg_wait_sampling) and a role ``monitor``
+(password ``monitor-pw``, member of pg_monitor) that must authenticate with
+SCRAM; everything else is trust.  Connect as the monitor with
+``monitor_dsn(cluster)`` or ``cluster.dsn(APP_DB, MONITOR_USER, MONITOR_PASSWORD)``.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import time
+from typing import Iterator
+
+import pytest
+
+from devenv.clusters import (
+    RUN_DIR,
+    TEST_EVICT_PORT,
+    Cluster,
+    ClusterSpec,
+    library_available,
+    port_for_test,
+    start_many,
+    stop_many,
+)
+
+MONITORED_MAJORS = (13, 14, 15, 16, 17, 18)
+APP_DB = "app"
+MONITOR_USER = "monitor"
+MONITOR_PASSWORD = "monitor-pw"
+# Before initdb's trust lines: the monitor role must use its password.
+MONITOR_HBA = [f"host all {MONITOR_USER} 127.0.0.1/32 scram-sha-256"]
+
+
+def _preload(major: int) -> list[str]:
+    preload = ["pg_stat_statements"]
+    # pg_wait_sampling comes from Debian's postgresql-15-pg-wait-sampling.
+    if major == 15 and library_available(15, "pg_wait_sampling"):
+        preload.append("pg_wait_sampling")
+    return preload
+
+
+def setup_monitored(extensions: list[str]):
+    """ClusterSpec.setup: database app with ``extensions``, role monitor (SCRAM password)."""
+
+    def setup(c: Cluster, created: bool) -> None:
+        if not c.execute("SELECT 1 FROM pg_database WHERE datname = %s", params=[APP_DB]):
+            c.execute(f"CREATE DATABASE {APP_DB}")
+        for ext in extensions:
+            c.execute(f"CREATE EXTENSION IF NOT EXISTS {ext}", dbname=APP_DB)
+        if not c.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", params=[MONITOR_USER]):
+            c.execute(f"CREATE ROLE {MONITOR_USER} LOGIN IN ROLE pg_monitor")
+        # Stored as SCRAM (password_encryption=scram-sha-256 in the config).
+        c.execute(f"ALTER ROLE {MONITOR_USER} LOGIN PASSWORD '{MONITOR_PASSWORD}'")
+
+    return setup
+
+
+
+
+
+def monitored_spec(major: int, *, name: str | None = None, port: int | None = None,
+                   settings: dict[str, str] | None = None) -> ClusterSpec:
+    """The spec of a fresh monitored test cluster of ``major``."""
+    preload = _preload(major)
+    return ClusterSpec(
+        name=name or f"test-pg{major}",
+        major=major,
+        port=port or port_for_test(major),
+        settings={"pg_stat_statements.track": "all", **(settings or {})},
+        preload=preload,
+        hba=MONITOR_HBA,
+        fresh=True,
+        setup=setup_monitored(preload),
+    )
+
+
+@pytest.fixture(scope="session")
+def cluster_lock() -> Iterator[None]:
+    """Held for the whole session by whoever uses the test clusters.
+
+    The test clusters have fixed ports and datadirs and are re-created fresh,
+    so a second pytest session would wipe the first one's clusters: it waits
+    for the lock instead (and fails clearly after a while).
+    """
+    RUN_DIR.mkdir(parents=True, exist_ok=True)
+    path = RUN_DIR / "test-clusters.lock"
+    with open(path, "a+") as f:
+        deadline = time.monotonic() + 240
+        while True:
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    f.seek(0)
+                    holder = f.read().strip() or "?"
+                    pytest.fail(f"another pytest session (pid {holder}) holds {path}; "
+                                "the test clusters are in use", pytrace=False)
+                time.sleep(0.5)
+        f.seek(0)
+        f.truncate()
+        f.write(str(os.getpid()))
+        f.flush()
+        yield
+
+
+@pytest.fixture(scope="session")
+def pg_clusters(cluster_lock) -> Iterator[dict[int, Cluster]]:
+    """major -> running Cluster, for 13 ... 18."""
+    started = start_many([monitored_spec(m) for m in MONITORED_MAJORS])
+    try:
+        yield {c.major: c for c in started.values()}
+    finally:
+        stop_many(started.values())
+
+
+@pytest.fixture(scope="session")
+def pg12_cluster(cluster_lock) -> Iterator[Cluster]:
+    c = start_many([monitored_spec(12)])["test-pg12"]
+    try:
+        yield c
+    finally:
+        stop_many([c])
+
+
+@pytest.fixture(scope="session")
+def evict_cluster(cluster_lock) -> Iterator[Cluster]:
+    """PostgreSQL 14 with pg_stat_statements.max=100 (the minimum): entries get evicted."""
+    spec = monitored_spec(14, name="test-evict-pg14", port=TEST_EVICT_PORT,
+                          settings={"pg_stat_statements.max": "100"})
+    c = start_many([spec])[spec.name]
+    try:
+        yield c
+    finally:
+        stop_many([c])
+
+
+@pytest.fixture(scope="session")
+def monitor_dsn():
+    """monitor_dsn(cluster, dbname="app") -> libpq URI of the monitor role."""
+
+    def dsn(c: Cluster, dbname: str = APP_DB) -> str:
+        return c.dsn(dbname, MONITOR_USER, MONITOR_PASSWORD)
+
+    return dsn

@@ -1,0 +1,165 @@
+"""The private clusters and Redis of devenv, exercised for real (no mocks)."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import time
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from devenv.clusters import (
+    MAJORS,
+    NPM_VERSIONS,
+    PORTS,
+    ClusterSpec,
+    debian_available,
+    ensure_binaries,
+    port_for_extra_test,
+    start_many,
+)
+from devenv.redis import ensure_redis, ping, redis_dir, stop_redis
+
+MONITORED = (13, 14, 15, 16, 17, 18)
+
+
+def test_port_map_has_no_collisions():
+    ports = [PORTS["history"], *PORTS["test"].values(), *PORTS["test-extra"].values(),
+             *PORTS["demo"].values(), PORTS["redis"]]
+    assert len(ports) == len(set(ports))
+    assert PORTS["history"] == 54320
+    assert PORTS["test"][13] == 55413
+    assert PORTS["test-evict"] == PORTS["test-extra"][14]
+
+
+@pytest.mark.parametrize("major", MAJORS)
+def test_binaries_installed_and_runnable(major):
+    bindir = ensure_binaries(major)
+    for prog in ("initdb", "pg_ctl", "postgres"):
+        assert (bindir / prog).exists(), f"{bindir / prog} missing"
+    if major == 15 and debian_available(15):
+        assert bindir == Path("/usr/lib/postgresql/15/bin")
+        return
+    pkg = bindir.parent.parent
+    assert f'"version": "{NPM_VERSIONS[major]}"' in (pkg / "package.json").read_text()
+    # the symlinks of pg-symlinks.json that postgres needs at load time
+    for lib in ("libicuuc.so.60", "libicui18n.so.60", "libicudata.so.60"):
+        link = bindir.parent / "lib" / lib
+        assert link.is_symlink() and link.exists(), link
+
+
+@pytest.mark.parametrize("major", MONITORED)
+def test_cluster_version_and_preload(pg_clusters, major):
+    c = pg_clusters[major]
+    assert c.major == major
+    assert c.is_running()
+    [(num,)] = c.execute("SELECT current_setting('server_version_num')::int")
+    assert num // 10000 == major
+    [(preload,)] = c.execute("SELECT current_setting('shared_preload_libraries')")
+    assert "pg_stat_statements" in [p.strip() for p in preload.split(",")]
+    [(track,)] = c.execute("SELECT current_setting('pg_stat_statements.track')")
+    assert track == "all"
+    exts = {r[0] for r in c.execute("SELECT extname FROM pg_extension", dbname="app")}
+    assert "pg_stat_statements" in exts
+    if major == 15:
+        assert "pg_wait_sampling" in preload, "install postgresql-15-pg-wait-sampling"
+        assert "pg_wait_sampling" in exts
+
+
+@pytest.mark.parametrize("major", MONITORED)
+def test_monitor_role_password_auth(pg_clusters, monitor_dsn, major):
+    c = pg_clusters[major]
+    with psycopg.connect(monitor_dsn(c), connect_timeout=10) as conn:
+        user, member, super_ = conn.execute(
+            "SELECT current_user, pg_has_role(current_user, 'pg_monitor', 'member'),"
+            " rolsuper FROM pg_roles WHERE rolname = current_user"
+        ).fetchone()
+        assert (user, member, super_) == ("monitor", True, False)
+        # pg_monitor may read every backend's statements
+        conn.execute("SELECT count(*) FROM pg_stat_statements").fetchone()
+    [(stored,)] = c.execute("SELECT rolpassword FROM pg_authid WHERE rolname = 'monitor'")
+    assert stored.startswith("SCRAM-SHA-256$")
+    with pytest.raises(psycopg.OperationalError, match="password authentication failed"):
+        psycopg.connect(c.dsn("app", "monitor", "wrong-pw"), connect_timeout=10).close()
+    with pytest.raises(psycopg.OperationalError):
+        psycopg.connect(c.dsn("app", "monitor"), connect_timeout=10).close()
+    # everyone else is trusted
+    with psycopg.connect(c.dsn("app"), connect_timeout=10) as conn:
+        assert conn.execute("SELECT current_user").fetchone() == ("postgres",)
+
+
+def test_restart_set_config_and_destroy(cluster_lock):
+    c = start_many([ClusterSpec("test-scratch-pg16", 16, port_for_extra_test(16), fresh=True,
+                                settings={"max_connections": "40"})])["test-scratch-pg16"]
+    try:
+        assert c.execute("SHOW max_connections") == [("40",)]
+        [(started_before,)] = c.execute("SELECT pg_postmaster_start_time()")
+        pid_before = c.postmaster_pid()
+        c.restart()
+        assert c.is_running()
+        assert c.postmaster_pid() != pid_before
+        [(started_after,)] = c.execute("SELECT pg_postmaster_start_time()")
+        assert started_after > started_before
+
+        assert c.set_config({"work_mem": "7MB"}) == []
+        assert c.execute("SHOW work_mem") == [("7MB",)]
+        assert c.set_config({"max_connections": 50}) == ["max_connections"]
+        c.set_config({"shared_preload_libraries": "pg_stat_statements, auto_explain"},
+                     restart=True)
+        assert c.execute("SHOW max_connections") == [("50",)]
+        [(preload,)] = c.execute("SHOW shared_preload_libraries")
+        assert [p.strip() for p in preload.split(",")] == ["pg_stat_statements", "auto_explain"]
+
+        c.stop()
+        assert not c.is_running()
+        c.start()
+        assert c.execute("SELECT 1") == [(1,)]
+    finally:
+        c.destroy()
+    assert not c.is_running()
+    assert not c.datadir.exists()
+
+
+def _unused_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_ensure_redis_starts_private_server():
+    port = _unused_port()
+    url = f"redis://127.0.0.1:{port}/0"
+    assert not ping(url)
+    try:
+        t0 = time.monotonic()
+        assert ensure_redis(url) == "started"
+        assert time.monotonic() - t0 < 20
+        assert ping(url)
+        assert (redis_dir(port) / "redis.log").exists()
+        assert ensure_redis(url) == "running"
+    finally:
+        stop_redis(port)
+        shutil.rmtree(redis_dir(port), ignore_errors=True)
+    assert not ping(url)
+
+
+def test_pg12_cluster(pg12_cluster, monitor_dsn):
+    c = pg12_cluster
+    [(num,)] = c.execute("SELECT current_setting('server_version_num')::int")
+    assert num // 10000 == 12
+    with psycopg.connect(monitor_dsn(c), connect_timeout=10) as conn:
+        conn.execute("SELECT count(*) FROM pg_stat_statements").fetchone()
+
+
+def test_evict_cluster(evict_cluster, monitor_dsn):
+    c = evict_cluster
+    [(num, pgss_max)] = c.execute(
+        "SELECT current_setting('server_version_num')::int,"
+        " current_setting('pg_stat_statements.max')::int"
+    )
+    assert (num // 10000, pgss_max) == (14, 100)
+    assert c.port == PORTS["test-evict"]
+    with psycopg.connect(monitor_dsn(c), connect_timeout=10) as conn:
+        conn.execute("SELECT count(*) FROM pg_stat_statements").fetchone()

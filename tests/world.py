@@ -1,0 +1,101 @@
+"""The shared test world: register a monitored cluster, run known workloads, read back what was stored."""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+import numpy as np
+import psycopg
+from django.db import connection
+
+from collectors import codec
+from collectors.columns import COUNTER_NAMES
+from collectors.services import CollectionResult, server_collect
+from console.models import Server
+from console.services import server_create
+from devenv.clusters import Cluster
+
+APP_DB = "app"
+MONITOR_USER = "monitor"
+MONITOR_PASSWORD = "monitor-pw"
+_names = itertools.count(1)
+
+
+def register(cluster: Cluster, *, name: str | None = None, dbname: str = APP_DB, user: str = MONITOR_USER,
+             password: str | None = MONITOR_PASSWORD, org: str = "acme") -> Server:  # fmt: skip
+    dsn = cluster.dsn(dbname, user, password)
+    return server_create(name=name or f"{cluster.name}-{next(_names)}", dsn=dsn, organization_name=org)
+
+
+def collect(server: Server) -> CollectionResult:
+    result = server_collect(server_id=server.pk)
+    assert result.ok, result.summary()
+    return result
+
+
+def run(cluster: Cluster, statement: str, times: int = 1, params: tuple = (), dbname: str = APP_DB) -> None:
+    """Execute `statement` exactly `times` times as the superuser, each as its own transaction."""
+    with psycopg.connect(cluster.dsn(dbname), autocommit=True, prepare_threshold=None) as conn:
+        for _ in range(times):
+            conn.execute(statement, params or None)
+
+
+def server_entry(cluster: Cluster, text_like: str, dbname: str = APP_DB) -> dict:
+    """The one pg_stat_statements entry whose text matches, read directly (ground truth)."""
+    with psycopg.connect(cluster.dsn(dbname), autocommit=True) as conn:
+        cur = conn.execute(
+            "SELECT * FROM pg_stat_statements WHERE query LIKE %s AND query NOT LIKE '%%pg_stat_statements%%'",
+            (text_like,),
+        )
+        cols = [d.name for d in cur.description]
+        rows = [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
+    assert len(rows) == 1, f"expected one entry like {text_like!r}, got {len(rows)}"
+    return rows[0]
+
+
+@dataclass
+class StoredSnapshot:
+    kind: str
+    interval_s: float | None
+    dealloc: int | None
+    dealloc_delta: int | None
+    full_reset: bool
+    track_planning: bool | None
+    block: codec.Block | None
+
+    def deltas_of(self, queryid: int) -> dict[str, int] | None:
+        """Summed counters of the statement(s) with that queryid in this interval, or None."""
+        if self.block is None:
+            return None
+        with connection.cursor() as cur:
+            cur.execute("SELECT id FROM collectors_statement WHERE queryid = %s", [queryid])
+            ids = [r[0] for r in cur.fetchall()]
+        mask = np.isin(self.block.statement_id, ids)
+        if not mask.any():
+            return None
+        summed = self.block.counters[mask].sum(axis=0)
+        return dict(zip(COUNTER_NAMES, (int(v) for v in summed), strict=True))
+
+
+def snapshots(server: Server) -> list[StoredSnapshot]:
+    with connection.cursor() as cur:
+        cur.execute(
+            "SELECT kind, interval_s, dealloc, dealloc_delta, full_reset, track_planning, statements "
+            "FROM collectors_snapshot WHERE server_id = %s ORDER BY taken_at",
+            [server.pk],
+        )
+        return [
+            StoredSnapshot(k, i, d, dd, fr, tp, codec.decode(bytes(p)) if p is not None else None)
+            for k, i, d, dd, fr, tp, p in cur.fetchall()
+        ]
+
+
+def history_counts(server: Server) -> dict[str, int]:
+    """Rows this server owns in every history table (to prove nothing partial was stored)."""
+    out = {}
+    with connection.cursor() as cur:
+        for table in ("collectors_snapshot", "collectors_wait_event", "collectors_statement",
+                      "collectors_statement_state", "collectors_serverstate"):  # fmt: skip
+            cur.execute(f"SELECT count(*) FROM {table} WHERE server_id = %s", [server.pk])
+            out[table] = cur.fetchone()[0]
+    return out
