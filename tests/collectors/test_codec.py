@@ -1,0 +1,63 @@
+"""The history block codec round-trips exactly and merges like a sum."""
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from collectors import codec
+from collectors.columns import COUNTER_NAMES, FACT_GAUGE_NAMES
+
+NC, NG = len(COUNTER_NAMES), len(FACT_GAUGE_NAMES)
+
+
+@st.composite
+def blocks(draw, max_rows=40, top=2**62):
+    ids = draw(st.lists(st.integers(1, 2**40), unique=True, max_size=max_rows))
+    ids = np.array(sorted(ids), np.int64)
+    n = len(ids)
+    counters = draw(hnp.arrays(np.int64, (n, NC), elements=st.one_of(st.just(0), st.integers(0, top))))
+    gauges = draw(hnp.arrays(np.float64, (n, NG), elements=st.one_of(st.just(np.nan), st.floats(0, 1e9))))
+    return codec.Block(ids, counters, gauges)
+
+
+@settings(max_examples=200, deadline=None)
+@given(blocks())
+def test_round_trip_is_exact(block):
+    back = codec.decode(codec.encode(block))
+    assert back.statement_id.tolist() == block.statement_id.tolist()
+    assert np.array_equal(back.counters, block.counters)
+    assert np.array_equal(back.gauges, block.gauges, equal_nan=True)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(blocks(max_rows=15, top=2**50), max_size=5))
+def test_merge_sums_counters_and_keeps_extremes(parts):
+    merged = codec.merge(parts)
+    for sid, row in zip(merged.statement_id.tolist(), merged.counters, strict=True):
+        expected = sum((b.counters[b.statement_id == sid].sum(axis=0) for b in parts), np.zeros(NC, np.int64))
+        assert (row == expected).all()
+    total = sum(int(b.counters.sum()) for b in parts) if parts else 0
+    assert int(merged.counters.sum()) == total
+    j = FACT_GAUGE_NAMES.index("max_exec_ms")
+    for sid, value in zip(merged.statement_id.tolist(), merged.gauges[:, j], strict=True):
+        seen = [v for b in parts for v in b.gauges[b.statement_id == sid, j] if not np.isnan(v)]
+        assert (np.isnan(value) and not seen) or value == max(seen)
+
+
+def test_refuses_negative_deltas_and_unsorted_ids():
+    c = np.zeros((2, NC), np.int64)
+    g = np.full((2, NG), np.nan)
+    with pytest.raises(codec.CodecError):
+        codec.encode(codec.Block(np.array([2, 1]), c, g))
+    c[0, 0] = -1
+    with pytest.raises(codec.CodecError):
+        codec.encode(codec.Block(np.array([1, 2]), c, g))
+
+
+def test_mostly_zero_columns_cost_almost_nothing():
+    n = 500
+    c = np.zeros((n, NC), np.int64)
+    c[:, 0] = np.arange(n) % 50
+    block = codec.Block(np.arange(1, n + 1, dtype=np.int64) * 3, c, np.full((n, NG), np.nan))
+    assert len(codec.encode(block)) < 400
