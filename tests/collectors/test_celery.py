@@ -30,6 +30,7 @@ def celery_processes(tmp_path):
         "COLLECTOR_ACTIVITY_SAMPLES": "2",
         "COLLECTOR_ACTIVITY_SPAN_S": "0.1",
         "CREDENTIALS_KEY": django_settings.CREDENTIALS_KEY,
+        "PYTHONUNBUFFERED": "1",
     }
     redis.Redis.from_url(BROKER).flushdb()
     celery = [sys.executable, "-m", "celery", "-A", "console"]
@@ -55,7 +56,7 @@ def _wait_for(predicate, timeout_s: float, logs) -> None:
         if predicate():
             return
         time.sleep(0.5)
-    text = "\n".join((logs / f).read_text()[-3000:] for f in ("worker.log", "beat.log"))
+    text = "\n".join(p.read_text()[-3000:] for p in Path(logs).rglob("*.log"))
     pytest.fail(f"timed out after {timeout_s}s; logs:\n{text}")
 
 
@@ -81,3 +82,86 @@ def test_beat_dispatches_and_the_worker_collects(pg_clusters, celery_processes):
     broken.refresh_from_db()
     assert broken.last_error_class == "auth_failed" and broken.consecutive_failures >= 1
     assert snapshots(broken) == []
+
+
+class _Gate:
+    """A TCP forwarder to the history store that can be closed and reopened, so that the worker
+    really loses its database for a while."""
+
+    def __init__(self, target_port: int):
+        import socket
+
+        self.target_port = target_port
+        probe = socket.socket()
+        probe.bind(("127.0.0.1", 0))
+        self.port = probe.getsockname()[1]
+        probe.close()
+        self.server = None
+
+    def open(self) -> None:
+        import socket
+        import threading
+
+        self.server = socket.create_server(("127.0.0.1", self.port))
+
+        def pipe(src, dst):
+            try:
+                while data := src.recv(65536):
+                    dst.sendall(data)
+            except OSError:
+                pass
+            finally:
+                dst.close()
+
+        def accept():
+            while True:
+                try:
+                    client, _ = self.server.accept()
+                except OSError:
+                    return
+                upstream = socket.create_connection(("127.0.0.1", self.target_port))
+                threading.Thread(target=pipe, args=(client, upstream), daemon=True).start()
+                threading.Thread(target=pipe, args=(upstream, client), daemon=True).start()
+
+        threading.Thread(target=accept, daemon=True).start()
+
+    def close(self) -> None:
+        if self.server is not None:
+            self.server.close()
+
+
+def test_collection_retries_until_the_history_store_is_back(pg_clusters, tmp_path):
+    from collectors.tasks import collect_server
+
+    db = connection.settings_dict
+    gate = _Gate(int(db["PORT"]))
+    env = {
+        **os.environ,
+        "DATABASE_URL": f"postgres://{db['USER']}@127.0.0.1:{gate.port}/{db['NAME']}",
+        "REDIS_URL": BROKER,
+        "CREDENTIALS_KEY": django_settings.CREDENTIALS_KEY,
+        "PYTHONUNBUFFERED": "1",
+    }
+    server = register(pg_clusters[13], name="retry-me")
+    redis.Redis.from_url(BROKER).flushdb()
+    log = tmp_path / "worker.log"
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "console", "worker", "--pool", "threads", "--concurrency", "1",
+         "--loglevel", "info"], cwd=ROOT, env=env, stdout=open(log, "w"), stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    try:
+        from console.celery import app
+
+        with app.connection_for_write(BROKER) as conn:
+            collect_server.apply_async((server.pk,), expires=120, connection=conn)
+        _wait_for(lambda: "retrying collection" in log.read_text(), 60, tmp_path / "..")
+        assert snapshots(server) == []
+        gate.open()  # the history store is back: a later retry stores the snapshot
+        _wait_for(lambda: len(snapshots(server)) == 1, 60, tmp_path / "..")
+    finally:
+        worker.terminate()
+        worker.wait(timeout=20)
+        gate.close()
+    assert "history store unavailable" in log.read_text()
+    server.refresh_from_db()
+    assert server.last_success_at is not None

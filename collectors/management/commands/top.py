@@ -36,9 +36,10 @@ class Command(BaseCommand):
     def handle(self, *args, server, since, order, limit, json: bool, **opts):
         if limit < 1:
             raise CommandError("--limit must be at least 1")
+        window = parse_window(since)
         s = find_server(server)
         end = timezone.now()
-        start = end - parse_window(since)
+        start = end - window
         totals, rows = top_statements(s.pk, start, end, order=order, limit=limit)
         if json:
             payload = {

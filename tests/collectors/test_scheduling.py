@@ -1,0 +1,142 @@
+"""Dispatching, top, rollups, retention and the history store going away, on real databases."""
+import json
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from django.core.management import call_command
+from django.db import connection
+from django.utils import timezone
+
+from collectors import partitions, rollups, selectors
+from collectors.errors import HistoryUnavailable
+from collectors.scheduling import servers_dispatch_due
+from console.models import Server
+from tests.world import collect, register, run, server_entry
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_dispatch_claims_each_due_server_once(pg_clusters):
+    a = register(pg_clusters[14], name="a")
+    b = register(pg_clusters[14], name="b")
+    Server.objects.filter(pk=b.pk).update(enabled=False)
+    enqueued = []
+    now = timezone.now()
+    assert servers_dispatch_due(enqueue=lambda sid, exp: enqueued.append((sid, exp)), now=now) == [a.pk]
+    # A second dispatcher at the same moment finds nothing due: no double collection.
+    assert servers_dispatch_due(enqueue=lambda sid, exp: enqueued.append((sid, exp)), now=now) == []
+    assert enqueued == [(a.pk, 60)]
+    a.refresh_from_db()
+    assert a.next_collect_at == now + timedelta(seconds=60)
+    # Due again one interval later, on the same cadence.
+    later = now + timedelta(seconds=61)
+    assert servers_dispatch_due(enqueue=lambda *_: None, now=later) == [a.pk]
+    a.refresh_from_db()
+    assert a.next_collect_at == now + timedelta(seconds=120)
+
+
+def test_top_command_and_planning_not_tracked(pg_clusters, capsys):
+    c = pg_clusters[18]
+    run(c, "DROP TABLE IF EXISTS top_items; CREATE TABLE top_items (id int)")
+    server = register(c, name="topsrv")
+    collect(server)
+    run(c, "INSERT INTO top_items SELECT generate_series(1, 100)", 2)
+    run(c, "SELECT count(*) FROM top_items", 9)
+    collect(server)
+    call_command("top", "--server", "topsrv", "--since", "1h", "--order", "calls", "--json")
+    data = json.loads(capsys.readouterr().out)
+    assert data["planning"] == "not tracked"
+    queryid = server_entry(c, "SELECT count(*) FROM top_items%")["queryid"]
+    row = next(r for r in data["statements"] if r["queryid"] == queryid)
+    assert (row["calls"], row["rows"], row["total_plan_ms"], row["plans"]) == (9, 9, None, None)
+    assert data["statements"][0]["calls"] >= 9  # ordered by calls
+    call_command("top", "--server", "topsrv", "--limit", "3")
+    text = capsys.readouterr().out
+    assert "planning not tracked" in text and "not tracked" in text.splitlines()[2]
+    assert len(text.strip().splitlines()) == 2 + 3
+
+
+def test_top_shows_planning_when_tracked(pg_clusters, capsys):
+    c = pg_clusters[16]
+    server = register(c, name="plansrv")
+    collect(server)
+    c.set_config({"pg_stat_statements.track_planning": "on"})
+    try:
+        run(c, "SELECT count(*) FROM pg_class a JOIN pg_class b USING (oid)", 4)
+        collect(server)
+    finally:
+        c.set_config({"pg_stat_statements.track_planning": "off"})
+    call_command("top", "--server", "plansrv", "--json")
+    data = json.loads(capsys.readouterr().out)
+    assert data["planning"] == "tracked"
+    row = next(r for r in data["statements"] if "pg_class a JOIN" in (r["query"] or ""))
+    assert row["plans"] == 4 and row["total_plan_ms"] > 0
+
+
+def test_top_rejects_bad_input():
+    with pytest.raises(Exception, match="invalid --since"):
+        call_command("top", "--server", "x", "--since", "yesterday")
+
+
+def test_rollups_equal_the_raw_sums_and_are_idempotent(pg_clusters):
+    c = pg_clusters[14]
+    server = register(c, name="rolled")
+    collect(server)
+    run(c, "SELECT count(*) FROM pg_namespace", 3)
+    collect(server)
+    run(c, "SELECT count(*) FROM pg_namespace", 2)
+    collect(server)
+    now = timezone.now()
+    window = (now - timedelta(hours=1), now + timedelta(seconds=1))
+    raw = selectors.statement_totals(server.pk, *window)
+    future = now + timedelta(days=2)
+    first = rollups.roll_up(now=future)
+    assert first["hourly"] >= 1 and rollups.roll_up(now=future) == {"hourly": 0, "daily": 0}
+    day = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    hourly = selectors.statement_totals(server.pk, day - timedelta(days=1), day + timedelta(days=1))
+    assert "hourly" in hourly.resolutions and "raw" not in hourly.resolutions
+    assert hourly.block.statement_id.tolist() == raw.block.statement_id.tolist()
+    assert (hourly.block.counters == raw.block.counters).all()
+    assert hourly.intervals == raw.intervals == 2
+    daily = selectors.statement_totals(server.pk, day - timedelta(days=10), day + timedelta(days=10))
+    assert "daily" in daily.resolutions and (daily.block.counters == raw.block.counters).all()
+
+
+def test_retention_drops_whole_old_partitions(settings):
+    settings.HISTORY = {**settings.HISTORY, "RAW_RETENTION_DAYS": 3}
+    old = datetime(2020, 1, 5, tzinfo=UTC)
+    partitions.ensure("collectors_snapshot", old)
+    name = partitions.partition_name("collectors_snapshot", old)
+    with connection.cursor() as cur:
+        cur.execute("SELECT to_regclass(%s) IS NOT NULL", [name])
+        assert cur.fetchone()[0]
+    assert name in partitions.drop_expired()
+    created = partitions.ensure_ahead()
+    with connection.cursor() as cur:
+        cur.execute("SELECT to_regclass(%s) IS NOT NULL", [name])
+        assert not cur.fetchone()[0]
+        tomorrow = partitions.partition_name("collectors_snapshot", timezone.now() + timedelta(days=1))
+        cur.execute("SELECT to_regclass(%s) IS NOT NULL", [tomorrow])
+        assert cur.fetchone()[0]
+    assert isinstance(created, list)
+
+
+def test_history_store_unavailable_raises_for_retry_and_stores_nothing(pg_clusters, settings):
+    """The collection task retries (with backoff) on HistoryUnavailable; nothing partial is kept."""
+    server = register(pg_clusters[13], name="histdown")
+    db = settings.DATABASES["default"]
+    original = db["PORT"]
+    connection.close()
+    db["PORT"] = "1"  # the history store is unreachable
+    connection.settings_dict["PORT"] = "1"
+    try:
+        with pytest.raises(HistoryUnavailable):
+            from collectors.services import server_collect
+
+            server_collect(server_id=server.pk)
+    finally:
+        connection.close()
+        db["PORT"] = original
+        connection.settings_dict["PORT"] = original
+    result = collect(server)  # the retry, once the store is back
+    assert result.kind == "baseline"

@@ -1,0 +1,61 @@
+"""manage.py servers add|list|remove, and passwords encrypted at rest, never shown."""
+import json
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+from django.db import connection
+
+from console.models import Server
+
+pytestmark = pytest.mark.django_db
+
+
+def _out(capsys, *args) -> str:
+    call_command(*args)
+    return capsys.readouterr().out
+
+
+def test_add_list_remove_never_show_the_password(capsys):
+    secret = "Sup3r-Secret-pw"
+    out = _out(capsys, "servers", "add", "db1", "--dsn", f"postgresql://mon:{secret}@db1.example:6432/app",
+               "--org", "acme", "--interval", "30", "--cpus", "8", "--tag", "prod")  # fmt: skip
+    assert "added acme/db1" in out and secret not in out
+    server = Server.objects.get(name="db1")
+    assert (server.host, server.port, server.database, server.user) == ("db1.example", 6432, "app", "mon")
+    assert (server.interval_s, server.cpu_count, server.tags) == (30, 8, ["prod"])
+    with connection.cursor() as cur:
+        cur.execute("SELECT password_encrypted FROM console_server WHERE id = %s", [server.pk])
+        stored = cur.fetchone()[0]
+    assert secret not in stored and stored  # encrypted at rest
+    assert server.get_password() == secret
+
+    listed = _out(capsys, "servers", "list")
+    as_json = json.loads(_out(capsys, "servers", "list", "--json"))
+    assert secret not in listed and secret not in json.dumps(as_json)
+    assert as_json[0]["has_password"] is True and as_json[0]["status"] == "never collected"
+    assert "password" not in as_json[0] and "password_encrypted" not in as_json[0]
+
+    with pytest.raises(CommandError, match="already exists"):
+        call_command("servers", "add", "db1", "--dsn", "host=db1.example", "--org", "acme")
+    assert "removed acme/db1" in _out(capsys, "servers", "remove", "db1")
+    assert not Server.objects.exists()
+    with pytest.raises(CommandError, match="no server named"):
+        call_command("servers", "remove", "db1")
+
+
+def test_same_name_in_two_organizations(capsys):
+    call_command("servers", "add", "db", "--dsn", "host=a", "--org", "one")
+    call_command("servers", "add", "db", "--dsn", "host=b", "--org", "two")
+    with pytest.raises(CommandError, match="--org"):
+        call_command("servers", "remove", "db")
+    call_command("servers", "remove", "db", "--org", "two")
+    assert list(Server.objects.values_list("host", flat=True)) == ["a"]
+
+
+def test_admin_never_renders_the_password(admin_client):
+    call_command("servers", "add", "db9", "--dsn", "postgresql://mon:hunter2-secret@h/app")
+    server = Server.objects.get(name="db9")
+    page = admin_client.get(f"/admin/console/server/{server.pk}/change/").content.decode()
+    assert "hunter2-secret" not in page and server.password_encrypted not in page
+    assert 'type="password"' in page
