@@ -1,0 +1,86 @@
+"""Columns follow the installed extension version, not the server major; the monitoring session
+is strict and recognisable; long texts are cut."""
+import pytest
+from django.conf import settings
+
+from collectors import connection as monitored
+from collectors.services import _target
+from tests.world import collect, register, run, server_entry, snapshots
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.mark.parametrize(
+    "major, version, has_info",
+    [(14, "1.8", False), (17, "1.10", True), (13, "1.7", False)],
+)
+def test_older_extension_version_on_a_newer_server(pg_clusters, major, version, has_info):
+    """After pg_upgrade without ALTER EXTENSION UPDATE, the old columns remain (e.g. blk_read_time,
+    total_time on 1.7): they are discovered from the catalog and mapped."""
+    c = pg_clusters[major]
+    db = f"ext_{version.replace('.', '_')}"
+    c.execute(f"DROP DATABASE IF EXISTS {db}")
+    c.execute(f"CREATE DATABASE {db}")
+    c.execute(f"CREATE EXTENSION pg_stat_statements VERSION '{version}'", dbname=db)
+    c.execute(f"GRANT CONNECT ON DATABASE {db} TO monitor")
+    run(c, "DROP TABLE IF EXISTS old_ext_items; CREATE TABLE old_ext_items (id int)", dbname=db)
+    server = register(c, dbname=db)
+    collect(server)
+    run(c, "INSERT INTO old_ext_items SELECT generate_series(1, 4)", 5, dbname=db)
+    result = collect(server)
+    server.refresh_from_db()
+    assert server.extension_version == version
+    assert (result.dealloc_delta is not None) == has_info
+    truth = server_entry(c, "INSERT INTO old_ext_items%", dbname=db)
+    d = snapshots(server)[-1].deltas_of(truth["queryid"])
+    assert (d["calls"], d["rows"]) == (5, 20)
+    exec_ms = truth.get("total_exec_time", truth.get("total_time"))
+    assert d["total_exec_us"] == round(exec_ms * 1000)
+
+
+def test_monitoring_session_settings(pg_clusters):
+    c = pg_clusters[18]
+    server = register(c)
+    conn = monitored.connect(_target(server))
+    try:
+        show = {name: conn.execute(f"SHOW {name}").fetchone()[0] for name in (
+            "statement_timeout", "lock_timeout", "application_name", "default_transaction_read_only")}  # fmt: skip
+    finally:
+        conn.close()
+    cfg = settings.COLLECTOR
+    assert show["statement_timeout"] == f"{cfg['STATEMENT_TIMEOUT_MS'] // 1000}s"
+    assert show["lock_timeout"] == f"{cfg['LOCK_TIMEOUT_MS'] // 1000}s"
+    assert show["application_name"] == "pgconsole-collector"
+    assert show["default_transaction_read_only"] == "on"
+
+
+def test_kept_connection_is_reused_and_survives_a_restart(pg_clusters):
+    c = pg_clusters[14]
+
+    def collector_pids() -> set[int]:
+        return {r[0] for r in c.execute("SELECT pid FROM pg_stat_activity WHERE application_name = %s",
+                                        params=["pgconsole-collector"])}  # fmt: skip
+
+    server = register(c)
+    others = collector_pids()  # other tests' servers on this cluster keep theirs too
+    collect(server)
+    mine = collector_pids() - others
+    assert len(mine) == 1  # kept open between snapshots
+    collect(server)
+    assert collector_pids() - others == mine
+    c.restart()
+    assert collect(server).kind == "delta"  # the dead kept connection was replaced transparently
+
+
+def test_long_query_texts_are_cut(pg_clusters, settings):
+    settings.COLLECTOR = {**settings.COLLECTOR, "QUERY_TEXT_MAX_BYTES": 100}
+    c = pg_clusters[16]
+    server = register(c)
+    collect(server)
+    long_alias = "é" * 200  # multi-byte: the cut must not split a character
+    run(c, f'SELECT 1 AS "{long_alias}"')
+    collect(server)
+    stored = server.statements.get(query__contains="ééé")
+    assert stored.query_truncated
+    assert len(stored.query.encode()) <= 100
+    assert stored.query.startswith('SELECT $1 AS "é')
