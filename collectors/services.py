@@ -4,7 +4,9 @@
 stored in one transaction of the history store or nothing is, and the server's status says why.
 """
 import logging
+import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
@@ -23,6 +25,43 @@ from console.models import Server
 
 log = logging.getLogger(__name__)
 LOCK_NAMESPACE = 0x7067  # pg_try_advisory_lock(namespace, server_id): one collection per server
+STATE_CACHE_SERVERS = 256
+
+
+class _StateCache:
+    """The statement state each server had after its last snapshot in this process.
+
+    Reading 5,000 state rows back from the history store costs more than computing the deltas;
+    the cached copy is used only while the stored ServerState still carries the same taken_at
+    (state and ServerState are written in one transaction), so a snapshot taken meanwhile by
+    another worker simply means a reload."""
+
+    def __init__(self, size: int):
+        self.size = size
+        self._items: OrderedDict[int, tuple[datetime, Entries]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, server_id: int, taken_at: datetime) -> Entries | None:
+        with self._lock:
+            item = self._items.get(server_id)
+            if item is None or item[0] != taken_at:
+                return None
+            self._items.move_to_end(server_id)
+            return item[1]
+
+    def put(self, server_id: int, taken_at: datetime, entries: Entries) -> None:
+        with self._lock:
+            self._items[server_id] = (taken_at, entries)
+            self._items.move_to_end(server_id)
+            while len(self._items) > self.size:
+                self._items.popitem(last=False)
+
+    def drop(self, server_id: int) -> None:
+        with self._lock:
+            self._items.pop(server_id, None)
+
+
+state_cache = _StateCache(STATE_CACHE_SERVERS)
 
 
 @dataclass
@@ -126,7 +165,10 @@ def _read_server(conn: psycopg.Connection, server: Server, prev_state: ServerSta
 def _collect(server: Server) -> CollectionResult:
     result = CollectionResult(server_id=server.pk, server_name=server.name, ok=False)
     prev_state = ServerState.objects.filter(server_id=server.pk).first()
-    prev = history.load_statement_state(server.pk) if prev_state else Entries.empty()
+    prev = Entries.empty()
+    if prev_state is not None:
+        cached = state_cache.get(server.pk, prev_state.taken_at)
+        prev = cached if cached is not None else history.load_statement_state(server.pk)
 
     target = _target(server)
     conn, reused = monitored.checkout(target)
@@ -209,6 +251,7 @@ def _collect(server: Server) -> CollectionResult:
     if wait_rows:
         partitions.ensure("collectors_wait_event", taken_at)
 
+    state_cache.drop(server.pk)  # until this transaction commits, the cached state may not be the stored one
     with transaction.atomic():
         ids = history.insert_statements(server.pk, new_rows, taken_at)
         ids.update(read.known)
@@ -283,6 +326,7 @@ def _collect(server: Server) -> CollectionResult:
             extension_version=meta.extension_version,
         )
 
+    state_cache.put(server.pk, taken_at, cur)
     result.ok = True
     result.kind = "baseline" if baseline else "delta"
     result.interval_s = interval_s

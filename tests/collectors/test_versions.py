@@ -84,3 +84,23 @@ def test_long_query_texts_are_cut(pg_clusters, settings):
     assert stored.query_truncated
     assert len(stored.query.encode()) <= 100
     assert stored.query.startswith('SELECT $1 AS "é')
+
+
+def test_state_cached_by_another_snapshot_is_not_trusted(pg_clusters):
+    """A worker's cached state is used only if it is the stored one: here the cache holds the state
+    of an older snapshot (as if another worker had collected since), and the deltas stay exact."""
+    from collectors.services import state_cache
+
+    c = pg_clusters[15]
+    run(c, "DROP TABLE IF EXISTS cache_items; CREATE TABLE cache_items (id int)")
+    server = register(c)
+    run(c, "SELECT count(*) FROM cache_items", 2)
+    collect(server)
+    stale_key = state_cache._items[server.pk]
+    run(c, "SELECT count(*) FROM cache_items", 3)
+    collect(server)  # "another worker": the stored state moves on
+    state_cache.put(server.pk, *stale_key)  # this process still remembers the older one
+    run(c, "SELECT count(*) FROM cache_items", 4)
+    collect(server)
+    queryid = server_entry(c, "SELECT count(*) FROM cache_items%")["queryid"]
+    assert [s.deltas_of(queryid)["calls"] for s in snapshots(server)[1:]] == [3, 4]
