@@ -354,6 +354,11 @@ def server_collect(*, server_id: int) -> CollectionResult:
     started = time.perf_counter()
     try:
         server = Server.objects.get(pk=server_id)
+    except Server.DoesNotExist:
+        # A task queued before the server was removed: nothing to do.
+        log.info("server %s no longer exists: collection dropped", server_id)
+        return CollectionResult(server_id=server_id, server_name=str(server_id), ok=False, kind="gone",
+                                error_code="gone", error="the server no longer exists")  # fmt: skip
     except (OperationalError, InterfaceError) as exc:
         raise HistoryUnavailable(f"history store unavailable: {exc}") from exc
     result = CollectionResult(server_id=server.pk, server_name=server.name, ok=False)

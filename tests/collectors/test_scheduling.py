@@ -140,3 +140,10 @@ def test_history_store_unavailable_raises_for_retry_and_stores_nothing(pg_cluste
         connection.settings_dict["PORT"] = original
     result = collect(server)  # the retry, once the store is back
     assert result.kind == "baseline"
+
+
+def test_a_task_for_a_removed_server_is_dropped_quietly():
+    from collectors.services import server_collect
+
+    result = server_collect(server_id=987654321)
+    assert (result.ok, result.kind, result.error_code) == (False, "gone", "gone")

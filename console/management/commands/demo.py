@@ -1,0 +1,358 @@
+"""manage.py demo — private monitored PostgreSQL servers with workloads, a celery worker and beat
+collecting them, and the web server; Ctrl-C (or SIGTERM, or --duration) stops everything.
+
+The non-Django parts (clusters, workloads, child processes) are in devenv/demo.py.
+"""
+import os
+import secrets
+import signal
+import sys
+import threading
+import time
+from datetime import timedelta
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.exceptions import ValidationError
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandError
+from django.db import DatabaseError, connection
+from django.utils import timezone
+
+from devenv import demo
+from devenv.clusters import ClusterError
+
+STATUS_EVERY_S = 15.0
+ADMIN_USER = "admin"
+
+
+class _Stop(Exception):
+    """A signal arrived during start-up: go straight to the shutdown."""
+
+
+def _fmt_elapsed(seconds: float) -> str:
+    m, s = divmod(int(seconds), 60)
+    return f"{m}:{s:02d}"
+
+
+def _env_prefix() -> str:
+    """``DATABASE_URL=... `` to repeat before the suggested commands when it is set (password hidden)."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    url = os.environ.get("DATABASE_URL")
+    if not url:
+        return ""
+    parts = urlsplit(url)
+    if parts.password:
+        netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+        url = urlunsplit(parts._replace(netloc=netloc))
+    return f"DATABASE_URL='{url}' "
+
+
+def _ended(rc: int | None) -> str:
+    if rc is None:
+        return "killed (did not stop in time)"
+    return "stopped" if rc in (0, -signal.SIGTERM) else f"exited with code {rc}"
+
+
+def _rate(value: float) -> str:
+    return f"{value:.0f}" if value >= 10 else f"{value:.1f}"
+
+
+class Command(BaseCommand):
+    help = ("Run the demo: two monitored PostgreSQL servers (16 and 18) with workloads reproducing "
+            "public cases, a celery worker and beat collecting them every 15 s, and the web server "
+            "on 127.0.0.1:8000. Ctrl-C stops everything.")
+
+    def add_arguments(self, parser):
+        parser.add_argument("--duration", type=float, default=None, metavar="SECONDS",
+                            help="stop after SECONDS once everything is up (default: until Ctrl-C)")
+        parser.add_argument("--no-web", action="store_true", help="do not start the web server")
+        parser.add_argument("--web-port", type=int, default=8000, help="web server port (default 8000)")
+        parser.add_argument("--fresh", action="store_true",
+                            help="re-create the demo clusters (their data directories are wiped)")
+        parser.add_argument("--scale", type=float, default=1.0,
+                            help="multiply every workload's rate (default 1.0)")
+
+    # ---- output ------------------------------------------------------------------
+
+    def say(self, text: str = "", style=None) -> None:
+        self.stdout.write(style(text) if style else text)
+        self.stdout.flush()
+
+    # ---- main --------------------------------------------------------------------
+
+    def handle(self, *args, duration, no_web, web_port, fresh, scale, **opts):
+        if duration is not None and duration <= 0:
+            raise CommandError("--duration must be positive")
+        if scale <= 0:
+            raise CommandError("--scale must be positive")
+        self.stop = threading.Event()
+        self.reason = ""
+        previous = {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            with demo.demo_lock():
+                failure = self._run(duration=duration, web=not no_web, web_port=web_port, fresh=fresh,
+                                    scale=scale)
+        except demo.DemoBusy as exc:
+            raise CommandError(str(exc)) from exc
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+        if failure:
+            raise CommandError(failure)
+
+    def _on_signal(self, signum, frame) -> None:
+        if self.stop.is_set():
+            # os.write: a buffered write could be re-entered (the signal may interrupt one).
+            os.write(2, f"{signal.Signals(signum).name}: already stopping, please wait\n".encode())
+            return
+        self.reason = signal.Signals(signum).name
+        self.stop.set()
+
+    def _check_stop(self) -> None:
+        if self.stop.is_set():
+            raise _Stop
+
+    def _run(self, *, duration, web, web_port, fresh, scale) -> str:
+        """Start everything, wait, stop everything; returns a failure message or ''."""
+        t_start = time.monotonic()
+        self._migrate()
+        if web and demo.port_open(web_port):
+            raise CommandError(f"port {web_port} is already in use: stop what listens there "
+                               "or pass --web-port")
+        if self.stop.is_set():
+            return ""
+        self.say(f"starting the demo clusters (PostgreSQL {', '.join(str(s.major) for s in demo.SERVERS)})...")
+        try:
+            clusters = demo.start_clusters(fresh=fresh)
+        except ClusterError as exc:
+            raise CommandError(str(exc)) from exc
+        workloads = demo.WorkloadSet(clusters, scale=scale)
+        children = demo.Children()
+        failure = ""
+        try:
+            self._check_stop()
+            servers = self._register(clusters)
+            password = self._admin()
+            self._check_stop()
+            failure = self._start_children(children, web=web, web_port=web_port)
+            if failure:
+                self.reason = failure
+                return failure
+            self._check_stop()
+            workloads.start()
+            self._banner(clusters, servers, password, web=web, web_port=web_port,
+                         startup_s=time.monotonic() - t_start)
+            failure = self._wait(duration, children, workloads, servers)
+        except _Stop:
+            pass
+        finally:
+            self._shutdown(clusters, workloads, children)
+        return failure
+
+    # ---- start-up ----------------------------------------------------------------
+
+    def _migrate(self) -> None:
+        from django.db.migrations.executor import MigrationExecutor
+
+        db = connection.settings_dict
+        where = f"{db.get('USER') or ''}@{db.get('HOST') or 'localhost'}:{db.get('PORT') or 5432}/{db.get('NAME')}"
+        try:
+            executor = MigrationExecutor(connection)
+            pending = len(executor.migration_plan(executor.loader.graph.leaf_nodes()))
+            call_command("migrate", interactive=False, verbosity=0)
+        except DatabaseError as exc:
+            raise CommandError(
+                f"the history store {where} is not usable: {str(exc).strip()}\n"
+                "start it with `.venv/bin/python -m devenv up-history` (or `make services`), "
+                "or set DATABASE_URL") from exc
+        self.say(f"history store {where}: "
+                 + (f"{pending} migrations applied" if pending else "migrations up to date"))
+
+    def _register(self, clusters) -> dict:
+        """Register the demo servers (organization "demo") or bring their registration in line."""
+        from console.models import Server
+        from console.services import server_create
+        from console.crypto import CredentialsError
+
+        out = {}
+        for spec in demo.SERVERS:
+            c = clusters[spec.name]
+            dsn = demo.monitor_dsn(c)
+            server = Server.objects.filter(organization__name=demo.ORGANIZATION, name=spec.name).first()
+            if server is None:
+                try:
+                    server = server_create(name=spec.name, dsn=dsn, organization_name=demo.ORGANIZATION,
+                                           interval_s=demo.INTERVAL_S, cpu_count=os.cpu_count(),
+                                           tags=["demo"])
+                except ValidationError as exc:
+                    raise CommandError(f"cannot register {spec.name}: {'; '.join(exc.messages)}") from exc
+                self.say(f"registered {demo.ORGANIZATION}/{spec.name} (every {server.interval_s}s)")
+            else:
+                wanted = {"host": "127.0.0.1", "port": c.port, "database": demo.APP_DB,
+                          "user": demo.MONITOR_USER}
+                try:
+                    same_password = server.get_password() == demo.MONITOR_PASSWORD
+                except CredentialsError:
+                    same_password = False
+                changed = [k for k, v in wanted.items() if getattr(server, k) != v]
+                if changed or not same_password:
+                    for k, v in wanted.items():
+                        setattr(server, k, v)
+                    server.set_password(demo.MONITOR_PASSWORD)
+                    server.save(update_fields=[*wanted, "password_encrypted"])
+                    self.say(f"{demo.ORGANIZATION}/{spec.name}: registration updated "
+                             f"({', '.join(changed + ([] if same_password else ['password']))})")
+                if not server.enabled:
+                    self.say(f"note: {demo.ORGANIZATION}/{spec.name} is disabled; enable it in the admin "
+                             "to collect it", self.style.WARNING)
+            out[spec.name] = server
+        return out
+
+    def _admin(self) -> str:
+        User = get_user_model()
+        password = secrets.token_urlsafe(12)
+        user = User.objects.filter(username=ADMIN_USER).first() or User(username=ADMIN_USER)
+        user.is_staff = user.is_superuser = user.is_active = True
+        user.set_password(password)
+        user.save()
+        return password
+
+    def _start_children(self, children: demo.Children, *, web: bool, web_port: int) -> str:
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        if os.geteuid() == 0:
+            # `make demo` runs as root on a fresh Debian machine (PostgreSQL itself runs as the
+            # user pgconsole): celery's "running the worker with superuser privileges" warning
+            # would only clutter the demo's output.
+            env["PYTHONWARNINGS"] = ",".join(filter(None, [
+                env.get("PYTHONWARNINGS"), "ignore:You're running the worker with superuser privileges"]))
+        cwd = settings.BASE_DIR
+        demo.BEAT_SCHEDULE.parent.mkdir(parents=True, exist_ok=True)
+        children.start("celery worker", demo.worker_argv(), env=env, cwd=cwd)
+        children.start("celery beat", demo.beat_argv(), env=env, cwd=cwd)
+        if web:
+            child = children.start("web server", demo.web_argv(cwd / "manage.py", web_port), env=env, cwd=cwd)
+            # Let the web server's start-up lines pass before the banner (and check it listens).
+            if not demo.wait_for_port(web_port, child, timeout=30):
+                rc = child.proc.poll()
+                return (f"the web server did not start on 127.0.0.1:{web_port}"
+                        + (f" (exit code {rc})" if rc is not None else ""))
+        else:
+            time.sleep(0.5)
+        for child, rc in children.exited():
+            return f"{child.name} exited at start-up with code {rc}: {' '.join(child.argv)}"
+        return ""
+
+    def _banner(self, clusters, servers, password, *, web, web_port, startup_s) -> None:
+        py = os.path.relpath(sys.executable) if sys.executable.startswith(str(settings.BASE_DIR)) \
+            else sys.executable
+        say, bold = self.say, self.style.MIGRATE_HEADING
+        say()
+        say(f"pgconsole demo is running (started in {startup_s:.0f}s) — Ctrl-C to stop", bold)
+        say()
+        if web:
+            say(f"  web      http://127.0.0.1:{web_port}/admin/   user {ADMIN_USER}   password {password}")
+        else:
+            say(f"  web      not started (--no-web); admin user {ADMIN_USER}, password {password}")
+        db = connection.settings_dict
+        say(f"  history  {db.get('HOST')}:{db.get('PORT')}/{db.get('NAME')}; celery worker (4 threads) "
+            f"and beat on {settings.CELERY_BROKER_URL}")
+        say()
+        say(f"  monitored servers (organization \"{demo.ORGANIZATION}\", a snapshot every "
+            f"{demo.INTERVAL_S}s; the first deltas after about {2 * demo.INTERVAL_S}s):")
+        for spec in demo.SERVERS:
+            c = clusters[spec.name]
+            try:
+                version = c.execute("SHOW server_version")[0][0]
+            except Exception:  # noqa: BLE001 - only for display
+                version = str(spec.major)
+            say(f"    {spec.name:<20} PostgreSQL {version:<6} 127.0.0.1:{c.port}  "
+                + ", ".join(f"{k}={v}" for k, v in spec.settings.items() if k.startswith("pg_stat")))
+            say(f"    {'':<20} {spec.case}")
+        say()
+        say("  workloads: " + "; ".join(f"{w.name} on {w.server}" for w in demo.demo_workloads()))
+        say()
+        say("  try, in another terminal:")
+        env = _env_prefix()
+        for spec in demo.SERVERS:
+            say(f"    {env}{py} manage.py top --server {spec.name} --since 15m")
+        say(f"    {env}{py} manage.py top --server {demo.PLANNING_SERVER.name} --since 15m --order plan")
+        say(f"    {env}{py} manage.py servers list")
+        for spec in demo.SERVERS:
+            say(f"    psql {clusters[spec.name].dsn(demo.APP_DB, demo.APP_USER)}")
+        say()
+        say(f"  status every {STATUS_EVERY_S:.0f}s:")
+
+    # ---- running -----------------------------------------------------------------
+
+    def _wait(self, duration, children: demo.Children, workloads: demo.WorkloadSet, servers) -> str:
+        started = time.monotonic()
+        since = timezone.now() - timedelta(seconds=1)
+        deadline = None if duration is None else started + duration
+        next_status = started + STATUS_EVERY_S
+        while not self.stop.wait(0.5):
+            now = time.monotonic()
+            for child, rc in children.exited():
+                self.reason = f"{child.name} exited unexpectedly with code {rc}"
+                return self.reason
+            if deadline is not None and now >= deadline:
+                self.reason = f"--duration {duration:g}s elapsed"
+                break
+            if now >= next_status:
+                next_status += STATUS_EVERY_S
+                self._status(now - started, workloads, servers, since)
+        return ""
+
+    def _status(self, elapsed: float, workloads: demo.WorkloadSet, servers, since) -> None:
+        from collectors.models import Snapshot
+        from console.models import Server
+
+        rates = ", ".join(
+            f"{w.name} {_rate(r)} {w.unit}/s" + (f" ({w.counter.errors} errors)" if w.counter.errors else "")
+            for w, r in workloads.rates())
+        lines = [f"[{_fmt_elapsed(elapsed)}] workloads: {rates}"]
+        try:
+            for name, server in servers.items():
+                s = Server.objects.get(pk=server.pk)
+                snaps = list(Snapshot.objects.filter(server_id=s.pk, taken_at__gte=since)
+                             .order_by("-taken_at")
+                             .values("kind", "entries", "changed", "interval_s", "dealloc_delta",
+                                     "track_planning")[:50])
+                text = f"{name}: {len(snaps)} snapshot{'' if len(snaps) == 1 else 's'}"
+                if snaps:
+                    last = snaps[0]
+                    if last["kind"] == "baseline":
+                        text += f", baseline of {last['entries']} entries"
+                    else:
+                        text += (f", last: {last['changed']} of {last['entries']} entries changed in "
+                                 f"{last['interval_s']:.0f}s")
+                        if last["dealloc_delta"] is not None and last["interval_s"]:
+                            text += (f", {last['dealloc_delta']} deallocations "
+                                     f"({last['dealloc_delta'] / last['interval_s']:.0f}/s)")
+                    text += ", planning " + ("tracked" if last["track_planning"] else "not tracked")
+                if s.consecutive_failures:
+                    text += f" — FAILING ({s.consecutive_failures}x): {s.last_error_message[:200]}"
+                lines.append(f"         {text}")
+        except DatabaseError as exc:
+            lines.append(f"         history store unavailable: {str(exc).strip()[:200]}")
+        self.say("\n".join(lines))
+
+    # ---- shutdown ----------------------------------------------------------------
+
+    def _shutdown(self, clusters, workloads: demo.WorkloadSet, children: demo.Children) -> None:
+        t0 = time.monotonic()
+        self.say()
+        self.say(f"stopping ({self.reason or 'start-up ended'}):", self.style.MIGRATE_HEADING)
+        left = workloads.stop()
+        self.say("  workloads stopped" + (f" (still running: {', '.join(left)})" if left else ""))
+        if children.items:
+            results = children.terminate()
+            self.say("  " + ", ".join(f"{c.name} {_ended(rc)}" for c, rc in results))
+        demo.stop_clusters(clusters)
+        still = [c.name for c in clusters.values() if c.is_running()]
+        if still:
+            self.say(f"  demo clusters still running: {', '.join(still)}", self.style.ERROR)
+        else:
+            self.say(f"  demo clusters stopped ({', '.join(c.name for c in clusters.values())})")
+        self.say(f"done in {time.monotonic() - t0:.1f}s")

@@ -1,0 +1,132 @@
+"""End to end: ``manage.py demo --duration 60 --no-web`` starts the demo clusters (16 and 18, on
+the demo ports), the workloads, a celery worker and beat; the collected history shows the cases;
+everything is stopped afterwards.
+
+It runs against its own database on the history store and its own Redis database, so it shares
+nothing with the other tests or with a `make demo` (which holds .run/demo.lock: the demo
+under test would then refuse to start, and this test fails saying so).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import psycopg
+import pytest
+import redis as redis_py
+
+from devenv import demo
+from devenv.clusters import HISTORY_PORT, REPO_ROOT, Cluster, find_binaries, stop_many, up_history
+from devenv.redis import ensure_redis
+
+DB_NAME = "pgconsole_demo_test"
+ADMIN_DSN = f"postgresql://postgres@127.0.0.1:{HISTORY_PORT}/postgres"
+DATABASE_URL = f"postgres://postgres@127.0.0.1:{HISTORY_PORT}/{DB_NAME}"
+REDIS_URL = "redis://127.0.0.1:6379/5"
+DURATION_S = 60
+#: Start-up (migrations on an empty database, initdb when the clusters are new) + shutdown.
+RUN_TIMEOUT_S = DURATION_S + 90
+
+
+def _demo_clusters() -> list[Cluster]:
+    return [Cluster(name=s.cluster_name, major=s.major, port=s.port,
+                    datadir=demo.RUN_DIR / s.cluster_name,
+                    bindir=find_binaries(s.major) or demo.RUN_DIR / "nonexistent")
+            for s in demo.SERVERS]
+
+
+@pytest.fixture
+def demo_database():
+    up_history()
+    ensure_redis(REDIS_URL)
+    # Tasks left in our Redis database by an interrupted run would name servers of a dropped database.
+    client = redis_py.Redis.from_url(REDIS_URL)
+    try:
+        client.flushdb()
+    finally:
+        client.close()
+    with psycopg.connect(ADMIN_DSN, autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {DB_NAME} WITH (FORCE)")
+        conn.execute(f"CREATE DATABASE {DB_NAME}")
+    try:
+        yield DATABASE_URL
+    finally:
+        # Whatever happened, leave no demo cluster running and drop the database.
+        leftovers = [c for c in _demo_clusters() if c.is_running()]
+        if leftovers:
+            stop_many(leftovers)
+        with psycopg.connect(ADMIN_DSN, autocommit=True) as conn:
+            conn.execute(f"DROP DATABASE IF EXISTS {DB_NAME} WITH (FORCE)")
+
+
+def _run_demo(database_url: str) -> tuple[int, str, float]:
+    env = {**os.environ, "DATABASE_URL": database_url, "REDIS_URL": REDIS_URL}
+    t0 = time.monotonic()
+    proc = subprocess.Popen(
+        [sys.executable, "manage.py", "demo", "--duration", str(DURATION_S), "--no-web"],
+        cwd=REPO_ROOT, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True,
+    )
+    try:
+        out, _ = proc.communicate(timeout=RUN_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGTERM)  # the demo's own shutdown, then the hard way
+        try:
+            out, _ = proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, _ = proc.communicate()
+        pytest.fail(f"manage.py demo --duration {DURATION_S} did not exit within "
+                    f"{RUN_TIMEOUT_S}s\n--- output ---\n{out}")
+    return proc.returncode, out, time.monotonic() - t0
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(RUN_TIMEOUT_S + 120)
+def test_demo_runs_collects_and_stops(demo_database):
+    rc, out, took = _run_demo(demo_database)
+    assert rc == 0, f"manage.py demo exited with {rc} after {took:.0f}s\n--- output ---\n{out}"
+    assert "pgconsole demo is running" in out, out
+    assert "manage.py top --server pg16-dealloc-storm --since 15m" in out, out
+    assert "--duration 60s elapsed" in out, out
+    assert "celery worker stopped, celery beat stopped" in out, out  # not killed
+
+    with psycopg.connect(demo_database) as conn:
+        rows = conn.execute(
+            "SELECT s.name, o.name, s.interval_s, s.cpu_count, s.port, n.kind, n.dealloc_delta, "
+            "       n.track_planning, n.entries_max "
+            "FROM collectors_snapshot n JOIN console_server s ON s.id = n.server_id "
+            "JOIN console_organization o ON o.id = s.organization_id ORDER BY n.taken_at"
+        ).fetchall()
+        admin = conn.execute(
+            "SELECT is_superuser FROM auth_user WHERE username = 'admin'").fetchone()
+    assert admin == (True,)
+    by_server: dict[str, list[tuple]] = {}
+    for row in rows:
+        by_server.setdefault(row[0], []).append(row)
+    context = f"snapshots: {rows}\n--- output ---\n{out}"
+    assert set(by_server) == {"pg16-dealloc-storm", "pg18-planning"}, context
+    for name, snaps in by_server.items():
+        assert len(snaps) >= 2, f"{name}: {len(snaps)} snapshots\n{context}"
+        assert {s[1:5] for s in snaps} == {
+            ("demo", demo.INTERVAL_S, os.cpu_count(), demo.port_for_demo(16 if "16" in name else 18))
+        }, context
+
+    storm = by_server["pg16-dealloc-storm"]
+    assert any(s[6] is not None and s[6] > 0 for s in storm), f"no deallocation seen\n{context}"
+    assert all(s[8] == 100 for s in storm), context
+    assert all(s[7] is False for s in storm), context
+
+    planning = by_server["pg18-planning"]
+    assert all(s[7] is True for s in planning), f"track_planning not on\n{context}"
+
+    # Everything stopped: no demo postmaster, nothing listening on the demo ports.
+    for c in _demo_clusters():
+        assert not c.is_running(), f"{c.name} still running\n{out}"
+        with pytest.raises(psycopg.OperationalError):
+            psycopg.connect(c.dsn(), connect_timeout=3).close()
+        assert not demo.port_open(c.port), f"port {c.port} still open"
