@@ -92,9 +92,10 @@ def _differs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return ~((a == b) | (np.isnan(a) & np.isnan(b)))
 
 
-def compute(prev: Entries, cur: Entries, *, full_reset: bool) -> DeltaResult:
+def compute(prev: Entries, cur: Entries, *, full_reset: bool, prev_index: np.ndarray | None = None) -> DeltaResult:
     n = len(cur)
-    prev_index = match_keys(prev.keys, cur.keys)
+    if prev_index is None:
+        prev_index = match_keys(prev.keys, cur.keys)
     matched = prev_index >= 0
     safe = np.where(matched, prev_index, 0)
     if len(prev):
@@ -108,13 +109,16 @@ def compute(prev: Entries, cur: Entries, *, full_reset: bool) -> DeltaResult:
         prev_since = np.zeros(n, np.int64)
         prev_minmax_since = np.zeros(n, np.int64)
 
-    backwards = (cur.counters < prev_counters).any(axis=1)
+    deltas = cur.counters - prev_counters  # one pass; rows that restarted are replaced below
+    moved = deltas.any(axis=1)
+    backwards = (deltas < 0).any(axis=1)
     since_moved = prev_since != cur.stats_since_us
     restarted = ~matched | backwards | since_moved
     if full_reset:
         restarted[:] = True
-    deltas = np.where(restarted[:, None], cur.counters, cur.counters - prev_counters)
-    changed = deltas.any(axis=1)
+    deltas[restarted] = cur.counters[restarted]
+    changed = moved.copy()
+    changed[restarted] = cur.counters[restarted].any(axis=1)
 
     gauge_moved = _differs(cur.gauges, prev_gauges)
     fact_gauges = cur.gauges[:, _FACT_GAUGE_IDX].copy()
@@ -123,7 +127,7 @@ def compute(prev: Entries, cur: Entries, *, full_reset: bool) -> DeltaResult:
 
     state_dirty = (
         restarted
-        | (cur.counters != prev_counters).any(axis=1)
+        | moved
         | gauge_moved.any(axis=1)
         | (prev_minmax_since != cur.minmax_stats_since_us)
     )

@@ -64,20 +64,25 @@ def write_statement_state(server_id: int, upsert: Entries, delete_ids: np.ndarra
             )
         if not len(upsert):
             return
-        rows = np.empty(len(upsert), dtype=binary_copy.native_dtype(STATE_COLUMNS))
-        rows["server_id"] = server_id
-        rows["statement_id"] = upsert.statement_id
-        for j, k in enumerate(("userid", "dbid", "queryid", "toplevel")):
-            rows[k] = upsert.keys[:, j]
-        rows["stats_since_us"] = upsert.stats_since_us
-        rows["minmax_stats_since_us"] = upsert.minmax_stats_since_us
-        for j, c in enumerate(COUNTER_NAMES):
-            rows[c] = upsert.counters[:, j]
-        for j, g in enumerate(GAUGE_NAMES):
-            rows[g] = upsert.gauges[:, j]
         query = sql.SQL("COPY collectors_statement_state ({}) FROM STDIN (FORMAT binary)").format(_STATE_LIST)
         with cur.copy(query) as copy:
-            copy.write(binary_copy.build(rows, STATE_COLUMNS))
+            copy.write(state_copy_data(server_id, upsert))
+
+
+def state_copy_data(server_id: int, entries: Entries) -> bytes:
+    """COPY BINARY data of state rows for these entries (their statement ids must be set)."""
+    rows = np.empty(len(entries), dtype=binary_copy.native_dtype(STATE_COLUMNS))
+    rows["server_id"] = server_id
+    rows["statement_id"] = entries.statement_id
+    for j, k in enumerate(("userid", "dbid", "queryid", "toplevel")):
+        rows[k] = entries.keys[:, j]
+    rows["stats_since_us"] = entries.stats_since_us
+    rows["minmax_stats_since_us"] = entries.minmax_stats_since_us
+    for j, c in enumerate(COUNTER_NAMES):
+        rows[c] = entries.counters[:, j]
+    for j, g in enumerate(GAUGE_NAMES):
+        rows[g] = entries.gauges[:, j]
+    return binary_copy.build(rows, STATE_COLUMNS)
 
 
 def find_statements(server_id: int, keys: np.ndarray) -> dict[tuple[int, int, int, int], int]:

@@ -3,6 +3,7 @@
 `server_collect` is the only entry point; tasks and management commands call it. Everything is
 stored in one transaction of the history store or nothing is, and the server's status says why.
 """
+import json
 import logging
 import threading
 import time
@@ -131,6 +132,7 @@ class _Read:
     known: dict  # key -> statement id, for keys absent from the state but in the dimension
     unseen: np.ndarray  # keys never seen before (their texts are in `texts`)
     notes: list[str]
+    prev_index: np.ndarray | None = None  # match_keys(prev.keys, reading keys), reused by compute
 
 
 def _read_server(conn: psycopg.Connection, server: Server, prev_state: ServerState | None, prev: Entries) -> _Read:
@@ -155,11 +157,12 @@ def _read_server(conn: psycopg.Connection, server: Server, prev_state: ServerSta
             conn, meta, samples=settings.COLLECTOR["ACTIVITY_SAMPLES"], span_s=settings.COLLECTOR["ACTIVITY_SPAN_S"]
         )
     # Texts only for keys never seen before: not in the state, and not in the dimension.
-    unmatched = reading.entries.keys[match_keys(prev.keys, reading.entries.keys) < 0]
+    prev_index = match_keys(prev.keys, reading.entries.keys)
+    unmatched = reading.entries.keys[prev_index < 0]
     known = history.find_statements(server.pk, unmatched)
     unseen = np.array([k for k in unmatched.tolist() if tuple(k) not in known], dtype=np.int64).reshape(-1, 4)
     texts = pgss.read_texts(conn, meta, cmap, unseen)
-    return _Read(meta, cmap, dealloc, stats_reset_us, reading, wait_reading, texts, known, unseen, notes)
+    return _Read(meta, cmap, dealloc, stats_reset_us, reading, wait_reading, texts, known, unseen, notes, prev_index)
 
 
 def _collect(server: Server) -> CollectionResult:
@@ -209,7 +212,7 @@ def _collect(server: Server) -> CollectionResult:
             # PostgreSQL 13 has no stats_reset: a restart with save=off empties the statistics.
             full_reset = _ts(meta.postmaster_start_us) != prev_state.postmaster_start_at
 
-    d = compute(prev, cur, full_reset=full_reset)
+    d = compute(prev, cur, full_reset=full_reset, prev_index=read.prev_index)
     baseline = prev_state is None
 
     # Statement ids: from the state, the dimension, or new dimension rows.
@@ -306,16 +309,16 @@ def _collect(server: Server) -> CollectionResult:
         profile = None
         if read.waits is not None and read.waits.profile is not None:
             profile = waits.encode_profile(read.waits.profile)
-        ServerState.objects.update_or_create(
-            server_id=server.pk,
-            defaults={
-                "taken_at": taken_at,
-                "postmaster_start_at": _ts(meta.postmaster_start_us),
-                "stats_reset_at": _ts(read.stats_reset_us),
-                "dealloc": read.dealloc,
-                "wait_profile": profile,
-            },
-        )
+        with connection.cursor() as dcur:  # one round trip instead of update_or_create's four
+            dcur.execute(
+                "INSERT INTO collectors_serverstate (server_id, taken_at, postmaster_start_at, stats_reset_at, "
+                "dealloc, wait_profile) VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (server_id) DO UPDATE SET "
+                "taken_at = EXCLUDED.taken_at, postmaster_start_at = EXCLUDED.postmaster_start_at, "
+                "stats_reset_at = EXCLUDED.stats_reset_at, dealloc = EXCLUDED.dealloc, "
+                "wait_profile = EXCLUDED.wait_profile",
+                [server.pk, taken_at, _ts(meta.postmaster_start_us), _ts(read.stats_reset_us), read.dealloc,
+                 None if profile is None else json.dumps(profile)],
+            )
         Server.objects.filter(pk=server.pk).update(
             last_success_at=timezone.now(),
             consecutive_failures=0,
