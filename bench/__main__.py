@@ -1,0 +1,111 @@
+"""python -m bench [--quick] [--only NAME ...] [--keep] [--no-docs]
+
+Runs the three benchmarks (collection time, history footprint, ingest throughput), prints the
+figures and writes docs/benchmarks.md. Needs the history store on 127.0.0.1:54320
+(``make services``); creates its own database there (pgconsole_bench) and its own monitored
+PostgreSQL 17 on port 57017 (bench/env.py), both removed/stopped at the end.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from datetime import UTC, datetime
+
+from bench import env
+
+NAMES = ("collection", "footprint", "ingest")
+# Synthetic days (UTC) of the footprint and ingest runs: far from "now", so that their partitions
+# are theirs alone (the collection benchmark writes today's).
+FOOTPRINT_DAY = datetime(2025, 1, 15, tzinfo=UTC)
+INGEST_DAY = datetime(2025, 2, 15, tzinfo=UTC)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m bench", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    p.add_argument("--quick", action="store_true", help="few snapshots, small levels (a smoke test; no docs)")
+    p.add_argument("--only", nargs="+", choices=NAMES, help="run only these benchmarks")
+    p.add_argument("--keep", action="store_true", help="keep the benchmark database and cluster")
+    p.add_argument("--no-docs", action="store_true", help="do not write docs/benchmarks.md")
+    p.add_argument("--skip-uniform-footprint", action="store_true",
+                   help="do not measure the footprint again with a uniform 10%% (the worst case for rollups)")
+    args = p.parse_args(argv)
+    only = set(args.only or NAMES)
+    write_docs = not args.no_docs and not args.quick and only == set(NAMES)
+
+    started = time.perf_counter()
+    env.configure_environment()
+    print(f"benchmark history database: {env.BENCH_DB} (recreated)", flush=True)
+    env.recreate_history_database()
+    env.setup_django()
+
+    from bench import report
+
+    now = datetime.now(UTC)
+    results: dict = {"machine": env.machine(), "started_at": now, "code": env.code_version(),
+                     "date": os.environ.get("BENCH_DATE") or now.date().isoformat()}  # fmt: skip
+    clusters = []
+    try:
+        if "collection" in only:
+            from devenv.clusters import start_many
+
+            from bench import collection
+
+            t0 = time.perf_counter()
+            spec = env.monitored_spec()
+            clusters = list(start_many([spec]).values())
+            cluster = clusters[0]
+            results["machine"].postgres_monitored = cluster.execute("SELECT version()")[0][0]
+            print(f"[1/3] collection time: monitored {cluster.name} (PostgreSQL {cluster.major}, port "
+                  f"{cluster.port}) up in {time.perf_counter() - t0:.1f}s", flush=True)  # fmt: skip
+            if args.quick:
+                results["collection"] = collection.run(
+                    cluster, levels=(100, 500), snapshots={100: 5, 500: 20}, sampled=1, breakdown=5
+                )
+            else:
+                results["collection"] = collection.run(cluster)
+            print(f"      done at {time.perf_counter() - started:.0f}s", flush=True)
+        if "footprint" in only:
+            from bench import footprint
+
+            print("[2/3] history footprint: 1,440 synthetic 1-minute snapshots of 5,000 entries", flush=True)
+            results["footprint"] = footprint.run(day=FOOTPRINT_DAY)
+            if not args.skip_uniform_footprint and not args.quick:
+                print("      again with a uniform 10% per minute", flush=True)
+                results["footprint_uniform"] = footprint.run(day=FOOTPRINT_DAY, uniform=True)
+            print(f"      done at {time.perf_counter() - started:.0f}s", flush=True)
+        if "ingest" in only:
+            from bench import ingest
+
+            print("[3/3] ingest throughput of the delta writer at 5,000 entries", flush=True)
+            if args.quick:
+                results["ingest"] = ingest.run(day=INGEST_DAY, snapshots=30, warmup=3, all_changed=5, breakdown=5)
+            else:
+                results["ingest"] = ingest.run(day=INGEST_DAY)
+            print(f"      done at {time.perf_counter() - started:.0f}s", flush=True)
+        from django.db import connection
+
+        with connection.cursor() as cur:
+            cur.execute("SELECT version()")
+            results["machine"].postgres_history = cur.fetchone()[0]
+    finally:
+        if clusters and not args.keep:
+            from devenv.clusters import stop_many
+
+            stop_many(clusters)
+        if not args.keep:
+            env.drop_history_database()
+    results["elapsed_s"] = time.perf_counter() - started
+    print()
+    print(report.text(results))
+    if write_docs:
+        path = report.write_markdown(results)
+        print(f"\nwrote {path}")
+    # A missed target is a finding, not a failure of the command: exit 0, the report says FAIL.
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

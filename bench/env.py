@@ -1,0 +1,156 @@
+"""The benchmark's private world: its own history database and its own monitored cluster.
+
+* History: database ``pgconsole_bench`` on the shared history store (127.0.0.1:54320, started by
+  ``make services`` / ``python -m devenv up-history``), dropped and created fresh at every run
+  and migrated programmatically. Django is pointed at it through DATABASE_URL before setup, so the
+  tests' and the demo's database ``pgconsole`` is never touched.
+* Monitored: one PostgreSQL 17 cluster ``bench-pg17`` under .run/, started with devenv.
+  Ports: the benchmarks use 57000 + major (here 57017). devenv's port map (devenv/clusters.py)
+  reserves 55400+ (tests), 55500+ (extra test clusters), 56400+ (demo) and 54320 (history);
+  57000+ is free and used by nothing but bench/.
+"""
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+BENCH_PORT_BASE = 57000  # bench-only monitored clusters: 57000 + major (see the module docstring)
+BENCH_MAJOR = 17
+BENCH_PORT = BENCH_PORT_BASE + BENCH_MAJOR
+BENCH_CLUSTER = f"bench-pg{BENCH_MAJOR}"
+BENCH_DB = os.environ.get("BENCH_DATABASE_NAME", "pgconsole_bench")
+APP_DB = "app"
+MONITOR_USER = "monitor"
+MONITOR_PASSWORD = "monitor-pw"
+
+
+def configure_environment() -> str:
+    """Environment for Django, set before django.setup(). Returns the history DATABASE_URL."""
+    from devenv.clusters import HISTORY_PORT
+
+    url = os.environ.get("BENCH_DATABASE_URL", f"postgres://postgres@127.0.0.1:{HISTORY_PORT}/{BENCH_DB}")
+    os.environ["DATABASE_URL"] = url
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
+    # The 1-second pg_stat_activity sampling is excluded from the timed snapshots (the collection
+    # benchmark switches it back on, at runtime, for the one figure that shows what it costs).
+    os.environ["COLLECTOR_ACTIVITY_SAMPLES"] = "0"
+    os.environ.setdefault("LOG_LEVEL", "ERROR")
+    # As in production (docker-compose sets DEBUG=false): with DEBUG on, Django's cursor wrapper
+    # also records every query, which is not what a worker pays.
+    os.environ["DEBUG"] = "false"
+    return url
+
+
+def recreate_history_database() -> None:
+    """Drop and create the benchmark history database (never the tests' or the demo's)."""
+    import psycopg
+    from devenv.clusters import HISTORY_PORT
+
+    if BENCH_DB in ("pgconsole", "test_pgconsole", "postgres"):
+        raise SystemExit(f"refusing to use {BENCH_DB!r} as the benchmark database")
+    with psycopg.connect(f"postgresql://postgres@127.0.0.1:{HISTORY_PORT}/postgres", autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{BENCH_DB}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{BENCH_DB}"')
+
+
+def drop_history_database() -> None:
+    import psycopg
+    from devenv.clusters import HISTORY_PORT
+
+    from django.db import connections
+
+    connections.close_all()
+    with psycopg.connect(f"postgresql://postgres@127.0.0.1:{HISTORY_PORT}/postgres", autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{BENCH_DB}" WITH (FORCE)')
+
+
+def setup_django() -> None:
+    import django
+    from django.core.management import call_command
+
+    django.setup()
+    call_command("migrate", verbosity=0, interactive=False)
+
+
+def monitored_spec():
+    """PostgreSQL 17, pg_stat_statements.max=10000 (no eviction at 5,000 entries), a monitoring role
+    with pg_monitor that authenticates with SCRAM, as in README's 'Monitoring role'."""
+    from devenv.clusters import ClusterSpec
+
+    def setup(c, created: bool) -> None:
+        if not c.execute("SELECT 1 FROM pg_database WHERE datname = %s", params=[APP_DB]):
+            c.execute(f"CREATE DATABASE {APP_DB}")
+        c.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements", dbname=APP_DB)
+        if not c.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", params=[MONITOR_USER]):
+            c.execute(f"CREATE ROLE {MONITOR_USER} LOGIN IN ROLE pg_monitor")
+        c.execute(f"ALTER ROLE {MONITOR_USER} LOGIN PASSWORD '{MONITOR_PASSWORD}'")
+
+    return ClusterSpec(
+        name=BENCH_CLUSTER,
+        major=BENCH_MAJOR,
+        port=BENCH_PORT,
+        settings={"pg_stat_statements.max": 10000, "shared_buffers": "256MB"},
+        preload=["pg_stat_statements"],
+        hba=[f"host all {MONITOR_USER} 127.0.0.1/32 scram-sha-256"],
+        fresh=True,
+        setup=setup,
+    )
+
+
+@dataclass
+class Machine:
+    nproc: int
+    cpu_model: str
+    mem_gib: float
+    os: str
+    python: str
+    postgres_monitored: str = ""
+    postgres_history: str = ""
+
+
+def machine() -> Machine:
+    cpu = "?"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem = 0.0
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                mem = int(line.split()[1]) / 1024 / 1024
+    except OSError:
+        pass
+    osname = platform.platform()
+    try:
+        pretty = dict(
+            line.split("=", 1) for line in Path("/etc/os-release").read_text().splitlines() if "=" in line
+        ).get("PRETTY_NAME", "").strip('"')
+        debian = Path("/etc/debian_version").read_text().strip()
+        osname = f"{pretty} (debian_version {debian})"
+    except OSError:
+        pass
+    nproc = int(subprocess.run(["nproc"], capture_output=True, text=True).stdout.strip() or os.cpu_count() or 0)
+    return Machine(nproc=nproc, cpu_model=cpu, mem_gib=mem, os=osname, python=platform.python_version())
+
+
+def code_version() -> str:
+    """The commit measured, and whether the code under test had uncommitted changes then."""
+    def git(*args: str) -> str:
+        proc = subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, text=True)
+        return proc.stdout.strip() if proc.returncode == 0 else ""
+
+    head = git("rev-parse", "--short=12", "HEAD") or "unknown commit"
+    dirty = git("status", "--porcelain", "--", "collectors", "console", "devenv")
+    if not dirty:
+        return f"commit {head}, collectors/console/devenv unmodified"
+    files = [line[3:] for line in dirty.splitlines()]
+    return f"commit {head} plus uncommitted changes in {', '.join(files[:8])}" + (" ..." if len(files) > 8 else "")

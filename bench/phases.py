@@ -1,0 +1,68 @@
+"""Where the time of a snapshot goes: wall time accumulated per function, by wrapping the
+functions server_collect calls (in this process, for one pass; the timed passes run unwrapped)."""
+from __future__ import annotations
+
+import contextlib
+import functools
+import time
+from collections import defaultdict
+
+
+def _targets():
+    from collectors import codec, history, pgss, services
+
+    # (label, module, attribute): wrap the name where the caller looks it up.
+    return [
+        ("read: meta + settings", pgss, "read_meta"),
+        ("read: pg_stat_statements_info", pgss, "read_info"),
+        ("read: counters (COPY binary + parse)", pgss, "read_entries"),
+        ("read: texts of new keys", pgss, "read_texts"),
+        ("history: find known keys", history, "find_statements"),
+        ("history: load statement state", history, "load_statement_state"),
+        ("deltas.compute", services, "compute"),
+        ("codec.encode", codec, "encode"),
+        ("history: insert new statements", history, "insert_statements"),
+        ("history: insert snapshot row", history, "insert_snapshot"),
+        ("history: insert waits", history, "insert_waits"),
+        ("history: write statement state", history, "write_statement_state"),
+    ]
+
+
+@contextlib.contextmanager
+def timed_phases():
+    """Yields a dict label -> list of ms (one entry per call)."""
+    acc: dict[str, list[float]] = defaultdict(list)
+    saved = []
+    for label, module, attr in _targets():
+        fn = getattr(module, attr)
+        saved.append((module, attr, fn))
+
+        def wrapper(*a, __fn=fn, __label=label, **kw):
+            t0 = time.perf_counter()
+            try:
+                return __fn(*a, **kw)
+            finally:
+                acc[__label].append((time.perf_counter() - t0) * 1000)
+
+        functools.update_wrapper(wrapper, fn)
+        setattr(module, attr, wrapper)
+    try:
+        yield acc
+    finally:
+        for module, attr, fn in saved:
+            setattr(module, attr, fn)
+
+
+def per_snapshot(acc: dict[str, list[float]], totals_ms: list[float]) -> list[tuple[str, float, float]]:
+    """(label, mean ms per snapshot, share of the mean total) rows, plus the unattributed rest
+    (Django ORM status updates, advisory lock, transaction, Python glue)."""
+    n = max(len(totals_ms), 1)
+    total = sum(totals_ms) / n
+    rows = []
+    for label, _, _ in _targets():
+        ms = sum(acc.get(label, [])) / n
+        rows.append((label, ms, ms / total if total else 0.0))
+    rest = total - sum(r[1] for r in rows)
+    rows.append(("rest (ORM status rows, advisory lock, commit, glue)", rest, rest / total if total else 0.0))
+    rows.append(("total", total, 1.0))
+    return rows
