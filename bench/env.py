@@ -80,15 +80,9 @@ def setup_django() -> None:
 def monitored_spec():
     """PostgreSQL 17, pg_stat_statements.max=10000 (no eviction at 5,000 entries), a monitoring role
     with pg_monitor that authenticates with SCRAM, as in README's 'Monitoring role'."""
-    from devenv.clusters import ClusterSpec
+    from devenv.clusters import ClusterSpec, monitored_setup
 
-    def setup(c, created: bool) -> None:
-        if not c.execute("SELECT 1 FROM pg_database WHERE datname = %s", params=[APP_DB]):
-            c.execute(f"CREATE DATABASE {APP_DB}")
-        c.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements", dbname=APP_DB)
-        if not c.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", params=[MONITOR_USER]):
-            c.execute(f"CREATE ROLE {MONITOR_USER} LOGIN IN ROLE pg_monitor")
-        c.execute(f"ALTER ROLE {MONITOR_USER} LOGIN PASSWORD '{MONITOR_PASSWORD}'")
+    setup = monitored_setup(dbname=APP_DB, monitor_user=MONITOR_USER, monitor_password=MONITOR_PASSWORD)
 
     return ClusterSpec(
         name=BENCH_CLUSTER,

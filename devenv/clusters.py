@@ -721,6 +721,28 @@ def start_one(spec: ClusterSpec) -> Cluster:
     return c
 
 
+def monitored_setup(*, dbname: str, monitor_user: str, monitor_password: str,
+                    extensions: Iterable[str] = ("pg_stat_statements",),
+                    db_owner: str | None = None) -> Callable[["Cluster", bool], None]:
+    """A ClusterSpec.setup for a server to monitor: database ``dbname`` with ``extensions``, and a
+    LOGIN role in pg_monitor with a password (stored as SCRAM where password_encryption says so),
+    as the README's 'Monitoring role' section asks of a real server."""
+    extensions = tuple(extensions)
+
+    def setup(c: "Cluster", created: bool) -> None:
+        if db_owner and not c.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", params=[db_owner]):
+            c.execute(f"CREATE ROLE {db_owner} LOGIN")
+        if not c.execute("SELECT 1 FROM pg_database WHERE datname = %s", params=[dbname]):
+            c.execute(f"CREATE DATABASE {dbname}" + (f" OWNER {db_owner}" if db_owner else ""))
+        for ext in extensions:
+            c.execute(f"CREATE EXTENSION IF NOT EXISTS {ext}", dbname=dbname)
+        if not c.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", params=[monitor_user]):
+            c.execute(f"CREATE ROLE {monitor_user} LOGIN IN ROLE pg_monitor")
+        c.execute(f"ALTER ROLE {monitor_user} LOGIN PASSWORD '{monitor_password}'")
+
+    return setup
+
+
 def start_many(specs: Iterable[ClusterSpec | Mapping[str, Any]], *,
                max_workers: int | None = None, stop_on_error: bool = True,
                ) -> dict[str, Cluster]:

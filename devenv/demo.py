@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from . import workloads
-from .clusters import RUN_DIR, Cluster, ClusterSpec, port_for_demo, start_many, stop_many
+from .clusters import RUN_DIR, Cluster, ClusterSpec, monitored_setup, port_for_demo, start_many, stop_many
 
 APP_DB = "app"
 APP_USER = "app"
@@ -82,17 +82,8 @@ SERVERS: tuple[DemoServer, ...] = (DEALLOC_SERVER, PLANNING_SERVER)
 # --------------------------------------------------------------------------
 
 
-def _setup_monitored(c: Cluster, created: bool) -> None:
-    """Database app (owned by role app) with pg_stat_statements; role monitor in pg_monitor."""
-    if not c.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", params=[APP_USER]):
-        c.execute(f"CREATE ROLE {APP_USER} LOGIN")
-    if not c.execute("SELECT 1 FROM pg_database WHERE datname = %s", params=[APP_DB]):
-        c.execute(f"CREATE DATABASE {APP_DB} OWNER {APP_USER}")
-    c.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements", dbname=APP_DB)
-    if not c.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", params=[MONITOR_USER]):
-        c.execute(f"CREATE ROLE {MONITOR_USER} LOGIN IN ROLE pg_monitor")
-    # Stored as SCRAM (password_encryption=scram-sha-256 in the managed config).
-    c.execute(f"ALTER ROLE {MONITOR_USER} LOGIN PASSWORD '{MONITOR_PASSWORD}'")
+_setup_monitored = monitored_setup(dbname=APP_DB, monitor_user=MONITOR_USER, monitor_password=MONITOR_PASSWORD,
+                                   db_owner=APP_USER)
 
 
 def cluster_spec(server: DemoServer, *, fresh: bool = False) -> ClusterSpec:

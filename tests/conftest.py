@@ -30,6 +30,7 @@ from devenv.clusters import (
     Cluster,
     ClusterSpec,
     library_available,
+    monitored_setup,
     port_for_test,
     start_many,
     stop_many,
@@ -53,21 +54,8 @@ def _preload(major: int) -> list[str]:
 
 def setup_monitored(extensions: list[str]):
     """ClusterSpec.setup: database app with ``extensions``, role monitor (SCRAM password)."""
-
-    def setup(c: Cluster, created: bool) -> None:
-        if not c.execute("SELECT 1 FROM pg_database WHERE datname = %s", params=[APP_DB]):
-            c.execute(f"CREATE DATABASE {APP_DB}")
-        for ext in extensions:
-            c.execute(f"CREATE EXTENSION IF NOT EXISTS {ext}", dbname=APP_DB)
-        if not c.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", params=[MONITOR_USER]):
-            c.execute(f"CREATE ROLE {MONITOR_USER} LOGIN IN ROLE pg_monitor")
-        # Stored as SCRAM (password_encryption=scram-sha-256 in the config).
-        c.execute(f"ALTER ROLE {MONITOR_USER} LOGIN PASSWORD '{MONITOR_PASSWORD}'")
-
-    return setup
-
-
-
+    return monitored_setup(dbname=APP_DB, monitor_user=MONITOR_USER, monitor_password=MONITOR_PASSWORD,
+                           extensions=extensions)
 
 
 def monitored_spec(major: int, *, name: str | None = None, port: int | None = None,
