@@ -57,8 +57,8 @@ class HistoryUnavailable(CollectionError):
     retryable = True
 
 
-class ServerRestarted(CollectionError):
-    """The snapshot is older than the stored one (clock went back or a concurrent collector)."""
+class ClockWentBack(CollectionError):
+    """The server's clock says this snapshot is not after the stored one."""
 
     code = "clock"
 

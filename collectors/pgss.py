@@ -21,7 +21,6 @@ from collectors.columns import (
 )
 from collectors.deltas import Entries
 from collectors.errors import (
-    CollectionError,
     ExtensionMissing,
     NotPreloaded,
     UnsupportedVersion,
@@ -254,19 +253,3 @@ def read_texts(conn: psycopg.Connection, meta: ServerMeta, cmap: ColumnMap, keys
     except psycopg.Error as exc:
         raise from_query_error(exc, "reading query texts") from exc
     return out
-
-
-__all__ = [
-    "CollectionError",
-    "ServerMeta",
-    "Reading",
-    "Texts",
-    "read_meta",
-    "column_map",
-    "read_info",
-    "read_entries",
-    "read_texts",
-    "redact",
-    "clip",
-    "SETTING_NAMES",
-]

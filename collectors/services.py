@@ -9,7 +9,7 @@ import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 import numpy as np
 import psycopg
@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from collectors import codec, connection as monitored, history, partitions, pgss, waits
 from collectors.deltas import Entries, compute, match_keys
-from collectors.errors import CollectionBusy, CollectionError, HistoryUnavailable, ServerRestarted
+from collectors.errors import CollectionBusy, CollectionError, HistoryUnavailable, ClockWentBack
 from collectors.models import ServerState
 from console.crypto import CredentialsError
 from console.models import Server
@@ -200,7 +200,7 @@ def _collect(server: Server) -> CollectionResult:
     interval_s = None
     if prev_state is not None:
         if taken_at <= prev_state.taken_at:
-            raise ServerRestarted(
+            raise ClockWentBack(
                 f"snapshot time {taken_at.isoformat()} is not after the previous one "
                 f"({prev_state.taken_at.isoformat()}): the server clock went back"
             )
@@ -395,7 +395,3 @@ def server_collect(*, server_id: int) -> CollectionResult:
         _record_failure(server, error)
     result.duration_ms = (time.perf_counter() - started) * 1000
     return result
-
-
-def next_due(server: Server, now: datetime) -> datetime:
-    return now + timedelta(seconds=server.interval_s)

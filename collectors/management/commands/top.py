@@ -31,9 +31,9 @@ class Command(BaseCommand):
         parser.add_argument("--since", default="1h", help="window length up to now (e.g. 15m, 1h, 7d)")
         parser.add_argument("--order", default="total", choices=list(ORDERS))
         parser.add_argument("--limit", type=int, default=20)
-        parser.add_argument("--json", action="store_true")
+        parser.add_argument("--json", action="store_true", dest="as_json")
 
-    def handle(self, *args, server, since, order, limit, json: bool, **opts):
+    def handle(self, *args, server, since, order, limit, as_json: bool, **opts):
         if limit < 1:
             raise CommandError("--limit must be at least 1")
         window = parse_window(since)
@@ -41,7 +41,7 @@ class Command(BaseCommand):
         end = timezone.now()
         start = end - window
         totals, rows = top_statements(s.pk, start, end, order=order, limit=limit)
-        if json:
+        if as_json:
             payload = {
                 "server": s.name,
                 "organization": s.organization.name,
@@ -55,7 +55,7 @@ class Command(BaseCommand):
                 "resolutions": totals.resolutions,
                 "statements": [r.__dict__ for r in rows],
             }
-            self.stdout.write(_json.dumps(payload, indent=2))
+            self.stdout.write(json.dumps(payload, indent=2))
             return
         self.stdout.write(
             f"{s.name}: {len(rows)} statements, {totals.intervals} intervals ({totals.span_s:.0f}s covered) "
@@ -75,6 +75,3 @@ class Command(BaseCommand):
                 f"{r.total_exec_ms:>12.2f} {plan:>12} {_num(r.mean_exec_ms, '{:.3f}'):>9} {r.rows:>9} "
                 f"{r.shared_blks_hit:>10} {r.shared_blks_read:>9} {r.temp_blks_read + r.temp_blks_written:>9}  {text}"
             )
-
-
-_json = json

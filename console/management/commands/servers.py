@@ -21,7 +21,7 @@ class Command(BaseCommand):
         add.add_argument("--cpus", type=int, default=None, help="CPU count of the server (for the advisor)")
         add.add_argument("--tag", action="append", default=[], help="a tag (repeatable)")
         lst = sub.add_parser("list", help="list servers")
-        lst.add_argument("--json", action="store_true")
+        lst.add_argument("--json", action="store_true", dest="as_json")
         lst.add_argument("--org", default=None)
         rm = sub.add_parser("remove", help="remove a server and its history")
         rm.add_argument("name")
@@ -40,7 +40,7 @@ class Command(BaseCommand):
         self.stdout.write(f"added {server.organization.name}/{server.name} ({server.user}@{server.host}:"
                           f"{server.port}/{server.database}, every {server.interval_s}s)")  # fmt: skip
 
-    def _list(self, *, json: bool, org, **_):
+    def _list(self, *, as_json: bool, org, **_):
         servers = Server.objects.select_related("organization").order_by("organization__name", "name")
         if org:
             servers = servers.filter(organization__name=org)
@@ -69,8 +69,8 @@ class Command(BaseCommand):
             }
             for s in servers
         ]
-        if json:
-            self.stdout.write(_json.dumps(rows, indent=2))
+        if as_json:
+            self.stdout.write(json.dumps(rows, indent=2))
             return
         if not rows:
             self.stdout.write("no servers registered: add one with `manage.py servers add NAME --dsn DSN`")
@@ -93,6 +93,3 @@ class Command(BaseCommand):
             raise CommandError(f"{len(found)} servers are named {name!r}: say which with --org")
         server_delete(server=found[0])
         self.stdout.write(f"removed {found[0].organization.name}/{name} and its history")
-
-
-_json = json
