@@ -7,7 +7,7 @@ import numpy as np
 from django.db import connection
 from psycopg import sql
 
-from collectors import binary_copy, partitions
+from collectors import binary_copy
 from collectors.columns import COUNTER_NAMES, GAUGE_NAMES
 from collectors.deltas import Entries
 from collectors.waits import WaitRow
@@ -140,7 +140,7 @@ SNAPSHOT_FIELDS = (
 
 
 def insert_snapshot(row: dict) -> None:
-    partitions.ensure("collectors_snapshot", row["taken_at"])
+    """Insert one snapshot row; its partition must exist (partitions.ensure, before the transaction)."""
     cols = sql.SQL(", ").join(sql.Identifier(f) for f in SNAPSHOT_FIELDS)
     marks = sql.SQL(", ").join(sql.Placeholder() * len(SNAPSHOT_FIELDS))
     with _raw_cursor() as cur:
@@ -153,7 +153,6 @@ def insert_snapshot(row: dict) -> None:
 def insert_waits(server_id: int, taken_at: datetime, rows: list[WaitRow]) -> None:
     if not rows:
         return
-    partitions.ensure("collectors_wait_event", taken_at)
     with _raw_cursor() as cur, cur.copy(
         "COPY collectors_wait_event (server_id, taken_at, event_type, event, query_id, samples, session_s)"
         " FROM STDIN"

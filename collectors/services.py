@@ -18,6 +18,7 @@ from django.db import DatabaseError, InterfaceError, OperationalError, connectio
 from django.utils import timezone
 
 from collectors import codec, connection as monitored, history, partitions, pgss, waits
+from collectors.columns import ColumnMap
 from collectors.deltas import Entries, compute, match_keys
 from collectors.errors import CollectionBusy, CollectionError, HistoryUnavailable, ClockWentBack
 from collectors.models import ServerState
@@ -123,7 +124,7 @@ def _target(server: Server) -> monitored.Target:
 @dataclass
 class _Read:
     meta: pgss.ServerMeta
-    cmap: object
+    cmap: ColumnMap
     dealloc: int | None
     stats_reset_us: int | None
     reading: pgss.Reading
@@ -132,7 +133,7 @@ class _Read:
     known: dict  # key -> statement id, for keys absent from the state but in the dimension
     unseen: np.ndarray  # keys never seen before (their texts are in `texts`)
     notes: list[str]
-    prev_index: np.ndarray | None = None  # match_keys(prev.keys, reading keys), reused by compute
+    prev_index: np.ndarray  # match_keys(prev.keys, reading keys), reused by compute
 
 
 def _read_server(conn: psycopg.Connection, server: Server, prev_state: ServerState | None, prev: Entries) -> _Read:
@@ -250,6 +251,7 @@ def _collect(server: Server) -> CollectionResult:
     if read.waits is not None and not baseline:
         wait_rows = waits.rows_for_interval(read.waits, previous_profile, interval_s)
 
+    # Partitions are created outside the snapshot's transaction, so their DDL never waits on it.
     partitions.ensure("collectors_snapshot", taken_at)
     if wait_rows:
         partitions.ensure("collectors_wait_event", taken_at)

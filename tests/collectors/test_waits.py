@@ -18,6 +18,14 @@ def _sleep_in_background(cluster, seconds: float) -> threading.Thread:
     return t
 
 
+def _collect_while_sleeping(cluster, server, seconds: float):
+    sleeper = _sleep_in_background(cluster, seconds)
+    try:
+        return collect(server)
+    finally:
+        sleeper.join()
+
+
 def _waits(server):
     with connection.cursor() as cur:
         cur.execute(
@@ -54,9 +62,7 @@ def test_sampled_pg_stat_activity(pg_clusters, settings):
     c = pg_clusters[16]
     server = register(c)
     collect(server)
-    sleeper = _sleep_in_background(c, 3)
-    result = collect(server)
-    sleeper.join()
+    result = _collect_while_sleeping(c, server, 3)
     queryid = server_entry(c, "SELECT pg_sleep%")["queryid"]
     rows = [r for r in _waits(server) if r[1] == "PgSleep" and r[2] == queryid]
     assert len(rows) == 1
@@ -71,8 +77,6 @@ def test_postgres_13_has_no_query_id_in_activity(pg_clusters, settings):
     c = pg_clusters[13]
     server = register(c)
     collect(server)
-    sleeper = _sleep_in_background(c, 1.5)
-    collect(server)
-    sleeper.join()
+    _collect_while_sleeping(c, server, 1.5)
     rows = [r for r in _waits(server) if r[1] == "PgSleep"]
     assert len(rows) == 1 and rows[0][2] is None and rows[0][3] == 3
