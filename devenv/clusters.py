@@ -378,9 +378,16 @@ def _replace_block(text: str, block: str, *, top: bool) -> str:
 
 
 def _port_in_use(port: int) -> bool:
+    """Whether postgres could not bind the port. Tried the way postgres binds (SO_REUSEADDR), not by
+    connecting: a connect to a free port in the ephemeral range can connect to itself (TCP
+    simultaneous open), which once made a free port look taken."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.settimeout(0.5)
-        return s.connect_ex(("127.0.0.1", port)) == 0
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return True
+        return False
 
 
 @dataclass
