@@ -15,7 +15,7 @@ def _targets():
     return [
         ("read: meta + settings", pgss, "read_meta"),
         ("read: pg_stat_statements_info", pgss, "read_info"),
-        ("read: counters (COPY binary + parse)", pgss, "read_entries"),
+        ("read: new and changed entries (+ merge)", pgss, "read_entries"),
         ("read: texts of new keys", pgss, "read_texts"),
         ("history: find known keys", history, "find_statements"),
         ("history: load statement state", history, "load_statement_state"),

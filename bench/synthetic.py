@@ -195,7 +195,8 @@ class SyntheticServer:
     def read(self, conn, server, prev_state, prev: Entries):
         cur = self.current
         # As services._read_server: texts only for keys in neither the state nor the dimension.
-        unmatched = cur.keys[match_keys(prev.keys, cur.keys) < 0]
+        prev_index = match_keys(prev.keys, cur.keys)
+        unmatched = cur.keys[prev_index < 0]
         known = history.find_statements(server.pk, unmatched)
         unseen = np.array([k for k in unmatched.tolist() if tuple(k) not in known], dtype=np.int64).reshape(-1, 4)
         texts = pgss.Texts()
@@ -208,12 +209,15 @@ class SyntheticServer:
             cmap=None,
             dealloc=0,
             stats_reset_us=self.stats_since[0],
-            reading=pgss.Reading(entries=cur, hidden=0, total=len(cur)),
+            full_reset=False,
+            reading=pgss.Reading(entries=cur, prev_index=prev_index, hidden=0, total=len(cur),
+                                 sent=int((prev_index < 0).sum())),  # fmt: skip
             waits=self.current_waits if prev_state is not None else None,
             texts=texts,
             known=known,
             unseen=unseen,
             notes=[],
+            prev_index=prev_index,
         )
 
 

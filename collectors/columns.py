@@ -78,11 +78,18 @@ ROW_COLUMNS: tuple[tuple[str, str], ...] = (
 
 @dataclass(frozen=True)
 class ColumnMap:
-    """What the installed extension offers, and the SELECT list that maps it to ROW_COLUMNS."""
+    """What the installed extension offers, and the expression over its columns for each of ROW_COLUMNS."""
 
     extension_version: str
     source_columns: frozenset[str]
-    select_list: str
+    exprs: tuple[tuple[str, str], ...]  # (ROW_COLUMNS name, SQL expression), in ROW_COLUMNS order
+
+    @property
+    def select_list(self) -> str:
+        return ",\n       ".join(f"{expr} AS {name}" for name, expr in self.exprs)
+
+    def expr(self, name: str) -> str:
+        return dict(self.exprs)[name]
 
     @property
     def has_toplevel(self) -> bool:
@@ -111,14 +118,13 @@ def build_column_map(extension_version: str, source_columns: list[str]) -> Colum
     if missing:
         raise ValueError(f"pg_stat_statements {extension_version} lacks expected columns: {sorted(missing)}")
     parts = [
-        "userid::int8 AS userid",
-        "dbid::int8 AS dbid",
-        "coalesce(queryid, 0) AS queryid",
-        ("toplevel::int::int8" if "toplevel" in present else "1::int8") + " AS toplevel",
-        "(queryid IS NULL)::int::int8 AS hidden",
-        (_epoch_us("stats_since") if "stats_since" in present else "0::int8") + " AS stats_since_us",
-        (_epoch_us("minmax_stats_since") if "minmax_stats_since" in present else "0::int8")
-        + " AS minmax_stats_since_us",
+        ("userid", "userid::int8"),
+        ("dbid", "dbid::int8"),
+        ("queryid", "coalesce(queryid, 0)"),
+        ("toplevel", "toplevel::int::int8" if "toplevel" in present else "1::int8"),
+        ("hidden", "(queryid IS NULL)::int::int8"),
+        ("stats_since_us", _epoch_us("stats_since") if "stats_since" in present else "0::int8"),
+        ("minmax_stats_since_us", _epoch_us("minmax_stats_since") if "minmax_stats_since" in present else "0::int8"),
     ]
     for name, candidates, is_ms in COUNTERS:
         src = _first(present, candidates)
@@ -128,9 +134,9 @@ def build_column_map(extension_version: str, source_columns: list[str]) -> Colum
             expr = f"(coalesce({src}, 0) * 1000)::int8"
         else:
             expr = f"coalesce({src}, 0)::int8"
-        parts.append(f"{expr} AS {name}")
+        parts.append((name, expr))
     for name, candidates in GAUGES:
         src = _first(present, candidates)
-        expr = f"coalesce({src}, 'NaN')::float8" if src else "'NaN'::float8"
-        parts.append(f"{expr} AS {name}")
-    return ColumnMap(extension_version, present, ",\n       ".join(parts))
+        parts.append((name, f"coalesce({src}, 'NaN')::float8" if src else "'NaN'::float8"))
+    assert [name for name, _ in parts] == [name for name, _ in ROW_COLUMNS]
+    return ColumnMap(extension_version, present, tuple(parts))

@@ -87,6 +87,32 @@ def match_keys(prev_keys: np.ndarray, cur_keys: np.ndarray) -> np.ndarray:
     return np.where(found, order[pos_clipped], -1).astype(np.int64)
 
 
+def concat(a: "Entries", b: "Entries") -> "Entries":
+    """Rows of a then rows of b (statement ids are not carried: they are assigned per snapshot)."""
+    return Entries(
+        keys=np.concatenate([a.keys, b.keys]),
+        counters=np.concatenate([a.counters, b.counters]),
+        gauges=np.concatenate([a.gauges, b.gauges]),
+        stats_since_us=np.concatenate([a.stats_since_us, b.stats_since_us]),
+        minmax_stats_since_us=np.concatenate([a.minmax_stats_since_us, b.minmax_stats_since_us]),
+    )
+
+
+def merge_changed(
+    prev: Entries, changed: Entries, changed_prev_index: np.ndarray, gone: np.ndarray
+) -> tuple[Entries, np.ndarray]:
+    """The full current entries, from the previous ones and what the monitored server sent back:
+    the entries that are new or changed (changed_prev_index: their row in prev, -1 for new) and
+    the rows of prev that are gone. Every other row of prev is present and unchanged.
+
+    Returns (current entries, for each current row its row in prev or -1), ready for compute()."""
+    keep = np.ones(len(prev), bool)
+    keep[gone] = False
+    keep[changed_prev_index[changed_prev_index >= 0]] = False
+    kept = np.flatnonzero(keep)
+    return concat(prev.take(kept), changed), np.concatenate([kept, changed_prev_index]).astype(np.int64)
+
+
 def _differs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Element-wise inequality where NaN equals NaN."""
     return ~((a == b) | (np.isnan(a) & np.isnan(b)))

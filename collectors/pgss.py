@@ -1,8 +1,9 @@
 """SQL against monitored servers for pg_stat_statements: what is installed, the counters, the texts.
 
 Cost on the monitored server matters (this runs every minute on production): counters are read
-with showtext := false through COPY BINARY; texts (which make the server read its whole query
-text file) only for keys never seen before, in one call.
+with showtext := false, and only the entries that changed since the previous snapshot travel
+(the server compares against the previous state sent as array parameters); texts (which make the
+server read its whole query text file) only for keys never seen before, in one call.
 """
 import re
 from dataclasses import dataclass, field
@@ -11,16 +12,18 @@ import numpy as np
 import psycopg
 from psycopg import sql
 
-from collectors import binary_copy
+from collectors import binary_array
 from collectors.columns import (
     COUNTER_NAMES,
     GAUGE_NAMES,
+    KEY_NAMES,
     ROW_COLUMNS,
     ColumnMap,
     build_column_map,
 )
-from collectors.deltas import Entries
+from collectors.deltas import Entries, merge_changed
 from collectors.errors import (
+    CollectionError,
     ExtensionMissing,
     NotPreloaded,
     UnsupportedVersion,
@@ -156,38 +159,131 @@ def read_info(conn: psycopg.Connection, meta: ServerMeta) -> tuple[int | None, i
 
 @dataclass
 class Reading:
-    entries: Entries
+    entries: Entries  # every visible entry, current
+    prev_index: np.ndarray  # for each entry its row in the previous state sent, or -1
     hidden: int  # entries of other users whose queryid this role cannot see
     total: int  # all entries in pg_stat_statements, visible or not
+    sent: int  # entries the server sent (new or changed); the others were unchanged
 
 
-def read_entries(conn: psycopg.Connection, meta: ServerMeta, cmap: ColumnMap) -> Reading:
-    query = sql.SQL("COPY (SELECT {cols} FROM {schema}.pg_stat_statements(false)) TO STDOUT (FORMAT binary)").format(
-        cols=sql.SQL(cmap.select_list), schema=sql.Identifier(meta.extension_schema)
+@dataclass(frozen=True)
+class _PrevColumn:
+    """One column of the previous state sent to the monitored server as an array parameter."""
+
+    name: str  # column name of the unnest() alias
+    kind: str  # binary_array kind
+    sql_type: str
+    condition: str  # the join condition (keys) or the "changed" test (others), over pg_stat_statements' columns
+
+
+def _prev_columns(cmap: ColumnMap) -> tuple[tuple[_PrevColumn, ...], tuple[_PrevColumn, ...]]:
+    """(key columns, compared columns) for the installed extension version.
+
+    An entry is sent back when its key is new or one of these differs from the previous state:
+    calls and plans move with every execution and planning (pg_stat_statements updates all counters
+    of an entry in the same call that counts it), stats_since and minmax_stats_since (17+) move when
+    the entry or its min/max were reset, and total execution time tells a re-created entry from the
+    old one before 17 (same calls, different time). Every other entry is present and unchanged.
+    Blind spot, before 17 only: an entry evicted and re-created inside one interval with calls, plans
+    and execution time (to the microsecond) all equal to the old one's is taken as unchanged."""
+    keys = [
+        _PrevColumn("prev_userid", "oid", "oid[]", "userid = prev_userid"),
+        _PrevColumn("prev_dbid", "oid", "oid[]", "dbid = prev_dbid"),
+        _PrevColumn("prev_queryid", "int8", "int8[]", "queryid = prev_queryid"),
+    ]
+    if cmap.has_toplevel:
+        keys.append(_PrevColumn("prev_toplevel", "bool", "bool[]", "toplevel = prev_toplevel"))
+    compared = [_PrevColumn("prev_calls", "int8", "int8[]", "calls <> prev_calls")]
+    if "plans" in cmap.source_columns:
+        compared.append(_PrevColumn("prev_plans", "int8", "int8[]", "plans <> prev_plans"))
+    compared.append(
+        _PrevColumn("prev_total_exec_us", "int8", "int8[]", f"{cmap.expr('total_exec_us')} <> prev_total_exec_us")
     )
-    chunks: list[bytes] = []
+    for column in ("stats_since", "minmax_stats_since"):
+        if column in cmap.source_columns:
+            compared.append(
+                _PrevColumn(f"prev_{column}", "timestamptz", "timestamptz[]",
+                            f"{column} IS DISTINCT FROM prev_{column}")  # fmt: skip
+            )
+    return tuple(keys), tuple(compared)
+
+
+def _prev_values(prev: Entries, column: _PrevColumn) -> np.ndarray:
+    name = column.name.removeprefix("prev_")
+    if name in KEY_NAMES:
+        values = prev.keys[:, KEY_NAMES.index(name)]
+        return values != 0 if column.kind == "bool" else values
+    if name in ("stats_since", "minmax_stats_since"):
+        return getattr(prev, f"{name}_us") - binary_array.PG_EPOCH_US
+    return prev.counters[:, COUNTER_NAMES.index(name)]
+
+
+# What comes back: the returned columns of ROW_COLUMNS (hidden rows are counted, not sent).
+_SENT_COLUMNS = tuple((name, kind) for name, kind in ROW_COLUMNS if name != "hidden")
+_ARRAY_KIND = {"i8": "int8", "f8": "float8"}
+
+
+def _entries_query(meta: ServerMeta, cmap: ColumnMap) -> sql.Composed:
+    keys, compared = _prev_columns(cmap)
+    columns = keys + compared
+    aggregates = ",\n       ".join(
+        f"array_agg({cmap.expr(name)}) FILTER (WHERE changed_since_prev)" for name, _ in _SENT_COLUMNS
+    )
+    # The previous state enters through InitPlans ((SELECT $n)): the planner then takes it for a
+    # few rows and hashes it, instead of sorting both sides (it cannot know how many entries
+    # pg_stat_statements() returns either); ~40% less time on the monitored server at 5,000 entries.
+    # Only new or changed entries, gone ones and hidden ones reach the aggregates.
+    text = f"""
+SELECT count(*) FILTER (WHERE queryid IS NULL AND userid IS NOT NULL),
+       array_agg(prev_ord) FILTER (WHERE userid IS NULL),
+       array_agg(coalesce(prev_ord, 0)) FILTER (WHERE changed_since_prev),
+       {aggregates}
+FROM (SELECT s.*, p.*,
+             s.queryid IS NOT NULL AND (p.prev_ord IS NULL OR {" OR ".join(c.condition for c in compared)})
+               AS changed_since_prev
+      FROM {{schema}}.pg_stat_statements(false) s
+      FULL JOIN unnest({", ".join(f"(SELECT %s::{c.sql_type})" for c in columns)}) WITH ORDINALITY
+                AS p({", ".join(c.name for c in columns)}, prev_ord)
+             ON {" AND ".join(c.condition for c in keys)}
+      OFFSET 0) j
+WHERE changed_since_prev OR userid IS NULL OR queryid IS NULL
+"""
+    return sql.SQL(text).format(schema=sql.Identifier(meta.extension_schema))
+
+
+def read_entries(conn: psycopg.Connection, meta: ServerMeta, cmap: ColumnMap, prev: Entries) -> Reading:
+    """The current entries, with only the new and changed ones sent by the server.
+
+    The previous state goes to the server as array parameters; one FULL JOIN there finds the
+    entries that are new, changed or gone, and the reply is one row of arrays. Sending an empty
+    state (first snapshot, full reset) makes the server send every entry."""
+    keys, compared = _prev_columns(cmap)
+    params = [binary_array.param(_prev_values(prev, c), c.kind) for c in keys + compared]
     try:
-        with conn.cursor() as cur, cur.copy(query) as copy:
-            for chunk in copy:
-                chunks.append(bytes(chunk))
+        with conn.cursor() as cur:
+            binary_array.register(cur.adapters)
+            cur.execute(_entries_query(meta, cmap), params, binary=True, prepare=False)
+            result = cur.pgresult
+            values = [result.get_value(0, i) for i in range(result.nfields)]
     except psycopg.Error as exc:
         raise from_query_error(exc, "reading pg_stat_statements") from exc
-    rows = binary_copy.parse(b"".join(chunks), ROW_COLUMNS)
-    visible = rows[rows["hidden"] == 0]
-    entries = Entries(
-        keys=np.column_stack([visible[k] for k in ("userid", "dbid", "queryid", "toplevel")]).astype(np.int64),
-        counters=np.column_stack([visible[c] for c in COUNTER_NAMES]).astype(np.int64)
-        if len(visible)
-        else np.empty((0, len(COUNTER_NAMES)), np.int64),
-        gauges=np.column_stack([visible[g] for g in GAUGE_NAMES]).astype(np.float64)
-        if len(visible)
-        else np.empty((0, len(GAUGE_NAMES)), np.float64),
-        stats_since_us=visible["stats_since_us"].astype(np.int64),
-        minmax_stats_since_us=visible["minmax_stats_since_us"].astype(np.int64),
+    try:
+        hidden = int.from_bytes(values[0], "big", signed=True)
+        gone = binary_array.parse(values[1], "int8") - 1
+        changed_prev_index = binary_array.parse(values[2], "int8") - 1
+        cols = {name: binary_array.parse(v, _ARRAY_KIND[kind]) for (name, kind), v in zip(_SENT_COLUMNS, values[3:])}
+    except binary_array.ArrayFormatError as exc:
+        raise CollectionError(f"unexpected reply from pg_stat_statements: {exc}") from exc
+    n = len(changed_prev_index)
+    changed = Entries(
+        keys=np.column_stack([cols[k] for k in KEY_NAMES]).reshape(n, len(KEY_NAMES)),
+        counters=np.column_stack([cols[c] for c in COUNTER_NAMES]).reshape(n, len(COUNTER_NAMES)),
+        gauges=np.column_stack([cols[g] for g in GAUGE_NAMES]).reshape(n, len(GAUGE_NAMES)),
+        stats_since_us=cols["stats_since_us"],
+        minmax_stats_since_us=cols["minmax_stats_since_us"],
     )
-    if entries.keys.shape != (len(visible), 4):
-        entries.keys = entries.keys.reshape(len(visible), 4)
-    return Reading(entries=entries, hidden=int(len(rows) - len(visible)), total=int(len(rows)))
+    entries, prev_index = merge_changed(prev, changed, changed_prev_index, gone)
+    return Reading(entries=entries, prev_index=prev_index, hidden=hidden, total=len(entries) + hidden, sent=n)
 
 
 # --- texts and names, for keys never seen before ---------------------------------------------

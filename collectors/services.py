@@ -127,20 +127,36 @@ class _Read:
     cmap: ColumnMap
     dealloc: int | None
     stats_reset_us: int | None
+    full_reset: bool  # all statistics were reset since the previous snapshot: count every entry from zero
     reading: pgss.Reading
     waits: waits.WaitReading | None
     texts: pgss.Texts
     known: dict  # key -> statement id, for keys absent from the state but in the dimension
     unseen: np.ndarray  # keys never seen before (their texts are in `texts`)
     notes: list[str]
-    prev_index: np.ndarray  # match_keys(prev.keys, reading keys), reused by compute
+    prev_index: np.ndarray  # for each current entry its row in the previous state, or -1
+
+
+def _full_reset(meta: pgss.ServerMeta, stats_reset_us: int | None, prev_state: ServerState | None) -> bool:
+    if prev_state is None:
+        return False
+    reset_at = _ts(stats_reset_us)
+    if reset_at is not None and prev_state.stats_reset_at is not None:
+        return reset_at != prev_state.stats_reset_at
+    if meta.flag("save") is False and prev_state.postmaster_start_at is not None:
+        # PostgreSQL 13 has no stats_reset: a restart with save=off empties the statistics.
+        return _ts(meta.postmaster_start_us) != prev_state.postmaster_start_at
+    return False
 
 
 def _read_server(conn: psycopg.Connection, server: Server, prev_state: ServerState | None, prev: Entries) -> _Read:
     meta = pgss.read_meta(conn)
     cmap = pgss.column_map(conn, server.pk, meta)
     dealloc, stats_reset_us = pgss.read_info(conn, meta)
-    reading = pgss.read_entries(conn, meta, cmap)
+    full_reset = _full_reset(meta, stats_reset_us, prev_state)
+    # After a full reset every entry counts from zero, so the server must send them all.
+    reading = pgss.read_entries(conn, meta, cmap, Entries.empty() if full_reset else prev)
+    prev_index = match_keys(prev.keys, reading.entries.keys) if full_reset else reading.prev_index
     notes: list[str] = []
     if reading.hidden:
         notes.append(
@@ -158,12 +174,12 @@ def _read_server(conn: psycopg.Connection, server: Server, prev_state: ServerSta
             conn, meta, samples=settings.COLLECTOR["ACTIVITY_SAMPLES"], span_s=settings.COLLECTOR["ACTIVITY_SPAN_S"]
         )
     # Texts only for keys never seen before: not in the state, and not in the dimension.
-    prev_index = match_keys(prev.keys, reading.entries.keys)
     unmatched = reading.entries.keys[prev_index < 0]
     known = history.find_statements(server.pk, unmatched)
     unseen = np.array([k for k in unmatched.tolist() if tuple(k) not in known], dtype=np.int64).reshape(-1, 4)
     texts = pgss.read_texts(conn, meta, cmap, unseen)
-    return _Read(meta, cmap, dealloc, stats_reset_us, reading, wait_reading, texts, known, unseen, notes, prev_index)
+    return _Read(meta, cmap, dealloc, stats_reset_us, full_reset, reading, wait_reading, texts, known, unseen, notes,
+                 prev_index)  # fmt: skip
 
 
 def _collect(server: Server) -> CollectionResult:
@@ -197,7 +213,7 @@ def _collect(server: Server) -> CollectionResult:
     result.taken_at = taken_at
     result.entries = len(cur)
 
-    full_reset = False
+    full_reset = read.full_reset
     interval_s = None
     if prev_state is not None:
         if taken_at <= prev_state.taken_at:
@@ -206,12 +222,6 @@ def _collect(server: Server) -> CollectionResult:
                 f"({prev_state.taken_at.isoformat()}): the server clock went back"
             )
         interval_s = (taken_at - prev_state.taken_at).total_seconds()
-        reset_at = _ts(read.stats_reset_us)
-        if reset_at is not None and prev_state.stats_reset_at is not None:
-            full_reset = reset_at != prev_state.stats_reset_at
-        elif meta.flag("save") is False and prev_state.postmaster_start_at is not None:
-            # PostgreSQL 13 has no stats_reset: a restart with save=off empties the statistics.
-            full_reset = _ts(meta.postmaster_start_us) != prev_state.postmaster_start_at
 
     d = compute(prev, cur, full_reset=full_reset, prev_index=read.prev_index)
     baseline = prev_state is None
@@ -258,6 +268,11 @@ def _collect(server: Server) -> CollectionResult:
 
     state_cache.drop(server.pk)  # until this transaction commits, the cached state may not be the stored one
     with transaction.atomic():
+        # Facts and state commit together, so losing this commit in a crash of the history store
+        # loses no count (the next snapshot spans the gap from the older state): no need to wait
+        # for the WAL flush.
+        with connection.cursor() as dcur:
+            dcur.execute("SET LOCAL synchronous_commit = off")
         ids = history.insert_statements(server.pk, new_rows, taken_at)
         ids.update(read.known)
         for i in np.flatnonzero(d.new):
