@@ -1,9 +1,9 @@
 """python -m bench [--quick] [--only NAME ...] [--keep] [--no-docs]
 
 Runs the three benchmarks (collection time, history footprint, ingest throughput), prints the
-figures and writes docs/benchmarks.md. Needs the history store on 127.0.0.1:54320
-(``make services``); creates its own database there (pgconsole_bench) and its own monitored
-PostgreSQL 17 on port 57017 (bench/env.py), both removed/stopped at the end.
+figures and writes docs/benchmarks.md. Starts its own history store with production durability
+(PostgreSQL 17 on port 57100, database pgconsole_bench) and its own monitored PostgreSQL 17 on
+port 57017 (bench/env.py), both stopped at the end.
 """
 from __future__ import annotations
 
@@ -27,16 +27,31 @@ def main(argv: list[str] | None = None) -> int:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     p.add_argument("--quick", action="store_true", help="few snapshots, small levels (a smoke test; no docs)")
     p.add_argument("--only", nargs="+", choices=NAMES, help="run only these benchmarks")
-    p.add_argument("--keep", action="store_true", help="keep the benchmark database and cluster")
+    p.add_argument("--keep", action="store_true", help="keep the benchmark database and clusters running")
     p.add_argument("--no-docs", action="store_true", help="do not write docs/benchmarks.md")
     p.add_argument("--skip-uniform-footprint", action="store_true",
                    help="do not measure the footprint again with a uniform 10%% (the worst case for rollups)")
     args = p.parse_args(argv)
     only = set(args.only or NAMES)
-    write_docs = not args.no_docs and not args.quick and only == set(NAMES)
 
     started = time.perf_counter()
     env.configure_environment()
+    from devenv.clusters import start_many, stop_many
+
+    specs = [] if os.environ.get("BENCH_DATABASE_URL") else [env.history_spec()]
+    if "collection" in only:
+        specs.append(env.monitored_spec())
+    clusters = list(start_many(specs).values())
+    print(f"clusters up in {time.perf_counter() - started:.1f}s: {', '.join(c.name for c in clusters)}", flush=True)
+    try:
+        return _run(args, only, clusters, started)
+    finally:
+        if clusters and not args.keep:
+            stop_many(clusters)
+
+
+def _run(args, only: set[str], clusters: list, started: float) -> int:
+    write_docs = not args.no_docs and not args.quick and only == set(NAMES)
     print(f"benchmark history database: {env.BENCH_DB} (recreated)", flush=True)
     env.recreate_history_database()
     env.setup_django()
@@ -46,20 +61,14 @@ def main(argv: list[str] | None = None) -> int:
     now = datetime.now(UTC)
     results: dict = {"machine": env.machine(), "started_at": now, "code": env.code_version(),
                      "date": os.environ.get("BENCH_DATE") or now.date().isoformat()}  # fmt: skip
-    clusters = []
     try:
         if "collection" in only:
-            from devenv.clusters import start_many
-
             from bench import collection
 
-            t0 = time.perf_counter()
-            spec = env.monitored_spec()
-            clusters = list(start_many([spec]).values())
-            cluster = clusters[0]
+            cluster = next(c for c in clusters if c.name == env.BENCH_CLUSTER)
             results["machine"].postgres_monitored = cluster.execute("SELECT version()")[0][0]
             print(f"[1/3] collection time: monitored {cluster.name} (PostgreSQL {cluster.major}, port "
-                  f"{cluster.port}) up in {time.perf_counter() - t0:.1f}s", flush=True)  # fmt: skip
+                  f"{cluster.port})", flush=True)  # fmt: skip
             if args.quick:
                 results["collection"] = collection.run(
                     cluster, levels=(100, 500), snapshots={100: 5, 500: 20}, sampled=1, breakdown=5
@@ -88,13 +97,14 @@ def main(argv: list[str] | None = None) -> int:
         from django.db import connection
 
         with connection.cursor() as cur:
-            cur.execute("SELECT version()")
-            results["machine"].postgres_history = cur.fetchone()[0]
+            cur.execute("SELECT version(), current_setting('fsync'), current_setting('synchronous_commit'), "
+                        "current_setting('full_page_writes')")  # fmt: skip
+            version, fsync, sync_commit, fpw = cur.fetchone()
+            results["machine"].postgres_history = version
+            results["machine"].history_durability = (
+                f"fsync = {fsync}, synchronous_commit = {sync_commit}, full_page_writes = {fpw}"
+            )
     finally:
-        if clusters and not args.keep:
-            from devenv.clusters import stop_many
-
-            stop_many(clusters)
         if not args.keep:
             env.drop_history_database()
     results["elapsed_s"] = time.perf_counter() - started

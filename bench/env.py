@@ -1,13 +1,14 @@
-"""The benchmark's private world: its own history database and its own monitored cluster.
+"""The benchmark's private world: its own history store and its own monitored cluster.
 
-* History: database ``pgconsole_bench`` on the shared history store (127.0.0.1:54320, started by
-  ``make services`` / ``python -m devenv up-history``), dropped and created fresh at every run
-  and migrated programmatically. Django is pointed at it through DATABASE_URL before setup, so the
-  tests' and the demo's database ``pgconsole`` is never touched.
+* History: PostgreSQL 17 cluster ``bench-history`` on port 57100 with production durability
+  (``fsync``, ``synchronous_commit`` and ``full_page_writes`` on: the shared development store on
+  54320 runs with them off), database ``pgconsole_bench`` created fresh at every run and migrated
+  programmatically. Django is pointed at it through DATABASE_URL before setup, so the tests' and
+  the demo's database is never touched. BENCH_DATABASE_URL points the run at another store.
 * Monitored: one PostgreSQL 17 cluster ``bench-pg17`` under .run/, started with devenv.
-  Ports: the benchmarks use 57000 + major (here 57017). devenv's port map (devenv/clusters.py)
-  reserves 55400+ (tests), 55500+ (extra test clusters), 56400+ (demo) and 54320 (history);
-  57000+ is free and used by nothing but bench/.
+  Ports: the benchmarks use 57000 + major (here 57017) and 57100 (history). devenv's port map
+  (devenv/clusters.py) reserves 55400+ (tests), 55500+ (extra test clusters), 56400+ (demo) and
+  54320 (history); 57000+ is free and used by nothing but bench/.
 """
 from __future__ import annotations
 
@@ -29,10 +30,28 @@ MONITOR_USER = "monitor"
 MONITOR_PASSWORD = "monitor-pw"
 
 
+HISTORY_CLUSTER = "bench-history"
+HISTORY_PORT = BENCH_PORT_BASE + 100
+# What a production history store runs with (devenv's clusters turn these off for speed).
+DURABLE = {"fsync": "on", "synchronous_commit": "on", "full_page_writes": "on"}
+
+
+def history_spec():
+    from devenv.clusters import HISTORY_MAJOR, ClusterSpec
+
+    return ClusterSpec(name=HISTORY_CLUSTER, major=HISTORY_MAJOR, port=HISTORY_PORT, settings=dict(DURABLE),
+                       preload=["pg_stat_statements"], fresh=True)  # fmt: skip
+
+
+def _admin_url() -> str:
+    url = os.environ.get("BENCH_DATABASE_URL")
+    if url:
+        return url.rsplit("/", 1)[0] + "/postgres"
+    return f"postgresql://postgres@127.0.0.1:{HISTORY_PORT}/postgres"
+
+
 def configure_environment() -> str:
     """Environment for Django, set before django.setup(). Returns the history DATABASE_URL."""
-    from devenv.clusters import HISTORY_PORT
-
     url = os.environ.get("BENCH_DATABASE_URL", f"postgres://postgres@127.0.0.1:{HISTORY_PORT}/{BENCH_DB}")
     os.environ["DATABASE_URL"] = url
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
@@ -49,23 +68,20 @@ def configure_environment() -> str:
 def recreate_history_database() -> None:
     """Drop and create the benchmark history database (never the tests' or the demo's)."""
     import psycopg
-    from devenv.clusters import HISTORY_PORT
 
     if BENCH_DB in ("pgconsole", "test_pgconsole", "postgres"):
         raise SystemExit(f"refusing to use {BENCH_DB!r} as the benchmark database")
-    with psycopg.connect(f"postgresql://postgres@127.0.0.1:{HISTORY_PORT}/postgres", autocommit=True) as conn:
+    with psycopg.connect(_admin_url(), autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{BENCH_DB}" WITH (FORCE)')
         conn.execute(f'CREATE DATABASE "{BENCH_DB}"')
 
 
 def drop_history_database() -> None:
     import psycopg
-    from devenv.clusters import HISTORY_PORT
-
     from django.db import connections
 
     connections.close_all()
-    with psycopg.connect(f"postgresql://postgres@127.0.0.1:{HISTORY_PORT}/postgres", autocommit=True) as conn:
+    with psycopg.connect(_admin_url(), autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{BENCH_DB}" WITH (FORCE)')
 
 
@@ -105,6 +121,7 @@ class Machine:
     python: str
     postgres_monitored: str = ""
     postgres_history: str = ""
+    history_durability: str = ""
 
 
 def machine() -> Machine:

@@ -104,8 +104,10 @@ def markdown(r: dict) -> str:
         f"port {env.BENCH_PORT}, `pg_stat_statements.max = 10000`, defaults otherwise: `track = top`, "
         "`track_planning = off`), monitoring role with `pg_monitor` over SCRAM, connection kept between "
         "snapshots (the default `COLLECTOR_CONNECTION_IDLE_S`);",
-        f"- history store: {m.postgres_history.split(',')[0]} on 127.0.0.1:54320, database "
-        f"`{env.BENCH_DB}` created fresh and migrated by the run, dropped at its end.",
+        f"- history store: {m.postgres_history.split(',')[0]} (private cluster `{env.HISTORY_CLUSTER}`, port "
+        f"{env.HISTORY_PORT}, {m.history_durability}: production durability, unlike the development "
+        f"store), database `{env.BENCH_DB}` created fresh and migrated by the run. The collector commits "
+        "its snapshot transaction with `synchronous_commit = off` (README, How it works).",
         "",
         "## Results",
         "",
