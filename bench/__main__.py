@@ -71,7 +71,7 @@ def _run(args, only: set[str], clusters: list, started: float) -> int:
                   f"{cluster.port})", flush=True)  # fmt: skip
             if args.quick:
                 results["collection"] = collection.run(
-                    cluster, levels=(100, 500), snapshots={100: 5, 500: 20}, sampled=1, breakdown=5
+                    cluster, levels=(100, 500), snapshots={100: 5, 500: 20}, sampled=1, breakdown=5, all_changed=2
                 )
             else:
                 results["collection"] = collection.run(cluster)

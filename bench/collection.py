@@ -3,7 +3,9 @@
 For each level N (100, 1,000, 5,000 entries): pg_stat_statements_reset(), run the level's N
 distinct statements once, register a new server and take its baseline (texts fetched then),
 a few warm-up snapshots, then S timed snapshots. Before each timed snapshot ~10% of the N
-statements run again, so every snapshot has changes to store. Each timed snapshot is paired with
+statements run again, so every snapshot has changes to store. At the largest level a few more
+snapshots follow with all N statements run before each (every entry changed: the worst case for
+reading only the entries that changed). Each timed snapshot is paired with
 the baseline measured right next to it (order alternating): a bare
 ``SELECT * FROM pg_stat_statements(false)`` fetched fully with psycopg (fetchall) on a kept
 connection of the same monitoring role. Timed: ``collectors.services.server_collect`` end to end
@@ -108,7 +110,7 @@ def _collect(server_id: int) -> tuple[float, object]:
 
 
 def run(cluster, *, levels=(100, 1000, 5000), snapshots=None, warmup: int = 3, sampled: int = 5,
-        maintenance_every: int = 10, breakdown: int = 20, log=print) -> dict:  # fmt: skip
+        maintenance_every: int = 10, breakdown: int = 20, all_changed: int = 10, log=print) -> dict:  # fmt: skip
     snapshots = snapshots or {100: 30, 1000: 30, 5000: 100}
     app_dsn = cluster.dsn(env.APP_DB)
     monitor_dsn = cluster.dsn(env.APP_DB, env.MONITOR_USER, env.MONITOR_PASSWORD)
@@ -132,6 +134,24 @@ def run(cluster, *, levels=(100, 1000, 5000), snapshots=None, warmup: int = 3, s
         # at the largest level, then at the smallest (after a reset: only its statements again).
         if breakdown:
             out["breakdown"] = _breakdown(driver, server_id, stmts, breakdown)
+
+        # The worst case for reading only what changed: every entry changed since the last snapshot.
+        if all_changed:
+            times, bares, changed = [], [], []
+            for i in range(all_changed):
+                driver.run(stmts)
+                if i % 2 == 0:
+                    bares.append(_bare(bare_conn)[0])
+                    ms, result = _collect(server_id)
+                else:
+                    ms, result = _collect(server_id)
+                    bares.append(_bare(bare_conn)[0])
+                times.append(ms)
+                changed.append(result.changed)
+            out["all_changed"] = {"collect_ms": summary(times), "bare_ms": summary(bares),
+                                  "changed": int(median(changed))}  # fmt: skip
+            log(f"  {top} entries, every one changed: median {median(times):.1f} ms "
+                f"(bare SELECT {median(bares):.1f} ms) over {all_changed} snapshots")  # fmt: skip
 
         # What the default pg_stat_activity sampling (10 samples over ~1 s) costs in wall time.
         if sampled:

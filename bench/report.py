@@ -58,6 +58,9 @@ def text(r: dict) -> str:
             lines.append(f"    {n:>5}: {_ms(lv['collect_ms'])} / {_ms(lv['collect_ms'], 'p99')}; "
                          f"bare {_ms(lv['bare_ms'])}; {lv['ratio_paired_median']:.2f}x; "
                          f"baseline snapshot {lv['baseline_snapshot_ms']:.0f} ms")  # fmt: skip
+        if col.get("all_changed"):
+            a = col["all_changed"]
+            lines.append(f"    every entry changed: median {_ms(a['collect_ms'])} ms (bare {_ms(a['bare_ms'])} ms)")
         if col.get("sampled"):
             lines.append(f"    with 10 pg_stat_activity samples: median {_ms(col['sampled']['collect_ms'])} ms")
         for key in ("breakdown", "breakdown_small"):
@@ -147,6 +150,16 @@ def markdown(r: dict) -> str:
             f"A maintenance run took median {_ms(lv['maintenance_ms'])} ms ({steps})."
             + (f" Errors: {'; '.join(lv['maintenance_errors'])}." if lv["maintenance_errors"] else ""),
         ]
+        if col.get("all_changed"):
+            a = col["all_changed"]
+            L += [
+                "",
+                f"Worst case for reading only what changed: with all {top:,} statements run before each of "
+                f"{a['collect_ms']['n']} more snapshots ({a['changed']:,} entries changed per snapshot), a "
+                f"snapshot took median {_ms(a['collect_ms'])} ms (max {_ms(a['collect_ms'], 'max')}), "
+                f"{a['collect_ms']['median'] / a['bare_ms']['median']:.2f}× the bare SELECT "
+                f"({_ms(a['bare_ms'])} ms).",
+            ]
         if col.get("sampled"):
             s = col["sampled"]
             L += [
@@ -267,10 +280,12 @@ def markdown(r: dict) -> str:
 METHOD = """
 ## Methodology
 
-- **Isolation.** `make bench` recreates its own history database `pgconsole_bench` on the history
-  store (54320) and runs `migrate` programmatically; it starts its own monitored cluster
-  `bench-pg17` on port 57017 (bench clusters use 57000 + major, a range devenv's port map leaves
-  free) and stops it at the end. Nothing of the tests' or the demo's databases or clusters is used.
+- **Isolation.** `make bench` starts its own history store `bench-history` (PostgreSQL 17, port
+  57100, initialized fresh, `fsync`, `synchronous_commit` and `full_page_writes` on as in production,
+  whereas the development store on 54320 turns them off), creates `pgconsole_bench` there and runs
+  `migrate` programmatically; it starts its own monitored cluster `bench-pg17` on port 57017 (bench
+  clusters use 57000+, a range devenv's port map leaves free) and stops both at the end. Nothing of
+  the tests' or the demo's databases or clusters is used.
 - **One machine.** The collector (this process), the monitored PostgreSQL and the history
   PostgreSQL share the same two cores, along with whatever else runs there. Django runs with
   `DEBUG=false` (as in production); `COLLECTOR_ACTIVITY_SAMPLES=0` except where said.
@@ -289,6 +304,11 @@ METHOD = """
   `partitions.drop_expired()` after creating one expired daily partition of each raw table, so
   that the DDL (and its locks on the partitioned parents) really happens while snapshots are being
   written. Snapshots overlapping a maintenance run are counted in the median and p99 like the others.
+  The read sends the previous state (keys, calls, plans, execution time, and on 17 stats_since and
+  minmax_stats_since) as array parameters and gets back only new, changed and gone entries
+  (`collectors/pgss.py`); the bare SELECT baseline sends every entry. A last pass at 5,000 entries
+  runs all statements before each of 10 snapshots, so that every entry changed: the worst case for
+  that read (informative, no target).
 - **Footprint (2).** Synthetic, through the real writer: `services._read_server` (and the monitored
   connection) are replaced at runtime in the benchmark process by a generator (`bench/synthetic.py`);
   everything after the read is the project's code (`server_collect` -> `deltas.compute`,
