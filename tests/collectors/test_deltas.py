@@ -37,6 +37,22 @@ class Sim:
             inc = self.live[key] = Incarnation(self.serial, np.zeros(N_COUNTERS, np.int64), self.clock_us)
         inc.counters += amounts
 
+    def apply(self, op) -> bool:
+        """Apply one operation of `ops`; True when it is a snapshot (then read self.snapshot())."""
+        kind = op[0]
+        self.clock_us += 1
+        if kind == "exec":
+            self.execute(op[1], _amounts(op[2]))
+        elif kind in ("evict", "reset_one"):
+            self.live.pop(op[1], None)
+        elif kind == "reset_all":
+            self.live.clear()
+            self.full_reset_pending = True
+        else:
+            self.clock_us += op[1]  # the gap before this snapshot
+            return True
+        return False
+
     def snapshot(self) -> Entries:
         keys = sorted(self.live)
         n = len(keys)
@@ -97,44 +113,35 @@ def test_deltas_are_exact_and_never_negative(has_stats_since, operations):
     first_seen_at_baseline: dict[int, np.ndarray] = {}
     ambiguous: set[int] = set()
     for op in [*operations, ("snapshot", 1)]:
-        kind = op[0]
-        sim.clock_us += 1
-        if kind == "exec":
-            sim.execute(op[1], _amounts(op[2]))
-        elif kind in ("evict", "reset_one"):
-            sim.live.pop(op[1], None)
-        elif kind == "reset_all":
-            sim.live.clear()
-            sim.full_reset_pending = True
+        if not sim.apply(op):
+            continue
+        cur, serials = sim.snapshot()
+        if prev is None:
+            for k, s in serials.items():
+                first_seen_at_baseline[s] = sim.live[k].counters.copy()
+                observed[s] = sim.live[k].counters.copy()
         else:
-            sim.clock_us += op[1]
-            cur, serials = sim.snapshot()
-            if prev is None:
-                for k, s in serials.items():
-                    first_seen_at_baseline[s] = sim.live[k].counters.copy()
-                    observed[s] = sim.live[k].counters.copy()
-            else:
-                d = compute(prev, cur, full_reset=sim.full_reset_pending)
-                assert (d.deltas >= 0).all()
-                for i, key in enumerate(map(tuple, cur.keys.tolist())):
-                    s = serials[key]
-                    old = prev_serials.get(key)
-                    if (old is not None and old != s and not sim.has_stats_since and not sim.full_reset_pending
-                            and (cur.counters[i] >= prev.counters[d.prev_index[i]]).all()):  # fmt: skip
-                        # Before 17, an entry evicted or reset and re-created inside one interval with
-                        # no counter smaller than before cannot be told from the old one (documented).
-                        ambiguous.update((s, old))
-                        observed[s] = sim.live[key].counters.copy()  # the engine's next "before"
-                        continue
-                    truth = sim.live[key].counters - (observed[s] if s in observed else 0)
-                    assert (d.deltas[i] == truth).all(), (key, d.deltas[i], truth)
-                    assert d.restarted[i] == (prev_serials.get(key) != s)
-                    since_birth[s] = since_birth.get(s, 0) + d.deltas[i]
-                    observed[s] = sim.live[key].counters.copy()
-                gone_keys = {tuple(k) for k in prev.keys[d.gone].tolist()}
-                assert gone_keys == set(prev_serials) - set(serials)
-            prev, prev_serials = cur, serials
-            sim.full_reset_pending = False
+            d = compute(prev, cur, full_reset=sim.full_reset_pending)
+            assert (d.deltas >= 0).all()
+            for i, key in enumerate(map(tuple, cur.keys.tolist())):
+                s = serials[key]
+                old = prev_serials.get(key)
+                if (old is not None and old != s and not sim.has_stats_since and not sim.full_reset_pending
+                        and (cur.counters[i] >= prev.counters[d.prev_index[i]]).all()):  # fmt: skip
+                    # Before 17, an entry evicted or reset and re-created inside one interval with
+                    # no counter smaller than before cannot be told from the old one (documented).
+                    ambiguous.update((s, old))
+                    observed[s] = sim.live[key].counters.copy()  # the engine's next "before"
+                    continue
+                truth = sim.live[key].counters - (observed[s] if s in observed else 0)
+                assert (d.deltas[i] == truth).all(), (key, d.deltas[i], truth)
+                assert d.restarted[i] == (prev_serials.get(key) != s)
+                since_birth[s] = since_birth.get(s, 0) + d.deltas[i]
+                observed[s] = sim.live[key].counters.copy()
+            gone_keys = {tuple(k) for k in prev.keys[d.gone].tolist()}
+            assert gone_keys == set(prev_serials) - set(serials)
+        prev, prev_serials = cur, serials
+        sim.full_reset_pending = False
     # Sums match: what was stored for an incarnation is all it did after the baseline saw it.
     for s, total in since_birth.items():
         if s in ambiguous:
@@ -177,44 +184,36 @@ def test_changed_entries_merged_with_the_state_give_the_same_deltas(has_stats_si
     sim = Sim(has_stats_since)
     prev, prev_serials = Entries.empty(), {}
     for op in [*operations, ("snapshot", 1)]:
-        kind = op[0]
-        sim.clock_us += 1
-        if kind == "exec":
-            sim.execute(op[1], _amounts(op[2]))
-        elif kind in ("evict", "reset_one"):
-            sim.live.pop(op[1], None)
-        elif kind == "reset_all":
-            sim.live.clear()
-            sim.full_reset_pending = True
-        else:
-            cur, serials = sim.snapshot()
-            full = compute(prev, cur, full_reset=sim.full_reset_pending)
-            # After a full reset the collector sends an empty state: the server sends everything.
-            sent_to = Entries.empty() if sim.full_reset_pending else prev
-            merged, prev_index = merge_changed(sent_to, *_server_sends(sent_to, cur))
-            if sim.full_reset_pending:
-                prev_index = match_keys(prev.keys, merged.keys)
-            part = compute(prev, merged, full_reset=sim.full_reset_pending, prev_index=prev_index)
-            assert len(merged) == len(cur)
-            assert {tuple(k) for k in prev.keys[part.gone].tolist()} == {tuple(k) for k in prev.keys[full.gone].tolist()}
-            row = {tuple(k): i for i, k in enumerate(merged.keys.tolist())}
-            for i, key in enumerate(map(tuple, cur.keys.tolist())):
-                j = row[key]
-                same = (
-                    (part.deltas[j] == full.deltas[i]).all()
-                    and part.changed[j] == full.changed[i]
-                    and part.restarted[j] == full.restarted[i]
-                    and (merged.counters[j] == cur.counters[i]).all()
-                )
-                if not same:
-                    k = full.prev_index[i]
-                    blind_spot = (
-                        not has_stats_since and k >= 0 and prev_serials.get(key) != serials[key]
-                        and (cur.counters[i, _COMPARED] == prev.counters[k, _COMPARED]).all()
-                    )  # fmt: skip
-                    assert blind_spot, (key, part.deltas[j], full.deltas[i])
-            prev, prev_serials = cur, serials  # the full reading goes on: each step is compared alone
-            sim.full_reset_pending = False
+        if not sim.apply(op):
+            continue
+        cur, serials = sim.snapshot()
+        full = compute(prev, cur, full_reset=sim.full_reset_pending)
+        # After a full reset the collector sends an empty state: the server sends everything.
+        sent_to = Entries.empty() if sim.full_reset_pending else prev
+        merged, prev_index = merge_changed(sent_to, *_server_sends(sent_to, cur))
+        if sim.full_reset_pending:
+            prev_index = match_keys(prev.keys, merged.keys)
+        part = compute(prev, merged, full_reset=sim.full_reset_pending, prev_index=prev_index)
+        assert len(merged) == len(cur)
+        assert {tuple(k) for k in prev.keys[part.gone].tolist()} == {tuple(k) for k in prev.keys[full.gone].tolist()}
+        row = {tuple(k): i for i, k in enumerate(merged.keys.tolist())}
+        for i, key in enumerate(map(tuple, cur.keys.tolist())):
+            j = row[key]
+            same = (
+                (part.deltas[j] == full.deltas[i]).all()
+                and part.changed[j] == full.changed[i]
+                and part.restarted[j] == full.restarted[i]
+                and (merged.counters[j] == cur.counters[i]).all()
+            )
+            if not same:
+                k = full.prev_index[i]
+                blind_spot = (
+                    not has_stats_since and k >= 0 and prev_serials.get(key) != serials[key]
+                    and (cur.counters[i, _COMPARED] == prev.counters[k, _COMPARED]).all()
+                )  # fmt: skip
+                assert blind_spot, (key, part.deltas[j], full.deltas[i])
+        prev, prev_serials = cur, serials  # the full reading goes on: each step is compared alone
+        sim.full_reset_pending = False
 
 
 @given(st.lists(st.tuples(st.integers(0, 2**32 - 1), st.integers(0, 2**32 - 1), st.integers(-(2**63), 2**63 - 1),
