@@ -62,5 +62,6 @@ test: install services
 demo: install services
 	$(PYTHON) manage.py demo
 
-bench: install services
+# Starts its own history store (with production durability) and monitored cluster.
+bench: install
 	$(PYTHON) -m bench
