@@ -65,10 +65,9 @@ GAUGE_NAMES: tuple[str, ...] = tuple(name for name, _ in GAUGES)
 FACT_GAUGE_NAMES: tuple[str, ...] = ("min_plan_ms", "max_plan_ms", "min_exec_ms", "max_exec_ms")
 
 KEY_NAMES: tuple[str, ...] = ("userid", "dbid", "queryid", "toplevel")
-# Wire layout of one statement row as read from a monitored server.
+# What is read of one statement from a monitored server (int8 or float8 each).
 ROW_COLUMNS: tuple[tuple[str, str], ...] = (
     *((k, "i8") for k in KEY_NAMES),
-    ("hidden", "i8"),
     ("stats_since_us", "i8"),
     ("minmax_stats_since_us", "i8"),
     *((c, "i8") for c in COUNTER_NAMES),
@@ -83,10 +82,6 @@ class ColumnMap:
     extension_version: str
     source_columns: frozenset[str]
     exprs: tuple[tuple[str, str], ...]  # (ROW_COLUMNS name, SQL expression), in ROW_COLUMNS order
-
-    @property
-    def select_list(self) -> str:
-        return ",\n       ".join(f"{expr} AS {name}" for name, expr in self.exprs)
 
     def expr(self, name: str) -> str:
         return dict(self.exprs)[name]
@@ -120,9 +115,8 @@ def build_column_map(extension_version: str, source_columns: list[str]) -> Colum
     parts = [
         ("userid", "userid::int8"),
         ("dbid", "dbid::int8"),
-        ("queryid", "coalesce(queryid, 0)"),
+        ("queryid", "queryid"),  # NULL for entries the role may not see: those are counted, not sent
         ("toplevel", "toplevel::int::int8" if "toplevel" in present else "1::int8"),
-        ("hidden", "(queryid IS NULL)::int::int8"),
         ("stats_since_us", _epoch_us("stats_since") if "stats_since" in present else "0::int8"),
         ("minmax_stats_since_us", _epoch_us("minmax_stats_since") if "minmax_stats_since" in present else "0::int8"),
     ]

@@ -87,7 +87,7 @@ def match_keys(prev_keys: np.ndarray, cur_keys: np.ndarray) -> np.ndarray:
     return np.where(found, order[pos_clipped], -1).astype(np.int64)
 
 
-def concat(a: "Entries", b: "Entries") -> "Entries":
+def concat(a: Entries, b: Entries) -> Entries:
     """Rows of a then rows of b (statement ids are not carried: they are assigned per snapshot)."""
     return Entries(
         keys=np.concatenate([a.keys, b.keys]),

@@ -218,8 +218,6 @@ def _prev_values(prev: Entries, column: _PrevColumn) -> np.ndarray:
     return prev.counters[:, COUNTER_NAMES.index(name)]
 
 
-# What comes back: the returned columns of ROW_COLUMNS (hidden rows are counted, not sent).
-_SENT_COLUMNS = tuple((name, kind) for name, kind in ROW_COLUMNS if name != "hidden")
 _ARRAY_KIND = {"i8": "int8", "f8": "float8"}
 
 
@@ -227,7 +225,7 @@ def _entries_query(meta: ServerMeta, cmap: ColumnMap) -> sql.Composed:
     keys, compared = _prev_columns(cmap)
     columns = keys + compared
     aggregates = ",\n       ".join(
-        f"array_agg({cmap.expr(name)}) FILTER (WHERE changed_since_prev)" for name, _ in _SENT_COLUMNS
+        f"array_agg({cmap.expr(name)}) FILTER (WHERE changed_since_prev)" for name, _ in ROW_COLUMNS
     )
     # The previous state enters through InitPlans ((SELECT $n)): the planner then takes it for a
     # few rows and hashes it, instead of sorting both sides (it cannot know how many entries
@@ -271,7 +269,7 @@ def read_entries(conn: psycopg.Connection, meta: ServerMeta, cmap: ColumnMap, pr
         hidden = int.from_bytes(values[0], "big", signed=True)
         gone = binary_array.parse(values[1], "int8") - 1
         changed_prev_index = binary_array.parse(values[2], "int8") - 1
-        cols = {name: binary_array.parse(v, _ARRAY_KIND[kind]) for (name, kind), v in zip(_SENT_COLUMNS, values[3:])}
+        cols = {name: binary_array.parse(v, _ARRAY_KIND[kind]) for (name, kind), v in zip(ROW_COLUMNS, values[3:], strict=True)}
     except binary_array.ArrayFormatError as exc:
         raise CollectionError(f"unexpected reply from pg_stat_statements: {exc}") from exc
     n = len(changed_prev_index)
