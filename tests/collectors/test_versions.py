@@ -44,7 +44,8 @@ def test_monitoring_session_settings(pg_clusters):
     conn = monitored.connect(_target(server))
     try:
         show = {name: conn.execute(f"SHOW {name}").fetchone()[0] for name in (
-            "statement_timeout", "lock_timeout", "application_name", "default_transaction_read_only")}  # fmt: skip
+            "statement_timeout", "lock_timeout", "application_name", "default_transaction_read_only",
+            "work_mem")}  # fmt: skip
     finally:
         conn.close()
     cfg = settings.COLLECTOR
@@ -52,6 +53,7 @@ def test_monitoring_session_settings(pg_clusters):
     assert show["lock_timeout"] == f"{cfg['LOCK_TIMEOUT_MS'] // 1000}s"
     assert show["application_name"] == "pgconsole-collector"
     assert show["default_transaction_read_only"] == "on"
+    assert show["work_mem"] == "64MB"  # the previous state is hashed in memory, never spilled
 
 
 def test_kept_connection_is_reused_and_survives_a_restart(pg_clusters):
