@@ -390,6 +390,21 @@ def _port_in_use(port: int) -> bool:
         return False
 
 
+PORT_WAIT_S = 70  # longer than TIME_WAIT (60 s on Linux)
+
+
+def _wait_for_port(port: int, timeout_s: float = PORT_WAIT_S) -> bool:
+    """Whether the port is (or becomes) free within timeout_s. Our ports lie in Linux's ephemeral
+    range (32768-60999), so a client connection closed a moment ago may still hold one in TIME_WAIT
+    (it cannot be bound until that ends, at most 60 s later); a real listener keeps it."""
+    deadline = time.monotonic() + timeout_s
+    while _port_in_use(port):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(1)
+    return True
+
+
 @dataclass
 class Cluster:
     name: str
@@ -543,10 +558,10 @@ class Cluster:
             return
         if not self.initialized:
             raise ClusterError(f"[{self.name}] {self.datadir} is not initialized")
-        if _port_in_use(self.port):
+        if not _wait_for_port(self.port):
             raise ClusterError(
-                f"[{self.name}] port {self.port} is already in use by another process "
-                f"(a cluster whose datadir was deleted? try `ss -ltnp | grep {self.port}`)"
+                f"[{self.name}] port {self.port} stayed in use for {PORT_WAIT_S} s (a cluster whose "
+                f"datadir was deleted? try `ss -tanp | grep {self.port}`)"
             )
         if not self.logfile.exists():
             self.logfile.touch()

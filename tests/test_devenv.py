@@ -15,6 +15,8 @@ from devenv.clusters import (
     NPM_VERSIONS,
     PORTS,
     ClusterSpec,
+    _port_in_use,
+    _wait_for_port,
     debian_available,
     ensure_binaries,
     port_for_extra_test,
@@ -32,6 +34,24 @@ def test_port_map_has_no_collisions():
     assert PORTS["history"] == 54320
     assert PORTS["test"][13] == 55413
     assert PORTS["test-evict"] == PORTS["test-extra"][14]
+
+
+def test_a_port_is_waited_for_until_its_holder_lets_go():
+    """A cluster start waits for its port (a closed client socket may hold it in TIME_WAIT for up to
+    60 s) instead of failing, and gives up only on a holder that stays."""
+    import threading
+
+    holder = socket.socket()
+    holder.bind(("127.0.0.1", 0))
+    holder.listen()
+    port = holder.getsockname()[1]
+    assert _port_in_use(port)
+    assert not _wait_for_port(port, timeout_s=1.5)
+    threading.Timer(1.5, holder.close).start()
+    started = time.monotonic()
+    assert _wait_for_port(port, timeout_s=10)
+    assert 1.0 < time.monotonic() - started < 10
+    assert not _port_in_use(port)
 
 
 @pytest.mark.parametrize("major", MAJORS)
