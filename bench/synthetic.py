@@ -217,7 +217,6 @@ class SyntheticServer:
             known=known,
             unseen=unseen,
             notes=[],
-            prev_index=prev_index,
         )
 
 

@@ -21,7 +21,7 @@ from collectors.columns import (
     ColumnMap,
     build_column_map,
 )
-from collectors.deltas import Entries, merge_changed
+from collectors.deltas import Entries, match_keys, merge_changed
 from collectors.errors import (
     CollectionError,
     ExtensionMissing,
@@ -160,7 +160,7 @@ def read_info(conn: psycopg.Connection, meta: ServerMeta) -> tuple[int | None, i
 @dataclass
 class Reading:
     entries: Entries  # every visible entry, current
-    prev_index: np.ndarray  # for each entry its row in the previous state sent, or -1
+    prev_index: np.ndarray  # for each entry its row in the previous state, or -1
     hidden: int  # entries of other users whose queryid this role cannot see
     total: int  # all entries in pg_stat_statements, visible or not
     sent: int  # entries the server sent (new or changed); the others were unchanged
@@ -249,14 +249,17 @@ WHERE changed_since_prev OR userid IS NULL OR queryid IS NULL
     return sql.SQL(text).format(schema=sql.Identifier(meta.extension_schema))
 
 
-def read_entries(conn: psycopg.Connection, meta: ServerMeta, cmap: ColumnMap, prev: Entries) -> Reading:
+def read_entries(conn: psycopg.Connection, meta: ServerMeta, cmap: ColumnMap, prev: Entries, *,
+                 send_all: bool = False) -> Reading:  # fmt: skip
     """The current entries, with only the new and changed ones sent by the server.
 
     The previous state goes to the server as array parameters; one FULL JOIN there finds the
-    entries that are new, changed or gone, and the reply is one row of arrays. Sending an empty
-    state (first snapshot, full reset) makes the server send every entry."""
+    entries that are new, changed or gone, and the reply is one row of arrays. With send_all (after
+    a full reset, when every entry counts from zero) an empty state is sent, so every entry comes
+    back; prev_index still refers to prev."""
+    sent_state = Entries.empty() if send_all else prev
     keys, compared = _prev_columns(cmap)
-    params = [binary_array.param(_prev_values(prev, c), c.kind) for c in keys + compared]
+    params = [binary_array.param(_prev_values(sent_state, c), c.kind) for c in keys + compared]
     try:
         with conn.cursor() as cur:
             binary_array.register(cur.adapters)
@@ -280,7 +283,9 @@ def read_entries(conn: psycopg.Connection, meta: ServerMeta, cmap: ColumnMap, pr
         stats_since_us=cols["stats_since_us"],
         minmax_stats_since_us=cols["minmax_stats_since_us"],
     )
-    entries, prev_index = merge_changed(prev, changed, changed_prev_index, gone)
+    entries, prev_index = merge_changed(sent_state, changed, changed_prev_index, gone)
+    if send_all:
+        prev_index = match_keys(prev.keys, entries.keys)
     return Reading(entries=entries, prev_index=prev_index, hidden=hidden, total=len(entries) + hidden, sent=n)
 
 

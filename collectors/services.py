@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from collectors import codec, connection as monitored, history, partitions, pgss, waits
 from collectors.columns import ColumnMap
-from collectors.deltas import Entries, compute, match_keys
+from collectors.deltas import Entries, compute
 from collectors.errors import CollectionBusy, CollectionError, HistoryUnavailable, ClockWentBack
 from collectors.models import ServerState
 from console.crypto import CredentialsError
@@ -134,7 +134,6 @@ class _Read:
     known: dict  # key -> statement id, for keys absent from the state but in the dimension
     unseen: np.ndarray  # keys never seen before (their texts are in `texts`)
     notes: list[str]
-    prev_index: np.ndarray  # for each current entry its row in the previous state, or -1
 
 
 def _full_reset(meta: pgss.ServerMeta, stats_reset_us: int | None, prev_state: ServerState | None) -> bool:
@@ -154,9 +153,7 @@ def _read_server(conn: psycopg.Connection, server: Server, prev_state: ServerSta
     cmap = pgss.column_map(conn, server.pk, meta)
     dealloc, stats_reset_us = pgss.read_info(conn, meta)
     full_reset = _full_reset(meta, stats_reset_us, prev_state)
-    # After a full reset every entry counts from zero, so the server must send them all.
-    reading = pgss.read_entries(conn, meta, cmap, Entries.empty() if full_reset else prev)
-    prev_index = match_keys(prev.keys, reading.entries.keys) if full_reset else reading.prev_index
+    reading = pgss.read_entries(conn, meta, cmap, prev, send_all=full_reset)
     notes: list[str] = []
     if reading.hidden:
         notes.append(
@@ -174,12 +171,11 @@ def _read_server(conn: psycopg.Connection, server: Server, prev_state: ServerSta
             conn, meta, samples=settings.COLLECTOR["ACTIVITY_SAMPLES"], span_s=settings.COLLECTOR["ACTIVITY_SPAN_S"]
         )
     # Texts only for keys never seen before: not in the state, and not in the dimension.
-    unmatched = reading.entries.keys[prev_index < 0]
+    unmatched = reading.entries.keys[reading.prev_index < 0]
     known = history.find_statements(server.pk, unmatched)
     unseen = np.array([k for k in unmatched.tolist() if tuple(k) not in known], dtype=np.int64).reshape(-1, 4)
     texts = pgss.read_texts(conn, meta, cmap, unseen)
-    return _Read(meta, cmap, dealloc, stats_reset_us, full_reset, reading, wait_reading, texts, known, unseen, notes,
-                 prev_index)  # fmt: skip
+    return _Read(meta, cmap, dealloc, stats_reset_us, full_reset, reading, wait_reading, texts, known, unseen, notes)
 
 
 def _collect(server: Server) -> CollectionResult:
@@ -223,7 +219,7 @@ def _collect(server: Server) -> CollectionResult:
             )
         interval_s = (taken_at - prev_state.taken_at).total_seconds()
 
-    d = compute(prev, cur, full_reset=full_reset, prev_index=read.prev_index)
+    d = compute(prev, cur, full_reset=full_reset, prev_index=read.reading.prev_index)
     baseline = prev_state is None
 
     # Statement ids: from the state, the dimension, or new dimension rows.
