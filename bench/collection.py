@@ -100,6 +100,18 @@ def _bare(conn: psycopg.Connection) -> tuple[float, int]:
     return (time.perf_counter() - t0) * 1000, len(rows)
 
 
+def _paired(server_id: int, bare_conn: psycopg.Connection, bare_first: bool) -> tuple[float, float, object, float, int]:
+    """One timed snapshot and the bare SELECT right next to it (the order alternates between calls,
+    so neither always runs on a warmer server). Returns (snapshot start, ms, result, bare ms, bare rows)."""
+    if bare_first:
+        bare_ms, bare_rows = _bare(bare_conn)
+    start = time.perf_counter()
+    ms, result = _collect(server_id)
+    if not bare_first:
+        bare_ms, bare_rows = _bare(bare_conn)
+    return start, ms, result, bare_ms, bare_rows
+
+
 def _collect(server_id: int) -> tuple[float, object]:
     t0 = time.perf_counter()
     result = server_collect(server_id=server_id)
@@ -140,12 +152,8 @@ def run(cluster, *, levels=(100, 1000, 5000), snapshots=None, warmup: int = 3, s
             times, bares, changed = [], [], []
             for i in range(all_changed):
                 driver.run(stmts)
-                if i % 2 == 0:
-                    bares.append(_bare(bare_conn)[0])
-                    ms, result = _collect(server_id)
-                else:
-                    ms, result = _collect(server_id)
-                    bares.append(_bare(bare_conn)[0])
+                _, ms, result, bare_ms, _ = _paired(server_id, bare_conn, bare_first=i % 2 == 0)
+                bares.append(bare_ms)
                 times.append(ms)
                 changed.append(result.changed)
             out["all_changed"] = {"collect_ms": summary(times), "bare_ms": summary(bares),
@@ -215,14 +223,7 @@ def _level(cluster, driver, bare_conn, monitor_dsn, n, n_snapshots, warmup, main
             if maint is not None and i % maintenance_every == 0:
                 maint.request()
                 time.sleep(0.002)  # let the thread start: the snapshot then runs alongside it
-            if i % 2 == 0:
-                bare_ms, bare_rows = _bare(bare_conn)
-                start = time.perf_counter()
-                ms, result = _collect(server.pk)
-            else:
-                start = time.perf_counter()
-                ms, result = _collect(server.pk)
-                bare_ms, bare_rows = _bare(bare_conn)
+            start, ms, result, bare_ms, bare_rows = _paired(server.pk, bare_conn, bare_first=i % 2 == 0)
             rows.append({"ms": ms, "start": start, "end": start + ms / 1000, "bare_ms": bare_ms,
                          "bare_rows": bare_rows, "entries": result.entries, "changed": result.changed,
                          "new": result.new_entries})  # fmt: skip
