@@ -1,13 +1,13 @@
 """Reads and writes of the history store that the collector needs: the previous cumulative state,
 the statement dimension, and one snapshot written atomically (facts, waits, state, status)."""
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime
 
 import numpy as np
 from django.db import connection
 from psycopg import sql
 
-from collectors import binary_copy
+from collectors import binary_copy, codec
 from collectors.columns import COUNTER_NAMES, GAUGE_NAMES
 from collectors.deltas import Entries
 from collectors.waits import WaitRow
@@ -131,23 +131,48 @@ def insert_statements(server_id: int, new: list[NewStatement], first_seen_at: da
     return find_statements(server_id, np.array([s.key for s in new], dtype=np.int64).reshape(-1, 4))
 
 
-SNAPSHOT_FIELDS = (
-    "server_id", "taken_at", "prev_taken_at", "interval_s", "kind", "server_version_num", "extension_version",
-    "entries", "entries_hidden", "entries_max", "changed", "new_entries", "gone_entries", "dealloc",
-    "dealloc_delta", "stats_reset_at", "full_reset", "track", "track_utility", "track_planning", "save",
-    "sample_rate", "waits_source", "waits_samples", "statements",
-)  # fmt: skip
+@dataclass
+class SnapshotRow:
+    """One stored snapshot: what was read of the server and, for a delta, the block of changed statements."""
+
+    server_id: int
+    taken_at: datetime
+    prev_taken_at: datetime | None
+    interval_s: float | None
+    kind: str  # baseline | delta
+    server_version_num: int
+    extension_version: str
+    entries: int
+    entries_hidden: int
+    entries_max: int | None
+    changed: int
+    new_entries: int
+    gone_entries: int
+    dealloc: int | None
+    dealloc_delta: int | None
+    stats_reset_at: datetime | None
+    full_reset: bool
+    track: str | None
+    track_utility: bool | None
+    track_planning: bool | None
+    save: bool | None
+    sample_rate: float | None
+    waits_source: str | None
+    waits_samples: int | None
+    block: codec.Block | None  # None for a baseline
 
 
-def insert_snapshot(row: dict) -> None:
+SNAPSHOT_FIELDS = tuple(f.name for f in fields(SnapshotRow) if f.name != "block") + ("statements",)
+
+
+def insert_snapshot(row: SnapshotRow) -> None:
     """Insert one snapshot row; its partition must exist (partitions.ensure, before the transaction)."""
+    payload = None if row.block is None else codec.encode(row.block)
+    values = [getattr(row, f) for f in SNAPSHOT_FIELDS[:-1]] + [payload]
     cols = sql.SQL(", ").join(sql.Identifier(f) for f in SNAPSHOT_FIELDS)
     marks = sql.SQL(", ").join(sql.Placeholder() * len(SNAPSHOT_FIELDS))
     with _raw_cursor() as cur:
-        cur.execute(
-            sql.SQL("INSERT INTO collectors_snapshot ({}) VALUES ({})").format(cols, marks),
-            [row[f] for f in SNAPSHOT_FIELDS],
-        )
+        cur.execute(sql.SQL("INSERT INTO collectors_snapshot ({}) VALUES ({})").format(cols, marks), values)
 
 
 def insert_waits(server_id: int, taken_at: datetime, rows: list[WaitRow]) -> None:

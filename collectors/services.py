@@ -275,44 +275,43 @@ def _collect(server: Server) -> CollectionResult:
             statement_id[i] = ids[tuple(cur.keys[i].tolist())]
         cur.statement_id = statement_id
 
-        payload = None
+        block = None
         changed = 0
         if not baseline:
             rows = np.flatnonzero(d.changed)
             order = rows[np.argsort(statement_id[rows], kind="stable")]
             block = codec.Block(statement_id[order], d.deltas[order], d.fact_gauges[order])
-            payload = codec.encode(block)
             changed = len(order)
         sample_rate = meta.setting("sample_rate")
         max_setting = meta.setting("max")
         history.insert_snapshot(
-            {
-                "server_id": server.pk,
-                "taken_at": taken_at,
-                "prev_taken_at": None if baseline else prev_state.taken_at,
-                "interval_s": interval_s,
-                "kind": "baseline" if baseline else "delta",
-                "server_version_num": meta.server_version_num,
-                "extension_version": meta.extension_version,
-                "entries": len(cur),
-                "entries_hidden": read.reading.hidden,
-                "entries_max": int(max_setting) if max_setting else None,
-                "changed": changed,
-                "new_entries": int(d.new.sum()) if not baseline else 0,
-                "gone_entries": len(d.gone),
-                "dealloc": read.dealloc,
-                "dealloc_delta": dealloc_delta,
-                "stats_reset_at": _ts(read.stats_reset_us),
-                "full_reset": full_reset,
-                "track": meta.setting("track"),
-                "track_utility": meta.flag("track_utility"),
-                "track_planning": meta.flag("track_planning"),
-                "save": meta.flag("save"),
-                "sample_rate": float(sample_rate) if sample_rate is not None else None,
-                "waits_source": None if baseline or read.waits is None else read.waits.source,
-                "waits_samples": read.waits.n_samples if read.waits is not None and not baseline else None,
-                "statements": payload,
-            }
+            history.SnapshotRow(
+                server_id=server.pk,
+                taken_at=taken_at,
+                prev_taken_at=None if baseline else prev_state.taken_at,
+                interval_s=interval_s,
+                kind="baseline" if baseline else "delta",
+                server_version_num=meta.server_version_num,
+                extension_version=meta.extension_version,
+                entries=len(cur),
+                entries_hidden=read.reading.hidden,
+                entries_max=int(max_setting) if max_setting else None,
+                changed=changed,
+                new_entries=int(d.new.sum()) if not baseline else 0,
+                gone_entries=len(d.gone),
+                dealloc=read.dealloc,
+                dealloc_delta=dealloc_delta,
+                stats_reset_at=_ts(read.stats_reset_us),
+                full_reset=full_reset,
+                track=meta.setting("track"),
+                track_utility=meta.flag("track_utility"),
+                track_planning=meta.flag("track_planning"),
+                save=meta.flag("save"),
+                sample_rate=float(sample_rate) if sample_rate is not None else None,
+                waits_source=None if baseline or read.waits is None else read.waits.source,
+                waits_samples=read.waits.n_samples if read.waits is not None and not baseline else None,
+                block=block,
+            )
         )
         history.insert_waits(server.pk, taken_at, wait_rows)
         dirty = np.flatnonzero(d.state_dirty)
