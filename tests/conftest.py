@@ -24,17 +24,11 @@ from typing import Iterator
 
 import pytest
 
-from devenv.clusters import (
-    RUN_DIR,
-    TEST_EVICT_PORT,
-    Cluster,
-    ClusterSpec,
-    library_available,
-    monitored_setup,
-    port_for_test,
-    start_many,
-    stop_many,
-)
+from devenv.binaries import library_available
+from devenv.cluster import Cluster
+from devenv.fleet import ClusterSpec, monitored_setup, start_many, stop_many
+from devenv.paths import RUN_DIR
+from devenv.ports import TEST_EVICT_PORT, port_for_test
 
 MONITORED_MAJORS = (13, 14, 15, 16, 17, 18)
 APP_DB = "app"

@@ -20,7 +20,12 @@ import pytest
 import redis as redis_py
 
 from devenv import demo
-from devenv.clusters import HISTORY_PORT, REPO_ROOT, Cluster, find_binaries, stop_many, up_history
+from devenv.binaries import find_binaries
+from devenv.cluster import Cluster
+from devenv.fleet import stop_many
+from devenv.history import up_history
+from devenv.paths import REPO_ROOT
+from devenv.ports import HISTORY_PORT
 from devenv.redis import ensure_redis
 
 DB_NAME = "pgconsole_demo_test"

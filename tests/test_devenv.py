@@ -10,18 +10,9 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from devenv.clusters import (
-    MAJORS,
-    NPM_VERSIONS,
-    PORTS,
-    ClusterSpec,
-    _port_in_use,
-    _wait_for_port,
-    debian_available,
-    ensure_binaries,
-    port_for_extra_test,
-    start_many,
-)
+from devenv.binaries import MAJORS, NPM_VERSIONS, debian_available, ensure_binaries
+from devenv.fleet import ClusterSpec, start_many
+from devenv.ports import PORTS, _port_in_use, _wait_for_port, port_for_extra_test
 from devenv.redis import ensure_redis, ping, redis_dir, stop_redis
 
 MONITORED = (13, 14, 15, 16, 17, 18)

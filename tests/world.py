@@ -13,7 +13,7 @@ from collectors.columns import COUNTER_NAMES
 from collectors.services import CollectionResult, server_collect
 from console.models import Server
 from console.services import server_create
-from devenv.clusters import Cluster
+from devenv.cluster import Cluster
 
 APP_DB = "app"
 MONITOR_USER = "monitor"

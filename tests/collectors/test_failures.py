@@ -46,9 +46,9 @@ def test_extension_not_created(pg_clusters):
 
 def test_not_in_shared_preload_libraries(pg_clusters):
     """The extension exists but the library is not preloaded (a cluster started without it)."""
-    from devenv.clusters import ClusterSpec, start_many, stop_many
+    from devenv.fleet import ClusterSpec, start_many, stop_many
     from tests.conftest import MONITOR_HBA, setup_monitored
-    from devenv.clusters import port_for_extra_test
+    from devenv.ports import port_for_extra_test
 
     spec = ClusterSpec(name="test-nopreload", major=16, port=port_for_extra_test(17), settings={}, preload=[],
                        hba=MONITOR_HBA, fresh=True, setup=setup_monitored(["pg_stat_statements"]))  # fmt: skip

@@ -20,7 +20,7 @@ from django.db import DatabaseError, connection
 from django.utils import timezone
 
 from devenv import demo
-from devenv.clusters import ClusterError
+from devenv.errors import ClusterError
 
 STATUS_EVERY_S = 15.0
 ADMIN_USER = "admin"

@@ -1,0 +1,80 @@
+"""Port map: the one place where the project's ports are chosen, and how to wait for a port that
+a closed connection still holds."""
+
+from __future__ import annotations
+
+import socket
+import time
+from typing import Any
+
+from .binaries import MAJORS
+
+#: History store shared by the demo and the tests.
+HISTORY_PORT = 54320
+
+#: Monitored clusters of the tests: 55400 + major (55412 ... 55418).
+TEST_PORT_BASE = 55400
+#: Extra single-purpose test clusters: 55500 + major (one per major; taken:
+#: 14 = the evict cluster, 16 = the scratch cluster of tests/test_devenv.py).
+TEST_EXTRA_PORT_BASE = 55500
+#: The extra PG 14 test cluster with a tiny pg_stat_statements.max (55514).
+TEST_EVICT_PORT = TEST_EXTRA_PORT_BASE + 14
+#: Monitored clusters of the demo: 56400 + major (56412 ... 56418).
+DEMO_PORT_BASE = 56400
+
+#: Default Redis (celery broker) used by the tests and the demo.
+DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
+
+
+# (Not named test_*: pytest would collect them when imported into a test module.)
+def port_for_test(major: int) -> int:
+    """Port of the monitored test cluster of ``major``."""
+    return TEST_PORT_BASE + major
+
+
+def port_for_extra_test(major: int) -> int:
+    """Port of the extra single-purpose test cluster of ``major``."""
+    return TEST_EXTRA_PORT_BASE + major
+
+
+def port_for_demo(major: int) -> int:
+    """Port of the monitored demo cluster of ``major``."""
+    return DEMO_PORT_BASE + major
+
+
+PORTS: dict[str, Any] = {
+    "history": HISTORY_PORT,
+    "test": {m: port_for_test(m) for m in MAJORS},
+    "test-extra": {m: port_for_extra_test(m) for m in MAJORS},
+    "test-evict": TEST_EVICT_PORT,
+    "demo": {m: port_for_demo(m) for m in MAJORS},
+    "redis": 6379,
+}
+
+
+def _port_in_use(port: int) -> bool:
+    """Whether postgres could not bind the port. Tried the way postgres binds (SO_REUSEADDR), not by
+    connecting: a connect to a free port in the ephemeral range can connect to itself (TCP
+    simultaneous open), which once made a free port look taken."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return True
+        return False
+
+
+PORT_WAIT_S = 70  # longer than TIME_WAIT (60 s on Linux)
+
+
+def _wait_for_port(port: int, timeout_s: float = PORT_WAIT_S) -> bool:
+    """Whether the port is (or becomes) free within timeout_s. Our ports lie in Linux's ephemeral
+    range (32768-60999), so a client connection closed a moment ago may still hold one in TIME_WAIT
+    (it cannot be bound until that ends, at most 60 s later); a real listener keeps it."""
+    deadline = time.monotonic() + timeout_s
+    while _port_in_use(port):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(1)
+    return True
