@@ -60,7 +60,7 @@ test: install services
 	$(PYTHON) -m pytest $(PYTEST_ARGS)
 
 demo: install services
-	$(PYTHON) manage.py demo
+	DEBUG=true $(PYTHON) manage.py demo
 
 # Starts its own history store (with production durability) and monitored cluster.
 bench: install

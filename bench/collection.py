@@ -69,8 +69,8 @@ class Maintenance:
             now = timezone.now()
             hour = now.replace(minute=0, second=0, microsecond=0)
             s = time.perf_counter()
-            rollups.build_bucket("hourly", self.server_id, hour)
-            steps["build_bucket(hourly)"] = (time.perf_counter() - s) * 1000
+            rollups.rebuild_hours(self.server_id, hour, hour + timedelta(hours=1))
+            steps["rebuild_hours (this hour)"] = (time.perf_counter() - s) * 1000
             s = time.perf_counter()
             rollups.roll_up(now)
             steps["roll_up"] = (time.perf_counter() - s) * 1000

@@ -1,12 +1,12 @@
 """A synthetic 5,000-entry monitored server, driven through the real writer path of server_collect.
 
 Everything after the read of the monitored server is the project's own code: ``server_collect``
-(advisory lock, status updates) -> ``_collect`` -> ``history.load_statement_state``,
-``deltas.compute``, ``codec.encode``, ``history.insert_statements``/``insert_snapshot``/
-``insert_waits``/``write_statement_state``, the ServerState and Server updates, in one
-transaction. Only the read is replaced, at runtime in this process (nothing is edited): the
-monitored connection is not opened, and ``services._read_server`` returns a reading generated
-here (the same match_keys / find_statements steps as the real read decide which keys are new).
+(advisory lock, status updates) -> the read's bookkeeping (lineage checks, statement lookup, which
+texts to ask for) -> ``deltas.compute``, ``codec.encode``, the history writes (statements, snapshot
+row, waits, statement state, server state) in one transaction. Only the monitored server's side is
+replaced, at runtime in this process (nothing is edited): the monitored connection is not opened,
+and pgss's reads (meta, info, entries, texts), the lineage read and the wait read answer from the
+generator here (``reading_from``).
 
 What is synthetic: the counters (distributions below), the query texts, the wait-event samples,
 and the snapshot times (``meta.taken_at_us``, one minute apart), which are what the history
@@ -30,12 +30,13 @@ from datetime import UTC, datetime
 import numpy as np
 
 from collectors import connection as monitored
-from collectors import history, pgss, services, waits
-from collectors.columns import COUNTER_NAMES, GAUGE_NAMES
+from collectors import lineage, pgss, waits
+from collectors.columns import COUNTER_NAMES, FACT_GAUGE_NAMES, GAUGE_NAMES
 from collectors.deltas import Entries, match_keys
 
 C = {name: j for j, name in enumerate(COUNTER_NAMES)}
 G = {name: j for j, name in enumerate(GAUGE_NAMES)}
+_FACT_GAUGE_IDX = [G[g] for g in FACT_GAUGE_NAMES]
 
 _WORDS = (
     "SELECT", "FROM", "WHERE", "AND", "OR", "JOIN", "LEFT", "ON", "GROUP", "BY", "ORDER", "LIMIT", "IN",
@@ -139,14 +140,17 @@ class SyntheticServer:
         self.gauges[idx, G["stddev_exec_ms"]] *= np.exp(rng.normal(0, 0.01, k))
         return d
 
+    def _pick(self) -> np.ndarray:
+        """The entries that run in the coming minute."""
+        if self.uniform:
+            k = int(round(self.n * self.change_fraction))
+            return np.sort(self.rng.choice(self.n, size=k, replace=False))
+        return np.flatnonzero(self.rng.random(self.n) < self.p_run)
+
     def step(self) -> None:
         """One minute of workload, then a reading ready for the next server_collect."""
         if self.current is not None:  # the first reading is the baseline, taken before any step
-            if self.uniform:
-                k = int(round(self.n * self.change_fraction))
-                idx = np.sort(self.rng.choice(self.n, size=k, replace=False))
-            else:
-                idx = np.flatnonzero(self.rng.random(self.n) < self.p_run)
+            idx = self._pick()
             self.last_deltas = self._advance(idx)
             self.last_changed = idx
             self.taken_at_us += self.step_us
@@ -157,6 +161,28 @@ class SyntheticServer:
             stats_since_us=self.stats_since.copy(),
             minmax_stats_since_us=self.minmax_since.copy(),
         )
+        self.current_waits = self._sample_waits()
+
+    def advance_minute(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """One minute of workload without a reading, for the bulk writer (bench/bulk.py): (the rows that
+        ran, their counter deltas, their min/max gauges where they moved, NaN elsewhere: what
+        deltas.compute books as fact gauges). The wait samples of the minute are in current_waits."""
+        idx = self._pick()
+        before = self.gauges[idx][:, _FACT_GAUGE_IDX]
+        deltas = self._advance(idx)
+        after = self.gauges[idx][:, _FACT_GAUGE_IDX]
+        self.last_deltas, self.last_changed = deltas, idx
+        self.taken_at_us += self.step_us
+        self.current_waits = self._sample_waits()
+        return idx, deltas, np.where(after != before, after, np.nan)
+
+    def state(self, statement_id: np.ndarray) -> Entries:
+        """The cumulative state now, with each entry's statement id (what collectors_statement_state holds)."""
+        return Entries(keys=self.keys.copy(), counters=self.counters.copy(), gauges=self.gauges.copy(),
+                       stats_since_us=self.stats_since.copy(), minmax_stats_since_us=self.minmax_since.copy(),
+                       statement_id=np.asarray(statement_id, np.int64))  # fmt: skip
+
+    def _sample_waits(self) -> waits.WaitReading:
         # pg_stat_activity samples (10 per snapshot): a few distinct (event, query) rows a minute.
         counts = {}
         events = ((None, None), ("IO", "DataFileRead"), ("LWLock", "WALWrite"), ("Lock", "transactionid"),
@@ -165,7 +191,7 @@ class SyntheticServer:
             et, ev = events[int(self.rng.integers(0, len(events)))]
             qid = int(self.hot_queryids[int(self.rng.integers(0, len(self.hot_queryids)))])
             counts[(et, ev, qid)] = counts.get((et, ev, qid), 0) + int(self.rng.integers(1, 10))
-        self.current_waits = waits.WaitReading(source="pg_stat_activity", counts=counts, n_samples=10)
+        return waits.WaitReading(source="pg_stat_activity", counts=counts, n_samples=10)
 
     @property
     def taken_at(self) -> datetime:
@@ -177,11 +203,13 @@ class SyntheticServer:
         return pgss.ServerMeta(
             server_version_num=170010,
             taken_at_us=self.taken_at_us,
-            postmaster_start_us=self.stats_since[0] - 1_000_000,
+            postmaster_start_us=int(self.stats_since[0]) - 1_000_000,
             database="app",
             extension_version="1.11",
             extension_schema="public",
-            wait_sampling_schema=None,
+            # Wait events come from this generator (as pg_stat_activity samples) through the
+            # pg_wait_sampling hook, which services reads whatever COLLECTOR_ACTIVITY_SAMPLES says.
+            wait_sampling_schema="synthetic",
             settings={
                 "pg_stat_statements.max": "10000",
                 "pg_stat_statements.track": "top",
@@ -190,47 +218,58 @@ class SyntheticServer:
                 "pg_stat_statements.save": "on",
             },
             reads_all_stats=True,
+            role_oid=10,
+            executable=frozenset(lineage.FUNCTIONS),
         )
 
-    def read(self, conn, server, prev_state, prev: Entries):
+    def identity(self) -> lineage.Identity:
+        return lineage.Identity(system_identifier=7_000_000_000_000_000_001, timeline_id=1, in_recovery=False)
+
+    def read_entries(self, prev: Entries, *, send_all: bool = False) -> pgss.Reading:
+        """What pgss.read_entries returns: every entry, its row in the previous state, and how many
+        were sent (the real read puts the sent ones last; here only the baseline sends any, all)."""
         cur = self.current
-        # As services._read_server: texts only for keys in neither the state nor the dimension.
         prev_index = match_keys(prev.keys, cur.keys)
-        unmatched = cur.keys[prev_index < 0]
-        known = history.find_statements(server.pk, unmatched)
-        unseen = np.array([k for k in unmatched.tolist() if tuple(k) not in known], dtype=np.int64).reshape(-1, 4)
+        sent = len(cur) if send_all or not len(prev) else 0
+        return pgss.Reading(entries=cur, prev_index=prev_index, hidden=0, total=len(cur), sent=sent)
+
+    def read_texts(self, keys: np.ndarray) -> pgss.Texts:
         texts = pgss.Texts()
-        if len(unseen):
-            texts.by_key = {tuple(k): self.texts[tuple(k)] for k in unseen.tolist()}
-            texts.databases = {int(d): f"db{int(d) - 16384}" for d in np.unique(unseen[:, 1])}
-            texts.users = {int(u): f"app_user{int(u) - 10}" for u in np.unique(unseen[:, 0])}
-        return services._Read(
-            meta=self.meta(),
-            cmap=None,
-            dealloc=0,
-            stats_reset_us=self.stats_since[0],
-            full_reset=False,
-            reading=pgss.Reading(entries=cur, prev_index=prev_index, hidden=0, total=len(cur),
-                                 sent=int((prev_index < 0).sum())),  # fmt: skip
-            waits=self.current_waits if prev_state is not None else None,
-            texts=texts,
-            known=known,
-            unseen=unseen,
-            notes=[],
-        )
+        for k in keys.tolist():
+            text = self.texts.get(tuple(k))
+            texts.by_key[tuple(k)] = pgss.TextRead(present=text is not None, visible=True, text=text)
+        texts.databases = {int(d): f"db{int(d) - 16384}" for d in np.unique(keys[:, 1])} if len(keys) else {}
+        texts.users = {int(u): f"app_user{int(u) - 10}" for u in np.unique(keys[:, 0])} if len(keys) else {}
+        return texts
 
 
 @contextlib.contextmanager
 def reading_from(synth: SyntheticServer):
-    """Within the block, server_collect reads `synth` instead of a monitored server (this process only)."""
-    saved = (services._read_server, monitored.checkout, monitored.checkin)
-    services._read_server = synth.read
-    monitored.checkout = lambda target: (None, True)
-    monitored.checkin = lambda target, conn: None
+    """Within the block, server_collect reads `synth` instead of a monitored server (this process only).
+
+    What is replaced is the monitored server's side, function by function where services looks it
+    up (the connection pool, pgss's reads, the lineage read, the wait read); everything services
+    does with their answers is the project's code."""
+    patches = [
+        (monitored, "checkout", lambda target: (None, True)),
+        (monitored, "checkin", lambda target, conn: None),
+        (monitored, "discard", lambda target, conn: None),
+        (pgss, "read_meta", lambda conn, functions=(): synth.meta()),
+        (pgss, "column_map", lambda conn, server_id, meta: None),
+        (pgss, "read_info", lambda conn, meta: (0, int(synth.stats_since[0]))),
+        (pgss, "read_entries", lambda conn, meta, cmap, prev, send_all=False: synth.read_entries(prev, send_all=send_all)),
+        (pgss, "read_texts", lambda conn, meta, cmap, keys: synth.read_texts(keys)),
+        (lineage, "read_identity", lambda conn, meta: synth.identity()),
+        (waits, "read_wait_sampling", lambda conn, meta: synth.current_waits),
+    ]
+    saved = [(module, name, getattr(module, name)) for module, name, _ in patches]
+    for module, name, fn in patches:
+        setattr(module, name, fn)
     try:
         yield
     finally:
-        services._read_server, monitored.checkout, monitored.checkin = saved
+        for module, name, fn in saved:
+            setattr(module, name, fn)
 
 
 def register(name: str):

@@ -1,3 +1,4 @@
+"""Read-only admin pages over the collected history; it is removed only with its server."""
 from django.contrib import admin
 
 from collectors.models import Snapshot, Statement
@@ -15,6 +16,10 @@ class StatementAdmin(admin.ModelAdmin):
         return (obj.query or "<not visible>")[:120]
 
     def has_add_permission(self, request):
+        return False
+
+    # Statements are the facts' dimension: they go only with their server (console.services.server_delete).
+    def has_delete_permission(self, request, obj=None):
         return False
 
 

@@ -6,6 +6,8 @@ without ALTER EXTENSION ... UPDATE keeps the old columns. See shared/reference/p
 """
 from dataclasses import dataclass
 
+import numpy as np
+
 # Cumulative counters, stored as int8. Times are converted from ms (float8) to integer
 # microseconds at the source so that deltas telescope exactly: the sum of stored deltas equals
 # the change of the (rounded) cumulative value.
@@ -63,6 +65,34 @@ GAUGES: tuple[tuple[str, tuple[str, ...]], ...] = (
 GAUGE_NAMES: tuple[str, ...] = tuple(name for name, _ in GAUGES)
 # The gauges kept in history facts (only when they changed): min and max, per DESIGN.md.
 FACT_GAUGE_NAMES: tuple[str, ...] = ("min_plan_ms", "max_plan_ms", "min_exec_ms", "max_exec_ms")
+
+# The figures the read tier keeps per snapshot and server, and per statement in the statement-major
+# tier: (name, the canonical counters it sums). Every order, filter and chart of the console reads
+# these; the full counter set stays in the raw blocks.
+TOTALS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("calls", ("calls",)),
+    ("plans", ("plans",)),
+    ("exec_us", ("total_exec_us",)),
+    ("plan_us", ("total_plan_us",)),
+    ("rows", ("rows",)),
+    ("shared_blks_hit", ("shared_blks_hit",)),
+    ("shared_blks_read", ("shared_blks_read",)),
+    ("temp_blks", ("temp_blks_read", "temp_blks_written")),
+    ("io_us", ("shared_blk_read_us", "shared_blk_write_us", "local_blk_read_us", "local_blk_write_us",
+               "temp_blk_read_us", "temp_blk_write_us")),
+    ("wal_bytes", ("wal_bytes",)),
+)  # fmt: skip
+TOTAL_NAMES: tuple[str, ...] = tuple(name for name, _ in TOTALS)
+
+
+def totals_of(counters: np.ndarray) -> np.ndarray:
+    """(n, len(COUNTER_NAMES)) canonical counters -> (n, len(TOTALS)) read-tier figures."""
+    out = np.zeros((counters.shape[0], len(TOTALS)), np.int64)
+    for j, (_, sources) in enumerate(TOTALS):
+        for name in sources:
+            out[:, j] += counters[:, COUNTER_NAMES.index(name)]
+    return out
+
 
 KEY_NAMES: tuple[str, ...] = ("userid", "dbid", "queryid", "toplevel")
 # What is read of one statement from a monitored server (int8 or float8 each).

@@ -3,16 +3,92 @@
 Connections are kept per process and per server between snapshots (a plain dict rather than one
 psycopg_pool per server: a pool costs background threads, and a collector process serves many
 servers but needs at most one connection to each at a time).
+
+statement_timeout is enforced by the server, so it cannot help when the host or the network dies:
+the client would wait in a socket read forever, holding its worker and the server's advisory lock.
+Three limits cover that: TCP keepalives (a kept idle connection to a dead host), tcp_user_timeout
+(sent data never acknowledged) and, whatever the kernel sees, a client-side bound on silence.
 """
 import threading
 import time
+from collections.abc import Generator
 from dataclasses import dataclass
+from typing import Any
 
 import psycopg
 from django.conf import settings
 from psycopg.conninfo import make_conninfo
 
-from collectors.errors import MalformedDsn, from_connect_error
+from collectors.errors import MalformedDsn, ServerSilent, from_connect_error
+
+# A healthy server answers every statement within statement_timeout, with rows or an error; silence
+# past that (plus this margin for the network and the server's own scheduling) means it is gone.
+REPLY_MARGIN_S = 5.0
+
+
+@dataclass(frozen=True)
+class Limits:
+    reply_timeout_s: float  # no byte either way for this long during a round trip: the server stopped answering
+    tcp_user_timeout_ms: int
+    keepalives_idle_s: int
+    keepalives_interval_s: int
+    keepalives_count: int
+
+
+def limits(interval_s: int | None = None) -> Limits:
+    """The network time limits from settings; unset ones are derived from statement_timeout.
+
+    With the server's collection interval, no reply is awaited longer than that interval: a
+    silent server must free its worker and lock before its next collection is due."""
+    cfg = settings.COLLECTOR
+    reply_s = cfg["REPLY_TIMEOUT_S"] or cfg["STATEMENT_TIMEOUT_MS"] / 1000 + REPLY_MARGIN_S
+    if interval_s:
+        reply_s = min(reply_s, float(interval_s))
+    return Limits(
+        reply_timeout_s=reply_s,
+        # Later than the reply timeout, so that the client-side limit and its clearer message come first.
+        tcp_user_timeout_ms=cfg["TCP_USER_TIMEOUT_MS"] or round((reply_s + REPLY_MARGIN_S) * 1000),
+        keepalives_idle_s=cfg["KEEPALIVES_IDLE_S"],
+        keepalives_interval_s=cfg["KEEPALIVES_INTERVAL_S"],
+        keepalives_count=cfg["KEEPALIVES_COUNT"],
+    )
+
+
+class MonitoredConnection(psycopg.Connection):
+    """A connection that gives up on a round trip once the server has sent nothing for reply_timeout_s.
+
+    Every network wait of a psycopg connection goes through `wait`, whose loop wakes every 0.1 s
+    with Ready.NONE when the socket stayed quiet: the silence is counted there, in the waiting
+    thread, with no watchdog thread and no socket closed under libpq's feet. After that the
+    connection is lost (a reply may still be on its way): every later use fails the same way until
+    it is discarded."""
+
+    reply_timeout_s: float = float("inf")  # set by connect() and checkout() from the target's limits
+    silent_s: float | None = None  # set once the server stopped answering
+
+    def wait(self, gen: Generator, *args: Any, **kwargs: Any) -> Any:
+        if self.silent_s is not None:
+            gen.close()
+            raise ServerSilent(self.silent_s)
+        return super().wait(self._until_silent(gen), *args, **kwargs)
+
+    def _until_silent(self, gen: Generator) -> Generator:
+        limit_s = self.reply_timeout_s
+        last_io = time.monotonic()
+        try:
+            waiting_for = next(gen)
+            while True:
+                ready = yield waiting_for
+                now = time.monotonic()
+                if ready:
+                    last_io = now
+                elif now - last_io >= limit_s:
+                    self.silent_s = limit_s
+                    gen.close()
+                    raise ServerSilent(limit_s)
+                waiting_for = gen.send(ready)
+        except StopIteration as done:
+            return done.value
 
 
 @dataclass(frozen=True)
@@ -26,13 +102,18 @@ class Target:
     user: str
     password: str | None
     sslmode: str
+    interval_s: int | None = None  # the server's collection interval, which caps the wait for a reply
 
     @property
     def label(self) -> str:
         return f"{self.user}@{self.host}:{self.port}/{self.database}"
 
+    def limits(self) -> Limits:
+        return limits(self.interval_s)
+
     def conninfo(self) -> str:
         cfg = settings.COLLECTOR
+        net = self.limits()
         # work_mem: the read hashes the previous state (~110 bytes per entry) on the monitored
         # server; the default 4 MB would spill it to temporary files from ~36,000 entries on.
         options = (
@@ -51,6 +132,14 @@ class Target:
             "connect_timeout": cfg["CONNECT_TIMEOUT_S"],
             "application_name": cfg["APPLICATION_NAME"],
             "options": options,
+            # A kept connection idles between snapshots: keepalives find a dead host meanwhile.
+            "keepalives": 1,
+            "keepalives_idle": net.keepalives_idle_s,
+            "keepalives_interval": net.keepalives_interval_s,
+            "keepalives_count": net.keepalives_count,
+            # Linux: data sent but not acknowledged for this long drops the connection (and bounds
+            # keepalive probing too).
+            "tcp_user_timeout": net.tcp_user_timeout_ms,
         }
         if self.password:
             params["password"] = self.password
@@ -61,19 +150,21 @@ class Target:
 
 
 _lock = threading.Lock()
-_idle: dict[int, tuple[str, psycopg.Connection, float]] = {}
+_idle: dict[int, tuple[str, MonitoredConnection, float]] = {}
 
 
-def connect(target: Target) -> psycopg.Connection:
+def connect(target: Target) -> MonitoredConnection:
     """A fresh autocommit connection, or a clear CollectionError."""
     conninfo = target.conninfo()
     try:
-        return psycopg.connect(conninfo, autocommit=True, prepare_threshold=None)
+        conn = MonitoredConnection.connect(conninfo, autocommit=True, prepare_threshold=None)
     except psycopg.Error as exc:
         raise from_connect_error(exc, target.label) from exc
+    conn.reply_timeout_s = target.limits().reply_timeout_s
+    return conn
 
 
-def checkout(target: Target) -> tuple[psycopg.Connection, bool]:
+def checkout(target: Target) -> tuple[MonitoredConnection, bool]:
     """A connection for one snapshot, and whether it was reused (a reused one may have gone stale)."""
     idle_s = settings.COLLECTOR["CONNECTION_IDLE_S"]
     conninfo = target.conninfo()
@@ -82,13 +173,15 @@ def checkout(target: Target) -> tuple[psycopg.Connection, bool]:
     if held is not None:
         held_info, conn, since = held
         if held_info == conninfo and not conn.closed and time.monotonic() - since < idle_s:
+            conn.reply_timeout_s = target.limits().reply_timeout_s
             return conn, True
         conn.close()
     return connect(target), False
 
 
-def checkin(target: Target, conn: psycopg.Connection) -> None:
-    if settings.COLLECTOR["CONNECTION_IDLE_S"] <= 0 or conn.closed or conn.info.transaction_status != 0:
+def checkin(target: Target, conn: MonitoredConnection) -> None:
+    if (settings.COLLECTOR["CONNECTION_IDLE_S"] <= 0 or conn.closed or conn.silent_s is not None
+            or conn.info.transaction_status != 0):
         conn.close()
         return
     with _lock:

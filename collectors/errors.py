@@ -44,6 +44,22 @@ class QueryTimeout(CollectionError):
     code = "timeout"
 
 
+class NoReply(QueryTimeout):
+    """The server went silent in the middle of a snapshot (a dead host or a cut network path).
+
+    A timeout rather than "unreachable": an unreachable kept connection is retried at once with a
+    fresh one, which here would only wait connect_timeout more and replace this message."""
+
+
+class ServerSilent(psycopg.OperationalError):
+    """Raised from psycopg's wait loop (collectors.connection) when a monitored server sent nothing
+    for `silent_s` seconds; from_query_error turns it into NoReply with the step that was waiting."""
+
+    def __init__(self, silent_s: float):
+        super().__init__(f"no reply for {silent_s:g} s")
+        self.silent_s = silent_s
+
+
 class CollectionBusy(CollectionError):
     """Another collection of the same server holds the lock: skipped, not a failure."""
 
@@ -86,6 +102,11 @@ def from_connect_error(exc: psycopg.Error, target: str) -> CollectionError:
 
 
 def from_query_error(exc: psycopg.Error, what: str) -> CollectionError:
+    if isinstance(exc, ServerSilent):
+        return NoReply(
+            f"the server stopped answering during the snapshot, while {what} (no reply for {exc.silent_s:g} s): "
+            "the host is down, frozen, or the network path to it is cut"
+        )
     text = _first_line(exc)
     if isinstance(exc, pgerrors.InsufficientPrivilege):
         return InsufficientPrivilege(f"{what}: {text}")

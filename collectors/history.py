@@ -7,9 +7,10 @@ import numpy as np
 from django.db import connection
 from psycopg import sql
 
-from collectors import binary_copy, codec
-from collectors.columns import COUNTER_NAMES, GAUGE_NAMES
+from collectors import binary_copy, codec, tables
+from collectors.columns import COUNTER_NAMES, GAUGE_NAMES, TOTAL_NAMES, totals_of
 from collectors.deltas import Entries
+from collectors.models import ServerState
 from collectors.waits import WaitRow
 
 STATE_COLUMNS: tuple[tuple[str, str], ...] = (
@@ -35,8 +36,8 @@ def _raw_cursor():
 
 def load_statement_state(server_id: int) -> Entries:
     query = sql.SQL(
-        "COPY (SELECT {cols} FROM collectors_statement_state WHERE server_id = {sid}) TO STDOUT (FORMAT binary)"
-    ).format(cols=_STATE_LIST, sid=sql.Literal(server_id))
+        "COPY (SELECT {cols} FROM {table} WHERE server_id = {sid}) TO STDOUT (FORMAT binary)"
+    ).format(cols=_STATE_LIST, table=sql.Identifier(tables.STATEMENT_STATE.name), sid=sql.Literal(server_id))
     chunks: list[bytes] = []
     with _raw_cursor() as cur, cur.copy(query) as copy:
         for chunk in copy:
@@ -59,12 +60,16 @@ def write_statement_state(server_id: int, upsert: Entries, delete_ids: np.ndarra
     with _raw_cursor() as cur:
         if len(ids):
             cur.execute(
-                "DELETE FROM collectors_statement_state WHERE server_id = %s AND statement_id = ANY(%s)",
+                sql.SQL("DELETE FROM {} WHERE server_id = %s AND statement_id = ANY(%s)").format(
+                    sql.Identifier(tables.STATEMENT_STATE.name)
+                ),
                 (server_id, ids.tolist()),
             )
         if not len(upsert):
             return
-        query = sql.SQL("COPY collectors_statement_state ({}) FROM STDIN (FORMAT binary)").format(_STATE_LIST)
+        query = sql.SQL("COPY {} ({}) FROM STDIN (FORMAT binary)").format(
+            sql.Identifier(tables.STATEMENT_STATE.name), _STATE_LIST
+        )
         with cur.copy(query) as copy:
             copy.write(state_copy_data(server_id, upsert))
 
@@ -85,25 +90,76 @@ def state_copy_data(server_id: int, entries: Entries) -> bytes:
     return binary_copy.build(rows, STATE_COLUMNS)
 
 
-def find_statements(server_id: int, keys: np.ndarray) -> dict[tuple[int, int, int, int], int]:
-    """Dimension ids of keys already known (seen before, perhaps evicted since)."""
+_STATEMENT = tables.STATEMENT.name
+_FIND_SQL = (
+    "SELECT s.userid, s.dbid, s.queryid, s.toplevel::int, s.id "
+    "FROM unnest(%s::int8[], %s::int8[], %s::int8[], %s::bool[]) AS k(u, d, q, t) "
+    f"JOIN {_STATEMENT} s ON s.server_id = %s AND s.queryid = k.q AND s.userid = k.u "
+    "AND s.dbid = k.d AND s.toplevel = k.t"
+)
+
+
+def _key_arrays(keys: np.ndarray) -> list[list]:
+    return [keys[:, 0].tolist(), keys[:, 1].tolist(), keys[:, 2].tolist(), (keys[:, 3] != 0).tolist()]
+
+
+def _find(server_id: int, keys: np.ndarray) -> dict[tuple[int, int, int, int], int]:
     if not len(keys):
         return {}
     with _raw_cursor() as cur:
-        cur.execute(
-            "SELECT s.userid, s.dbid, s.queryid, s.toplevel::int, s.id "
-            "FROM unnest(%s::int8[], %s::int8[], %s::int8[], %s::bool[]) AS k(u, d, q, t) "
-            "JOIN collectors_statement s ON s.server_id = %s AND s.queryid = k.q AND s.userid = k.u "
-            "AND s.dbid = k.d AND s.toplevel = k.t",
-            (
-                keys[:, 0].tolist(),
-                keys[:, 1].tolist(),
-                keys[:, 2].tolist(),
-                (keys[:, 3] != 0).tolist(),
-                server_id,
-            ),
-        )
+        cur.execute(_FIND_SQL, (*_key_arrays(keys), server_id))
         return {(u, d, q, t): sid for u, d, q, t, sid in cur.fetchall()}
+
+
+@dataclass
+class StatementLookup:
+    """The statement dimension's view of the current entries, before the snapshot is stored."""
+
+    ids: np.ndarray  # (n,) int64: statement id of each entry, -1 for keys never seen
+    missing_text: dict[int, str]  # statement id -> text_status, of the present entries' statements without a text
+
+    @property
+    def unseen(self) -> np.ndarray:
+        return self.ids < 0
+
+    def text_status(self, rows: np.ndarray) -> list[str | None]:
+        """The text status of these rows' statements, None where stored or never seen."""
+        return [self.missing_text.get(i) for i in self.ids[rows].tolist()]
+
+
+def lookup_statements(server_id: int, entries: Entries, prev: Entries, prev_index: np.ndarray,
+                      present: np.ndarray) -> StatementLookup:  # fmt: skip
+    """Statement ids of the current entries: from the previous state for the keys in it, from the
+    dimension for keys seen before but not in the state (evicted since, or hidden), -1 for keys never
+    seen (statement_ids gives them theirs when the snapshot is stored). Text statuses are looked up
+    for the `present` rows only: a statement that lost its text and never came back costs nothing."""
+    ids = np.full(len(entries), -1, np.int64)
+    matched = prev_index >= 0
+    if len(prev):
+        ids[matched] = prev.statement_id[prev_index[matched]]
+    unmatched = np.flatnonzero(~matched)
+    found = _find(server_id, entries.keys[unmatched])
+    ids[unmatched] = [found.get(tuple(k), -1) for k in entries.keys[unmatched].tolist()]
+    missing: dict[int, str] = {}
+    asked = ids[present & (ids >= 0)]
+    if len(asked):
+        with _raw_cursor() as cur:  # through the partial index statement_text_missing
+            cur.execute(
+                f"SELECT id, text_status FROM {_STATEMENT} WHERE server_id = %s AND text_status <> 'stored' "
+                "AND id = ANY(%s)",
+                (server_id, asked.tolist()),
+            )
+            missing = dict(cur.fetchall())
+    return StatementLookup(ids, missing)
+
+
+@dataclass
+class StatementText:
+    """A statement's text as read (None: status says why)."""
+
+    query: str | None
+    truncated: bool
+    status: str  # collectors.models.TextStatus
 
 
 @dataclass
@@ -111,24 +167,74 @@ class NewStatement:
     key: tuple[int, int, int, int]
     database_name: str
     user_name: str
-    query: str | None
-    truncated: bool
+    text: StatementText
 
 
-def insert_statements(server_id: int, new: list[NewStatement], first_seen_at: datetime) -> dict:
-    if not new:
-        return {}
+def statement_ids(server_id: int, lookup: StatementLookup, keys: np.ndarray, new: list[NewStatement],
+                  first_seen_at: datetime) -> np.ndarray:  # fmt: skip
+    """The statement id of every current entry: the lookup's, and for the keys never seen (`new`, in
+    the order of lookup.unseen) the ids of their new dimension rows."""
+    ids = lookup.ids.copy()
+    unseen = np.flatnonzero(lookup.unseen)
+    if not len(unseen):
+        return ids
     with _raw_cursor() as cur:
-        with cur.copy(
-            "COPY collectors_statement (server_id, userid, dbid, queryid, toplevel, database_name, user_name,"
-            " query, query_truncated, first_seen_at) FROM STDIN"
-        ) as copy:
-            for s in new:
-                u, d, q, t = s.key
-                copy.write_row(
-                    (server_id, u, d, q, bool(t), s.database_name, s.user_name, s.query, s.truncated, first_seen_at)
-                )
-    return find_statements(server_id, np.array([s.key for s in new], dtype=np.int64).reshape(-1, 4))
+        cur.execute(
+            f"INSERT INTO {_STATEMENT} (server_id, userid, dbid, queryid, toplevel, database_name, "
+            "user_name, query, query_truncated, text_status, first_seen_at) "
+            "SELECT %s, u, d, q, t, dn, un, qt, tr, ts, %s FROM unnest(%s::int8[], %s::int8[], %s::int8[], "
+            "%s::bool[], %s::text[], %s::text[], %s::text[], %s::bool[], %s::text[]) AS n(u, d, q, t, dn, un, qt, tr, ts) "
+            "RETURNING userid, dbid, queryid, toplevel::int, id",
+            (
+                server_id,
+                first_seen_at,
+                *_key_arrays(np.array([s.key for s in new], dtype=np.int64).reshape(-1, 4)),
+                [s.database_name for s in new],
+                [s.user_name for s in new],
+                [s.text.query for s in new],
+                [s.text.truncated for s in new],
+                [s.text.status for s in new],
+            ),
+        )
+        inserted = {(u, d, q, t): sid for u, d, q, t, sid in cur.fetchall()}
+    ids[unseen] = [inserted[tuple(k)] for k in keys[unseen].tolist()]
+    return ids
+
+
+def update_texts(server_id: int, texts: dict[int, StatementText]) -> None:
+    """Store the texts read again for known statements (statement id -> text)."""
+    if not texts:
+        return
+    with _raw_cursor() as cur:
+        cur.execute(
+            f"UPDATE {_STATEMENT} s SET query = u.q, query_truncated = u.tr, text_status = u.ts "
+            "FROM unnest(%s::int8[], %s::text[], %s::bool[], %s::text[]) AS u(id, q, tr, ts) "
+            "WHERE s.server_id = %s AND s.id = u.id",
+            (
+                list(texts),
+                [t.query for t in texts.values()],
+                [t.truncated for t in texts.values()],
+                [t.status for t in texts.values()],
+                server_id,
+            ),
+        )
+
+
+def save_server_state(state: ServerState) -> None:
+    """Insert or replace a server's state in one round trip (update_or_create takes four); the
+    columns are the model's."""
+    columns = [f.column for f in ServerState._meta.concrete_fields]
+    values = [f.get_db_prep_save(getattr(state, f.attname), connection) for f in ServerState._meta.concrete_fields]
+    query = sql.SQL("INSERT INTO {table} ({cols}) VALUES ({marks}) ON CONFLICT (server_id) DO UPDATE SET {sets}").format(
+        table=sql.Identifier(ServerState._meta.db_table),
+        cols=sql.SQL(", ").join(sql.Identifier(c) for c in columns),
+        marks=sql.SQL(", ").join(sql.Placeholder() * len(columns)),
+        sets=sql.SQL(", ").join(
+            sql.SQL("{c} = EXCLUDED.{c}").format(c=sql.Identifier(c)) for c in columns if c != "server_id"
+        ),
+    )
+    with _raw_cursor() as cur:
+        cur.execute(query, values)
 
 
 @dataclass
@@ -162,13 +268,19 @@ class SnapshotRow:
     block: codec.Block | None  # None for a baseline
 
 
-SNAPSHOT_FIELDS = tuple(f.name for f in fields(SnapshotRow) if f.name != "block") + ("statements",)
+_ROW_FIELDS = tuple(f.name for f in fields(SnapshotRow) if f.name != "block")
+SNAPSHOT_FIELDS = (*_ROW_FIELDS, "statements", *TOTAL_NAMES)
 
 
 def insert_snapshot(row: SnapshotRow) -> None:
-    """Insert one snapshot row; its partition must exist (partitions.ensure, before the transaction)."""
-    payload = None if row.block is None else codec.encode(row.block)
-    values = [getattr(row, f) for f in SNAPSHOT_FIELDS[:-1]] + [payload]
+    """Insert one snapshot row with its encoded block and the server totals of the interval (the sums
+    of its statements' deltas); its partition must exist (partitions.ensure, before the transaction)."""
+    if row.block is None:
+        payload, sums = None, [None] * len(TOTAL_NAMES)
+    else:
+        payload = codec.encode(row.block)
+        sums = totals_of(row.block.counters).sum(axis=0).tolist()
+    values = [getattr(row, f) for f in _ROW_FIELDS] + [payload] + sums
     cols = sql.SQL(", ").join(sql.Identifier(f) for f in SNAPSHOT_FIELDS)
     marks = sql.SQL(", ").join(sql.Placeholder() * len(SNAPSHOT_FIELDS))
     with _raw_cursor() as cur:
@@ -179,7 +291,7 @@ def insert_waits(server_id: int, taken_at: datetime, rows: list[WaitRow]) -> Non
     if not rows:
         return
     with _raw_cursor() as cur, cur.copy(
-        "COPY collectors_wait_event (server_id, taken_at, event_type, event, query_id, samples, session_s)"
+        f"COPY {tables.WAIT_EVENT.name} (server_id, taken_at, event_type, event, query_id, samples, session_s)"
         " FROM STDIN"
     ) as copy:
         for r in rows:

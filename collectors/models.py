@@ -5,6 +5,20 @@ from django.db import models
 from console.models import Server
 
 
+class TextStatus(models.TextChoices):
+    """Why a statement has, or has not, its query text: each surface says which."""
+
+    STORED = "stored", "stored"  # query holds the text (query_truncated says whether it was cut)
+    EVICTED = "evicted", "evicted before its text could be read"  # read again when the entry is back
+    NOT_VISIBLE = "not_visible", "not visible to the monitoring role"  # grant pg_read_all_stats
+    # pg_stat_statements had no text for it (its query text file was discarded, e.g. after a failed
+    # garbage collection): read again only when the entry is re-created
+    UNAVAILABLE = "unavailable", "not kept by pg_stat_statements"
+
+
+TEXT_MISSING = (TextStatus.EVICTED, TextStatus.NOT_VISIBLE, TextStatus.UNAVAILABLE)
+
+
 class Statement(models.Model):
     """One pg_stat_statements key of one server, seen at least once: the facts' dimension."""
 
@@ -15,14 +29,21 @@ class Statement(models.Model):
     toplevel = models.BooleanField(default=True)
     database_name = models.TextField(blank=True, default="")
     user_name = models.TextField(blank=True, default="")
-    query = models.TextField(null=True, blank=True)  # None: not visible to the monitoring role
+    query = models.TextField(null=True, blank=True)  # None: see text_status
     query_truncated = models.BooleanField(default=False)
+    text_status = models.TextField(choices=TextStatus.choices, default=TextStatus.STORED)
     first_seen_at = models.DateTimeField()
 
     class Meta:
         constraints = [
             models.UniqueConstraint(
                 fields=["server", "queryid", "userid", "dbid", "toplevel"], name="statement_key_unique"
+            )
+        ]
+        # Each snapshot looks up the statements still without a text: few rows, found by this index.
+        indexes = [
+            models.Index(
+                fields=["server"], condition=~models.Q(text_status="stored"), name="statement_text_missing"
             )
         ]
 
@@ -40,6 +61,15 @@ class ServerState(models.Model):
     stats_reset_at = models.DateTimeField(null=True)
     dealloc = models.BigIntegerField(null=True)
     wait_profile = models.JSONField(null=True)
+    # The lineage of the statistics (a state read from another server, a restored copy or a
+    # promoted replica is not the one the counters continue from); None where not readable.
+    system_identifier = models.BigIntegerField(null=True)
+    timeline_id = models.IntegerField(null=True)
+    in_recovery = models.BooleanField(null=True)
+    # What the monitoring role could see: every role's entries (pg_read_all_stats), or only those
+    # of its own role (role_oid).
+    reads_all_stats = models.BooleanField(null=True)
+    role_oid = models.BigIntegerField(null=True)
 
 
 class Snapshot(models.Model):

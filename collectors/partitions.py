@@ -5,15 +5,10 @@ from datetime import UTC, datetime, timedelta
 from django.conf import settings
 from django.db import connection, transaction
 
+from collectors import tables
+
 # table -> (partition span, retention setting)
-TABLES: dict[str, tuple[str, str]] = {
-    "collectors_snapshot": ("day", "RAW_RETENTION_DAYS"),
-    "collectors_wait_event": ("day", "RAW_RETENTION_DAYS"),
-    "collectors_statement_hourly": ("month", "HOURLY_RETENTION_DAYS"),
-    "collectors_wait_event_hourly": ("month", "HOURLY_RETENTION_DAYS"),
-    "collectors_statement_daily": ("year", "DAILY_RETENTION_DAYS"),
-    "collectors_wait_event_daily": ("year", "DAILY_RETENTION_DAYS"),
-}
+TABLES: dict[str, tuple[str, str]] = {t.name: (t.span, t.retention) for t in tables.PARTITIONED}
 AHEAD = {"day": 3, "month": 2, "year": 1}
 _SUFFIX = {"day": "%Y%m%d", "month": "%Y%m", "year": "%Y"}
 _known: set[str] = set()

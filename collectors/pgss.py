@@ -3,10 +3,12 @@
 Cost on the monitored server matters (this runs every minute on production): counters are read
 with showtext := false, and only the entries that changed since the previous snapshot travel
 (the server compares against the previous state sent as array parameters); texts (which make the
-server read its whole query text file) only for keys never seen before, in one call.
+server read its whole query text file) in one call, only for keys never seen before and a bounded
+number of known keys still without a text.
 """
 import re
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 import numpy as np
 import psycopg
@@ -31,7 +33,6 @@ from collectors.errors import (
 )
 
 MIN_SERVER_VERSION = 130000
-SETTING_NAMES = ("max", "track", "track_utility", "track_planning", "save", "sample_rate")
 
 META_SQL = """
 SELECT current_setting('server_version_num')::int,
@@ -44,8 +45,10 @@ SELECT current_setting('server_version_num')::int,
        (SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
          WHERE e.extname = 'pg_wait_sampling'),
        (SELECT coalesce(json_object_agg(name, setting), '{}'::json) FROM pg_settings
-         WHERE name LIKE 'pg\\_stat\\_statements.%' OR name = 'pg_wait_sampling.profile_period'),
-       pg_has_role(current_user, 'pg_read_all_stats', 'USAGE')
+         WHERE name LIKE 'pg\\_stat\\_statements.%%' OR name = 'pg_wait_sampling.profile_period'),
+       pg_has_role(current_user, 'pg_read_all_stats', 'USAGE'),
+       (SELECT oid::int8 FROM pg_roles WHERE rolname = current_user),
+       (SELECT coalesce(array_agg(f), '{}') FROM unnest(%s::text[]) AS f WHERE has_function_privilege(f, 'EXECUTE'))
 """
 
 COLUMNS_SQL = """
@@ -68,7 +71,9 @@ class ServerMeta:
     extension_schema: str
     wait_sampling_schema: str | None
     settings: dict[str, str]
-    reads_all_stats: bool
+    reads_all_stats: bool  # entries of every role are visible, not only the role's own
+    role_oid: int
+    executable: frozenset[str]  # which of the functions asked about the role may execute
 
     def setting(self, name: str) -> str | None:
         return self.settings.get(f"pg_stat_statements.{name}")
@@ -86,12 +91,19 @@ def _version_tuple(v: str) -> tuple[int, ...]:
     return tuple(int(p) for p in re.findall(r"\d+", v))
 
 
-def read_meta(conn: psycopg.Connection) -> ServerMeta:
+def timestamp(us: int | None) -> datetime | None:
+    """A server time read as epoch microseconds."""
+    return None if us is None else datetime.fromtimestamp(us / 1_000_000, UTC)
+
+
+def read_meta(conn: psycopg.Connection, functions: tuple[str, ...] = ()) -> ServerMeta:
+    """Server, extension and settings; `functions` (signatures) are checked for EXECUTE privilege."""
     try:
-        row = conn.execute(META_SQL).fetchone()
+        row = conn.execute(META_SQL, (list(functions),)).fetchone()
     except psycopg.Error as exc:
         raise from_query_error(exc, "reading server information") from exc
-    version_num, taken_at_us, pm_start_us, dbname, extversion, schema, ws_schema, settings_json, all_stats = row
+    (version_num, taken_at_us, pm_start_us, dbname, extversion, schema, ws_schema, settings_json, all_stats,
+     role_oid, executable) = row  # fmt: skip
     if version_num < MIN_SERVER_VERSION:
         major = version_num // 10000
         raise UnsupportedVersion(
@@ -118,6 +130,8 @@ def read_meta(conn: psycopg.Connection) -> ServerMeta:
         wait_sampling_schema=ws_schema,
         settings=settings,
         reads_all_stats=bool(all_stats),
+        role_oid=role_oid,
+        executable=frozenset(executable),
     )
 
 
@@ -164,6 +178,13 @@ class Reading:
     hidden: int  # entries of other users whose queryid this role cannot see
     total: int  # all entries in pg_stat_statements, visible or not
     sent: int  # entries the server sent (new or changed); the others were unchanged
+
+    @property
+    def sent_rows(self) -> np.ndarray:
+        """Which entries the server sent: certainly present now (merge_changed puts them last)."""
+        mask = np.zeros(len(self.entries), bool)
+        mask[len(self.entries) - self.sent:] = True
+        return mask
 
 
 @dataclass(frozen=True)
@@ -289,38 +310,41 @@ def read_entries(conn: psycopg.Connection, meta: ServerMeta, cmap: ColumnMap, pr
     return Reading(entries=entries, prev_index=prev_index, hidden=hidden, total=len(entries) + hidden, sent=n)
 
 
-# --- texts and names, for keys never seen before ---------------------------------------------
+# --- texts and names ---------------------------------------------------------------------------
 
-_SECRET_PATTERNS = (
-    # CREATE/ALTER ROLE ... [ENCRYPTED] PASSWORD 'secret' (stored raw before PostgreSQL 16)
-    (re.compile(r"(\bPASSWORD\s+)'(?:[^']|'')*'", re.IGNORECASE), r"\1'<redacted>'"),
-    # OPTIONS (password 'secret') in user mappings and foreign servers
-    (re.compile(r"(\bpassword\s*)'(?:[^']|'')*'", re.IGNORECASE), r"\1'<redacted>'"),
-    # conninfo strings: password=secret
-    (re.compile(r"(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s']+)", re.IGNORECASE), r"\1<redacted>"),
-    # URIs: postgresql://user:secret@host
-    (re.compile(r"(\b[a-z][a-z0-9+.-]*://[^\s:/@']+:)[^\s@/']+@", re.IGNORECASE), r"\1<redacted>@"),
-)
+@dataclass(frozen=True)
+class TextRead:
+    """What pg_stat_statements said of one key's text when asked."""
 
-
-def redact(text: str) -> str:
-    for pattern, replacement in _SECRET_PATTERNS:
-        text = pattern.sub(replacement, text)
-    return text
-
-
-def clip(text: str, max_bytes: int) -> tuple[str, bool]:
-    data = text.encode("utf-8")
-    if len(data) <= max_bytes:
-        return text, False
-    return data[:max_bytes].decode("utf-8", errors="ignore"), True
+    present: bool  # the entry was there (else: evicted since the counters were read, or hidden)
+    visible: bool  # the role may see this key's queryid and text (its own role, or pg_read_all_stats)
+    text: str | None  # None while present: pg_stat_statements kept no text (query text file discarded)
 
 
 @dataclass
 class Texts:
-    by_key: dict[tuple[int, int, int, int], str] = field(default_factory=dict)
+    by_key: dict[tuple[int, int, int, int], TextRead] = field(default_factory=dict)
     databases: dict[int, str] = field(default_factory=dict)
     users: dict[int, str] = field(default_factory=dict)
+
+
+def _texts_query(meta: ServerMeta, cmap: ColumnMap) -> sql.Composed:
+    # Outer join from the keys asked for: a key without a matching entry tells evicted (visible to
+    # the role, gone) from hidden (another role's entry, whose queryid this role cannot see), as
+    # both look the same from the entry side. The entries are filtered by queryid before the join,
+    # so the server never sorts or hashes the texts of all its entries.
+    toplevel = "toplevel::int::int8" if cmap.has_toplevel else "1::int8"
+    text = f"""
+SELECT k.userid, k.dbid, k.queryid, k.toplevel, s.queryid IS NOT NULL,
+       k.userid = (SELECT oid::int8 FROM pg_roles WHERE rolname = current_user)
+         OR pg_has_role(current_user, 'pg_read_all_stats', 'USAGE'),
+       s.query
+FROM unnest(%s::int8[], %s::int8[], %s::int8[], %s::int8[]) AS k(userid, dbid, queryid, toplevel)
+LEFT JOIN (SELECT userid::int8, dbid::int8, queryid, {toplevel} AS toplevel, query
+           FROM {{schema}}.pg_stat_statements(true) WHERE queryid = ANY(%s)) s
+       USING (userid, dbid, queryid, toplevel)
+"""
+    return sql.SQL(text).format(schema=sql.Identifier(meta.extension_schema))
 
 
 def read_texts(conn: psycopg.Connection, meta: ServerMeta, cmap: ColumnMap, keys: np.ndarray) -> Texts:
@@ -328,25 +352,19 @@ def read_texts(conn: psycopg.Connection, meta: ServerMeta, cmap: ColumnMap, keys
     out = Texts()
     if not len(keys):
         return out
-    toplevel = "toplevel::int" if cmap.has_toplevel else "1"
-    query = sql.SQL(
-        "SELECT userid::int8, dbid::int8, queryid, {toplevel}, query "
-        "FROM {schema}.pg_stat_statements(true) WHERE queryid = ANY(%s)"
-    ).format(toplevel=sql.SQL(toplevel), schema=sql.Identifier(meta.extension_schema))
-    wanted = {tuple(k) for k in keys.tolist()}
+    columns = [keys[:, j].tolist() for j in range(4)]
     try:
-        for userid, dbid, queryid, top, text in conn.execute(query, (sorted({k[2] for k in wanted}),)):
-            key = (userid, dbid, queryid, top)
-            if key in wanted and text is not None:
-                out.by_key[key] = text
+        query, params = _texts_query(meta, cmap), (*columns, sorted(set(columns[2])))
+        for userid, dbid, queryid, top, present, visible, text in conn.execute(query, params):
+            out.by_key[(userid, dbid, queryid, top)] = TextRead(present, visible, text)
         out.databases = dict(
             conn.execute("SELECT oid::int8, datname FROM pg_database WHERE oid::int8 = ANY(%s)", (
-                sorted({k[1] for k in wanted}),
+                sorted(set(columns[1])),
             )).fetchall()
         )
         out.users = dict(
             conn.execute("SELECT oid::int8, rolname FROM pg_roles WHERE oid::int8 = ANY(%s)", (
-                sorted({k[0] for k in wanted}),
+                sorted(set(columns[0])),
             )).fetchall()
         )
     except psycopg.Error as exc:

@@ -1,102 +1,112 @@
-"""Hourly and daily rollups of the raw history, rebuilt idempotently: a bucket is (re)built whenever
-the number of intervals behind it differs from what the stored rollup was built from."""
+"""Periodic rollups of the raw history into the read tier (collectors/tiers.py) and the wait-event
+rollups. A UTC hour is (re)built whenever the number of snapshots behind it differs from what its
+bucket was built from, a UTC day likewise from its hours; each rebuild runs in its own transaction,
+so one bad bucket is logged and skipped without stopping the others, and runs again next time."""
+import logging
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from collectors import codec, partitions
+from collectors import partitions, tables, tiers
 
-LEVELS = (
-    # name, bucket unit, source statements table, source time column, source wait table
-    ("hourly", "hour", "collectors_snapshot", "taken_at", "collectors_wait_event"),
-    ("daily", "day", "collectors_statement_hourly", "bucket", "collectors_wait_event_hourly"),
-)
+log = logging.getLogger(__name__)
 
 
-def _stale_buckets(level: str, unit: str, source: str, time_col: str, since: datetime, until: datetime) -> list:
-    count = "count(*)" if source == "collectors_snapshot" else "sum(snapshots)"
-    kind = "AND kind = 'delta'" if source == "collectors_snapshot" else ""
+@dataclass
+class RollupResult:
+    hours: int = 0  # hour buckets written
+    days: int = 0
+    failed: list[str] = field(default_factory=list)  # "server 3, hour 2026-11-23 10:00: error" per failed rebuild
+
+
+def _stale(source_sql: str, built: tables.HistoryTable, unit: str, since: datetime, until: datetime) -> list:
+    """(server_id, first stale bucket of its day or month) for buckets whose source count differs."""
+    group = "day" if unit == "hour" else "month"
     with connection.cursor() as cur:
         cur.execute(
             f"""
-            SELECT src.server_id, src.bucket FROM (
-                SELECT server_id, date_trunc('{unit}', {time_col}) AS bucket, {count} AS n
-                FROM {source} WHERE {time_col} >= %s AND {time_col} < %s {kind} GROUP BY 1, 2
-            ) src LEFT JOIN collectors_statement_{level} r ON r.server_id = src.server_id AND r.bucket = src.bucket
-            WHERE r.snapshots IS DISTINCT FROM src.n ORDER BY 2, 1
+            SELECT src.server_id, min(src.bucket) FROM ({source_sql}) src
+            LEFT JOIN {built.name} b ON b.server_id = src.server_id AND b.bucket = src.bucket
+            WHERE b.snapshots IS DISTINCT FROM src.n
+            GROUP BY src.server_id, date_trunc('{group}', src.bucket) ORDER BY 2, 1
             """,
             [since, until],
         )
         return cur.fetchall()
 
 
-def build_bucket(level: str, server_id: int, bucket: datetime) -> None:
-    _, unit, source, time_col, wait_source = next(lv for lv in LEVELS if lv[0] == level)
-    size = timedelta(hours=1) if unit == "hour" else timedelta(days=1)
-    target = f"collectors_statement_{level}"
-    partitions.ensure(target, bucket)
-    partitions.ensure(f"collectors_wait_event_{level}", bucket)
+def _waits(level: str, server_id: int, start: datetime, end: datetime) -> None:
+    """Rebuild the wait-event rollup rows of one server over [start, end)."""
+    unit, target, source, time_col = {
+        "hourly": ("hour", tables.WAIT_EVENT_HOURLY, tables.WAIT_EVENT, "taken_at"),
+        "daily": ("day", tables.WAIT_EVENT_DAILY, tables.WAIT_EVENT_HOURLY, "bucket"),
+    }[level]
+    partitions.ensure(target.name, start)
+    with connection.cursor() as cur:
+        cur.execute(f"DELETE FROM {target.name} WHERE server_id = %s AND bucket >= %s AND bucket < %s",
+                    [server_id, start, end])  # fmt: skip
+        cur.execute(
+            f"INSERT INTO {target.name} (server_id, bucket, event_type, event, query_id, samples, session_s) "
+            f"SELECT server_id, date_trunc('{unit}', {time_col}), event_type, event, query_id, sum(samples), "
+            f"sum(session_s) FROM {source.name} WHERE server_id = %s AND {time_col} >= %s AND {time_col} < %s "
+            "GROUP BY 1, 2, 3, 4, 5",
+            [server_id, start, end],
+        )
+
+
+def rebuild_hours(server_id: int, from_hour: datetime, until: datetime) -> int:
+    """Hours of from_hour's day, from it on: read tier and wait rollups, in one transaction."""
+    day = tiers.day_of(from_hour)
+    end = min(day + tiers.DAY, until)
     with transaction.atomic(), connection.cursor() as cur:
-        cur.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [f"{target}:{server_id}:{bucket.isoformat()}"])
-        if source == "collectors_snapshot":
-            cur.execute(
-                "SELECT 1, interval_s, CASE WHEN track_planning THEN interval_s ELSE 0 END, dealloc_delta, "
-                "statements FROM collectors_snapshot WHERE server_id = %s AND taken_at >= %s AND taken_at < %s "
-                "AND kind = 'delta'",
-                [server_id, bucket, bucket + size],
-            )
-        else:
-            cur.execute(
-                f"SELECT snapshots, span_s, planning_tracked_s, dealloc_delta, statements FROM {source} "
-                "WHERE server_id = %s AND bucket >= %s AND bucket < %s",
-                [server_id, bucket, bucket + size],
-            )
-        rows = cur.fetchall()
-        blocks = [codec.decode(bytes(r[4])) for r in rows if r[4] is not None]
-        dealloc = [r[3] for r in rows if r[3] is not None]
-        cur.execute(
-            f"INSERT INTO {target} (server_id, bucket, snapshots, span_s, planning_tracked_s, dealloc_delta, "
-            "statements, built_at) VALUES (%s, %s, %s, %s, %s, %s, %s, now()) "
-            "ON CONFLICT (server_id, bucket) DO UPDATE SET snapshots = EXCLUDED.snapshots, span_s = EXCLUDED.span_s, "
-            "planning_tracked_s = EXCLUDED.planning_tracked_s, dealloc_delta = EXCLUDED.dealloc_delta, "
-            "statements = EXCLUDED.statements, built_at = now()",
-            [
-                server_id,
-                bucket,
-                sum(r[0] for r in rows),
-                sum(r[1] for r in rows),
-                sum(r[2] for r in rows),
-                sum(dealloc) if dealloc else None,
-                codec.encode(codec.merge(blocks)),
-            ],
-        )
-        wait_target = f"collectors_wait_event_{level}"
-        wait_time = "taken_at" if wait_source == "collectors_wait_event" else "bucket"
-        cur.execute(f"DELETE FROM {wait_target} WHERE server_id = %s AND bucket = %s", [server_id, bucket])
-        cur.execute(
-            f"INSERT INTO {wait_target} (server_id, bucket, event_type, event, query_id, samples, session_s) "
-            f"SELECT server_id, %s, event_type, event, query_id, sum(samples), sum(session_s) FROM {wait_source} "
-            f"WHERE server_id = %s AND {wait_time} >= %s AND {wait_time} < %s GROUP BY 1, 3, 4, 5",
-            [bucket, server_id, bucket, bucket + size],
-        )
+        cur.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [f"rollup-hours:{server_id}:{day.isoformat()}"])
+        _waits("hourly", server_id, from_hour, end)  # first: the hours' wait totals are read from it
+        written = tiers.rebuild_hours(server_id, from_hour, end)
+    return written
 
 
-def roll_up(now: datetime | None = None) -> dict[str, int]:
+def rebuild_days(server_id: int, from_day: datetime, until: datetime) -> int:
+    month = tiers.month_of(from_day)
+    end = min(tiers.next_month(month), until)
+    with transaction.atomic(), connection.cursor() as cur:
+        cur.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [f"rollup-days:{server_id}:{month.isoformat()}"])
+        _waits("daily", server_id, from_day, end)
+        written = tiers.rebuild_days(server_id, from_day, end)
+    return written
+
+
+def roll_up(now: datetime | None = None) -> RollupResult:
     """Build every complete hour and day whose rollup is missing or stale. Safe to run concurrently
-    with itself (each bucket is rebuilt whole in one transaction) and to run again."""
+    with itself (a day's hours, or a month's days, are rebuilt whole under one lock) and again."""
     now = now or timezone.now()
-    built = {}
-    for level, unit, source, time_col, _ in LEVELS:
-        size = timedelta(hours=1) if unit == "hour" else timedelta(days=1)
-        until = now.replace(minute=0, second=0, microsecond=0)
-        if unit == "day":
-            until = until.replace(hour=0)
-        retention = settings.HISTORY["RAW_RETENTION_DAYS" if unit == "hour" else "HOURLY_RETENTION_DAYS"]
-        since = until - timedelta(days=retention) - size
-        stale = _stale_buckets(level, unit, source, time_col, since, until)
-        for server_id, bucket in stale:
-            build_bucket(level, server_id, bucket)
-        built[level] = len(stale)
-    return built
+    result = RollupResult()
+    hour_until = now.replace(minute=0, second=0, microsecond=0)
+    day_until = hour_until.replace(hour=0)
+    raw_since = day_until - timedelta(days=settings.HISTORY["RAW_RETENTION_DAYS"] + 1)
+    hourly_since = day_until - timedelta(days=settings.HISTORY["HOURLY_RETENTION_DAYS"] + 1)
+
+    raw_counts = (
+        f"SELECT server_id, date_trunc('hour', taken_at) AS bucket, count(*) AS n FROM {tables.SNAPSHOT.name} "
+        "WHERE taken_at >= %s AND taken_at < %s AND kind = 'delta' GROUP BY 1, 2"
+    )
+    for server_id, first in _stale(raw_counts, tables.SERVER_HOURLY, "hour", raw_since, hour_until):
+        try:
+            result.hours += rebuild_hours(server_id, first, hour_until)
+        except Exception as exc:  # one bad bucket must not stop the others; it is retried next run
+            log.exception("rollup of server %s from hour %s failed", server_id, first)
+            result.failed.append(f"server {server_id}, hours from {first.isoformat()}: {type(exc).__name__}: {exc}")
+
+    hour_counts = (
+        f"SELECT server_id, date_trunc('day', bucket) AS bucket, sum(snapshots) AS n FROM {tables.SERVER_HOURLY.name} "
+        "WHERE bucket >= %s AND bucket < %s GROUP BY 1, 2"
+    )
+    for server_id, first in _stale(hour_counts, tables.SERVER_DAILY, "day", hourly_since, day_until):
+        try:
+            result.days += rebuild_days(server_id, first, day_until)
+        except Exception as exc:
+            log.exception("rollup of server %s from day %s failed", server_id, first)
+            result.failed.append(f"server {server_id}, days from {first.isoformat()}: {type(exc).__name__}: {exc}")
+    return result

@@ -1,15 +1,13 @@
 """One collection of one server: read the monitored server, compute deltas, store them atomically.
 
-`server_collect` is the only entry point; tasks and management commands call it. Everything is
-stored in one transaction of the history store or nothing is, and the server's status says why.
+`server_collect` is the only entry point; tasks and management commands call it. A collection reads
+(_read), computes (_compute, no I/O) and persists (_persist): everything is stored in one
+transaction of the history store or nothing is, and the server's status says why.
 """
-import json
 import logging
-import threading
 import time
-from collections import OrderedDict
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 
 import numpy as np
 import psycopg
@@ -17,53 +15,16 @@ from django.conf import settings
 from django.db import DatabaseError, InterfaceError, OperationalError, connection, transaction
 from django.utils import timezone
 
-from collectors import codec, connection as monitored, history, partitions, pgss, waits
-from collectors.columns import ColumnMap
-from collectors.deltas import Entries, compute
-from collectors.errors import CollectionBusy, CollectionError, HistoryUnavailable, ClockWentBack
+from collectors import codec, connection as monitored, history, lineage, partitions, pgss, tables, texts, waits
+from collectors.deltas import DeltaResult, Entries, compute
+from collectors.errors import ClockWentBack, CollectionBusy, CollectionError, HistoryUnavailable
 from collectors.models import ServerState
+from collectors.state_cache import state_cache
 from console.crypto import CredentialsError
 from console.models import Server
 
 log = logging.getLogger(__name__)
 LOCK_NAMESPACE = 0x7067  # pg_try_advisory_lock(namespace, server_id): one collection per server
-STATE_CACHE_SERVERS = 256
-
-
-class _StateCache:
-    """The statement state each server had after its last snapshot in this process.
-
-    Reading 5,000 state rows back from the history store costs more than computing the deltas;
-    the cached copy is used only while the stored ServerState still carries the same taken_at
-    (state and ServerState are written in one transaction), so a snapshot taken meanwhile by
-    another worker simply means a reload."""
-
-    def __init__(self, size: int):
-        self.size = size
-        self._items: OrderedDict[int, tuple[datetime, Entries]] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, server_id: int, taken_at: datetime) -> Entries | None:
-        with self._lock:
-            item = self._items.get(server_id)
-            if item is None or item[0] != taken_at:
-                return None
-            self._items.move_to_end(server_id)
-            return item[1]
-
-    def put(self, server_id: int, taken_at: datetime, entries: Entries) -> None:
-        with self._lock:
-            self._items[server_id] = (taken_at, entries)
-            self._items.move_to_end(server_id)
-            while len(self._items) > self.size:
-                self._items.popitem(last=False)
-
-    def drop(self, server_id: int) -> None:
-        with self._lock:
-            self._items.pop(server_id, None)
-
-
-state_cache = _StateCache(STATE_CACHE_SERVERS)
 
 
 @dataclass
@@ -101,10 +62,6 @@ class CollectionResult:
         return text
 
 
-def _ts(us: int | None) -> datetime | None:
-    return None if us is None else datetime.fromtimestamp(us / 1_000_000, UTC)
-
-
 def _target(server: Server) -> monitored.Target:
     try:
         password = server.get_password()
@@ -118,149 +75,203 @@ def _target(server: Server) -> monitored.Target:
         user=server.user,
         password=password,
         sslmode=server.sslmode,
+        interval_s=server.interval_s,
     )
+
+
+@dataclass
+class _Previous:
+    """What the previous snapshot left: the server's state (None before the first) and the statements'."""
+
+    state: ServerState | None
+    entries: Entries
+
+
+def _load_previous(server_id: int) -> _Previous:
+    state = ServerState.objects.filter(server_id=server_id).first()
+    if state is None:
+        return _Previous(None, Entries.empty())
+    cached = state_cache.get(server_id, state.taken_at)
+    return _Previous(state, cached if cached is not None else history.load_statement_state(server_id))
+
+
+# --- read: the monitored server, and what the history store knows of its statements ---------
 
 
 @dataclass
 class _Read:
     meta: pgss.ServerMeta
-    cmap: ColumnMap
+    identity: lineage.Identity
     dealloc: int | None
     stats_reset_us: int | None
-    full_reset: bool  # all statistics were reset since the previous snapshot: count every entry from zero
+    continuity: lineage.Continuity
     reading: pgss.Reading
-    waits: waits.WaitReading | None
+    statements: history.StatementLookup
+    text_rows: np.ndarray  # rows whose text was asked for (keys never seen, and retries)
     texts: pgss.Texts
-    known: dict  # key -> statement id, for keys absent from the state but in the dimension
-    unseen: np.ndarray  # keys never seen before (their texts are in `texts`)
+    waits: waits.WaitReading | None
     notes: list[str]
 
 
-def _full_reset(meta: pgss.ServerMeta, stats_reset_us: int | None, prev_state: ServerState | None) -> bool:
-    if prev_state is None:
-        return False
-    reset_at = _ts(stats_reset_us)
-    if reset_at is not None and prev_state.stats_reset_at is not None:
-        return reset_at != prev_state.stats_reset_at
-    if meta.flag("save") is False and prev_state.postmaster_start_at is not None:
-        # PostgreSQL 13 has no stats_reset: a restart with save=off empties the statistics.
-        return _ts(meta.postmaster_start_us) != prev_state.postmaster_start_at
-    return False
-
-
-def _read_server(conn: psycopg.Connection, server: Server, prev_state: ServerState | None, prev: Entries) -> _Read:
-    meta = pgss.read_meta(conn)
+def _read(conn: psycopg.Connection, server: Server, previous: _Previous) -> _Read:
+    meta = pgss.read_meta(conn, lineage.FUNCTIONS)
     cmap = pgss.column_map(conn, server.pk, meta)
+    identity = lineage.read_identity(conn, meta)
     dealloc, stats_reset_us = pgss.read_info(conn, meta)
-    full_reset = _full_reset(meta, stats_reset_us, prev_state)
-    reading = pgss.read_entries(conn, meta, cmap, prev, send_all=full_reset)
-    notes: list[str] = []
+    continuity = lineage.assess(previous.state, meta, identity, stats_reset_us)
+    baseline = previous.state is None or continuity.baseline_reason is not None
+    reading = pgss.read_entries(conn, meta, cmap, previous.entries, send_all=continuity.full_reset or baseline)
+    notes = lineage.notes(meta)
     if reading.hidden:
         notes.append(
             f"{reading.hidden} entries of other roles are not visible: grant pg_monitor (pg_read_all_stats) "
             "to the monitoring role"
         )
+    statements = history.lookup_statements(
+        server.pk, reading.entries, previous.entries, reading.prev_index, reading.sent_rows
+    )
+    text_rows = texts.rows_to_read(reading, statements)
+    text_reads = pgss.read_texts(conn, meta, cmap, reading.entries.keys[text_rows])
     wait_reading = None
     if meta.wait_sampling_schema:
         try:
             wait_reading = waits.read_wait_sampling(conn, meta)
         except CollectionError as exc:
             notes.append(f"pg_wait_sampling unusable ({exc.message}); sampling pg_stat_activity instead")
-    if wait_reading is None and prev_state is not None and settings.COLLECTOR["ACTIVITY_SAMPLES"] > 0:
+    if wait_reading is None and not baseline and settings.COLLECTOR["ACTIVITY_SAMPLES"] > 0:
         wait_reading = waits.sample_activity(
             conn, meta, samples=settings.COLLECTOR["ACTIVITY_SAMPLES"], span_s=settings.COLLECTOR["ACTIVITY_SPAN_S"]
         )
-    # Texts only for keys never seen before: not in the state, and not in the dimension.
-    unmatched = reading.entries.keys[reading.prev_index < 0]
-    known = history.find_statements(server.pk, unmatched)
-    unseen = np.array([k for k in unmatched.tolist() if tuple(k) not in known], dtype=np.int64).reshape(-1, 4)
-    texts = pgss.read_texts(conn, meta, cmap, unseen)
-    return _Read(meta, cmap, dealloc, stats_reset_us, full_reset, reading, wait_reading, texts, known, unseen, notes)
+    return _Read(meta, identity, dealloc, stats_reset_us, continuity, reading, statements, text_rows, text_reads,
+                 wait_reading, notes)  # fmt: skip
 
 
-def _collect(server: Server) -> CollectionResult:
-    result = CollectionResult(server_id=server.pk, server_name=server.name, ok=False)
-    prev_state = ServerState.objects.filter(server_id=server.pk).first()
-    prev = Entries.empty()
-    if prev_state is not None:
-        cached = state_cache.get(server.pk, prev_state.taken_at)
-        prev = cached if cached is not None else history.load_statement_state(server.pk)
-
+def _read_with_retry(server: Server, previous: _Previous) -> _Read:
     target = _target(server)
     conn, reused = monitored.checkout(target)
     try:
         try:
-            read = _read_server(conn, server, prev_state, prev)
+            read = _read(conn, server, previous)
         except CollectionError as exc:
             if not reused or exc.code not in ("unreachable", "error"):
                 raise
             # A kept connection may have died with the server; one fresh try.
             monitored.discard(target, conn)
             conn = monitored.connect(target)
-            read = _read_server(conn, server, prev_state, prev)
+            read = _read(conn, server, previous)
     except BaseException:
         monitored.discard(target, conn)
         raise
     monitored.checkin(target, conn)
+    return read
 
-    meta, cur = read.meta, read.reading.entries
-    taken_at = _ts(meta.taken_at_us)
-    result.notes = read.notes
-    result.taken_at = taken_at
-    result.entries = len(cur)
 
-    full_reset = read.full_reset
-    interval_s = None
-    if prev_state is not None:
-        if taken_at <= prev_state.taken_at:
-            raise ClockWentBack(
-                f"snapshot time {taken_at.isoformat()} is not after the previous one "
-                f"({prev_state.taken_at.isoformat()}): the server clock went back"
-            )
-        interval_s = (taken_at - prev_state.taken_at).total_seconds()
+# --- compute: deltas, facts, texts and the new state, without I/O -----------------------------
 
-    d = compute(prev, cur, full_reset=full_reset, prev_index=read.reading.prev_index)
-    baseline = prev_state is None
 
-    # Statement ids: from the state, the dimension, or new dimension rows.
-    statement_id = np.zeros(len(cur), np.int64)
-    matched = ~d.new
-    if len(prev):
-        statement_id[matched] = prev.statement_id[d.prev_index[matched]]
-    max_bytes = settings.COLLECTOR["QUERY_TEXT_MAX_BYTES"]
-    new_rows = []
-    for key in read.unseen.tolist():
-        key_t = tuple(key)
-        text = read.texts.by_key.get(key_t)
-        truncated = False
-        if text is not None:
-            text, truncated = pgss.clip(pgss.redact(text), max_bytes)
-        new_rows.append(
-            history.NewStatement(
-                key=key_t,
-                database_name=read.texts.databases.get(key[1], ""),
-                user_name=read.texts.users.get(key[0], ""),
-                query=text,
-                truncated=truncated,
-            )
+@dataclass
+class _Computed:
+    snapshot: history.SnapshotRow  # its block is built in _persist, once new statements have ids
+    deltas: DeltaResult
+    booked: np.ndarray  # rows whose deltas are this interval's facts
+    new_statements: list[history.NewStatement]  # for the rows of keys never seen, in order
+    texts_found: dict[int, history.StatementText]  # statement id -> text read again (or a new reason)
+    wait_rows: list[waits.WaitRow]
+    state: ServerState
+    notes: list[str]
+
+
+def _compute(server: Server, previous: _Previous, read: _Read) -> _Computed:
+    meta, cur, prev_state, continuity = read.meta, read.reading.entries, previous.state, read.continuity
+    taken_at = pgss.timestamp(meta.taken_at_us)
+    if prev_state is not None and taken_at <= prev_state.taken_at:
+        raise ClockWentBack(
+            f"snapshot time {taken_at.isoformat()} is not after the previous one "
+            f"({prev_state.taken_at.isoformat()}): the server clock went back"
+        )
+    baseline = prev_state is None or continuity.baseline_reason is not None
+    notes = ([continuity.baseline_reason] if continuity.baseline_reason else []) + read.notes
+    # After another lineage every entry is read again from zero, so the whole state is rewritten.
+    d = compute(previous.entries, cur, full_reset=continuity.full_reset or baseline, prev_index=read.reading.prev_index)
+    booked = np.zeros(len(cur), bool) if baseline else d.changed.copy()
+    newly_visible = continuity.newly_visible(cur.keys, d.new)
+    if not baseline and newly_visible.any():
+        booked &= ~newly_visible
+        notes.append(
+            f"the monitoring role now sees statements it could not see before (pg_read_all_stats granted, or "
+            f"another role): the {int(newly_visible.sum())} that became visible are counted from the next snapshot "
+            "on (their earlier activity was not visible)"
         )
 
-    dealloc_delta = None
-    if not baseline and read.dealloc is not None:
-        if prev_state.dealloc is None or full_reset or read.dealloc < prev_state.dealloc:
-            dealloc_delta = read.dealloc
-        else:
-            dealloc_delta = read.dealloc - prev_state.dealloc
-
+    interval_s = dealloc_delta = None
     wait_rows: list[waits.WaitRow] = []
-    previous_profile = waits.decode_profile(prev_state.wait_profile) if prev_state else None
-    if read.waits is not None and not baseline:
-        wait_rows = waits.rows_for_interval(read.waits, previous_profile, interval_s)
+    if not baseline:
+        interval_s = (taken_at - prev_state.taken_at).total_seconds()
+        if read.dealloc is not None:
+            if prev_state.dealloc is None or continuity.full_reset or read.dealloc < prev_state.dealloc:
+                dealloc_delta = read.dealloc
+            else:
+                dealloc_delta = read.dealloc - prev_state.dealloc
+        if read.waits is not None:
+            wait_rows = waits.rows_for_interval(read.waits, waits.decode_profile(prev_state.wait_profile), interval_s)
 
+    sample_rate, max_setting = meta.setting("sample_rate"), meta.setting("max")
+    snapshot = history.SnapshotRow(
+        server_id=server.pk,
+        taken_at=taken_at,
+        prev_taken_at=None if baseline else prev_state.taken_at,
+        interval_s=interval_s,
+        kind="baseline" if baseline else "delta",
+        server_version_num=meta.server_version_num,
+        extension_version=meta.extension_version,
+        entries=len(cur),
+        entries_hidden=read.reading.hidden,
+        entries_max=int(max_setting) if max_setting else None,
+        changed=int(booked.sum()),
+        new_entries=0 if baseline else int(d.new.sum()),
+        gone_entries=len(d.gone),
+        dealloc=read.dealloc,
+        dealloc_delta=dealloc_delta,
+        stats_reset_at=pgss.timestamp(read.stats_reset_us),
+        full_reset=continuity.full_reset,
+        track=meta.setting("track"),
+        track_utility=meta.flag("track_utility"),
+        track_planning=meta.flag("track_planning"),
+        save=meta.flag("save"),
+        sample_rate=float(sample_rate) if sample_rate is not None else None,
+        waits_source=None if baseline or read.waits is None else read.waits.source,
+        waits_samples=None if baseline or read.waits is None else read.waits.n_samples,
+        block=None,
+    )
+    profile = read.waits.profile if read.waits is not None else None
+    state = ServerState(
+        server_id=server.pk,
+        taken_at=taken_at,
+        postmaster_start_at=pgss.timestamp(meta.postmaster_start_us),
+        stats_reset_at=pgss.timestamp(read.stats_reset_us),
+        dealloc=read.dealloc,
+        wait_profile=None if profile is None else waits.encode_profile(profile),
+        system_identifier=read.identity.system_identifier,
+        timeline_id=read.identity.timeline_id,
+        in_recovery=read.identity.in_recovery,
+        reads_all_stats=meta.reads_all_stats,
+        role_oid=meta.role_oid,
+    )
+    new_statements, texts_found = texts.outcome(
+        cur.keys, read.text_rows, read.statements, read.texts, settings.COLLECTOR["QUERY_TEXT_MAX_BYTES"]
+    )
+    return _Computed(snapshot, d, booked, new_statements, texts_found, wait_rows, state, notes)
+
+
+# --- persist: one transaction ------------------------------------------------------------------
+
+
+def _persist(server: Server, previous: _Previous, read: _Read, computed: _Computed) -> None:
+    cur, d, snapshot = read.reading.entries, computed.deltas, computed.snapshot
     # Partitions are created outside the snapshot's transaction, so their DDL never waits on it.
-    partitions.ensure("collectors_snapshot", taken_at)
-    if wait_rows:
-        partitions.ensure("collectors_wait_event", taken_at)
+    partitions.ensure(tables.SNAPSHOT.name, snapshot.taken_at)
+    if computed.wait_rows:
+        partitions.ensure(tables.WAIT_EVENT.name, snapshot.taken_at)
 
     state_cache.drop(server.pk)  # until this transaction commits, the cached state may not be the stored one
     with transaction.atomic():
@@ -269,87 +280,51 @@ def _collect(server: Server) -> CollectionResult:
         # for the WAL flush.
         with connection.cursor() as dcur:
             dcur.execute("SET LOCAL synchronous_commit = off")
-        ids = history.insert_statements(server.pk, new_rows, taken_at)
-        ids.update(read.known)
-        for i in np.flatnonzero(d.new):
-            statement_id[i] = ids[tuple(cur.keys[i].tolist())]
-        cur.statement_id = statement_id
-
-        block = None
-        changed = 0
-        if not baseline:
-            rows = np.flatnonzero(d.changed)
-            order = rows[np.argsort(statement_id[rows], kind="stable")]
-            block = codec.Block(statement_id[order], d.deltas[order], d.fact_gauges[order])
-            changed = len(order)
-        sample_rate = meta.setting("sample_rate")
-        max_setting = meta.setting("max")
-        history.insert_snapshot(
-            history.SnapshotRow(
-                server_id=server.pk,
-                taken_at=taken_at,
-                prev_taken_at=None if baseline else prev_state.taken_at,
-                interval_s=interval_s,
-                kind="baseline" if baseline else "delta",
-                server_version_num=meta.server_version_num,
-                extension_version=meta.extension_version,
-                entries=len(cur),
-                entries_hidden=read.reading.hidden,
-                entries_max=int(max_setting) if max_setting else None,
-                changed=changed,
-                new_entries=int(d.new.sum()) if not baseline else 0,
-                gone_entries=len(d.gone),
-                dealloc=read.dealloc,
-                dealloc_delta=dealloc_delta,
-                stats_reset_at=_ts(read.stats_reset_us),
-                full_reset=full_reset,
-                track=meta.setting("track"),
-                track_utility=meta.flag("track_utility"),
-                track_planning=meta.flag("track_planning"),
-                save=meta.flag("save"),
-                sample_rate=float(sample_rate) if sample_rate is not None else None,
-                waits_source=None if baseline or read.waits is None else read.waits.source,
-                waits_samples=read.waits.n_samples if read.waits is not None and not baseline else None,
-                block=block,
-            )
+        cur.statement_id = history.statement_ids(
+            server.pk, read.statements, cur.keys, computed.new_statements, snapshot.taken_at
         )
-        history.insert_waits(server.pk, taken_at, wait_rows)
-        dirty = np.flatnonzero(d.state_dirty)
-        history.write_statement_state(
-            server.pk, cur.take(dirty), prev.statement_id[d.gone] if len(prev) else np.empty(0, np.int64)
-        )
-        profile = None
-        if read.waits is not None and read.waits.profile is not None:
-            profile = waits.encode_profile(read.waits.profile)
-        with connection.cursor() as dcur:  # one round trip instead of update_or_create's four
-            dcur.execute(
-                "INSERT INTO collectors_serverstate (server_id, taken_at, postmaster_start_at, stats_reset_at, "
-                "dealloc, wait_profile) VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (server_id) DO UPDATE SET "
-                "taken_at = EXCLUDED.taken_at, postmaster_start_at = EXCLUDED.postmaster_start_at, "
-                "stats_reset_at = EXCLUDED.stats_reset_at, dealloc = EXCLUDED.dealloc, "
-                "wait_profile = EXCLUDED.wait_profile",
-                [server.pk, taken_at, _ts(meta.postmaster_start_us), _ts(read.stats_reset_us), read.dealloc,
-                 None if profile is None else json.dumps(profile)],
-            )
+        if snapshot.kind == "delta":
+            rows = np.flatnonzero(computed.booked)
+            order = rows[np.argsort(cur.statement_id[rows], kind="stable")]
+            snapshot.block = codec.Block(cur.statement_id[order], d.deltas[order], d.fact_gauges[order])
+        history.insert_snapshot(snapshot)
+        history.insert_waits(server.pk, snapshot.taken_at, computed.wait_rows)
+        history.update_texts(server.pk, computed.texts_found)
+        gone_ids = previous.entries.statement_id[d.gone] if len(previous.entries) else np.empty(0, np.int64)
+        history.write_statement_state(server.pk, cur.take(np.flatnonzero(d.state_dirty)), gone_ids)
+        history.save_server_state(computed.state)
         Server.objects.filter(pk=server.pk).update(
             last_success_at=timezone.now(),
             consecutive_failures=0,
             last_error_class="",
             last_error_message="",
-            status_notes="\n".join(read.notes),
-            server_version_num=meta.server_version_num,
-            extension_version=meta.extension_version,
+            status_notes="\n".join(computed.notes),
+            server_version_num=read.meta.server_version_num,
+            extension_version=read.meta.extension_version,
         )
+    state_cache.put(server.pk, snapshot.taken_at, cur)
 
-    state_cache.put(server.pk, taken_at, cur)
-    result.ok = True
-    result.kind = "baseline" if baseline else "delta"
-    result.interval_s = interval_s
-    result.changed = changed
-    result.new_entries = 0 if baseline else int(d.new.sum())
-    result.gone_entries = len(d.gone)
-    result.dealloc_delta = dealloc_delta
-    return result
+
+def _collect(server: Server) -> CollectionResult:
+    previous = _load_previous(server.pk)
+    read = _read_with_retry(server, previous)
+    computed = _compute(server, previous, read)
+    _persist(server, previous, read, computed)
+    snapshot = computed.snapshot
+    return CollectionResult(
+        server_id=server.pk,
+        server_name=server.name,
+        ok=True,
+        kind=snapshot.kind,
+        taken_at=snapshot.taken_at,
+        interval_s=snapshot.interval_s,
+        entries=snapshot.entries,
+        changed=snapshot.changed,
+        new_entries=snapshot.new_entries,
+        gone_entries=snapshot.gone_entries,
+        dealloc_delta=snapshot.dealloc_delta,
+        notes=computed.notes,
+    )
 
 
 def _record_failure(server: Server, exc: CollectionError) -> None:

@@ -1,10 +1,11 @@
 """Celery tasks: thin wrappers that take primary keys and call services."""
 import logging
+from dataclasses import asdict
 
 from celery import shared_task
 from django.db import close_old_connections
 
-from collectors import partitions, rollups
+from collectors import backfill, partitions, rollups
 from collectors.errors import HistoryUnavailable
 from collectors.scheduling import servers_dispatch_due
 from collectors.services import server_collect
@@ -41,7 +42,12 @@ def dispatch_due_collections() -> int:
 @shared_task
 def roll_up_history() -> dict:
     close_old_connections()
-    return rollups.roll_up()
+    if backfill.pending():  # history from before the read tier: convert it first (once)
+        log.warning("history backfill: %s", backfill.history_backfill())
+    result = rollups.roll_up()
+    if result.failed:
+        log.warning("rollups: %d failed (retried next run): %s", len(result.failed), "; ".join(result.failed))
+    return asdict(result)
 
 
 @shared_task

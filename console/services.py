@@ -1,12 +1,22 @@
 """Writes on organizations and servers."""
+from collections.abc import Iterable, Mapping
+from typing import Any
+
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import connection, transaction
 from psycopg import ProgrammingError
 from psycopg.conninfo import conninfo_to_dict
 
+from collectors import tables
+from collectors.services import LOCK_NAMESPACE
 from console.models import Organization, Server
 
 DEFAULT_ORGANIZATION = "default"
+# What server_update may change (the collection status belongs to the collectors).
+UPDATABLE_FIELDS = frozenset({"organization", "name", "host", "port", "database", "user", "sslmode", "enabled",
+                              "interval_s", "cpu_count", "tags"})  # fmt: skip
+# Where the password is sent: a change to any of these without a new password clears the stored one.
+CONNECTION_FIELDS = ("host", "port", "database", "user")
 
 
 def parse_dsn(dsn: str) -> dict[str, str]:
@@ -59,19 +69,61 @@ def server_create(
     return server
 
 
+@transaction.atomic
+def server_update(
+    *,
+    server: Server,
+    data: Mapping[str, Any],
+    password: str | None = None,
+    clear_password: bool = False,
+) -> Server:
+    """Change the fields in ``data`` (names from UPDATABLE_FIELDS); a non-empty ``password`` replaces
+    the stored one.
+
+    The stored password goes only where its owner sent it: when host, port, database or user change
+    and no new password comes with the change, it is cleared, never sent to the new destination.
+    """
+    unknown = set(data) - UPDATABLE_FIELDS
+    if unknown:
+        raise ValidationError(f"cannot update {sorted(unknown)}")
+    moved = any(field in data and data[field] != getattr(server, field) for field in CONNECTION_FIELDS)
+    for field, value in data.items():
+        setattr(server, field, value)
+    if password:
+        server.set_password(password)
+    elif clear_password or moved:
+        server.set_password(None)
+    server.full_clean()
+    server.save()
+    return server
+
+
 def server_delete(*, server: Server) -> None:
     """Remove a server with its whole history (facts live in partitioned tables without FKs)."""
-    from django.db import connection
-
     with transaction.atomic(), connection.cursor() as cur:
-        for table in (
-            "collectors_snapshot",
-            "collectors_wait_event",
-            "collectors_statement_hourly",
-            "collectors_statement_daily",
-            "collectors_wait_event_hourly",
-            "collectors_wait_event_daily",
-            "collectors_statement_state",
-        ):
-            cur.execute(f"DELETE FROM {table} WHERE server_id = %s", [server.pk])
+        # Wait for a collection of this server that is under way (it holds this lock while it
+        # stores), so that none commits facts after they were deleted.
+        cur.execute("SELECT pg_advisory_xact_lock(%s, %s)", [LOCK_NAMESPACE, server.pk])
+        for table in tables.PER_SERVER:
+            cur.execute(f'DELETE FROM "{table.name}" WHERE server_id = %s', [server.pk])
         server.delete()
+
+
+@transaction.atomic
+def servers_delete(*, servers: Iterable[Server]) -> None:
+    """server_delete for each of ``servers``, all or none."""
+    for server in servers:
+        server_delete(server=server)
+
+
+@transaction.atomic
+def organization_delete(*, organization: Organization) -> None:
+    """Remove an organization, its memberships and its servers with their history."""
+    servers_delete(servers=organization.servers.all())
+    organization.delete()
+
+
+@transaction.atomic
+def organizations_delete(*, organizations: Iterable[Organization]) -> None:
+    for organization in organizations:
+        organization_delete(organization=organization)

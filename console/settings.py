@@ -1,17 +1,27 @@
-"""Settings, all read from the environment with development defaults (``make demo`` needs none set)."""
+"""Settings, all read from the environment. Production by default: DEBUG=true (set by ``make test``,
+``make demo``) turns on debugging and the development keys; without it real keys are required."""
 from pathlib import Path
 
 import environ
+from django.core.exceptions import ImproperlyConfigured
+
+from console import keys
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 env = environ.Env()
 environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
 
-DEBUG = env.bool("DEBUG", default=True)
-SECRET_KEY = env("SECRET_KEY", default="dev-only-secret-key-change-me-in-production-0123456789")
+DEBUG = env.bool("DEBUG", default=False)
+SECRET_KEY = env("SECRET_KEY", default=keys.DEV_SECRET_KEY if DEBUG else "")
 # Fernet key (urlsafe base64, 32 bytes) that encrypts monitoring passwords at rest.
-CREDENTIALS_KEY = env("CREDENTIALS_KEY", default="ZGV2LW9ubHktY3JlZGVudGlhbHMta2V5LTMyYnl0ZXM=")
+CREDENTIALS_KEY = env("CREDENTIALS_KEY", default=keys.DEV_CREDENTIALS_KEY if DEBUG else "")
+# Refuse to start rather than sign sessions and encrypt passwords with keys published in this repository.
+if _problems := keys.key_problems(secret_key=SECRET_KEY, credentials_key=CREDENTIALS_KEY, debug=DEBUG):
+    raise ImproperlyConfigured(
+        "refusing to start:\n  - " + "\n  - ".join(_problems)
+        + f"\n(both keys at once, as an env file: {keys.GENERATE_ENV_FILE}; for development and tests: DEBUG=true)"
+    )
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost"])
 
 DATABASES = {"default": env.db("DATABASE_URL", default="postgres://postgres@127.0.0.1:54320/pgconsole")}
@@ -35,6 +45,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Serves STATIC_ROOT (filled by collectstatic) from the app server itself, compressed and cached.
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -72,7 +84,18 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
-STATIC_ROOT = BASE_DIR / "staticfiles"
+STATIC_ROOT = env.path("STATIC_ROOT", default=BASE_DIR / "staticfiles")
+# Outside DEBUG, hashed names (cached forever by browsers) from the manifest that collectstatic writes;
+# under DEBUG (development, tests) files are served as they are, with no collectstatic needed.
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage" if DEBUG
+        else "whitenoise.storage.CompressedManifestStaticFilesStorage",
+    },
+}
+# Under DEBUG, WhiteNoise finds files where they are (no collectstatic); outside, it indexes STATIC_ROOT at start.
+WHITENOISE_AUTOREFRESH = WHITENOISE_USE_FINDERS = DEBUG
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 LOGGING = {
@@ -104,6 +127,16 @@ COLLECTOR = {
     "ACTIVITY_SPAN_S": env.float("COLLECTOR_ACTIVITY_SPAN_S", default=1.0),
     # Keep monitoring connections open between snapshots (seconds; 0 disables reuse).
     "CONNECTION_IDLE_S": env.int("COLLECTOR_CONNECTION_IDLE_S", default=300),
+    # A server silent this long in the middle of a snapshot has stopped answering (dead host, cut
+    # network): the snapshot fails and frees its worker and lock. Unset: statement timeout + 5 s,
+    # at most the server's collection interval.
+    "REPLY_TIMEOUT_S": env.float("COLLECTOR_REPLY_TIMEOUT_S", default=None),
+    # Linux: sent data unacknowledged this long drops the connection. Unset: the reply timeout + 5 s.
+    "TCP_USER_TIMEOUT_MS": env.int("COLLECTOR_TCP_USER_TIMEOUT_MS", default=None),
+    # TCP keepalives on monitoring connections (a kept idle connection to a dead host is noticed).
+    "KEEPALIVES_IDLE_S": env.int("COLLECTOR_KEEPALIVES_IDLE_S", default=10),
+    "KEEPALIVES_INTERVAL_S": env.int("COLLECTOR_KEEPALIVES_INTERVAL_S", default=5),
+    "KEEPALIVES_COUNT": env.int("COLLECTOR_KEEPALIVES_COUNT", default=3),
 }
 
 # --- History store retention (days) ---------------------------------------

@@ -1,32 +1,149 @@
-"""docker-compose.yml stays consistent with the settings (no Docker engine here: it is parsed)."""
+"""docker-compose.yml and the Dockerfile stay consistent with the settings (no Docker engine here: they are
+parsed): no key in the file, migrations before anything starts, healthchecks, the demo server ready and
+registered."""
+import re
+import shlex
 from pathlib import Path
 
 import environ
+import pytest
 import yaml
 
+from console.keys import DEV_CREDENTIALS_KEY, DEV_SECRET_KEY, env_file_text, key_problems
+from console.services import parse_dsn
+
 ROOT = Path(__file__).resolve().parent.parent
+CONSOLE = ("migrate", "web", "worker", "beat", "register-demo")  # the services that run the console's image
+LONG_RUNNING = ("history", "redis", "web", "worker", "beat", "monitored")
+ENV_FILE = ".env.compose"
 
 
-def test_compose_services_images_and_environment():
-    compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
-    services = compose["services"]
-    assert set(services) == {"history", "redis", "web", "worker", "beat", "monitored"}
+@pytest.fixture(scope="module")
+def services() -> dict:
+    return yaml.safe_load((ROOT / "docker-compose.yml").read_text())["services"]
+
+
+def _settings_names() -> set[str]:
+    """The environment variables console/settings.py reads."""
+    text = (ROOT / "console" / "settings.py").read_text()
+    return set(re.findall(r'\benv(?:\.\w+)?\(\s*"([A-Z][A-Z0-9_]*)"', text))
+
+
+def _command(service: dict) -> list[str]:
+    command = service["command"]
+    return shlex.split(command) if isinstance(command, str) else command
+
+
+def _healthcheck(service: dict) -> str:
+    return " ".join(service["healthcheck"]["test"])
+
+
+def test_services_images_and_environment(services):
+    assert set(services) == {"history", "redis", "migrate", "web", "worker", "beat", "monitored",
+                             "monitored-setup", "register-demo"}  # fmt: skip
     assert services["history"]["image"].startswith("postgres:")
     assert services["redis"]["image"].startswith("redis:")
-    for name in ("web", "worker", "beat"):
+    for name in CONSOLE:
         env = services[name]["environment"]
-        # The names settings.py reads, and values it can parse.
-        assert {"DATABASE_URL", "REDIS_URL", "SECRET_KEY", "CREDENTIALS_KEY"} <= set(env)
         db = environ.Env.db_url_config(env["DATABASE_URL"])
         assert db["HOST"] == "history" and db["NAME"] == services["history"]["environment"]["POSTGRES_DB"]
         assert env["REDIS_URL"].startswith("redis://redis:")
-    assert "worker" in services["worker"]["command"] and "beat" in services["beat"]["command"]
-    monitored = " ".join(services["monitored"]["command"])
+        assert env["DEBUG"] == "false"
+        assert (ROOT / services[name]["build"] / "Dockerfile").exists()
+    assert "worker" in _command(services["worker"]) and "beat" in _command(services["beat"])
+    # Only the web console is published; the databases and the broker stay on the private network.
+    assert [name for name, service in services.items() if service.get("ports")] == ["web"]
+
+
+def test_every_variable_it_sets_is_read_by_the_settings(services):
+    names = _settings_names()
+    assert {"DATABASE_URL", "REDIS_URL", "SECRET_KEY", "CREDENTIALS_KEY", "DEBUG", "ALLOWED_HOSTS"} <= names
+    for name in CONSOLE:
+        assert set(services[name]["environment"]) <= names, name
+    written = {line.split("=", 1)[0] for line in env_file_text().splitlines() if not line.startswith("#")}
+    assert written == {"SECRET_KEY", "CREDENTIALS_KEY"} <= names
+
+
+def test_no_key_is_committed(services):
+    text = (ROOT / "docker-compose.yml").read_text()
+    for name in CONSOLE:
+        assert services[name]["env_file"] == [ENV_FILE]
+        assert not {"SECRET_KEY", "CREDENTIALS_KEY"} & set(services[name]["environment"]), name
+    assert DEV_SECRET_KEY not in text and DEV_CREDENTIALS_KEY not in text and "change-me" not in text
+    assert not re.search(r"KEY\s*[:=]", text)
+    assert not re.search(r"[A-Za-z0-9_-]{43}=", text), "something that looks like a Fernet key"
+    # The generated file never reaches git.
+    ignored = (ROOT / ".gitignore").read_text().splitlines()
+    assert ENV_FILE in ignored or f"/{ENV_FILE}" in ignored, f"{ENV_FILE} must be in .gitignore"
+
+
+def test_the_documented_command_generates_the_env_file():
+    readme = (ROOT / "README.md").read_text()
+    compose = (ROOT / "docker-compose.yml").read_text()
+    command = f"python3 console/keys.py {ENV_FILE}"
+    assert command in readme and command in compose
+    keys = dict(line.split("=", 1) for line in env_file_text().splitlines() if not line.startswith("#"))
+    assert key_problems(secret_key=keys["SECRET_KEY"], credentials_key=keys["CREDENTIALS_KEY"], debug=False) == []
+
+
+def test_migrations_run_once_before_web_worker_and_beat(services):
+    migrate = services["migrate"]
+    assert _command(migrate)[:3] == ["python", "manage.py", "migrate"]
+    assert migrate["restart"] == "no"
+    assert migrate["depends_on"]["history"]["condition"] == "service_healthy"
+    for name in ("web", "worker", "beat", "register-demo"):
+        assert services[name]["depends_on"]["migrate"]["condition"] == "service_completed_successfully", name
+        assert "migrate" not in " ".join(_command(services[name])), f"{name} must not migrate by itself"
+    for name in ("worker", "beat"):
+        assert services[name]["depends_on"]["redis"]["condition"] == "service_healthy"
+
+
+def test_long_running_services_have_healthchecks(services):
+    for name in LONG_RUNNING:
+        check = services[name]["healthcheck"]
+        assert check["test"][0] in ("CMD", "CMD-SHELL") and len(check["test"]) > 1, name
+        assert services[name].get("restart") == "unless-stopped", name
+    assert "pg_isready" in _healthcheck(services["history"]) and "pg_isready" in _healthcheck(services["monitored"])
+    assert "ping" in _healthcheck(services["redis"]) and "inspect ping" in _healthcheck(services["worker"])
+    assert "http://127.0.0.1:8000/admin/login/" in _healthcheck(services["web"])
+    # ... a host Django accepts whatever ALLOWED_HOSTS the user passes.
+    assert "127.0.0.1" in services["web"]["environment"]["ALLOWED_HOSTS"].split("${")[0].split(",")
+    # Beat's check reads the schedule file beat is told to write.
+    beat = _command(services["beat"])
+    assert beat[beat.index("--schedule") + 1] in _healthcheck(services["beat"])
+
+
+def test_web_serves_with_a_production_server_and_static_files():
+    command = _command(yaml.safe_load((ROOT / "docker-compose.yml").read_text())["services"]["web"])
+    assert command[0] == "gunicorn" and "runserver" not in command
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    assert re.search(r"pip install .*gunicorn==\d", dockerfile)
+    assert "collectstatic --noinput" in dockerfile
+    # WhiteNoise serves what collectstatic wrote; it must be installed with the package.
+    settings = (ROOT / "console" / "settings.py").read_text()
+    assert "whitenoise.middleware.WhiteNoiseMiddleware" in settings
+    assert re.search(r'"whitenoise==[\d.]+"', (ROOT / "pyproject.toml").read_text()), "pin whitenoise in pyproject"
+    assert re.search(r"^USER (?!root)", dockerfile, re.MULTILINE), "the image runs as a non-root user"
+
+
+def test_the_demo_server_is_ready_to_monitor_and_registered(services):
+    monitored = " ".join(_command(services["monitored"]))
     assert "shared_preload_libraries=pg_stat_statements" in monitored
-    assert (ROOT / services["web"]["build"] / "Dockerfile").exists()
+    setup = services["monitored-setup"]
+    assert setup["depends_on"]["monitored"]["condition"] == "service_healthy"
+    assert setup["environment"]["PGHOST"] == "monitored"
+    sql = " ".join(_command(setup))
+    assert "CREATE EXTENSION IF NOT EXISTS pg_stat_statements" in sql
+    role = re.search(r"GRANT pg_monitor TO (\w+)", sql).group(1)
+    assert f"ALTER ROLE {role} LOGIN PASSWORD '" in sql and "SUPERUSER" not in sql.upper()
 
-
-def test_settings_read_the_same_names(monkeypatch):
-    text = (ROOT / "console" / "settings.py").read_text()
-    for name in ("DATABASE_URL", "REDIS_URL", "SECRET_KEY", "CREDENTIALS_KEY"):
-        assert f'"{name}"' in text
+    register = services["register-demo"]
+    command = _command(register)
+    assert command[:5] == ["python", "manage.py", "servers", "add", "demo"] and "--update" in command
+    dsn = parse_dsn(command[command.index("--dsn") + 1])
+    assert (dsn["host"], dsn["user"]) == ("monitored", role) and dsn["password"]
+    password = re.search(rf"ALTER ROLE {role} LOGIN PASSWORD '([^']+)'", sql).group(1)
+    assert dsn["password"] == password
+    assert register["depends_on"]["monitored-setup"]["condition"] == "service_completed_successfully"
+    assert register["depends_on"]["migrate"]["condition"] == "service_completed_successfully"
+    assert register["restart"] == "no"

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import itertools
+import os
+import shutil
 from dataclasses import dataclass
 
 import numpy as np
@@ -10,10 +12,11 @@ from django.db import connection
 
 from collectors import codec
 from collectors.columns import COUNTER_NAMES
+from collectors.models import Statement
 from collectors.services import CollectionResult, server_collect
 from console.models import Server
 from console.services import server_create
-from devenv.cluster import Cluster
+from devenv.cluster import Cluster, cluster as cluster_at
 
 APP_DB = "app"
 MONITOR_USER = "monitor"
@@ -99,3 +102,27 @@ def history_counts(server: Server) -> dict[str, int]:
             cur.execute(f"SELECT count(*) FROM {table} WHERE server_id = %s", [server.pk])
             out[table] = cur.fetchone()[0]
     return out
+
+
+def calls_per_snapshot(server: Server, queryid: int) -> list[int | None]:
+    """The calls stored for that queryid in each snapshot, oldest first (None: nothing stored)."""
+    return [None if (d := s.deltas_of(queryid)) is None else d["calls"] for s in snapshots(server)]
+
+
+def stored_statement(server: Server, queryid: int) -> Statement:
+    return server.statements.get(queryid=queryid)
+
+
+def copy_stopped(source: Cluster, *, name: str, port: int) -> Cluster:
+    """A file-level copy of a stopped cluster (same system identifier, same statistics file) under
+    another name and port; configure and start it yourself."""
+    assert not source.is_running(), f"{source.name} must be stopped to be copied"
+    target = cluster_at(name, source.major, port)
+    target.destroy()
+    shutil.copytree(source.datadir, target.datadir, symlinks=True)
+    owner = os.stat(source.datadir)
+    for root, dirs, files in os.walk(target.datadir):
+        for entry in (root, *(os.path.join(root, n) for n in dirs + files)):
+            os.chown(entry, owner.st_uid, owner.st_gid, follow_symlinks=False)
+    (target.datadir / "postmaster.pid").unlink(missing_ok=True)
+    return target

@@ -7,7 +7,7 @@ from django.core.management import call_command
 from django.db import connection
 from django.utils import timezone
 
-from collectors import partitions, rollups, selectors
+from collectors import partitions, rollups, selectors, tables
 from collectors.errors import HistoryUnavailable
 from collectors.scheduling import servers_dispatch_due
 from console.models import Server
@@ -48,7 +48,7 @@ def test_top_command_and_planning_not_tracked(pg_clusters, capsys):
     assert data["planning"] == "not tracked"
     queryid = server_entry(c, "SELECT count(*) FROM top_items%")["queryid"]
     row = next(r for r in data["statements"] if r["queryid"] == queryid)
-    assert (row["calls"], row["rows"], row["total_plan_ms"], row["plans"]) == (9, 9, None, None)
+    assert (row["calls"], row["rows"], row["plan_ms"], row["plans"]) == (9, 9, None, None)
     assert data["statements"][0]["calls"] >= 9  # ordered by calls
     call_command("top", "--server", "topsrv", "--limit", "3")
     text = capsys.readouterr().out
@@ -70,7 +70,7 @@ def test_top_shows_planning_when_tracked(pg_clusters, capsys):
     data = json.loads(capsys.readouterr().out)
     assert data["planning"] == "tracked"
     row = next(r for r in data["statements"] if "pg_class a JOIN" in (r["query"] or ""))
-    assert row["plans"] == 4 and row["total_plan_ms"] > 0
+    assert row["plans"] == 4 and row["plan_ms"] > 0
 
 
 def test_top_rejects_bad_input():
@@ -87,19 +87,25 @@ def test_rollups_equal_the_raw_sums_and_are_idempotent(pg_clusters):
     run(c, "SELECT count(*) FROM pg_namespace", 2)
     collect(server)
     now = timezone.now()
-    window = (now - timedelta(hours=1), now + timedelta(seconds=1))
-    raw = selectors.statement_totals(server.pk, *window)
+    page = selectors.Page(1, 500)
+    raw = selectors.top_statements(server_id=server.pk, window=selectors.Window(now - timedelta(hours=1), now),
+                                   page=page)  # fmt: skip
+    assert raw.resolutions == ("raw",) and raw.intervals == 2
+    queryid = server_entry(c, "SELECT count(*) FROM pg_namespace%")["queryid"]
+    assert next(r for r in raw.rows if r.queryid == queryid).calls == 5
     future = now + timedelta(days=2)
     first = rollups.roll_up(now=future)
-    assert first["hourly"] >= 1 and rollups.roll_up(now=future) == {"hourly": 0, "daily": 0}
+    assert first.hours >= 1 and first.days >= 1 and not first.failed
+    again = rollups.roll_up(now=future)
+    assert (again.hours, again.days, again.failed) == (0, 0, [])
     day = now.replace(hour=0, minute=0, second=0, microsecond=0)
-    hourly = selectors.statement_totals(server.pk, day - timedelta(days=1), day + timedelta(days=1))
-    assert "hourly" in hourly.resolutions and "raw" not in hourly.resolutions
-    assert hourly.block.statement_id.tolist() == raw.block.statement_id.tolist()
-    assert (hourly.block.counters == raw.block.counters).all()
-    assert hourly.intervals == raw.intervals == 2
-    daily = selectors.statement_totals(server.pk, day - timedelta(days=10), day + timedelta(days=10))
-    assert "daily" in daily.resolutions and (daily.block.counters == raw.block.counters).all()
+    tiers = selectors.top_statements(server_id=server.pk, window=selectors.Window(day - timedelta(days=1),
+                                     day + timedelta(days=1)), page=page)  # fmt: skip
+    assert "hourly" in tiers.resolutions or "daily" in tiers.resolutions
+    assert [(r.statement_id, r.calls, r.exec_ms, r.rows) for r in tiers.rows] == [
+        (r.statement_id, r.calls, r.exec_ms, r.rows) for r in raw.rows
+    ]
+    assert tiers.intervals == raw.intervals == 2
 
 
 def test_retention_drops_whole_old_partitions(settings):
@@ -119,6 +125,23 @@ def test_retention_drops_whole_old_partitions(settings):
         cur.execute("SELECT to_regclass(%s) IS NOT NULL", [tomorrow])
         assert cur.fetchone()[0]
     assert isinstance(created, list)
+
+
+def test_retention_applies_to_every_tier(settings):
+    """Each partitioned history table drops what is older than its own retention, and keeps the rest."""
+    settings.HISTORY = {"RAW_RETENTION_DAYS": 3, "HOURLY_RETENTION_DAYS": 60, "DAILY_RETENTION_DAYS": 730}
+    now = timezone.now()
+    for t in tables.PARTITIONED:
+        days = settings.HISTORY[t.retention]
+        expired = now - timedelta(days=days + 400)
+        kept = now - timedelta(days=max(days - 40, 1))
+        partitions.ensure(t.name, expired)
+        partitions.ensure(t.name, kept)
+    dropped = partitions.drop_expired(now)
+    for t in tables.PARTITIONED:
+        days = settings.HISTORY[t.retention]
+        assert partitions.partition_name(t.name, now - timedelta(days=days + 400)) in dropped, t.name
+        assert partitions.partition_name(t.name, now - timedelta(days=max(days - 40, 1))) not in dropped, t.name
 
 
 def test_history_store_unavailable_raises_for_retry_and_stores_nothing(pg_clusters, settings):

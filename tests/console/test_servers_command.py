@@ -59,3 +59,42 @@ def test_admin_never_renders_the_password(admin_client):
     page = admin_client.get(f"/admin/console/server/{server.pk}/change/").content.decode()
     assert "hunter2-secret" not in page and server.password_encrypted not in page
     assert 'type="password"' in page
+
+
+def test_update_sends_the_password_only_where_it_was_given(capsys):
+    call_command("servers", "add", "db1", "--dsn", "postgresql://mon:old-secret@db1.example/app", "--org", "acme")
+    out = _out(capsys, "servers", "update", "db1", "--interval", "30", "--cpus", "4", "--tag", "a", "--tag", "b",
+               "--disable")  # fmt: skip
+    server = Server.objects.get(name="db1")
+    assert "updated acme/db1" in out and "old-secret" not in out
+    assert (server.interval_s, server.cpu_count, server.tags, server.enabled) == (30, 4, ["a", "b"], False)
+    assert server.get_password() == "old-secret"
+
+    # Same destination, no password in the DSN: the stored one stays.
+    call_command("servers", "update", "db1", "--dsn", "postgresql://mon@db1.example/app")
+    assert Server.objects.get(name="db1").get_password() == "old-secret"
+
+    # Another host without a password: cleared, and said.
+    call_command("servers", "update", "db1", "--dsn", "postgresql://mon@db2.example/app")
+    captured = capsys.readouterr()
+    server = Server.objects.get(name="db1")
+    assert server.host == "db2.example" and server.get_password() is None
+    assert "the stored password was cleared" in captured.err
+
+    call_command("servers", "update", "db1", "--dsn", "postgresql://mon:new-secret@db3.example:6432/app", "--enable")
+    server = Server.objects.get(name="db1")
+    assert (server.host, server.port, server.enabled) == ("db3.example", 6432, True)
+    assert server.get_password() == "new-secret"
+    with pytest.raises(CommandError, match="no server named"):
+        call_command("servers", "update", "nope", "--interval", "30")
+    with pytest.raises(CommandError, match="interval_s"):
+        call_command("servers", "update", "db1", "--interval", "1")
+
+
+def test_add_with_update_is_repeatable(capsys):
+    """What docker-compose's one-shot registration runs at every start."""
+    args = ["servers", "add", "demo", "--dsn", "postgresql://mon:pw@monitored/postgres", "--interval", "15", "--update"]
+    assert "added default/demo" in _out(capsys, *args)
+    assert "updated default/demo" in _out(capsys, *args)
+    server = Server.objects.get(name="demo")
+    assert (server.interval_s, server.get_password()) == (15, "pw")

@@ -1,15 +1,23 @@
-"""manage.py servers add|list|remove — register the PostgreSQL servers to monitor."""
+"""manage.py servers add|update|list|remove — register the PostgreSQL servers to monitor."""
 import json
 
-from django.core.exceptions import ValidationError
+from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
 from console.models import Server
-from console.services import DEFAULT_ORGANIZATION, server_create, server_delete
+from console.services import DEFAULT_ORGANIZATION, parse_dsn, server_create, server_delete, server_update
+
+
+def _messages(exc: ValidationError) -> str:
+    """One line, each message after the field it is about."""
+    if not hasattr(exc, "error_dict"):
+        return "; ".join(exc.messages)
+    return "; ".join(message if field == NON_FIELD_ERRORS else f"{field}: {message}"
+                     for field, messages in exc.message_dict.items() for message in messages)  # fmt: skip
 
 
 class Command(BaseCommand):
-    help = "Add, list or remove monitored PostgreSQL servers."
+    help = "Add, update, list or remove monitored PostgreSQL servers."
 
     def add_arguments(self, parser):
         sub = parser.add_subparsers(dest="action", required=True)
@@ -20,6 +28,20 @@ class Command(BaseCommand):
         add.add_argument("--interval", type=int, default=60, help="seconds between snapshots (default 60)")
         add.add_argument("--cpus", type=int, default=None, help="CPU count of the server (for the advisor)")
         add.add_argument("--tag", action="append", default=[], help="a tag (repeatable)")
+        add.add_argument("--update", action="store_true",
+                         help="if the server exists, update it to these values (as `servers update`)")
+        upd = sub.add_parser("update", help="change a server (a new host, port, database or user without a "
+                                            "password in --dsn clears the stored password)")
+        upd.add_argument("name")
+        upd.add_argument("--org", default=None)
+        upd.add_argument("--dsn", default=None, help="new libpq DSN or URI of the monitoring role")
+        upd.add_argument("--interval", type=int, default=None, help="seconds between snapshots")
+        upd.add_argument("--cpus", type=int, default=None, help="CPU count of the server (for the advisor)")
+        upd.add_argument("--tag", action="append", default=None, help="a tag (repeatable; replaces the tags)")
+        enabled = upd.add_mutually_exclusive_group()
+        enabled.add_argument("--enable", action="store_true", dest="enable", default=None, help="collect it")
+        enabled.add_argument("--disable", action="store_false", dest="enable", default=None,
+                             help="stop collecting it (its history is kept)")
         lst = sub.add_parser("list", help="list servers")
         lst.add_argument("--json", action="store_true", dest="as_json")
         lst.add_argument("--org", default=None)
@@ -30,15 +52,41 @@ class Command(BaseCommand):
     def handle(self, *args, action, **opts):
         return getattr(self, f"_{action}")(**opts)
 
-    def _add(self, *, name, dsn, org, interval, cpus, tag, **_):
+    def _add(self, *, name, dsn, org, interval, cpus, tag, update, **_):
+        existing = Server.objects.filter(organization__name=org, name=name).first()
+        if existing is not None and update:
+            return self._update(name=name, org=org, dsn=dsn, interval=interval, cpus=cpus, tag=tag, enable=None)
         try:
             server = server_create(
                 name=name, dsn=dsn, organization_name=org, interval_s=interval, cpu_count=cpus, tags=tag
             )
         except ValidationError as exc:
-            raise CommandError("; ".join(exc.messages)) from exc
-        self.stdout.write(f"added {server.organization.name}/{server.name} ({server.user}@{server.host}:"
-                          f"{server.port}/{server.database}, every {server.interval_s}s)")  # fmt: skip
+            raise CommandError(_messages(exc)) from exc
+        self.stdout.write(f"added {server.organization.name}/{server.name} ({self._where(server)}, "
+                          f"every {server.interval_s}s)")  # fmt: skip
+
+    def _update(self, *, name, org, dsn, interval, cpus, tag, enable, **_):
+        server = self._one(name, org)
+        data: dict = {"interval_s": interval, "cpu_count": cpus, "tags": tag, "enabled": enable}
+        data = {field: value for field, value in data.items() if value is not None}
+        password = None
+        had_password = bool(server.password_encrypted)
+        try:
+            if dsn is not None:
+                data.update(parse_dsn(dsn))
+                password = data.pop("password") or None
+            server = server_update(server=server, data=data, password=password)
+        except ValidationError as exc:
+            raise CommandError(_messages(exc)) from exc
+        self.stdout.write(f"updated {server.organization.name}/{server.name} ({self._where(server)}, "
+                          f"every {server.interval_s}s)")  # fmt: skip
+        if had_password and not server.password_encrypted:
+            self.stderr.write("the stored password was cleared (host, port, database or user changed): "
+                              "give it in --dsn to use it there")  # fmt: skip
+
+    @staticmethod
+    def _where(server: Server) -> str:
+        return f"{server.user}@{server.host}:{server.port}/{server.database}"
 
     def _list(self, *, as_json: bool, org, **_):
         servers = Server.objects.select_related("organization").order_by("organization__name", "name")
@@ -83,7 +131,13 @@ class Command(BaseCommand):
             )
 
     def _remove(self, *, name, org, **_):
-        servers = Server.objects.filter(name=name)
+        server = self._one(name, org)
+        server_delete(server=server)
+        self.stdout.write(f"removed {server.organization.name}/{name} and its history")
+
+    @staticmethod
+    def _one(name: str, org: str | None) -> Server:
+        servers = Server.objects.select_related("organization").filter(name=name)
         if org:
             servers = servers.filter(organization__name=org)
         found = list(servers)
@@ -91,5 +145,4 @@ class Command(BaseCommand):
             raise CommandError(f"no server named {name!r}")
         if len(found) > 1:
             raise CommandError(f"{len(found)} servers are named {name!r}: say which with --org")
-        server_delete(server=found[0])
-        self.stdout.write(f"removed {found[0].organization.name}/{name} and its history")
+        return found[0]

@@ -1,0 +1,134 @@
+"""Every server of a fleet at a glance: status, totals over a window and a trend line, in two queries
+whatever the number of servers."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.utils import timezone
+
+from collectors import tables
+from collectors.columns import TOTAL_NAMES
+from collectors.selectors import db, windows
+from collectors.selectors.parts import ServerTotals, bucket_totals
+from collectors.selectors.windows import Window
+from console.models import Server
+
+STALE_AFTER_INTERVALS = 3  # no snapshot for this many intervals (plus a minute): stale
+
+
+@dataclass(frozen=True)
+class FleetRow:
+    server_id: int
+    name: str
+    organization: str
+    tags: list[str]
+    status: str  # ok | failing | stale | disabled | never collected
+    error_class: str
+    error_message: str
+    server_version_num: int | None
+    extension_version: str
+    last_snapshot_at: datetime | None
+    snapshots: int
+    span_s: float
+    calls_per_s: float | None
+    exec_ms_per_s: float | None
+    plan_ms_per_s: float | None  # None: planning not tracked in the window
+    planning: str  # tracked | partly tracked | not tracked | no data
+    dealloc_per_s: float | None  # None: unknown (before 14, or no data)
+    entries_peak: int | None
+    entries_max: int | None
+    trend_calls_per_s: list[float | None]  # one per UTC hour of the window; None: no data that hour
+
+
+def server_status(server: Server, now: datetime) -> str:
+    if not server.enabled:
+        return "disabled"
+    if server.last_attempt_at is None and server.last_success_at is None:
+        return "never collected"
+    if server.consecutive_failures:
+        return "failing"
+    limit = timedelta(seconds=STALE_AFTER_INTERVALS * server.interval_s + 60)
+    if server.last_success_at is None or now - server.last_success_at > limit:
+        return "stale"
+    return "ok"
+
+
+_FIGURES = (
+    "1, sum(snapshots), sum(span_s), sum(planning_tracked_s), "
+    + ", ".join(f"sum({c})" for c in TOTAL_NAMES)
+    + ", sum(dealloc_delta), sum(dealloc_span_s), max(entries_peak), (array_agg(entries_max ORDER BY bucket DESC))[1], "
+    "sum(wait_session_s)"
+)
+
+
+def fleet_summary(*, server_ids: list[int], window: Window, now: datetime | None = None) -> list[FleetRow]:
+    """Per server, in the order given: status, totals over the window and an hourly trend of calls/s.
+    Whole hours come from the hourly buckets, the rest (edges, and hours not rolled up yet) from the
+    raw snapshots; where raw data has expired an edge hour is left out."""
+    now = now or timezone.now()
+    servers = {s.pk: s for s in Server.objects.filter(pk__in=server_ids).select_related("organization")}
+    ids = [sid for sid in server_ids if sid in servers]
+    if not ids:
+        return []
+    lo, hi = windows.ceil_hour(window.start), windows.floor_hour(window.end)
+    rows = db.fetchall(
+        f"""
+        WITH h AS (
+            SELECT server_id, bucket, snapshots, span_s, planning_tracked_s, {", ".join(TOTAL_NAMES)},
+                   dealloc_delta, dealloc_span_s, entries_peak, entries_max, wait_session_s
+            FROM {tables.SERVER_HOURLY.name} WHERE server_id = ANY(%(ids)s) AND bucket >= %(lo)s AND bucket < %(hi)s
+        ), r AS (
+            SELECT server_id, date_trunc('hour', taken_at) AS bucket, 1 AS snapshots, interval_s AS span_s,
+                   CASE WHEN track_planning THEN interval_s ELSE 0 END AS planning_tracked_s,
+                   {", ".join(f"coalesce({c}, 0) AS {c}" for c in TOTAL_NAMES)}, dealloc_delta,
+                   CASE WHEN dealloc_delta IS NOT NULL THEN interval_s ELSE 0 END AS dealloc_span_s,
+                   entries AS entries_peak, entries_max, 0::float8 AS wait_session_s
+            FROM {tables.SNAPSHOT.name} s WHERE server_id = ANY(%(ids)s) AND kind = 'delta'
+            AND taken_at >= %(start)s AND taken_at < %(end)s
+            AND NOT EXISTS (SELECT 1 FROM h WHERE h.server_id = s.server_id AND h.bucket = date_trunc('hour', s.taken_at))
+        )
+        SELECT server_id, bucket, {_FIGURES} FROM (SELECT * FROM h UNION ALL SELECT * FROM r) parts
+        GROUP BY server_id, bucket ORDER BY server_id, bucket
+        """,
+        {"ids": ids, "lo": lo, "hi": hi, "start": window.start, "end": window.end},
+    )
+    per_server: dict[int, dict[datetime, ServerTotals]] = {}
+    for server_id, bucket, _, *figures in rows:
+        per_server.setdefault(server_id, {})[bucket] = bucket_totals(figures)
+    hours = []
+    at = windows.floor_hour(window.start)
+    while at < window.end:
+        hours.append(at)
+        at += windows.HOUR
+    out = []
+    for sid in ids:
+        s = servers[sid]
+        buckets = per_server.get(sid, {})
+        total = ServerTotals()
+        for t in buckets.values():
+            total.add(t)
+        span = total.span_s
+        planning = "no data" if not span else ("not tracked" if total.planning_tracked_s <= 0 else (
+            "partly tracked" if total.planning_tracked_s < span else "tracked"))  # fmt: skip
+        out.append(
+            FleetRow(
+                server_id=sid, name=s.name, organization=s.organization.name, tags=list(s.tags or []),
+                status=server_status(s, now), error_class=s.last_error_class, error_message=s.last_error_message,
+                server_version_num=s.server_version_num, extension_version=s.extension_version,
+                last_snapshot_at=s.last_success_at, snapshots=total.snapshots, span_s=span,
+                calls_per_s=total.get("calls") / span if span else None,
+                exec_ms_per_s=total.get("exec_us") / 1000 / span if span else None,
+                plan_ms_per_s=total.get("plan_us") / 1000 / total.planning_tracked_s
+                if total.planning_tracked_s > 0 else None,
+                planning=planning,
+                dealloc_per_s=total.dealloc / total.dealloc_span_s
+                if total.dealloc is not None and total.dealloc_span_s else None,
+                entries_peak=total.entries_peak, entries_max=total.entries_max,
+                trend_calls_per_s=[
+                    buckets[h].get("calls") / buckets[h].span_s if h in buckets and buckets[h].span_s else None
+                    for h in hours
+                ],
+            )  # fmt: skip
+        )
+    return out

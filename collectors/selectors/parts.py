@@ -1,0 +1,132 @@
+"""Reading the parts of a plan: raw snapshots of the edges, and the server's totals over a window."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import numpy as np
+
+from collectors import tables, tiers
+from collectors.columns import TOTAL_NAMES
+from collectors.selectors import db
+from collectors.selectors.windows import Plan
+
+N = len(TOTAL_NAMES)
+_TOTALS_SQL = ", ".join(TOTAL_NAMES)
+
+
+@dataclass
+class ServerTotals:
+    """A server's sums over a window (or a bucket): what the interval deltas of all its statements add up to."""
+
+    snapshots: int = 0
+    span_s: float = 0.0  # seconds covered by the intervals read
+    planning_tracked_s: float = 0.0  # of which with track_planning on
+    values: np.ndarray = field(default_factory=lambda: np.zeros(N, np.int64))  # TOTAL_NAMES
+    dealloc: int | None = None  # None: no interval knew it (pg_stat_statements_info needs 14+)
+    dealloc_span_s: float = 0.0
+    entries_peak: int | None = None
+    entries_max: int | None = None
+    wait_session_s: float = 0.0
+
+    def add(self, other: ServerTotals) -> None:
+        self.snapshots += other.snapshots
+        self.span_s += other.span_s
+        self.planning_tracked_s += other.planning_tracked_s
+        self.values = self.values + other.values
+        if other.dealloc is not None:
+            self.dealloc = (self.dealloc or 0) + other.dealloc
+        self.dealloc_span_s += other.dealloc_span_s
+        if other.entries_peak is not None:
+            self.entries_peak = max(self.entries_peak or 0, other.entries_peak)
+        if other.entries_max is not None:
+            self.entries_max = other.entries_max
+        self.wait_session_s += other.wait_session_s
+
+    def get(self, name: str) -> int:
+        return int(self.values[TOTAL_NAMES.index(name)])
+
+
+def _segments_sql(segments: list[tuple[datetime, datetime]], col: str) -> tuple[str, list]:
+    clause = " OR ".join(f"({col} >= %s AND {col} < %s)" for _ in segments)
+    return f"({clause})", [v for seg in segments for v in seg]
+
+
+def read_raw(server_id: int, segments: list[tuple[datetime, datetime]], *, statements: bool = True):
+    """(server totals, per-statement sums) of the delta snapshots taken in the segments."""
+    totals = ServerTotals()
+    if not segments:
+        return totals, tiers.Sums.empty()
+    where, params = _segments_sql(segments, "taken_at")
+    payload = "statements" if statements else "NULL::bytea"
+    rows = db.fetchall(
+        f"SELECT interval_s, coalesce(track_planning, false), dealloc_delta, entries, entries_max, "
+        f"{', '.join(f'coalesce({c}, -1)' for c in TOTAL_NAMES)}, {payload}, "
+        f"(SELECT coalesce(sum(session_s), 0) FROM {tables.WAIT_EVENT.name} w "
+        f" WHERE w.server_id = s.server_id AND w.taken_at = s.taken_at)::float8 "
+        f"FROM {tables.SNAPSHOT.name} s WHERE server_id = %s AND kind = 'delta' AND {where} ORDER BY taken_at",
+        [server_id, *params],
+        binary=True,
+    )
+    payloads = []
+    for interval_s, tracked, dd, entries, entries_max, *rest in rows:
+        figures, blob, waits = rest[:N], rest[N], rest[N + 1]
+        if blob is not None:
+            payloads.append(bytes(blob))
+        if figures[0] < 0:  # written before the totals columns existed: from the block
+            figures = tiers.from_payloads([bytes(blob)]).values.sum(axis=0) if blob is not None else [0] * N
+        one = ServerTotals(
+            snapshots=1, span_s=interval_s, planning_tracked_s=interval_s if tracked else 0.0,
+            values=np.array(figures, np.int64), dealloc=dd, dealloc_span_s=interval_s if dd is not None else 0.0,
+            entries_peak=entries, entries_max=entries_max, wait_session_s=waits,
+        )  # fmt: skip
+        totals.add(one)
+    return totals, tiers.from_payloads(payloads) if statements else tiers.Sums.empty()
+
+
+_BUCKET_FIGURES = (
+    "count(*), sum(snapshots), sum(span_s), sum(planning_tracked_s), "
+    + ", ".join(f"sum({c})" for c in TOTAL_NAMES)
+    + ", sum(dealloc_delta), sum(dealloc_span_s), max(entries_peak), "
+    "(array_agg(entries_max ORDER BY bucket DESC))[1], sum(wait_session_s)"
+)
+
+
+def bucket_totals(row) -> ServerTotals:
+    """ServerTotals from a row of _BUCKET_FIGURES (without its leading count)."""
+    snapshots, span_s, tracked_s, *rest = row
+    figures, (dd, dd_span, peak, emax, waits) = rest[:N], rest[N:]
+    return ServerTotals(
+        snapshots=int(snapshots or 0), span_s=float(span_s or 0), planning_tracked_s=float(tracked_s or 0),
+        values=np.array([int(v or 0) for v in figures], np.int64), dealloc=None if dd is None else int(dd),
+        dealloc_span_s=float(dd_span or 0), entries_peak=peak, entries_max=emax, wait_session_s=float(waits or 0),
+    )  # fmt: skip
+
+
+def core_totals(server_id: int, core: tuple[datetime, datetime] | None) -> ServerTotals:
+    """Server totals over an hour-aligned range: hourly buckets, and daily ones where hours have expired."""
+    if core is None:
+        return ServerTotals()
+    s, e = core
+    row = db.fetchone(
+            f"""
+            WITH hf AS (SELECT min(bucket) AS b FROM {tables.SERVER_HOURLY.name} WHERE server_id = %(sid)s)
+            SELECT {_BUCKET_FIGURES} FROM (
+                SELECT * FROM {tables.SERVER_HOURLY.name}
+                WHERE server_id = %(sid)s AND bucket >= %(s)s AND bucket < %(e)s
+                UNION ALL
+                SELECT d.* FROM {tables.SERVER_DAILY.name} d, hf WHERE server_id = %(sid)s AND bucket >= %(s)s
+                AND bucket + interval '1 day' <= %(e)s AND (hf.b IS NULL OR bucket + interval '1 day' <= hf.b)
+            ) parts
+            """,
+            {"sid": server_id, "s": s, "e": e},
+    )
+    return bucket_totals(row[1:])
+
+
+def window_totals(server_id: int, p: Plan, raw: ServerTotals | None = None) -> ServerTotals:
+    totals = raw if raw is not None else read_raw(server_id, p.raw, statements=False)[0]
+    out = ServerTotals()
+    out.add(totals)
+    out.add(core_totals(server_id, p.core))
+    return out

@@ -1,0 +1,312 @@
+"""Time series of a statement and of a server, for charts.
+
+Rates are sums over the span of the intervals behind a point, never over the point's width: a
+snapshot taken after an outage spans the outage, so its deltas show as their average over it, and
+the buckets of the outage itself have no data: a gap is a gap (None), not a zero.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+import numpy as np
+
+from collectors import codec, tables, tiers
+from collectors.columns import TOTAL_NAMES, totals_of
+from collectors.selectors import db, windows
+from collectors.selectors.parts import _BUCKET_FIGURES, ServerTotals, bucket_totals
+from collectors.selectors.windows import Window, WindowError
+
+RESOLUTIONS = ("raw", "hourly", "daily")
+RAW_UP_TO = timedelta(hours=6)  # automatic resolution: raw points up to 6 h (360 at one a minute)
+HOURLY_UP_TO = timedelta(days=31)  # hourly up to a month (744 points), daily beyond
+_STEP = {"hourly": tiers.HOUR, "daily": tiers.DAY}
+_TIERS = {
+    "hourly": (tables.SERVER_HOURLY, tables.STATEMENT_HOURLY, tiers.day_of),
+    "daily": (tables.SERVER_DAILY, tables.STATEMENT_DAILY, tiers.month_of),
+}
+
+
+def choose_resolution(window: Window, cov: windows.Coverage, asked: str | None) -> str:
+    if asked is not None:
+        if asked not in RESOLUTIONS:
+            raise WindowError(f"unknown resolution {asked!r}: one of {', '.join(RESOLUTIONS)}")
+        return asked
+    length = window.end - window.start
+    if length <= RAW_UP_TO and cov.raw_from is not None and cov.raw_from <= window.start:
+        return "raw"
+    if length <= HOURLY_UP_TO and (cov.hourly_from is None or cov.hourly_from <= window.start):
+        return "hourly"
+    return "daily"
+
+
+def _floor(at: datetime, resolution: str) -> datetime:
+    return windows.floor_hour(at) if resolution == "hourly" else tiers.day_of(at)
+
+
+def _grid(window: Window, resolution: str) -> list[datetime]:
+    """Bucket starts covering the window (buckets at its edges are included whole)."""
+    step = _STEP[resolution]
+    at, out = _floor(window.start, resolution), []
+    while at < window.end:
+        out.append(at)
+        at += step
+    return out
+
+
+def _rate(value: float, span_s: float | None) -> float | None:
+    return value / span_s if span_s else None
+
+
+# -- one statement ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StatementPoint:
+    start: datetime
+    end: datetime
+    span_s: float | None  # seconds of intervals behind the point; None: no data (a gap)
+    planning_tracked: bool | None  # None: gap; False: track_planning was off for the whole point
+    calls: int | None
+    calls_per_s: float | None
+    mean_exec_ms: float | None
+    mean_plan_ms: float | None  # None where planning was not tracked (never 0 for "not tracked")
+    rows_per_call: float | None
+    hit_ratio: float | None
+    temp_blks: int | None
+
+
+@dataclass(frozen=True)
+class StatementSeries:
+    statement_id: int
+    server_id: int
+    window: Window
+    resolution: str
+    points: list[StatementPoint]
+
+
+def _statement_point(start, end, span_s, tracked_s, f: dict[str, int] | None) -> StatementPoint:
+    if not span_s:
+        return StatementPoint(start, end, None, None, None, None, None, None, None, None, None)
+    f = f or dict.fromkeys(TOTAL_NAMES, 0)
+    calls, plans, blocks = f["calls"], f["plans"], f["shared_blks_hit"] + f["shared_blks_read"]
+    tracked = tracked_s > 0
+    return StatementPoint(
+        start=start, end=end, span_s=span_s, planning_tracked=tracked, calls=calls,
+        calls_per_s=calls / span_s, mean_exec_ms=f["exec_us"] / 1000 / calls if calls else None,
+        mean_plan_ms=f["plan_us"] / 1000 / plans if tracked and plans else None,
+        rows_per_call=f["rows"] / calls if calls else None,
+        hit_ratio=f["shared_blks_hit"] / blocks if blocks else None, temp_blks=f["temp_blks"],
+    )  # fmt: skip
+
+
+def statement_series(*, statement_id: int, window: Window, resolution: str | None = None) -> StatementSeries:
+    """One statement's calls/s, mean execution and planning time, rows per call, hit ratio and temp
+    blocks over a window, at the resolution asked for or the one that fits the window."""
+    found = db.fetchall(f"SELECT server_id FROM {tables.STATEMENT.name} WHERE id = %s", [statement_id])
+    if not found:
+        raise LookupError(f"no statement {statement_id}")
+    server_id = found[0][0]
+    resolution = choose_resolution(window, windows.coverage(server_id), resolution)
+    if resolution == "raw":
+        points = _statement_raw(server_id, statement_id, window)
+    else:
+        points = _statement_buckets(server_id, statement_id, window, resolution)
+    return StatementSeries(statement_id, server_id, window, resolution, points)
+
+
+def _statement_raw(server_id: int, statement_id: int, window: Window) -> list[StatementPoint]:
+    rows = db.fetchall(
+        f"SELECT prev_taken_at, taken_at, interval_s, track_planning, statements FROM {tables.SNAPSHOT.name} "
+        "WHERE server_id = %s AND kind = 'delta' AND taken_at >= %s AND taken_at < %s ORDER BY taken_at",
+        [server_id, window.start, window.end],
+    )
+    points = []
+    for prev, taken, interval_s, tracked, payload in rows:
+        f = None
+        if payload is not None:
+            block = codec.decode(bytes(payload))
+            i = int(block.statement_id.searchsorted(statement_id))
+            if i < len(block) and block.statement_id[i] == statement_id:
+                f = dict(zip(TOTAL_NAMES, totals_of(block.counters[i : i + 1])[0].tolist(), strict=True))
+        points.append(_statement_point(prev, taken, interval_s, interval_s if tracked else 0.0, f))
+    return points
+
+
+def _statement_buckets(server_id: int, statement_id: int, window: Window, resolution: str) -> list[StatementPoint]:
+    server_table, statement_table, period_of = _TIERS[resolution]
+    step = _STEP[resolution]
+    grid = _grid(window, resolution)
+    first_period = period_of(grid[0])
+    # The server's buckets from the start of the first period (earlier boundaries give the first delta).
+    buckets = {
+        b: (span_s, tracked_s)
+        for b, span_s, tracked_s in db.fetchall(
+            f"SELECT bucket, span_s, planning_tracked_s FROM {server_table.name} "
+            "WHERE server_id = %s AND bucket >= %s AND bucket < %s ORDER BY bucket",
+            [server_id, first_period, grid[-1] + step],
+        )
+    }
+    boundaries = [b + step for b in sorted(buckets)]
+    running = {
+        until: dict(zip(TOTAL_NAMES, figs, strict=True))
+        for until, *figs in db.fetchall(
+            f"SELECT until, {', '.join(TOTAL_NAMES)} FROM {statement_table.name} "
+            "WHERE server_id = %s AND statement_id = %s AND until = ANY(%s)",
+            [server_id, statement_id, boundaries],
+        )
+    }
+    deltas: dict[datetime, dict[str, int]] = {}
+    zero = dict.fromkeys(TOTAL_NAMES, 0)
+    prev, period = zero, None
+    for b in sorted(buckets):
+        if period_of(b) != period:
+            period, prev = period_of(b), zero
+        cur = running.get(b + step, prev)  # absent: not run yet this period (or unchanged)
+        deltas[b] = {c: cur[c] - prev[c] for c in TOTAL_NAMES}
+        prev = cur
+    out = []
+    for b in grid:
+        span_s, tracked_s = buckets.get(b, (None, 0.0))
+        out.append(_statement_point(b, b + step, span_s, tracked_s, deltas.get(b)))
+    return out
+
+
+# -- one server ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ServerPoint:
+    start: datetime
+    end: datetime
+    span_s: float | None  # None: no data (a gap)
+    planning: str | None  # tracked | partly tracked | not tracked; None: gap
+    calls_per_s: float | None
+    exec_ms_per_s: float | None
+    plan_ms_per_s: float | None  # None where planning was not tracked
+    dealloc_per_s: float | None  # None where unknown (pg_stat_statements_info needs 14+)
+    entries_peak: int | None
+    entries_max: int | None  # pg_stat_statements.max
+    hit_ratio: float | None
+    active_sessions: dict[str, float]  # wait event (top N and "other") -> average active sessions
+
+
+@dataclass(frozen=True)
+class ServerSeries:
+    server_id: int
+    window: Window
+    resolution: str
+    events: list[str]  # the wait events charted, heaviest first ("other" last)
+    points: list[ServerPoint]
+
+
+def _event_label(event_type: str | None, event: str | None) -> str:
+    if event_type is None and event is None:
+        return "CPU (no wait event)"
+    return f"{event_type}:{event}"
+
+
+def _server_point(start, end, t: ServerTotals | None, waits: dict[str, float]) -> ServerPoint:
+    if t is None or not t.span_s:
+        return ServerPoint(start, end, None, None, None, None, None, None, None, None, None, {})
+    planning = "not tracked" if t.planning_tracked_s <= 0 else (
+        "partly tracked" if t.planning_tracked_s < t.span_s else "tracked")  # fmt: skip
+    hit, read = t.get("shared_blks_hit"), t.get("shared_blks_read")
+    return ServerPoint(
+        start=start, end=end, span_s=t.span_s, planning=planning, calls_per_s=t.get("calls") / t.span_s,
+        exec_ms_per_s=t.get("exec_us") / 1000 / t.span_s,
+        plan_ms_per_s=t.get("plan_us") / 1000 / t.planning_tracked_s if t.planning_tracked_s > 0 else None,
+        dealloc_per_s=t.dealloc / t.dealloc_span_s if t.dealloc is not None and t.dealloc_span_s else None,
+        entries_peak=t.entries_peak, entries_max=t.entries_max, hit_ratio=hit / (hit + read) if hit + read else None,
+        active_sessions={k: v / t.span_s for k, v in waits.items()},
+    )  # fmt: skip
+
+
+def _top_events(per_point: dict, top: int) -> list[str]:
+    weight: dict[str, float] = {}
+    for events in per_point.values():
+        for label, s in events.items():
+            weight[label] = weight.get(label, 0.0) + s
+    ranked = sorted(weight, key=lambda k: (-weight[k], k))
+    return ranked[:top] + (["other"] if len(ranked) > top else [])
+
+
+def _fold(events: dict[str, float], keep: list[str]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for label, s in events.items():
+        key = label if label in keep else "other"
+        out[key] = out.get(key, 0.0) + s
+    return out
+
+
+def server_series(*, server_id: int, window: Window, resolution: str | None = None, top_events: int = 5) -> ServerSeries:
+    """A server's calls/s, execution and planning time per second, dealloc/s, entries against
+    pg_stat_statements.max, hit ratio, and wait events as average active sessions (top N + other)."""
+    cov = windows.coverage(server_id)
+    resolution = choose_resolution(window, cov, resolution)
+    if resolution == "raw":
+        return _server_raw(server_id, window, top_events)
+    server_table = _TIERS[resolution][0]
+    wait_table = tables.WAIT_EVENT_HOURLY if resolution == "hourly" else tables.WAIT_EVENT_DAILY
+    step = _STEP[resolution]
+    grid = _grid(window, resolution)
+    lo, hi = grid[0], grid[-1] + step
+    unit = "hour" if resolution == "hourly" else "day"
+    built_until = cov.hours_built_until if resolution == "hourly" else cov.days_built_until
+    built_until = built_until or lo
+    # Built buckets, and for the tail not rolled up yet the raw snapshots summed per bucket.
+    rows = db.fetchall(
+        f"SELECT bucket, {_BUCKET_FIGURES} FROM {server_table.name} "
+        "WHERE server_id = %(s)s AND bucket >= %(lo)s AND bucket < %(hi)s GROUP BY bucket "
+        f"UNION ALL SELECT date_trunc('{unit}', taken_at), count(*), count(*), sum(interval_s), "
+        "sum(CASE WHEN track_planning THEN interval_s ELSE 0 END), "
+        + ", ".join(f"sum({c})" for c in TOTAL_NAMES)
+        + ", sum(dealloc_delta), sum(CASE WHEN dealloc_delta IS NOT NULL THEN interval_s ELSE 0 END), max(entries), "
+        "(array_agg(entries_max ORDER BY taken_at DESC))[1], 0 "
+        f"FROM {tables.SNAPSHOT.name} WHERE server_id = %(s)s AND kind = 'delta' AND taken_at >= greatest(%(lo)s, "
+        "%(built)s) AND taken_at < %(hi)s GROUP BY 1",
+        {"s": server_id, "lo": lo, "hi": hi, "built": built_until},
+    )
+    totals = {r[0]: bucket_totals(r[2:]) for r in rows}
+    waits: dict[datetime, dict[str, float]] = {}
+    for bucket, et, ev, s in db.fetchall(
+        f"SELECT bucket, event_type, event, sum(session_s) FROM {wait_table.name} "
+        "WHERE server_id = %(s)s AND bucket >= %(lo)s AND bucket < %(hi)s GROUP BY 1, 2, 3 "
+        f"UNION ALL SELECT date_trunc('{unit}', taken_at), event_type, event, sum(session_s) "
+        f"FROM {tables.WAIT_EVENT.name} WHERE server_id = %(s)s AND taken_at >= greatest(%(lo)s, %(built)s) "
+        "AND taken_at < %(hi)s GROUP BY 1, 2, 3",
+        {"s": server_id, "lo": lo, "hi": hi, "built": built_until},
+    ):
+        label = _event_label(et, ev)
+        waits.setdefault(bucket, {})[label] = waits.get(bucket, {}).get(label, 0.0) + s
+    events = _top_events(waits, top_events)
+    points = [_server_point(b, b + step, totals.get(b), _fold(waits.get(b, {}), events)) for b in grid]
+    return ServerSeries(server_id, window, resolution, events, points)
+
+
+def _server_raw(server_id: int, window: Window, top_events: int) -> ServerSeries:
+    rows = db.fetchall(
+        f"SELECT prev_taken_at, taken_at, interval_s, track_planning, {', '.join(TOTAL_NAMES)}, dealloc_delta, "
+        f"entries, entries_max FROM {tables.SNAPSHOT.name} "
+        "WHERE server_id = %s AND kind = 'delta' AND taken_at >= %s AND taken_at < %s ORDER BY taken_at",
+        [server_id, window.start, window.end],
+    )
+    waits: dict[datetime, dict[str, float]] = {}
+    for taken, et, ev, s in db.fetchall(
+        f"SELECT taken_at, event_type, event, sum(session_s) FROM {tables.WAIT_EVENT.name} "
+        "WHERE server_id = %s AND taken_at >= %s AND taken_at < %s GROUP BY 1, 2, 3",
+        [server_id, window.start, window.end],
+    ):
+        waits.setdefault(taken, {})[_event_label(et, ev)] = s
+    events = _top_events(waits, top_events)
+    n = len(TOTAL_NAMES)
+    points = []
+    for prev, taken, interval_s, tracked, *rest in rows:
+        figs, (dd, entries, entries_max) = rest[:n], rest[n:]
+        t = ServerTotals(
+            snapshots=1, span_s=interval_s, planning_tracked_s=interval_s if tracked else 0.0,
+            values=np.array([int(v or 0) for v in figs], np.int64), dealloc=dd,
+            dealloc_span_s=interval_s if dd is not None else 0.0, entries_peak=entries, entries_max=entries_max,
+        )  # fmt: skip
+        points.append(_server_point(prev, taken, t, _fold(waits.get(taken, {}), events)))
+    return ServerSeries(server_id, window, "raw", events, points)

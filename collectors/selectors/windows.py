@@ -1,0 +1,194 @@
+"""Time windows and how one is read: each part of a window at exactly one resolution.
+
+A window [start, end) is cut into raw edges (minutes, decoded from the per-snapshot blocks) and
+an hour-aligned core answered by the prefix sums of the statement-major tier (tiers.py): inside a
+UTC day from the hourly tier, whole days inside a UTC month from the daily tier. A snapshot
+belongs to the window when its taken_at is in [start, end): that is the rule every tier follows,
+so the tiers add up to exactly what the raw data alone gives.
+
+Where raw snapshots have expired, an edge moves outward to the hour that holds it (to the day
+beyond the hourly retention); the plan says which range was really read.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+from django.utils import timezone
+
+from collectors import tables, tiers
+from collectors.selectors import db
+
+HOUR = tiers.HOUR
+DAY = tiers.DAY
+
+
+class WindowError(ValueError):
+    """A window that cannot be read, with what to fix in the message."""
+
+
+@dataclass(frozen=True)
+class Window:
+    start: datetime
+    end: datetime
+
+    def __post_init__(self):
+        if self.start.tzinfo is None or self.end.tzinfo is None:
+            raise WindowError("window edges must be timezone-aware")
+        if self.start >= self.end:
+            raise WindowError(f"window start {self.start.isoformat()} is not before its end {self.end.isoformat()}")
+
+    @classmethod
+    def last(cls, length: timedelta, *, now: datetime | None = None) -> Window:
+        end = now or timezone.now()
+        return cls(end - length, end)
+
+    @property
+    def seconds(self) -> float:
+        return (self.end - self.start).total_seconds()
+
+    def previous(self) -> Window:
+        """The window of the same length just before this one."""
+        return Window(self.start - (self.end - self.start), self.start)
+
+
+def floor_hour(at: datetime) -> datetime:
+    return at.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
+
+
+def ceil_hour(at: datetime) -> datetime:
+    f = floor_hour(at)
+    return f if f == at else f + HOUR
+
+
+def ceil_day(at: datetime) -> datetime:
+    f = tiers.day_of(at)
+    return f if f == at else f + DAY
+
+
+@dataclass(frozen=True)
+class Term:
+    """+/- the running sums of a statement tier at a boundary (resolved to the latest boundary with
+    rows in the same period, which has the same value)."""
+
+    table: tables.HistoryTable
+    until: datetime
+    since: datetime  # the start of the boundary's period (UTC day or month)
+    sign: int
+
+
+@dataclass
+class Coverage:
+    """What one server's history holds, to plan reads on."""
+
+    raw_from: datetime | None  # oldest raw snapshot
+    hourly_from: datetime | None  # oldest hourly bucket
+    hours_built_until: datetime | None  # end of the latest hourly bucket
+    days_built_until: datetime | None  # end of the latest daily bucket
+
+
+def coverage(server_id: int) -> Coverage:
+    raw_from, hourly_from, last_hour, last_day = db.fetchone(
+            f"SELECT (SELECT min(taken_at) FROM {tables.SNAPSHOT.name} WHERE server_id = %(s)s), "
+            f"(SELECT min(bucket) FROM {tables.SERVER_HOURLY.name} WHERE server_id = %(s)s), "
+            f"(SELECT max(bucket) FROM {tables.SERVER_HOURLY.name} WHERE server_id = %(s)s), "
+            f"(SELECT max(bucket) FROM {tables.SERVER_DAILY.name} WHERE server_id = %(s)s)",
+            {"s": server_id},
+    )
+    return Coverage(
+        raw_from=raw_from,
+        hourly_from=hourly_from,
+        hours_built_until=None if last_hour is None else last_hour + HOUR,
+        days_built_until=None if last_day is None else last_day + DAY,
+    )
+
+
+@dataclass
+class Plan:
+    """How to read one window of one server."""
+
+    window: Window
+    start: datetime  # what is really read (edges moved outward where raw data has expired)
+    end: datetime
+    raw: list[tuple[datetime, datetime]] = field(default_factory=list)  # [a, b) read from raw snapshots
+    core: tuple[datetime, datetime] | None = None  # [S, E) read from the tiers
+    terms: list[Term] = field(default_factory=list)
+    resolutions: list[str] = field(default_factory=list)
+
+
+def plan(window: Window, cov: Coverage) -> Plan:
+    start, end = window.start, window.end
+    if cov.raw_from is None or start < cov.raw_from:
+        # Raw data has expired (or never existed) at the start edge: whole hours, or whole days.
+        start = floor_hour(start) if cov.hourly_from is not None and start >= cov.hourly_from else tiers.day_of(start)
+    if cov.raw_from is None or end < cov.raw_from:
+        end = ceil_hour(end) if cov.hourly_from is not None and end >= cov.hourly_from else ceil_day(end)
+    p = Plan(window=window, start=start, end=end)
+    s_core = ceil_hour(start)
+    e_core = floor_hour(end)
+    if cov.hours_built_until is not None:
+        e_core = min(e_core, cov.hours_built_until)
+    else:
+        e_core = s_core
+    if s_core >= e_core:
+        p.raw.append((start, end))
+        p.resolutions.append("raw")
+        return p
+    if start < s_core:
+        p.raw.append((start, s_core))
+    if e_core < end:
+        p.raw.append((e_core, end))
+    if p.raw:
+        p.resolutions.append("raw")
+    p.core = (s_core, e_core)
+    p.terms = _terms(s_core, e_core, cov.days_built_until)
+    for label, table in (("hourly", tables.STATEMENT_HOURLY), ("daily", tables.STATEMENT_DAILY)):
+        if any(t.table is table for t in p.terms):
+            p.resolutions.append(label)
+    return p
+
+
+def _terms(s: datetime, e: datetime, days_built_until: datetime | None) -> list[Term]:
+    """The prefix-sum terms whose signed sum is each statement's total over [s, e) (hour-aligned)."""
+    h, d = tables.STATEMENT_HOURLY, tables.STATEMENT_DAILY
+    day_s, day_e = tiers.day_of(s), tiers.day_of(e)
+    if day_s == day_e:
+        terms = [Term(h, e, day_e, +1)]
+        if s != day_s:
+            terms.append(Term(h, s, day_s, -1))
+        return terms
+    terms: list[Term] = []
+    first_whole = day_s
+    if s != day_s:  # the first day from s to its end
+        terms += [Term(h, day_s + DAY, day_s, +1), Term(h, s, day_s, -1)]
+        first_whole = day_s + DAY
+    if e != day_e:  # the last day from its start to e
+        terms.append(Term(h, e, day_e, +1))
+    # Whole days: from the daily tier where built, within each month; the rest day by day (hourly).
+    daily_until = min(day_e, days_built_until) if days_built_until is not None else first_whole
+    day = first_whole
+    while day < daily_until:
+        month = tiers.month_of(day)
+        upto = min(daily_until, tiers.next_month(month))
+        terms.append(Term(d, upto, month, +1))
+        if day != month:
+            terms.append(Term(d, day, month, -1))
+        day = upto
+    while day < day_e:
+        terms.append(Term(h, day + DAY, day, +1))
+        day += DAY
+    return terms
+
+
+def resolve(server_id: int, terms: list[Term]) -> list[tuple[Term, datetime | None]]:
+    """Each term with the latest boundary that has rows at or before its own, in its period (None:
+    the statement sums are all zero there). One query for all terms."""
+    if not terms:
+        return []
+    parts = []
+    params: list = []
+    for t in terms:
+        parts.append(f"(SELECT max(until) FROM {t.table.name} WHERE server_id = %s AND until > %s AND until <= %s)")
+        params += [server_id, t.since, t.until]
+    found = db.fetchone("SELECT " + ", ".join(parts), params)
+    return list(zip(terms, found, strict=True))

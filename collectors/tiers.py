@@ -1,0 +1,363 @@
+"""The read tier's writers: for each UTC hour and day, the server's totals as columns, and each
+statement's running sums at the bucket's end.
+
+The statement-major tier holds prefix sums. collectors_statement_hourly has, for every statement
+seen so far in a UTC day, at each hour boundary `until` of that day, the sum of its deltas from
+the day's start to `until`; collectors_statement_daily the same at day boundaries since the start
+of the UTC month. Rows are dense within their period (once a statement has a row at a boundary, it
+has one at every later boundary of that period that has rows), so any hour-aligned range inside a
+day is C(b) - C(a): two rows per statement, whatever the range's length. A boundary without rows
+(no snapshot in that hour) has the value of the latest boundary before it in the same period.
+
+Measured against the alternatives in docs/read-tier.md. Buckets are rebuilt whole and in order
+from raw snapshots (hours) or from the hourly tier (days), so rebuilding is idempotent.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+from django.db import connection
+from psycopg import sql
+
+from collectors import binary_copy, codec, partitions, tables
+from collectors.columns import TOTAL_NAMES, TOTALS, totals_of
+
+HOUR = timedelta(hours=1)
+DAY = timedelta(days=1)
+TIER_COLUMNS: tuple[tuple[str, str], ...] = (("statement_id", "i8"), *((c, "i8") for c in TOTAL_NAMES))
+_TIER_LIST = sql.SQL(", ").join(sql.Identifier(c) for c, _ in TIER_COLUMNS)
+
+
+@dataclass
+class Sums:
+    """Per-statement sums of the read-tier figures (ids strictly increasing)."""
+
+    statement_id: np.ndarray  # (n,) int64
+    values: np.ndarray  # (n, len(TOTAL_NAMES)) int64
+
+    @classmethod
+    def empty(cls) -> Sums:
+        return cls(np.empty(0, np.int64), np.empty((0, len(TOTAL_NAMES)), np.int64))
+
+    def __len__(self) -> int:
+        return int(self.statement_id.shape[0])
+
+    def plus(self, other: Sums) -> Sums:
+        return add(self, other)
+
+
+def add(*parts: Sums) -> Sums:
+    """Sum per statement over several Sums (a statement absent from one counts 0 there)."""
+    parts = tuple(p for p in parts if len(p))
+    if not parts:
+        return Sums.empty()
+    if len(parts) == 1:
+        return parts[0]
+    ids = np.concatenate([p.statement_id for p in parts])
+    values = np.concatenate([p.values for p in parts])
+    order = np.argsort(ids, kind="stable")
+    ids, values = ids[order], values[order]
+    starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
+    return Sums(ids[starts], np.add.reduceat(values, starts, axis=0))
+
+
+def from_blocks(blocks: list[codec.Block]) -> Sums:
+    return add(*(Sums(b.statement_id, totals_of(b.counters)) for b in blocks))
+
+
+def from_payloads(payloads: list[bytes]) -> Sums:
+    """Per-statement sums of the read-tier figures over stored blocks, decoding only those figures."""
+    return add(*(Sums(*codec.decode_sums(p, TOTALS)) for p in payloads))
+
+
+def day_of(at: datetime) -> datetime:
+    return at.astimezone(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+
+
+def month_of(at: datetime) -> datetime:
+    return day_of(at).replace(day=1)
+
+
+def next_month(month: datetime) -> datetime:
+    return (month + timedelta(days=32)).replace(day=1)
+
+
+# -- reading the tier ---------------------------------------------------------------------------
+
+
+def read_boundary(table: tables.HistoryTable, server_id: int, until: datetime) -> Sums:
+    """The running sums stored at one boundary (empty if it has no rows)."""
+    query = sql.SQL(
+        "COPY (SELECT {cols} FROM {table} WHERE server_id = {sid} AND until = {until} ORDER BY statement_id) "
+        "TO STDOUT (FORMAT binary)"
+    ).format(cols=_TIER_LIST, table=sql.Identifier(table.name), sid=sql.Literal(server_id),
+             until=sql.Literal(until))  # fmt: skip
+    rows = _copy_out(query)
+    values = np.column_stack([rows[c] for c in TOTAL_NAMES]).reshape(len(rows), len(TOTAL_NAMES))
+    return Sums(rows["statement_id"].astype(np.int64), values.astype(np.int64))
+
+
+def _copy_out(query: sql.Composable) -> np.ndarray:
+    connection.ensure_connection()
+    chunks: list[bytes] = []
+    with connection.connection.cursor() as cur, cur.copy(query) as copy:
+        for chunk in copy:
+            chunks.append(bytes(chunk))
+    return binary_copy.parse(b"".join(chunks), TIER_COLUMNS)
+
+
+def _write_boundary(table: tables.HistoryTable, server_id: int, until: datetime, sums: Sums) -> None:
+    partitions.ensure(table.name, until)
+    connection.ensure_connection()
+    with connection.connection.cursor() as cur:
+        cur.execute(
+            sql.SQL("DELETE FROM {} WHERE server_id = %s AND until = %s").format(sql.Identifier(table.name)),
+            (server_id, until),
+        )
+        if not len(sums):
+            return
+        rows = np.empty(len(sums), dtype=binary_copy.native_dtype(TIER_COLUMNS))
+        rows["statement_id"] = sums.statement_id
+        for j, c in enumerate(TOTAL_NAMES):
+            rows[c] = sums.values[:, j]
+        query = sql.SQL("COPY {} (server_id, until, {}) FROM STDIN (FORMAT binary)").format(
+            sql.Identifier(table.name), _TIER_LIST
+        )
+        # server_id and until are constant: COPY them from a prefix of two columns per row.
+        full = (("server_id", "i8"), ("until", "ts"), *TIER_COLUMNS)
+        with cur.copy(query) as copy:
+            copy.write(_build_with_constants(rows, server_id, until, full))
+
+
+_PG_EPOCH_US = 946_684_800_000_000
+
+
+def _build_with_constants(rows: np.ndarray, server_id: int, until: datetime, full) -> bytes:
+    """COPY BINARY rows of (server_id, until, statement_id, figures...) with the first two constant."""
+    cols = [("server_id", "i8"), ("until_us", "i8"), *TIER_COLUMNS]
+    out = np.empty(len(rows), dtype=binary_copy.native_dtype(cols))
+    out["server_id"] = server_id
+    out["until_us"] = int(until.timestamp() * 1_000_000) - _PG_EPOCH_US
+    for name, _ in TIER_COLUMNS:
+        out[name] = rows[name]
+    return binary_copy.build(out, cols)
+
+
+# -- building hours -----------------------------------------------------------------------------
+
+
+@dataclass
+class HourRaw:
+    """The delta snapshots of one server in one hour, as stored."""
+
+    snapshots: int
+    span_s: float
+    planning_tracked_s: float
+    dealloc_delta: int | None
+    dealloc_span_s: float
+    entries_peak: int
+    entries_max: int | None
+    changed: int
+    new_entries: int
+    sums: Sums  # per statement, over the hour
+
+def _raw_hours(server_id: int, start: datetime, end: datetime) -> dict[datetime, HourRaw]:
+    with connection.cursor() as cur:
+        cur.execute(
+            f"SELECT date_trunc('hour', taken_at), interval_s, track_planning, dealloc_delta, entries, entries_max, "
+            f"changed, new_entries, statements FROM {tables.SNAPSHOT.name} "
+            "WHERE server_id = %s AND taken_at >= %s AND taken_at < %s AND kind = 'delta' ORDER BY taken_at",
+            [server_id, start, end],
+        )
+        rows = cur.fetchall()
+    hours: dict[datetime, HourRaw] = {}
+    payloads: dict[datetime, list[bytes]] = {}
+    for hour, interval_s, tracked, dd, entries, entries_max, changed, new, payload in rows:
+        h = hours.get(hour)
+        if h is None:
+            h = hours[hour] = HourRaw(0, 0.0, 0.0, None, 0.0, 0, None, 0, 0, Sums.empty())
+            payloads[hour] = []
+        h.snapshots += 1
+        h.span_s += interval_s
+        h.planning_tracked_s += interval_s if tracked else 0.0
+        if dd is not None:
+            h.dealloc_delta = (h.dealloc_delta or 0) + dd
+            h.dealloc_span_s += interval_s
+        h.entries_peak = max(h.entries_peak, entries)
+        h.entries_max = entries_max  # rows are in time order: the last setting of the hour
+        h.changed += changed
+        h.new_entries += new
+        if payload is not None:
+            payloads[hour].append(bytes(payload))
+    for hour, h in hours.items():
+        h.sums = from_payloads(payloads[hour])
+    return hours
+
+
+def _wait_seconds(table: tables.HistoryTable, time_col: str, server_id: int, start: datetime, end: datetime,
+                  size: timedelta) -> dict[datetime, float]:  # fmt: skip
+    unit = "hour" if size == HOUR else "day"
+    with connection.cursor() as cur:
+        cur.execute(
+            f"SELECT date_trunc('{unit}', {time_col}), sum(session_s) FROM {table.name} "
+            f"WHERE server_id = %s AND {time_col} >= %s AND {time_col} < %s GROUP BY 1",
+            [server_id, start, end],
+        )
+        return dict(cur.fetchall())
+
+
+_SERVER_COLUMNS = (
+    "server_id", "bucket", "snapshots", "span_s", "planning_tracked_s", *TOTAL_NAMES, "dealloc_delta",
+    "dealloc_span_s", "entries_peak", "entries_max", "changed", "new_entries", "wait_session_s",
+)  # fmt: skip
+
+
+def _write_server_bucket(table: tables.HistoryTable, values: dict) -> None:
+    partitions.ensure(table.name, values["bucket"])
+    cols = sql.SQL(", ").join(sql.Identifier(c) for c in _SERVER_COLUMNS)
+    updates = sql.SQL(", ").join(
+        sql.SQL("{c} = EXCLUDED.{c}").format(c=sql.Identifier(c)) for c in _SERVER_COLUMNS[2:]
+    )
+    with connection.cursor() as cur:
+        cur.execute(
+            sql.SQL(
+                "INSERT INTO {t} ({cols}, built_at) VALUES ({marks}, now()) "
+                "ON CONFLICT (server_id, bucket) DO UPDATE SET {updates}, built_at = now()"
+            ).format(t=sql.Identifier(table.name), cols=cols, updates=updates,
+                     marks=sql.SQL(", ").join(sql.Placeholder() * len(_SERVER_COLUMNS))),  # fmt: skip
+            [values[c] for c in _SERVER_COLUMNS],
+        )
+
+
+def _delete_server_bucket(table: tables.HistoryTable, server_id: int, bucket: datetime) -> None:
+    with connection.cursor() as cur:
+        cur.execute(f"DELETE FROM {table.name} WHERE server_id = %s AND bucket = %s", [server_id, bucket])
+
+
+def latest_boundary(table: tables.HistoryTable, server_id: int, before: datetime, period_start: datetime):
+    """The latest boundary with rows in (period_start, before], or None."""
+    with connection.cursor() as cur:
+        cur.execute(
+            f"SELECT max(until) FROM {table.name} WHERE server_id = %s AND until > %s AND until <= %s",
+            [server_id, period_start, before],
+        )
+        return cur.fetchone()[0]
+
+
+def rebuild_hours(server_id: int, from_hour: datetime, until: datetime) -> int:
+    """Rebuild the hours of `from_hour`'s UTC day from `from_hour` on (up to `until`, exclusive) from the
+    raw snapshots: the server totals per hour and the statements' running sums at each hour's end.
+    Returns the number of hours written. Call inside a transaction."""
+    end = min(day_of(from_hour) + DAY, until)
+    raw = _raw_hours(server_id, from_hour, end)
+    return write_hours(server_id, from_hour, end, raw)
+
+
+def write_hours(server_id: int, from_hour: datetime, end: datetime, hours: dict[datetime, HourRaw]) -> int:
+    """Write hours [from_hour, end) of one UTC day from what each hour holds (an hour absent from
+    `hours` has no snapshot: its bucket and boundary rows go, the running sums carry over)."""
+    day = day_of(from_hour)
+    waits = _wait_seconds(tables.WAIT_EVENT_HOURLY, "bucket", server_id, from_hour, end, HOUR)
+    start_at = latest_boundary(tables.STATEMENT_HOURLY, server_id, from_hour, day)
+    running = Sums.empty() if start_at is None else read_boundary(tables.STATEMENT_HOURLY, server_id, start_at)
+    written = 0
+    hour = from_hour
+    while hour < end:
+        h = hours.get(hour)
+        boundary = hour + HOUR
+        if h is None:
+            # No snapshot in this hour: no bucket (a gap stays a gap); the running sums carry over.
+            _delete_server_bucket(tables.SERVER_HOURLY, server_id, hour)
+            with connection.cursor() as cur:
+                cur.execute(f"DELETE FROM {tables.STATEMENT_HOURLY.name} WHERE server_id = %s AND until = %s",
+                            [server_id, boundary])  # fmt: skip
+            hour = boundary
+            continue
+        hour_sums = h.sums
+        running = add(running, hour_sums)
+        _write_boundary(tables.STATEMENT_HOURLY, server_id, boundary, running)
+        server_totals = hour_sums.values.sum(axis=0) if len(hour_sums) else np.zeros(len(TOTAL_NAMES), np.int64)
+        _write_server_bucket(
+            tables.SERVER_HOURLY,
+            {
+                "server_id": server_id, "bucket": hour, "snapshots": h.snapshots, "span_s": h.span_s,
+                "planning_tracked_s": h.planning_tracked_s,
+                **{c: int(v) for c, v in zip(TOTAL_NAMES, server_totals, strict=True)},
+                "dealloc_delta": h.dealloc_delta, "dealloc_span_s": h.dealloc_span_s,
+                "entries_peak": h.entries_peak, "entries_max": h.entries_max, "changed": h.changed,
+                "new_entries": h.new_entries, "wait_session_s": float(waits.get(hour, 0.0)),
+            },
+        )  # fmt: skip
+        written += 1
+        hour = boundary
+    return written
+
+
+# -- building days ------------------------------------------------------------------------------
+
+
+def day_totals(server_id: int, day: datetime) -> Sums:
+    """Each statement's sums over one UTC day, from the hourly tier (its latest boundary that day)."""
+    last = latest_boundary(tables.STATEMENT_HOURLY, server_id, day + DAY, day)
+    return Sums.empty() if last is None else read_boundary(tables.STATEMENT_HOURLY, server_id, last)
+
+
+def rebuild_days(server_id: int, from_day: datetime, until: datetime,
+                 older: dict[datetime, tuple[dict, Sums]] | None = None) -> int:  # fmt: skip
+    """Rebuild the days of `from_day`'s UTC month from `from_day` on (whole days before `until`):
+    server totals per day (sums of its hours) and the statements' running sums at each day's end.
+    `older` gives days whose hours have expired (the backfill of blob rollups)."""
+    end = min(next_month(month_of(from_day)), until)
+    n = len(TOTAL_NAMES)
+    with connection.cursor() as cur:
+        cur.execute(
+            f"SELECT date_trunc('day', bucket), sum(snapshots), sum(span_s), sum(planning_tracked_s), "
+            + ", ".join(f"sum({c})" for c in TOTAL_NAMES)
+            + ", sum(dealloc_delta), sum(dealloc_span_s), max(entries_peak), "
+            "(array_agg(entries_max ORDER BY bucket DESC))[1], sum(changed), sum(new_entries), sum(wait_session_s) "
+            f"FROM {tables.SERVER_HOURLY.name} WHERE server_id = %s AND bucket >= %s AND bucket < %s GROUP BY 1",
+            [server_id, from_day, end],
+        )
+        rows = cur.fetchall()
+    days = {}
+    for day, snapshots, span_s, tracked_s, *rest in rows:
+        figures, (dd, dd_span, peak, emax, changed, new, waits) = rest[:n], rest[n:]
+        server = {
+            "server_id": server_id, "bucket": day, "snapshots": int(snapshots), "span_s": float(span_s),
+            "planning_tracked_s": float(tracked_s), **{c: int(v) for c, v in zip(TOTAL_NAMES, figures, strict=True)},
+            "dealloc_delta": None if dd is None else int(dd), "dealloc_span_s": float(dd_span),
+            "entries_peak": int(peak), "entries_max": emax, "changed": int(changed), "new_entries": int(new),
+            "wait_session_s": float(waits),
+        }  # fmt: skip
+        days[day] = (server, day_totals(server_id, day))
+    for day, value in (older or {}).items():
+        if from_day <= day < end:
+            days.setdefault(day, value)
+    return write_days(server_id, from_day, end, days)
+
+
+def write_days(server_id: int, from_day: datetime, end: datetime, days: dict[datetime, tuple[dict, Sums]]) -> int:
+    """Write days [from_day, end) of one UTC month from each day's server row and statement sums (a day
+    absent from `days` has no data: its bucket and boundary rows go, the running sums carry over)."""
+    start_at = latest_boundary(tables.STATEMENT_DAILY, server_id, from_day, month_of(from_day))
+    running = Sums.empty() if start_at is None else read_boundary(tables.STATEMENT_DAILY, server_id, start_at)
+    written = 0
+    day = from_day
+    while day < end:
+        boundary = day + DAY
+        if day not in days:
+            _delete_server_bucket(tables.SERVER_DAILY, server_id, day)
+            with connection.cursor() as cur:
+                cur.execute(f"DELETE FROM {tables.STATEMENT_DAILY.name} WHERE server_id = %s AND until = %s",
+                            [server_id, boundary])  # fmt: skip
+            day = boundary
+            continue
+        server, sums = days[day]
+        running = add(running, sums)
+        _write_boundary(tables.STATEMENT_DAILY, server_id, boundary, running)
+        _write_server_bucket(tables.SERVER_DAILY, server)
+        written += 1
+        day = boundary
+    return written

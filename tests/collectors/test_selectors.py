@@ -1,0 +1,270 @@
+"""Selectors against sums computed by hand from the raw snapshots of a synthetic history written
+through the real collection path and rolled up by the real periodic rollup (tests/history_world.py),
+over two and a half days that cross a month boundary, with an outage."""
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from django.db import connection, transaction
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from collectors import tiers
+from collectors.selectors import (
+    Page,
+    StatementFilters,
+    Window,
+    compare_windows,
+    db,
+    fleet_summary,
+    server_series,
+    statement_series,
+    top_statements,
+    wait_events,
+)
+from console.services import server_delete
+from tests.history_world import build, figures, raw_rows, raw_sums
+
+pytestmark = pytest.mark.django_db
+
+START = datetime(2026, 10, 30, 21, 7, tzinfo=UTC)  # 2.5 days over the end of October
+STEP = timedelta(minutes=10)
+OUTAGE = (datetime(2026, 10, 31, 14, 0, tzinfo=UTC), datetime(2026, 10, 31, 17, 30, tzinfo=UTC))
+END = datetime(2026, 11, 2, 5, 0, tzinfo=UTC)
+
+
+@pytest.fixture(scope="module")
+def history(django_db_setup, django_db_blocker):
+    """A synthetic server with 60 statements, a snapshot every 10 minutes, an outage of 3.5 hours."""
+    with django_db_blocker.unblock():
+        server = build("selectors-synthetic", n=60, start=START, end=END, step=STEP, outage=OUTAGE)
+        yield server
+        server_delete(server=server)
+
+
+def everything(server_id: int, window: Window, **kw):
+    return top_statements(server_id=server_id, window=window, page=Page(1, 500), **kw)
+
+
+def test_the_tiers_were_built(history):
+    with connection.cursor() as cur:
+        cur.execute("SELECT count(*) FROM collectors_server_hourly WHERE server_id = %s", [history.pk])
+        hours = cur.fetchone()[0]
+        cur.execute("SELECT count(*) FROM collectors_server_daily WHERE server_id = %s", [history.pk])
+        days = cur.fetchone()[0]
+    assert hours == 56 - 3  # 21:00 on the 30th to 04:00 on the 2nd, less the 3 hours without a snapshot
+    assert days == 4  # 30, 31 October, 1 and 2 November (rolled up a day later)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.integers(0, int((END - START).total_seconds() // 60)), st.integers(1, 3 * 24 * 60))
+def test_any_window_gives_the_raw_sums(history, start_min, length_min):
+    start = START + timedelta(minutes=start_min)
+    window = Window(start, start + timedelta(minutes=length_min))
+    with transaction.atomic():  # a failing example must not abort the others' transaction
+        result = everything(history.pk, window)
+    expected, intervals = raw_sums(history.pk, window.start, window.end)
+    got = {r.statement_id: figures(r) for r in result.rows}
+    assert set(got) == set(expected)
+    for sid, values in expected.items():
+        assert got[sid].tolist() == values.tolist(), sid
+    assert result.total_count == len(expected)
+    assert result.intervals == intervals
+    assert (result.read_start, result.read_end) == (window.start, window.end)
+
+
+def test_windows_use_each_resolution_once(history):
+    day = Window(datetime(2026, 10, 31, 0, 0, tzinfo=UTC), datetime(2026, 11, 2, 0, 0, tzinfo=UTC))
+    assert everything(history.pk, day).resolutions == ("daily",)
+    hours = Window(datetime(2026, 10, 31, 2, 0, tzinfo=UTC), datetime(2026, 10, 31, 9, 0, tzinfo=UTC))
+    assert everything(history.pk, hours).resolutions == ("hourly",)
+    edges = Window(datetime(2026, 10, 30, 23, 31, tzinfo=UTC), datetime(2026, 11, 1, 3, 5, tzinfo=UTC))
+    assert everything(history.pk, edges).resolutions == ("raw", "hourly", "daily")
+
+
+def test_every_order_sorts_like_the_raw_sums_and_pages_cover_everything(history):
+    window = Window(datetime(2026, 10, 31, 3, 17, tzinfo=UTC), datetime(2026, 11, 1, 11, 42, tzinfo=UTC))
+    expected, _ = raw_sums(history.pk, window.start, window.end)
+    keys = {
+        "total": lambda v: v[2] + v[3], "exec": lambda v: v[2], "plan": lambda v: v[3], "calls": lambda v: v[0],
+        "mean": lambda v: v[2] / v[0] if v[0] else -1, "rows": lambda v: v[4], "shared_read": lambda v: v[6],
+        "temp": lambda v: v[7], "io": lambda v: v[8], "wal": lambda v: v[9],
+    }  # fmt: skip
+    for order, key in keys.items():
+        want = sorted(expected, key=lambda sid: (-key(expected[sid]), sid))
+        pages = []
+        for number in range(1, 5):
+            result = top_statements(server_id=history.pk, window=window, order=order, page=Page(number, 17))
+            assert result.total_count == len(expected)
+            pages += [r.statement_id for r in result.rows]
+        assert pages == want, order
+    past = top_statements(server_id=history.pk, window=window, page=Page(99, 17))
+    assert past.rows == [] and past.total_count == len(expected)
+
+
+def test_filters_run_in_sql(history):
+    window = Window(datetime(2026, 10, 31, 0, 0, tzinfo=UTC), datetime(2026, 11, 1, 0, 0, tzinfo=UTC))
+    every = everything(history.pk, window).rows
+    db0 = everything(history.pk, window, filters=StatementFilters(database="db0")).rows
+    assert db0 and {r.database for r in db0} == {"db0"}
+    assert [r.statement_id for r in db0] == [r.statement_id for r in every if r.database == "db0"]
+    user = everything(history.pk, window, filters=StatementFilters(user="app_user1")).rows
+    assert user and all(r.user == "app_user1" for r in user)
+    one = every[3]
+    marker = one.query.split("*/")[0] + "*/"  # "/* q17 */": unique per statement
+    found = everything(history.pk, window, filters=StatementFilters(text=marker.upper())).rows
+    assert [r.statement_id for r in found] == [one.statement_id]
+    # Taken literally: LIKE wildcards and quotes in the text match nothing here, and break nothing.
+    for hostile in ("%%%", "_x_y_z_", "'; DROP TABLE collectors_statement; --", "\\"):
+        assert everything(history.pk, window, filters=StatementFilters(text=hostile)).rows == []
+
+
+def test_planning_not_tracked_is_not_zero(history):
+    # The synthetic server runs with track_planning = off.
+    result = everything(history.pk, Window(START, END))
+    assert result.planning.state == "not tracked"
+    assert all(r.plan_ms is None and r.plans is None and r.plan_share is None for r in result.rows)
+
+
+def test_expired_raw_moves_the_edges_to_whole_hours(history):
+    window = Window(datetime(2026, 10, 31, 5, 23, tzinfo=UTC), datetime(2026, 10, 31, 9, 41, tzinfo=UTC))
+    expected, _ = raw_sums(history.pk, datetime(2026, 10, 31, 5, 0, tzinfo=UTC),
+                           datetime(2026, 10, 31, 10, 0, tzinfo=UTC))  # fmt: skip
+    with connection.cursor() as cur:  # as retention would: the whole day's raw partition goes
+        cur.execute("DELETE FROM collectors_snapshot WHERE server_id = %s AND taken_at < %s",
+                    [history.pk, datetime(2026, 11, 1, tzinfo=UTC)])  # fmt: skip
+    result = everything(history.pk, window)
+    assert (result.read_start, result.read_end) == (datetime(2026, 10, 31, 5, 0, tzinfo=UTC),
+                                                    datetime(2026, 10, 31, 10, 0, tzinfo=UTC))  # fmt: skip
+    assert {r.statement_id: figures(r).tolist() for r in result.rows} == {k: v.tolist() for k, v in expected.items()}
+
+
+def test_compare_windows_finds_new_gone_and_regressed(history):
+    now = Window(datetime(2026, 11, 1, 0, 0, tzinfo=UTC), datetime(2026, 11, 1, 12, 0, tzinfo=UTC))
+    cmp = compare_windows(server_id=history.pk, window=now)
+    assert cmp.previous_window == Window(datetime(2026, 10, 31, 12, 0, tzinfo=UTC), now.start)
+    current, _ = raw_sums(history.pk, now.start, now.end)
+    before, _ = raw_sums(history.pk, now.start - timedelta(hours=12), now.start)
+    assert {c.statement_id for c in cmp.new} == set(current) - set(before)
+    assert {c.statement_id for c in cmp.gone} == set(before) - set(current)
+    total = sum(v[2] + v[3] for v in current.values())
+    want = {
+        sid for sid in set(current) & set(before)
+        if current[sid][0] and before[sid][0]
+        and (current[sid][2] + current[sid][3]) / current[sid][0] > 1.5 * (before[sid][2] + before[sid][3]) / before[sid][0]
+        and current[sid][2] + current[sid][3] >= 0.01 * total
+    }  # fmt: skip
+    assert {c.statement_id for c in cmp.regressions} == want
+
+
+def test_query_counts_do_not_grow_with_the_window(history):
+    counts = []
+    for length in (timedelta(minutes=30), timedelta(hours=7), timedelta(days=2)):
+        with db.counting() as c:
+            everything(history.pk, Window(END - length - timedelta(minutes=13), END - timedelta(minutes=13)))
+        counts.append(c.queries)
+    assert max(counts) <= 5, counts
+
+
+def test_day_totals_equal_the_sum_of_their_hours(history):
+    with connection.cursor() as cur:
+        cur.execute(
+            "SELECT d.calls, (SELECT sum(calls) FROM collectors_server_hourly h WHERE h.server_id = d.server_id "
+            "AND h.bucket >= d.bucket AND h.bucket < d.bucket + interval '1 day') FROM collectors_server_daily d "
+            "WHERE d.server_id = %s",
+            [history.pk],
+        )
+        rows = cur.fetchall()
+    assert rows and all(a == b for a, b in rows)
+    month_end = tiers.read_boundary(tiers.tables.STATEMENT_DAILY, history.pk, datetime(2026, 11, 1, tzinfo=UTC))
+    expected, _ = raw_sums(history.pk, datetime(2026, 10, 1, tzinfo=UTC), datetime(2026, 11, 1, tzinfo=UTC))
+    got = dict(zip(month_end.statement_id.tolist(), month_end.values.tolist(), strict=True))
+    assert {k: v for k, v in got.items() if any(v)} == {k: v.tolist() for k, v in expected.items()}
+
+
+
+def hot_statement(server_id: int, window: Window) -> int:
+    return everything(server_id, window, order="calls").rows[0].statement_id
+
+
+@pytest.mark.parametrize("resolution, step", [("hourly", timedelta(hours=1)), ("daily", timedelta(days=1))])
+def test_statement_series_matches_the_raw_snapshots_with_gaps_as_gaps(history, resolution, step):
+    window = Window(datetime(2026, 10, 30, 21, 40, tzinfo=UTC), datetime(2026, 11, 2, 3, 10, tzinfo=UTC))
+    sid = hot_statement(history.pk, window)
+    series = statement_series(statement_id=sid, window=window, resolution=resolution)
+    assert series.resolution == resolution and series.server_id == history.pk
+    rows = raw_rows(history.pk, series.points[0].start, series.points[-1].end)
+    for p in series.points:
+        inside = [r for r in rows if p.start <= r[0] < p.end]
+        if not inside:
+            assert p.span_s is None and p.calls_per_s is None, p.start  # a gap stays a gap
+            continue
+        span = sum(r[1] for r in inside)
+        calls = sum(int(r[2][sid][0]) for r in inside if sid in r[2])
+        exec_us = sum(int(r[2][sid][2]) for r in inside if sid in r[2])
+        assert p.span_s == pytest.approx(span) and p.calls == calls, p.start
+        assert p.calls_per_s == pytest.approx(calls / span)
+        assert p.mean_exec_ms == (pytest.approx(exec_us / 1000 / calls) if calls else None)
+        assert p.mean_plan_ms is None and p.planning_tracked is False  # track_planning off: not 0
+    if resolution == "hourly":
+        gaps = [p.start.hour for p in series.points if p.span_s is None]
+        assert gaps == [14, 15, 16]  # the outage
+        after = next(p for p in series.points if p.start == datetime(2026, 10, 31, 17, tzinfo=UTC))
+        assert after.span_s > 3 * 3600  # the first snapshot after the outage spans it: averaged, no spike
+
+
+def test_statement_series_raw_is_per_snapshot(history):
+    window = Window(datetime(2026, 11, 1, 10, 3, tzinfo=UTC), datetime(2026, 11, 1, 13, 0, tzinfo=UTC))
+    sid = hot_statement(history.pk, window)
+    series = statement_series(statement_id=sid, window=window)
+    assert series.resolution == "raw"
+    rows = raw_rows(history.pk, window.start, window.end)
+    assert [p.end for p in series.points] == [r[0] for r in rows]
+    assert [p.calls for p in series.points] == [int(r[2][sid][0]) if sid in r[2] else 0 for r in rows]
+
+
+def test_server_series_and_waits_match_the_raw_snapshots(history):
+    window = Window(datetime(2026, 10, 31, 10, 0, tzinfo=UTC), datetime(2026, 11, 1, 10, 0, tzinfo=UTC))
+    series = server_series(server_id=history.pk, window=window, top_events=3)
+    assert series.resolution == "hourly" and len(series.points) == 24
+    with connection.cursor() as cur:
+        cur.execute(
+            "SELECT date_trunc('hour', taken_at), sum(interval_s), sum(calls)::int8, sum(exec_us)::int8, sum(dealloc_delta)::int8 "
+            "FROM collectors_snapshot WHERE server_id = %s AND kind = 'delta' AND taken_at >= %s AND taken_at < %s "
+            "GROUP BY 1",
+            [history.pk, window.start, window.end],
+        )
+        expected = {r[0]: r[1:] for r in cur.fetchall()}
+        cur.execute(
+            "SELECT date_trunc('hour', taken_at), event_type, event, sum(session_s) FROM collectors_wait_event "
+            "WHERE server_id = %s AND taken_at >= %s AND taken_at < %s GROUP BY 1, 2, 3",
+            [history.pk, window.start, window.end],
+        )
+        waits = cur.fetchall()
+    for p in series.points:
+        if p.start not in expected:
+            assert p.span_s is None
+            continue
+        span, calls, exec_us, dealloc = expected[p.start]
+        assert p.calls_per_s == pytest.approx(calls / span)
+        assert p.exec_ms_per_s == pytest.approx(exec_us / 1000 / span)
+        assert p.plan_ms_per_s is None and p.planning == "not tracked"
+        assert p.dealloc_per_s == pytest.approx(dealloc / span)
+        hour_waits = sum(s for b, _, _, s in waits if b == p.start)
+        assert sum(p.active_sessions.values()) == pytest.approx(hour_waits / span)
+    assert len(series.events) <= 4 and (len(series.events) < 4 or series.events[-1] == "other")
+    total = wait_events(server_id=history.pk, window=window, top=3)
+    assert sum(r.session_s for r in total.rows) == pytest.approx(sum(s for *_, s in waits))
+    assert total.rows[-1].event == "other" and total.rows[0].session_s >= total.rows[1].session_s
+
+
+def test_fleet_summary_agrees_with_top_statements(history):
+    window = Window(datetime(2026, 11, 1, 2, 31, tzinfo=UTC), datetime(2026, 11, 2, 2, 31, tzinfo=UTC))
+    [row] = fleet_summary(server_ids=[history.pk], window=window, now=END)
+    top = everything(history.pk, window)
+    calls = sum(r.calls for r in top.rows)
+    assert row.snapshots == top.intervals
+    assert row.calls_per_s == pytest.approx(calls / row.span_s)
+    assert row.planning == "not tracked" and row.plan_ms_per_s is None
+    assert row.status == "ok" and len(row.trend_calls_per_s) == 25 and all(v is not None for v in row.trend_calls_per_s)

@@ -1,0 +1,196 @@
+"""No statement loses its text for good: texts missed because the entry was evicted before they
+could be read are read again when the statement is back, and "not visible to this role" stays apart
+from "evicted"."""
+import random
+import threading
+
+import numpy as np
+import psycopg
+import pytest
+
+from collectors import history, pgss, texts
+from collectors.deltas import N_COUNTERS, N_GAUGES, Entries
+from collectors.models import Statement, TextStatus
+from tests.world import APP_DB, collect, register, run
+
+pytestmark = pytest.mark.django_db(transaction=True)
+STORM_TABLES = 300  # distinct statements, three times pg_stat_statements.max of the evict cluster
+
+
+def _lookup(ids: list[int], missing: dict[int, str]) -> history.StatementLookup:
+    return history.StatementLookup(np.array(ids, np.int64), missing)
+
+
+def _reading(n: int, sent: int, prev_index: list[int]) -> pgss.Reading:
+    entries = Entries(
+        keys=np.arange(n * 4, dtype=np.int64).reshape(n, 4),
+        counters=np.zeros((n, N_COUNTERS), np.int64),
+        gauges=np.zeros((n, N_GAUGES)),
+        stats_since_us=np.zeros(n, np.int64),
+        minmax_stats_since_us=np.zeros(n, np.int64),
+    )
+    return pgss.Reading(entries=entries, prev_index=np.array(prev_index, np.int64), hidden=0, total=n, sent=sent)
+
+
+def test_rows_to_read_are_unseen_keys_and_a_bounded_number_of_retries(monkeypatch):
+    # rows 0-1 unchanged (not sent), 2-7 sent; row 7 never seen
+    lookup = _lookup([10, 11, 12, 13, 14, 15, 16, -1], {
+        10: TextStatus.EVICTED,  # not sent: perhaps gone already, not asked
+        12: TextStatus.EVICTED,
+        13: TextStatus.NOT_VISIBLE,
+        14: TextStatus.UNAVAILABLE,  # still the same entry: pg_stat_statements has no text for it
+        15: TextStatus.UNAVAILABLE,  # a new entry (it left the state and came back): asked again
+    })  # fmt: skip
+    reading = _reading(8, sent=6, prev_index=[0, 1, 2, 3, 4, -1, 6, -1])
+    assert texts.rows_to_read(reading, lookup).tolist() == [2, 3, 5, 7]
+    monkeypatch.setattr(texts, "RETRIES_PER_SNAPSHOT", 1)
+    assert texts.rows_to_read(reading, lookup).tolist() == [2, 7]  # keys never seen are not bounded
+
+
+@pytest.mark.parametrize(("read", "status"), [
+    (pgss.TextRead(present=True, visible=True, text="SELECT 1"), TextStatus.STORED),
+    (pgss.TextRead(present=False, visible=True, text=None), TextStatus.EVICTED),
+    (pgss.TextRead(present=False, visible=False, text=None), TextStatus.NOT_VISIBLE),
+    (pgss.TextRead(present=True, visible=True, text=None), TextStatus.UNAVAILABLE),
+])  # fmt: skip
+def test_statement_text_says_why_there_is_none(read, status):
+    text = texts.statement_text(read, max_bytes=100)
+    assert text.status == status
+    assert (text.query is not None) == (status == TextStatus.STORED)
+
+
+def _queryid(conn: psycopg.Connection, statement: str) -> int:
+    plan = conn.execute(f"EXPLAIN (VERBOSE, FORMAT JSON) {statement}").fetchone()[0]
+    return plan[0]["Query Identifier"]
+
+
+def _storm(c, statements: list[str], stop: threading.Event, seed: int) -> None:
+    rng = random.Random(seed)
+    with psycopg.connect(c.dsn(APP_DB), autocommit=True, prepare_threshold=None) as conn:
+        while not stop.is_set():
+            conn.execute(rng.choice(statements))
+
+
+def test_texts_of_entries_evicted_before_their_text_was_read_are_read_again(evict_cluster, monkeypatch):
+    c = evict_cluster
+    statements = [f"SELECT count(*) FROM storm_{i}" for i in range(STORM_TABLES)]
+    run(c, "".join(f"DROP TABLE IF EXISTS storm_{i}; CREATE TABLE storm_{i} (id int);" for i in range(STORM_TABLES)))
+    with psycopg.connect(c.dsn(APP_DB), autocommit=True) as conn:
+        conn.execute("SET pg_stat_statements.track = 'none'")  # EXPLAIN would add entries of its own
+        queryid = {_queryid(conn, s): s for s in statements}
+    server = register(c)
+    collect(server)
+
+    # A storm of distinct statements from several clients while collecting; and between the counters'
+    # read and the texts' read, a burst that evicts most of what was just read.
+    read_texts = pgss.read_texts
+
+    def read_texts_after_a_burst(*args, **kwargs):
+        run(c, ";".join(random.sample(statements, 150)))
+        return read_texts(*args, **kwargs)
+
+    monkeypatch.setattr(pgss, "read_texts", read_texts_after_a_burst)
+    stop = threading.Event()
+    clients = [threading.Thread(target=_storm, args=(c, statements, stop, seed)) for seed in range(4)]
+    for t in clients:
+        t.start()
+    try:
+        for _ in range(4):
+            collect(server)
+    finally:
+        stop.set()
+        for t in clients:
+            t.join()
+    monkeypatch.setattr(pgss, "read_texts", read_texts)
+
+    storm = Statement.objects.filter(server=server, queryid__in=list(queryid), toplevel=True)
+    evicted = list(storm.filter(text_status=TextStatus.EVICTED).values_list("queryid", flat=True))
+    assert evicted, "the storm evicted no entry before its text was read"
+    assert not storm.exclude(text_status__in=[TextStatus.STORED, TextStatus.EVICTED]).exists()
+    stored = list(storm.filter(text_status=TextStatus.STORED).values_list("queryid", flat=True))
+
+    # The statements still executed afterwards: some that lost their text, some that kept it.
+    # Executed often enough to outweigh the storm's leftovers when entries are evicted (least used first).
+    hot = [queryid[q] for q in evicted[:25] + stored[:5]]
+    for _ in range(3):
+        run(c, ";".join(hot * 50))
+        collect(server)
+    with psycopg.connect(c.dsn(APP_DB)) as conn:
+        present = {q for (q,) in conn.execute("SELECT queryid FROM pg_stat_statements WHERE query LIKE 'SELECT count(*) FROM storm_%'")}
+    hot_ids = {q for q, s in queryid.items() if s in hot}
+    assert hot_ids <= present
+    hot_statements = storm.filter(queryid__in=hot_ids)
+    assert hot_statements.count() == len(hot_ids)
+    for s in hot_statements:
+        assert s.text_status == TextStatus.STORED, (s.queryid, s.text_status)
+        assert s.query == queryid[s.queryid]
+
+
+def _plain_role(c, role: str) -> None:
+    c.execute(f"DROP ROLE IF EXISTS {role}")
+    c.execute(f"CREATE ROLE {role} LOGIN PASSWORD 'pw'")
+
+
+def test_a_role_without_pg_read_all_stats_reads_other_roles_texts_as_not_visible(pg_clusters):
+    c = pg_clusters[17]
+    role = "texts_plain"
+    _plain_role(c, role)
+    run(c, "DROP TABLE IF EXISTS texts_items; CREATE TABLE texts_items (id int)")
+    run(c, "GRANT SELECT ON texts_items TO PUBLIC")
+    run(c, "SELECT count(*) FROM texts_items")  # the superuser's entry
+    with psycopg.connect(c.dsn(APP_DB, role, "pw"), autocommit=True) as conn:
+        conn.execute("SELECT count(*) FROM texts_items WHERE id > 0")  # the role's own entry
+        meta = pgss.read_meta(conn)
+        cmap = pgss.column_map(conn, -17, meta)
+        assert not meta.reads_all_stats
+    with psycopg.connect(c.dsn(APP_DB), autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT userid::int8, dbid::int8, queryid, toplevel::int FROM pg_stat_statements "
+            "WHERE query LIKE 'SELECT count(*) FROM texts_items%%' ORDER BY userid = %s",
+            (meta.role_oid,),
+        ).fetchall()
+    (others, own) = rows
+    gone = (meta.role_oid, own[1], 1234567, 1)  # the role's own key, no longer there
+    with psycopg.connect(c.dsn(APP_DB, role, "pw"), autocommit=True) as conn:
+        got = pgss.read_texts(conn, meta, cmap, np.array([others, own, gone], np.int64))
+    status = {k: texts.statement_text(v, 1000).status for k, v in got.by_key.items()}
+    assert status == {others: TextStatus.NOT_VISIBLE, own: TextStatus.STORED, gone: TextStatus.EVICTED}
+
+
+def test_visibility_lost_between_the_counters_and_the_texts_is_not_visible_not_evicted(pg_clusters, monkeypatch):
+    """pg_read_all_stats revoked in the middle of a snapshot: the new statements of other roles are
+    stored as not visible; once the role sees them again, their texts are read."""
+    c = pg_clusters[16]
+    role = "texts_revoked"
+    _plain_role(c, role)
+    c.execute(f"GRANT pg_read_all_stats TO {role}")
+    run(c, "DROP TABLE IF EXISTS texts_revoked_items; CREATE TABLE texts_revoked_items (id int)")
+    server = register(c, user=role, password="pw")
+    collect(server)
+    statements = [f"SELECT {f} FROM texts_revoked_items" for f in ("count(*)", "max(id)", "min(id)")]
+    run(c, ";".join(statements))
+
+    read_texts = pgss.read_texts
+
+    def revoke_then_read(*args, **kwargs):
+        c.execute(f"REVOKE pg_read_all_stats FROM {role}")
+        return read_texts(*args, **kwargs)
+
+    monkeypatch.setattr(pgss, "read_texts", revoke_then_read)
+    collect(server)
+    monkeypatch.setattr(pgss, "read_texts", read_texts)
+    with psycopg.connect(c.dsn(APP_DB)) as conn:
+        ids = [q for (q,) in conn.execute("SELECT queryid FROM pg_stat_statements WHERE query = ANY(%s)", (statements,))]
+    assert len(ids) == 3
+    hidden = Statement.objects.filter(server=server, queryid__in=ids)
+    assert hidden.count() == 3
+    assert set(hidden.values_list("text_status", flat=True)) == {TextStatus.NOT_VISIBLE}
+    assert not hidden.filter(query__isnull=False).exists()
+    assert not Statement.objects.filter(server=server, text_status=TextStatus.EVICTED).exists()
+
+    c.execute(f"GRANT pg_read_all_stats TO {role}")
+    run(c, ";".join(statements))
+    collect(server)
+    items = Statement.objects.filter(server=server, query__in=statements)
+    assert items.count() == 3
+    assert set(items.values_list("text_status", flat=True)) == {TextStatus.STORED}
