@@ -5,6 +5,7 @@ WORKDIR /app
 COPY pyproject.toml ./
 COPY console console
 COPY collectors collectors
+COPY inventory inventory
 COPY advisor advisor
 COPY devenv devenv
 COPY templates templates

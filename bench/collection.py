@@ -32,7 +32,7 @@ from bench import env, phases, workload
 from bench.stats import median, pct, summary
 from collectors import partitions, rollups
 from collectors.services import server_collect
-from console.services import server_create
+from inventory.services import server_create
 
 
 class Maintenance:

@@ -274,6 +274,6 @@ def reading_from(synth: SyntheticServer):
 
 def register(name: str):
     """A server row for a synthetic server (its DSN is never connected to)."""
-    from console.services import server_create
+    from inventory.services import server_create
 
     return server_create(name=name, dsn="postgresql://monitor:unused@192.0.2.1:5432/app", organization_name="bench")

@@ -109,6 +109,7 @@ def convert_legacy_days(until: datetime) -> int:
             "planning_tracked_s": tracked_s, **{c: int(v) for c, v in zip(TOTAL_NAMES, values, strict=True)},
             "dealloc_delta": dd, "dealloc_span_s": span_s if dd is not None else 0.0, "entries_peak": 0,
             "entries_max": None, "changed": len(sums), "new_entries": 0, "wait_session_s": 0.0,
+            "built_until": bucket + tiers.DAY,
         }  # fmt: skip
         older[(server_id, tiers.month_of(bucket))][bucket] = (server, sums)
     converted = 0

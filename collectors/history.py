@@ -1,10 +1,11 @@
 """Reads and writes of the history store that the collector needs: the previous cumulative state,
-the statement dimension, and one snapshot written atomically (facts, waits, state, status)."""
+the statement dimension, and one snapshot written atomically (facts, waits, state, status); and the
+removal of a server's whole history."""
 from dataclasses import dataclass, fields
 from datetime import datetime
 
 import numpy as np
-from django.db import connection
+from django.db import connection, transaction
 from psycopg import sql
 
 from collectors import binary_copy, codec, tables
@@ -12,6 +13,10 @@ from collectors.columns import COUNTER_NAMES, GAUGE_NAMES, TOTAL_NAMES, totals_o
 from collectors.deltas import Entries
 from collectors.models import ServerState
 from collectors.waits import WaitRow
+
+# The advisory lock (LOCK_NAMESPACE, server_id) in the history store: one collection per server holds
+# it while it runs (collectors.services), and delete_server_history waits for it.
+LOCK_NAMESPACE = 0x7067
 
 STATE_COLUMNS: tuple[tuple[str, str], ...] = (
     ("server_id", "i8"),
@@ -296,3 +301,18 @@ def insert_waits(server_id: int, taken_at: datetime, rows: list[WaitRow]) -> Non
     ) as copy:
         for r in rows:
             copy.write_row((server_id, taken_at, r.event_type, r.event, r.query_id, r.samples, r.session_s))
+
+
+def delete_server_history(server_id: int) -> None:
+    """Remove everything a server owns in the history store (collectors.tables.PER_SERVER); the
+    caller deletes the server's row in the same transaction."""
+    if not transaction.get_connection().in_atomic_block:
+        # The lock below is released at commit: outside a transaction a collection could store
+        # facts again before the server's row is gone.
+        raise RuntimeError("delete_server_history must run inside the transaction that deletes the server")
+    with connection.cursor() as cur:
+        # Wait for a collection of this server that is under way (it holds this lock while it
+        # stores), so that none commits facts after they were deleted.
+        cur.execute("SELECT pg_advisory_xact_lock(%s, %s)", [LOCK_NAMESPACE, server_id])
+        for table in tables.PER_SERVER:
+            cur.execute(f'DELETE FROM "{table.name}" WHERE server_id = %s', [server_id])

@@ -2,7 +2,7 @@
 SQL migrations (Django does not model declarative partitioning); read-only models map them for the admin."""
 from django.db import models
 
-from console.models import Server
+from inventory.models import Server
 
 
 class TextStatus(models.TextChoices):

@@ -1,6 +1,6 @@
 """Periodic rollups of the raw history into the read tier (collectors/tiers.py) and the wait-event
 rollups. A UTC hour is (re)built whenever the number of snapshots behind it differs from what its
-bucket was built from, a UTC day likewise from its hours; each rebuild runs in its own transaction,
+bucket was built from (the current hour too, as it goes), a whole UTC day likewise from its hours; each rebuild runs in its own transaction,
 so one bad bucket is logged and skipped without stopping the others, and runs again next time."""
 import logging
 from dataclasses import dataclass, field
@@ -83,8 +83,8 @@ def roll_up(now: datetime | None = None) -> RollupResult:
     with itself (a day's hours, or a month's days, are rebuilt whole under one lock) and again."""
     now = now or timezone.now()
     result = RollupResult()
-    hour_until = now.replace(minute=0, second=0, microsecond=0)
-    day_until = hour_until.replace(hour=0)
+    hour_until = now  # the current hour too, as far as it goes (its bucket says how far)
+    day_until = now.replace(hour=0, minute=0, second=0, microsecond=0)
     raw_since = day_until - timedelta(days=settings.HISTORY["RAW_RETENTION_DAYS"] + 1)
     hourly_since = day_until - timedelta(days=settings.HISTORY["HOURLY_RETENTION_DAYS"] + 1)
 

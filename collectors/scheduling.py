@@ -5,7 +5,7 @@ from datetime import datetime, timedelta
 from django.db.models import Q
 from django.utils import timezone
 
-from console.models import Server
+from inventory.models import Server
 
 
 def servers_dispatch_due(*, enqueue: Callable[[int, int], None], now: datetime | None = None) -> list[int]:

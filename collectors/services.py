@@ -18,13 +18,13 @@ from django.utils import timezone
 from collectors import codec, connection as monitored, history, lineage, partitions, pgss, tables, texts, waits
 from collectors.deltas import DeltaResult, Entries, compute
 from collectors.errors import ClockWentBack, CollectionBusy, CollectionError, HistoryUnavailable
+from collectors.history import LOCK_NAMESPACE
 from collectors.models import ServerState
 from collectors.state_cache import state_cache
-from console.crypto import CredentialsError
-from console.models import Server
+from inventory.crypto import CredentialsError
+from inventory.models import Server
 
 log = logging.getLogger(__name__)
-LOCK_NAMESPACE = 0x7067  # pg_try_advisory_lock(namespace, server_id): one collection per server
 
 
 @dataclass

@@ -162,19 +162,20 @@ class HourRaw:
     changed: int
     new_entries: int
     sums: Sums  # per statement, over the hour
+    last_taken_at: datetime | None = None
 
 def _raw_hours(server_id: int, start: datetime, end: datetime) -> dict[datetime, HourRaw]:
     with connection.cursor() as cur:
         cur.execute(
-            f"SELECT date_trunc('hour', taken_at), interval_s, track_planning, dealloc_delta, entries, entries_max, "
-            f"changed, new_entries, statements FROM {tables.SNAPSHOT.name} "
+            f"SELECT date_trunc('hour', taken_at), taken_at, interval_s, track_planning, dealloc_delta, entries, "
+            f"entries_max, changed, new_entries, statements FROM {tables.SNAPSHOT.name} "
             "WHERE server_id = %s AND taken_at >= %s AND taken_at < %s AND kind = 'delta' ORDER BY taken_at",
             [server_id, start, end],
         )
         rows = cur.fetchall()
     hours: dict[datetime, HourRaw] = {}
     payloads: dict[datetime, list[bytes]] = {}
-    for hour, interval_s, tracked, dd, entries, entries_max, changed, new, payload in rows:
+    for hour, taken_at, interval_s, tracked, dd, entries, entries_max, changed, new, payload in rows:
         h = hours.get(hour)
         if h is None:
             h = hours[hour] = HourRaw(0, 0.0, 0.0, None, 0.0, 0, None, 0, 0, Sums.empty())
@@ -189,6 +190,7 @@ def _raw_hours(server_id: int, start: datetime, end: datetime) -> dict[datetime,
         h.entries_max = entries_max  # rows are in time order: the last setting of the hour
         h.changed += changed
         h.new_entries += new
+        h.last_taken_at = taken_at
         if payload is not None:
             payloads[hour].append(bytes(payload))
     for hour, h in hours.items():
@@ -210,7 +212,7 @@ def _wait_seconds(table: tables.HistoryTable, time_col: str, server_id: int, sta
 
 _SERVER_COLUMNS = (
     "server_id", "bucket", "snapshots", "span_s", "planning_tracked_s", *TOTAL_NAMES, "dealloc_delta",
-    "dealloc_span_s", "entries_peak", "entries_max", "changed", "new_entries", "wait_session_s",
+    "dealloc_span_s", "entries_peak", "entries_max", "changed", "new_entries", "wait_session_s", "built_until",
 )  # fmt: skip
 
 
@@ -247,9 +249,11 @@ def latest_boundary(table: tables.HistoryTable, server_id: int, before: datetime
 
 
 def rebuild_hours(server_id: int, from_hour: datetime, until: datetime) -> int:
-    """Rebuild the hours of `from_hour`'s UTC day from `from_hour` on (up to `until`, exclusive) from the
-    raw snapshots: the server totals per hour and the statements' running sums at each hour's end.
-    Returns the number of hours written. Call inside a transaction."""
+    """Rebuild the hours of `from_hour`'s UTC day from `from_hour` on, from the raw snapshots taken
+    before `until`: the server totals per hour and the statements' running sums at each hour's end.
+    `until` may fall inside an hour (now): that hour is rolled up as far as it goes, so that reading
+    up to now needs only the few raw snapshots since. Returns the number of hours written. Call
+    inside a transaction."""
     end = min(day_of(from_hour) + DAY, until)
     raw = _raw_hours(server_id, from_hour, end)
     return write_hours(server_id, from_hour, end, raw)
@@ -257,7 +261,8 @@ def rebuild_hours(server_id: int, from_hour: datetime, until: datetime) -> int:
 
 def write_hours(server_id: int, from_hour: datetime, end: datetime, hours: dict[datetime, HourRaw]) -> int:
     """Write hours [from_hour, end) of one UTC day from what each hour holds (an hour absent from
-    `hours` has no snapshot: its bucket and boundary rows go, the running sums carry over)."""
+    `hours` has no snapshot: its bucket and boundary rows go, the running sums carry over). An hour
+    that `end` cuts holds the snapshots up to its last one: its bucket says so in built_until."""
     day = day_of(from_hour)
     waits = _wait_seconds(tables.WAIT_EVENT_HOURLY, "bucket", server_id, from_hour, end, HOUR)
     start_at = latest_boundary(tables.STATEMENT_HOURLY, server_id, from_hour, day)
@@ -288,6 +293,7 @@ def write_hours(server_id: int, from_hour: datetime, end: datetime, hours: dict[
                 "dealloc_delta": h.dealloc_delta, "dealloc_span_s": h.dealloc_span_s,
                 "entries_peak": h.entries_peak, "entries_max": h.entries_max, "changed": h.changed,
                 "new_entries": h.new_entries, "wait_session_s": float(waits.get(hour, 0.0)),
+                "built_until": boundary if boundary <= end else h.last_taken_at + timedelta(microseconds=1),
             },
         )  # fmt: skip
         written += 1
@@ -329,7 +335,7 @@ def rebuild_days(server_id: int, from_day: datetime, until: datetime,
             "planning_tracked_s": float(tracked_s), **{c: int(v) for c, v in zip(TOTAL_NAMES, figures, strict=True)},
             "dealloc_delta": None if dd is None else int(dd), "dealloc_span_s": float(dd_span),
             "entries_peak": int(peak), "entries_max": emax, "changed": int(changed), "new_entries": int(new),
-            "wait_session_s": float(waits),
+            "wait_session_s": float(waits), "built_until": day + DAY,
         }  # fmt: skip
         days[day] = (server, day_totals(server_id, day))
     for day, value in (older or {}).items():

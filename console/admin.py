@@ -1,17 +1,12 @@
-"""The Django admin for organizations and servers; every server write goes through console/services.py."""
+"""The Django admin for organizations and servers; every server write goes through inventory/services.py,
+every delete through console/services.py (it removes the history too)."""
 from django import forms
 from django.contrib import admin, messages
 
 from collectors.models import Statement
-from console.models import Membership, Organization, Server
-from console.services import (
-    UPDATABLE_FIELDS,
-    organization_delete,
-    organizations_delete,
-    server_delete,
-    server_update,
-    servers_delete,
-)
+from console.services import organization_delete, organizations_delete, server_delete, servers_delete
+from inventory.models import Membership, Organization, Server
+from inventory.services import UPDATABLE_FIELDS, server_update
 
 
 class ServerForm(forms.ModelForm):

@@ -15,9 +15,11 @@ from collectors.services import server_collect
 
 
 def build(name: str, *, n: int, start: datetime, end: datetime, step: timedelta,
-          outage: tuple[datetime, datetime] | None = None, seed: int = 11):  # fmt: skip
+          outage: tuple[datetime, datetime] | None = None, seed: int = 11,
+          last_rollup_at: datetime | None = None):  # fmt: skip
     """A server with `n` statements, a snapshot every `step` in [start, end) except during the outage,
-    rolled up each hour as the periodic task does, and once more a day after the end."""
+    rolled up every hour as the periodic task does, and a last time at `last_rollup_at` (default: a day
+    after the end; a time inside the last hour leaves it rolled up only that far)."""
     server = synthetic.register(name)
     synth = synthetic.SyntheticServer(n=n, change_fraction=0.3, start=start, step_s=int(step.total_seconds()),
                                       seed=seed)  # fmt: skip
@@ -30,10 +32,16 @@ def build(name: str, *, n: int, start: datetime, end: datetime, step: timedelta,
             if outage and outage[0] <= synth.taken_at < outage[1]:
                 continue  # the server was unreachable: its counters run on, nothing is stored
             assert server_collect(server_id=server.pk).ok
-            if synth.taken_at - last_rollup >= timedelta(hours=1):
+            if synth.taken_at - last_rollup >= timedelta(hours=1) and (
+                last_rollup_at is None or synth.taken_at <= last_rollup_at
+            ):
                 rollups.roll_up(now=synth.taken_at)
                 last_rollup = synth.taken_at
-    rollups.roll_up(now=end + timedelta(days=1))
+            if last_rollup_at is not None and last_rollup < last_rollup_at <= synth.taken_at + step:
+                rollups.roll_up(now=last_rollup_at)
+                last_rollup = last_rollup_at
+    if last_rollup_at is None:
+        rollups.roll_up(now=end + timedelta(days=1))
     return server
 
 

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from console.keys import DEV_CREDENTIALS_KEY, DEV_SECRET_KEY, env_file_text, key_problems
-from console.services import parse_dsn
+from inventory.services import parse_dsn
 
 ROOT = Path(__file__).resolve().parent.parent
 CONSOLE = ("migrate", "web", "worker", "beat", "register-demo")  # the services that run the console's image

@@ -14,9 +14,9 @@ from collectors import codec
 from collectors.columns import COUNTER_NAMES
 from collectors.models import Statement
 from collectors.services import CollectionResult, server_collect
-from console.models import Server
-from console.services import server_create
 from devenv.cluster import Cluster, cluster as cluster_at
+from inventory.models import Server
+from inventory.services import server_create
 
 APP_DB = "app"
 MONITOR_USER = "monitor"

@@ -12,7 +12,7 @@ from collectors.columns import TOTAL_NAMES
 from collectors.selectors import db, windows
 from collectors.selectors.parts import ServerTotals, bucket_totals
 from collectors.selectors.windows import Window
-from console.models import Server
+from inventory.models import Server
 
 STALE_AFTER_INTERVALS = 3  # no snapshot for this many intervals (plus a minute): stale
 
@@ -64,34 +64,37 @@ _FIGURES = (
 
 def fleet_summary(*, server_ids: list[int], window: Window, now: datetime | None = None) -> list[FleetRow]:
     """Per server, in the order given: status, totals over the window and an hourly trend of calls/s.
-    Whole hours come from the hourly buckets, the rest (edges, and hours not rolled up yet) from the
-    raw snapshots; where raw data has expired an edge hour is left out."""
+    Hourly buckets inside the window (the hour in progress as far as it is rolled up), the rest
+    (edges, and snapshots not rolled up yet) from the raw snapshots; where raw data has expired an
+    edge hour is left out."""
     now = now or timezone.now()
     servers = {s.pk: s for s in Server.objects.filter(pk__in=server_ids).select_related("organization")}
     ids = [sid for sid in server_ids if sid in servers]
     if not ids:
         return []
-    lo, hi = windows.ceil_hour(window.start), windows.floor_hour(window.end)
+    lo = windows.ceil_hour(window.start)
     rows = db.fetchall(
         f"""
-        WITH h AS (
+        WITH h AS MATERIALIZED (
             SELECT server_id, bucket, snapshots, span_s, planning_tracked_s, {", ".join(TOTAL_NAMES)},
-                   dealloc_delta, dealloc_span_s, entries_peak, entries_max, wait_session_s
-            FROM {tables.SERVER_HOURLY.name} WHERE server_id = ANY(%(ids)s) AND bucket >= %(lo)s AND bucket < %(hi)s
+                   dealloc_delta, dealloc_span_s, entries_peak, entries_max, wait_session_s, built_until
+            FROM {tables.SERVER_HOURLY.name} WHERE server_id = ANY(%(ids)s) AND bucket >= %(lo)s AND bucket < %(end)s
+            AND least(bucket + interval '1 hour', built_until) <= %(end)s
         ), r AS (
             SELECT server_id, date_trunc('hour', taken_at) AS bucket, 1 AS snapshots, interval_s AS span_s,
                    CASE WHEN track_planning THEN interval_s ELSE 0 END AS planning_tracked_s,
                    {", ".join(f"coalesce({c}, 0) AS {c}" for c in TOTAL_NAMES)}, dealloc_delta,
                    CASE WHEN dealloc_delta IS NOT NULL THEN interval_s ELSE 0 END AS dealloc_span_s,
-                   entries AS entries_peak, entries_max, 0::float8 AS wait_session_s
+                   entries AS entries_peak, entries_max, 0::float8 AS wait_session_s, NULL::timestamptz
             FROM {tables.SNAPSHOT.name} s WHERE server_id = ANY(%(ids)s) AND kind = 'delta'
             AND taken_at >= %(start)s AND taken_at < %(end)s
-            AND NOT EXISTS (SELECT 1 FROM h WHERE h.server_id = s.server_id AND h.bucket = date_trunc('hour', s.taken_at))
+            AND NOT EXISTS (SELECT 1 FROM h WHERE h.server_id = s.server_id AND h.bucket = date_trunc('hour', s.taken_at)
+                            AND s.taken_at < h.built_until)
         )
         SELECT server_id, bucket, {_FIGURES} FROM (SELECT * FROM h UNION ALL SELECT * FROM r) parts
         GROUP BY server_id, bucket ORDER BY server_id, bucket
         """,
-        {"ids": ids, "lo": lo, "hi": hi, "start": window.start, "end": window.end},
+        {"ids": ids, "lo": lo, "start": window.start, "end": window.end},
     )
     per_server: dict[int, dict[datetime, ServerTotals]] = {}
     for server_id, bucket, _, *figures in rows:

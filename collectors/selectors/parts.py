@@ -47,41 +47,44 @@ class ServerTotals:
         return int(self.values[TOTAL_NAMES.index(name)])
 
 
-def _segments_sql(segments: list[tuple[datetime, datetime]], col: str) -> tuple[str, list]:
-    clause = " OR ".join(f"({col} >= %s AND {col} < %s)" for _ in segments)
-    return f"({clause})", [v for seg in segments for v in seg]
-
-
-def read_raw(server_id: int, segments: list[tuple[datetime, datetime]], *, statements: bool = True):
-    """(server totals, per-statement sums) of the delta snapshots taken in the segments."""
+def read_raw(server_id: int, segments: list[tuple[datetime, datetime, int]], *, statements: bool = True):
+    """(server totals, per-statement sums) of the delta snapshots taken in the segments, each counted
+    with its segment's sign (an edge read as a whole hour less the part outside the window)."""
     totals = ServerTotals()
     if not segments:
         return totals, tiers.Sums.empty()
-    where, params = _segments_sql(segments, "taken_at")
+    where = " OR ".join("(taken_at >= %s AND taken_at < %s)" for _ in segments)
     payload = "statements" if statements else "NULL::bytea"
     rows = db.fetchall(
-        f"SELECT interval_s, coalesce(track_planning, false), dealloc_delta, entries, entries_max, "
+        f"SELECT taken_at, interval_s, coalesce(track_planning, false), dealloc_delta, entries, entries_max, "
         f"{', '.join(f'coalesce({c}, -1)' for c in TOTAL_NAMES)}, {payload}, "
         f"(SELECT coalesce(sum(session_s), 0) FROM {tables.WAIT_EVENT.name} w "
         f" WHERE w.server_id = s.server_id AND w.taken_at = s.taken_at)::float8 "
-        f"FROM {tables.SNAPSHOT.name} s WHERE server_id = %s AND kind = 'delta' AND {where} ORDER BY taken_at",
-        [server_id, *params],
+        f"FROM {tables.SNAPSHOT.name} s WHERE server_id = %s AND kind = 'delta' AND ({where}) ORDER BY taken_at",
+        [server_id, *(v for a, b, _ in segments for v in (a, b))],
         binary=True,
     )
-    payloads = []
-    for interval_s, tracked, dd, entries, entries_max, *rest in rows:
+    payloads: dict[int, list[bytes]] = {+1: [], -1: []}
+    for taken_at, interval_s, tracked, dd, entries, entries_max, *rest in rows:
+        sign = next(sg for a, b, sg in segments if a <= taken_at < b)
         figures, blob, waits = rest[:N], rest[N], rest[N + 1]
         if blob is not None:
-            payloads.append(bytes(blob))
+            payloads[sign].append(bytes(blob))
         if figures[0] < 0:  # written before the totals columns existed: from the block
             figures = tiers.from_payloads([bytes(blob)]).values.sum(axis=0) if blob is not None else [0] * N
         one = ServerTotals(
-            snapshots=1, span_s=interval_s, planning_tracked_s=interval_s if tracked else 0.0,
-            values=np.array(figures, np.int64), dealloc=dd, dealloc_span_s=interval_s if dd is not None else 0.0,
-            entries_peak=entries, entries_max=entries_max, wait_session_s=waits,
+            snapshots=sign, span_s=sign * interval_s, planning_tracked_s=sign * interval_s if tracked else 0.0,
+            values=sign * np.array(figures, np.int64), dealloc=None if dd is None else sign * dd,
+            dealloc_span_s=sign * interval_s if dd is not None else 0.0,
+            # Gauges are not sums: only the snapshots inside the window count.
+            entries_peak=entries if sign > 0 else None, entries_max=entries_max if sign > 0 else None,
+            wait_session_s=sign * waits,
         )  # fmt: skip
         totals.add(one)
-    return totals, tiers.from_payloads(payloads) if statements else tiers.Sums.empty()
+    if not statements:
+        return totals, tiers.Sums.empty()
+    plus, minus = tiers.from_payloads(payloads[+1]), tiers.from_payloads(payloads[-1])
+    return totals, tiers.add(plus, tiers.Sums(minus.statement_id, -minus.values))
 
 
 _BUCKET_FIGURES = (

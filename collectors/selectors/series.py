@@ -267,7 +267,9 @@ def server_series(*, server_id: int, window: Window, resolution: str | None = No
         "%(built)s) AND taken_at < %(hi)s GROUP BY 1",
         {"s": server_id, "lo": lo, "hi": hi, "built": built_until},
     )
-    totals = {r[0]: bucket_totals(r[2:]) for r in rows}
+    totals: dict[datetime, ServerTotals] = {}
+    for r in rows:  # the hour in progress: its bucket so far, and the raw snapshots since
+        totals.setdefault(r[0], ServerTotals()).add(bucket_totals(r[2:]))
     waits: dict[datetime, dict[str, float]] = {}
     for bucket, et, ev, s in db.fetchall(
         f"SELECT bucket, event_type, event, sum(session_s) FROM {wait_table.name} "

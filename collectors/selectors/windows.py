@@ -83,22 +83,36 @@ class Coverage:
 
     raw_from: datetime | None  # oldest raw snapshot
     hourly_from: datetime | None  # oldest hourly bucket
-    hours_built_until: datetime | None  # end of the latest hourly bucket
+    hours_boundary: datetime | None  # end of the latest hourly bucket
+    hours_built_until: datetime | None  # snapshots before this are in the hourly tier (< boundary: hour in progress)
     days_built_until: datetime | None  # end of the latest daily bucket
+
+    @property
+    def complete_hours_until(self) -> datetime | None:
+        """End of the latest hour rolled up whole."""
+        if self.hours_boundary is None:
+            return None
+        return self.hours_boundary if self.hours_built_until >= self.hours_boundary else self.hours_boundary - HOUR
+
+    def has_raw(self, at: datetime) -> bool:
+        return self.raw_from is not None and self.raw_from <= at
 
 
 def coverage(server_id: int) -> Coverage:
-    raw_from, hourly_from, last_hour, last_day = db.fetchone(
-            f"SELECT (SELECT min(taken_at) FROM {tables.SNAPSHOT.name} WHERE server_id = %(s)s), "
-            f"(SELECT min(bucket) FROM {tables.SERVER_HOURLY.name} WHERE server_id = %(s)s), "
-            f"(SELECT max(bucket) FROM {tables.SERVER_HOURLY.name} WHERE server_id = %(s)s), "
-            f"(SELECT max(bucket) FROM {tables.SERVER_DAILY.name} WHERE server_id = %(s)s)",
-            {"s": server_id},
+    raw_from, hourly_from, last_hour, built_until, last_day = db.fetchone(
+        f"SELECT (SELECT min(taken_at) FROM {tables.SNAPSHOT.name} WHERE server_id = %(s)s), "
+        f"(SELECT min(bucket) FROM {tables.SERVER_HOURLY.name} WHERE server_id = %(s)s), "
+        f"h.bucket, h.built_until, "
+        f"(SELECT max(bucket) FROM {tables.SERVER_DAILY.name} WHERE server_id = %(s)s) "
+        f"FROM (SELECT 1) one LEFT JOIN LATERAL (SELECT bucket, built_until FROM {tables.SERVER_HOURLY.name} "
+        f"WHERE server_id = %(s)s ORDER BY bucket DESC LIMIT 1) h ON true",
+        {"s": server_id},
     )
     return Coverage(
         raw_from=raw_from,
         hourly_from=hourly_from,
-        hours_built_until=None if last_hour is None else last_hour + HOUR,
+        hours_boundary=None if last_hour is None else last_hour + HOUR,
+        hours_built_until=built_until,
         days_built_until=None if last_day is None else last_day + DAY,
     )
 
@@ -110,34 +124,53 @@ class Plan:
     window: Window
     start: datetime  # what is really read (edges moved outward where raw data has expired)
     end: datetime
-    raw: list[tuple[datetime, datetime]] = field(default_factory=list)  # [a, b) read from raw snapshots
-    core: tuple[datetime, datetime] | None = None  # [S, E) read from the tiers
+    # [a, b) read from raw snapshots, with a sign: an edge may be read as its whole hour from the
+    # tier less the raw part outside the window, when that part is the shorter one.
+    raw: list[tuple[datetime, datetime, int]] = field(default_factory=list)
+    core: tuple[datetime, datetime] | None = None  # hour boundaries [S, E) read from the tiers
     terms: list[Term] = field(default_factory=list)
     resolutions: list[str] = field(default_factory=list)
 
 
 def plan(window: Window, cov: Coverage) -> Plan:
     start, end = window.start, window.end
-    if cov.raw_from is None or start < cov.raw_from:
+    if not cov.has_raw(start):
         # Raw data has expired (or never existed) at the start edge: whole hours, or whole days.
         start = floor_hour(start) if cov.hourly_from is not None and start >= cov.hourly_from else tiers.day_of(start)
-    if cov.raw_from is None or end < cov.raw_from:
+    if not cov.has_raw(end):
         end = ceil_hour(end) if cov.hourly_from is not None and end >= cov.hourly_from else ceil_day(end)
     p = Plan(window=window, start=start, end=end)
-    s_core = ceil_hour(start)
-    e_core = floor_hour(end)
-    if cov.hours_built_until is not None:
-        e_core = min(e_core, cov.hours_built_until)
-    else:
-        e_core = s_core
-    if s_core >= e_core:
-        p.raw.append((start, end))
+    if cov.hours_boundary is None:
+        p.raw.append((start, end, +1))
         p.resolutions.append("raw")
         return p
+    complete = cov.complete_hours_until
+    minus: list[tuple[datetime, datetime, int]] = []
+    # Start edge: from the hour boundary after it, or from the one before less the minutes before it.
+    s_core = ceil_hour(start)
+    before = floor_hour(start)
+    if (s_core != start and cov.has_raw(before) and start - before < s_core - start and before + HOUR <= complete
+            and cov.hourly_from <= before):  # fmt: skip
+        s_core = before
+        minus.append((before, start, -1))
+    # End edge: up to the hour in progress as far as it is rolled up, or a whole hour less the minutes after.
+    if cov.hours_built_until < cov.hours_boundary and end >= cov.hours_built_until:
+        e_core, e_read = cov.hours_boundary, cov.hours_built_until
+    else:
+        e_core = e_read = min(floor_hour(end), complete)
+        after = ceil_hour(end)
+        if after != end and after <= complete and cov.has_raw(end) and after - end < end - floor_hour(end):
+            e_core = e_read = after
+            minus.append((end, after, -1))
+    if s_core >= e_core:
+        p.raw.append((start, end, +1))
+        p.resolutions.append("raw")
+        return p
+    p.raw += minus
     if start < s_core:
-        p.raw.append((start, s_core))
-    if e_core < end:
-        p.raw.append((e_core, end))
+        p.raw.append((start, s_core, +1))
+    if e_read < end:
+        p.raw.append((e_read, end, +1))
     if p.raw:
         p.resolutions.append("raw")
     p.core = (s_core, e_core)

@@ -11,7 +11,7 @@ import redis
 from django.conf import settings as django_settings
 from django.db import connection
 
-from console.models import Server
+from inventory.models import Server
 from tests.world import register, run, server_entry, snapshots
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -5,9 +5,9 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from console.models import Server
-from tests.world import APP_DB, MONITOR_PASSWORD, collect, history_counts, register, run
 from collectors.services import server_collect
+from inventory.models import Server
+from tests.world import APP_DB, MONITOR_PASSWORD, collect, history_counts, register, run
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -9,8 +9,8 @@ import pytest
 
 from collectors import lineage, pgss
 from collectors.models import ServerState
-from console.models import Server
 from devenv import port_for_extra_test, start_many, stop_many
+from inventory.models import Server
 from tests.conftest import monitored_spec
 from tests.world import calls_per_snapshot, collect, copy_stopped, register, run, server_entry, stored_statement
 

@@ -10,7 +10,7 @@ from django.utils import timezone
 from collectors import partitions, rollups, selectors, tables
 from collectors.errors import HistoryUnavailable
 from collectors.scheduling import servers_dispatch_due
-from console.models import Server
+from inventory.models import Server
 from tests.world import collect, register, run, server_entry
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -22,6 +22,7 @@ from collectors.selectors import (
     statement_series,
     top_statements,
     wait_events,
+    windows,
 )
 from console.services import server_delete
 from tests.history_world import build, figures, raw_rows, raw_sums
@@ -268,3 +269,42 @@ def test_fleet_summary_agrees_with_top_statements(history):
     assert row.calls_per_s == pytest.approx(calls / row.span_s)
     assert row.planning == "not tracked" and row.plan_ms_per_s is None
     assert row.status == "ok" and len(row.trend_calls_per_s) == 25 and all(v is not None for v in row.trend_calls_per_s)
+
+
+def test_the_hour_in_progress_is_read_from_its_bucket_and_the_snapshots_since(django_db_blocker):
+    """Rolled up at 12:44 while snapshots go on to 12:58: windows ending at any time, before or after
+    what the bucket holds, still give the raw sums; reading up to now needs only the snapshots since."""
+    start, end = datetime(2026, 6, 3, 9, 1, tzinfo=UTC), datetime(2026, 6, 3, 13, 0, tzinfo=UTC)
+    rolled = datetime(2026, 6, 3, 12, 44, 30, tzinfo=UTC)
+    server = build("in-progress", n=40, start=start, end=end, step=timedelta(minutes=3), last_rollup_at=rolled)
+    with connection.cursor() as cur:
+        cur.execute("SELECT bucket, built_until FROM collectors_server_hourly WHERE server_id = %s "
+                    "ORDER BY bucket DESC LIMIT 1", [server.pk])  # fmt: skip
+        bucket, built_until = cur.fetchone()
+    assert bucket == datetime(2026, 6, 3, 12, 0, tzinfo=UTC)
+    assert datetime(2026, 6, 3, 12, 40, tzinfo=UTC) < built_until <= rolled
+    for minutes in range(0, 240, 7):
+        for length in (timedelta(minutes=20), timedelta(minutes=95), timedelta(hours=3, minutes=31)):
+            w_end = start + timedelta(minutes=minutes) + length
+            window = Window(w_end - length, w_end)
+            expected, intervals = raw_sums(server.pk, window.start, window.end)
+            result = everything(server.pk, window)
+            assert {r.statement_id: figures(r).tolist() for r in result.rows} == {
+                k: v.tolist() for k, v in expected.items()
+            }, window
+            assert result.intervals == intervals, window
+    now = Window(datetime(2026, 6, 3, 11, 0, tzinfo=UTC), end)
+    p = windows.plan(now, windows.coverage(server.pk))
+    assert p.raw == [(built_until, end, 1)]  # only the snapshots since the last rollup
+
+
+def test_an_edge_near_the_next_hour_is_its_whole_hour_less_the_minutes_outside(history):
+    window = Window(datetime(2026, 10, 31, 5, 7, tzinfo=UTC), datetime(2026, 10, 31, 9, 52, tzinfo=UTC))
+    p = windows.plan(window, windows.coverage(history.pk))
+    assert p.raw == [(datetime(2026, 10, 31, 5, 0, tzinfo=UTC), window.start, -1),
+                     (window.end, datetime(2026, 10, 31, 10, 0, tzinfo=UTC), -1)]  # fmt: skip
+    assert p.core == (datetime(2026, 10, 31, 5, 0, tzinfo=UTC), datetime(2026, 10, 31, 10, 0, tzinfo=UTC))
+    expected, intervals = raw_sums(history.pk, window.start, window.end)
+    result = everything(history.pk, window)
+    assert {r.statement_id: figures(r).tolist() for r in result.rows} == {k: v.tolist() for k, v in expected.items()}
+    assert result.intervals == intervals

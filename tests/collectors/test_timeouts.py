@@ -11,7 +11,7 @@ from django.db import connection
 from collectors import connection as monitored
 from collectors.errors import ServerSilent
 from collectors.services import LOCK_NAMESPACE, CollectionResult, server_collect
-from console.models import Server
+from inventory.models import Server
 from tests.conftest import MONITOR_PASSWORD, MONITOR_USER
 from tests.tcp_proxy import TcpProxy
 from tests.world import APP_DB, collect, history_counts, register

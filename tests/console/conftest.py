@@ -5,7 +5,7 @@ import pytest
 from django.db import connection
 
 from collectors import tables
-from console.models import Server
+from inventory.models import Server
 from tests.world import collect, register, run
 
 

@@ -5,8 +5,8 @@ import json
 import pytest
 
 from collectors import tables
-from console.models import Organization, Server
-from console.services import server_create
+from inventory.models import Organization, Server
+from inventory.services import server_create
 
 pytestmark = pytest.mark.django_db
 
@@ -24,7 +24,7 @@ def _change(admin_client, server: Server, **changes):
             "interval_s": server.interval_s, "cpu_count": "", "tags": json.dumps(server.tags),
             "password": ""}  # fmt: skip
     form.update(changes)
-    response = admin_client.post(f"/admin/console/server/{server.pk}/change/", form, follow=True)
+    response = admin_client.post(f"/admin/inventory/server/{server.pk}/change/", form, follow=True)
     assert response.status_code == 200
     errors = response.context and response.context.get("errors")
     assert not errors, errors
@@ -70,7 +70,7 @@ def test_clear_password_and_a_new_password_alone(admin_client):
 
 def test_adding_a_server_stores_its_password_encrypted(admin_client):
     organization = Organization.objects.create(name="acme")
-    response = admin_client.post("/admin/console/server/add/", {
+    response = admin_client.post("/admin/inventory/server/add/", {
         "organization": organization.pk, "name": "new", "host": "db9.example", "port": "5432", "database": "app",
         "user": "mon", "sslmode": "prefer", "enabled": "on", "interval_s": "60", "cpu_count": "", "tags": "[]",
         "password": "typed-secret"}, follow=True)  # fmt: skip
@@ -81,9 +81,9 @@ def test_adding_a_server_stores_its_password_encrypted(admin_client):
 
 def test_deleting_a_server_removes_its_history(admin_client, collected_server, history_rows):
     gone, kept = collected_server("gone"), collected_server("kept")
-    confirm = admin_client.get(f"/admin/console/server/{gone.pk}/delete/")
+    confirm = admin_client.get(f"/admin/inventory/server/{gone.pk}/delete/")
     assert confirm.status_code == 200
-    response = admin_client.post(f"/admin/console/server/{gone.pk}/delete/", {"post": "yes"}, follow=True)
+    response = admin_client.post(f"/admin/inventory/server/{gone.pk}/delete/", {"post": "yes"}, follow=True)
     assert response.status_code == 200
     assert not Server.objects.filter(pk=gone.pk).exists()
     assert set(history_rows(gone.pk).values()) == {0}
@@ -94,7 +94,7 @@ def test_deleting_selected_servers_removes_their_history(admin_client, collected
     servers = [collected_server("one"), collected_server("two")]
     kept = collected_server("kept")
     selected = {"action": "delete_selected", "_selected_action": [s.pk for s in servers], "post": "yes"}
-    response = admin_client.post("/admin/console/server/", selected, follow=True)
+    response = admin_client.post("/admin/inventory/server/", selected, follow=True)
     assert response.status_code == 200
     assert list(Server.objects.values_list("name", flat=True)) == ["kept"]
     for server in servers:
@@ -104,7 +104,7 @@ def test_deleting_selected_servers_removes_their_history(admin_client, collected
 
 def test_deleting_an_organization_removes_its_servers_history(admin_client, collected_server, history_rows):
     gone = collected_server("gone", org="leaving")
-    response = admin_client.post(f"/admin/console/organization/{gone.organization_id}/delete/", {"post": "yes"},
+    response = admin_client.post(f"/admin/inventory/organization/{gone.organization_id}/delete/", {"post": "yes"},
                                  follow=True)  # fmt: skip
     assert response.status_code == 200
     assert not Server.objects.filter(pk=gone.pk).exists()

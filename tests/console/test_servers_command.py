@@ -6,7 +6,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import connection
 
-from console.models import Server
+from inventory.models import Server
 
 pytestmark = pytest.mark.django_db
 
@@ -56,7 +56,7 @@ def test_same_name_in_two_organizations(capsys):
 def test_admin_never_renders_the_password(admin_client):
     call_command("servers", "add", "db9", "--dsn", "postgresql://mon:hunter2-secret@h/app")
     server = Server.objects.get(name="db9")
-    page = admin_client.get(f"/admin/console/server/{server.pk}/change/").content.decode()
+    page = admin_client.get(f"/admin/inventory/server/{server.pk}/change/").content.decode()
     assert "hunter2-secret" not in page and server.password_encrypted not in page
     assert 'type="password"' in page
 

@@ -3,7 +3,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from collectors.errors import HistoryUnavailable
 from collectors.services import server_collect
-from console.models import Server
+from inventory.models import Server
 
 
 class Command(BaseCommand):

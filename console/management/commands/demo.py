@@ -172,9 +172,9 @@ class Command(BaseCommand):
 
     def _register(self, clusters) -> dict:
         """Register the demo servers (organization "demo") or bring their registration in line."""
-        from console.models import Server
-        from console.services import server_create
-        from console.crypto import CredentialsError
+        from inventory.crypto import CredentialsError
+        from inventory.models import Server
+        from inventory.services import server_create
 
         out = {}
         for spec in demo.SERVERS:
@@ -306,7 +306,7 @@ class Command(BaseCommand):
 
     def _status(self, elapsed: float, workloads: demo.WorkloadSet, servers, since) -> None:
         from collectors.models import Snapshot
-        from console.models import Server
+        from inventory.models import Server
 
         rates = ", ".join(
             f"{w.name} {_rate(r)} {w.unit}/s" + (f" ({w.counter.errors} errors)" if w.counter.errors else "")

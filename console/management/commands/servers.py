@@ -4,8 +4,9 @@ import json
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
-from console.models import Server
-from console.services import DEFAULT_ORGANIZATION, parse_dsn, server_create, server_delete, server_update
+from console.services import server_delete
+from inventory.models import Server
+from inventory.services import DEFAULT_ORGANIZATION, parse_dsn, server_create, server_update
 
 
 def _messages(exc: ValidationError) -> str:

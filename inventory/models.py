@@ -1,14 +1,20 @@
-"""Tenancy (organizations and their members) and the monitored servers with their collection status."""
+"""Tenancy (organizations and their members) and the monitored servers with their collection status.
+
+The tables keep the names they had when these models lived in the console app (db_table): moving the
+models changed no table (inventory/migrations/0001_initial.py)."""
 from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
-from console.crypto import decrypt_secret, encrypt_secret
+from inventory.crypto import decrypt_secret, encrypt_secret
 
 
 class Organization(models.Model):
     name = models.CharField(max_length=200, unique=True)
     created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "console_organization"
 
     def __str__(self) -> str:
         return self.name
@@ -25,6 +31,7 @@ class Membership(models.Model):
     role = models.CharField(max_length=10, choices=Role.choices, default=Role.VIEWER)
 
     class Meta:
+        db_table = "console_membership"
         constraints = [models.UniqueConstraint(fields=["organization", "user"], name="membership_unique")]
 
     def __str__(self) -> str:
@@ -66,6 +73,7 @@ class Server(models.Model):
     extension_version = models.CharField(max_length=20, blank=True, default="", editable=False)
 
     class Meta:
+        db_table = "console_server"
         constraints = [models.UniqueConstraint(fields=["organization", "name"], name="server_name_unique_per_org")]
         indexes = [models.Index(fields=["enabled", "next_collect_at"], name="server_due_idx")]
 

@@ -1,0 +1,68 @@
+"""inventory/services.py: a stored password goes only to the connection it was given for."""
+import pytest
+from django.core.exceptions import ValidationError
+
+from inventory.models import Organization, Server
+from inventory.services import server_create, server_update
+
+pytestmark = pytest.mark.django_db
+
+DSN = "postgresql://mon:old-secret@db1.example:5432/app"
+
+
+def _server() -> Server:
+    server = server_create(name="db1", dsn=DSN, organization_name="acme")
+    assert server.get_password() == "old-secret"
+    return server
+
+
+def _stored(server: Server) -> Server:
+    return Server.objects.get(pk=server.pk)
+
+
+@pytest.mark.parametrize("field, value", [("host", "db2.example"), ("port", 6432), ("database", "other"),
+                                          ("user", "someone")])  # fmt: skip
+def test_a_new_destination_without_a_password_clears_the_stored_one(field, value):
+    server = server_update(server=_server(), data={field: value})
+    assert getattr(_stored(server), field) == value
+    assert _stored(server).password_encrypted == "" and _stored(server).get_password() is None
+
+
+def test_a_new_destination_with_a_password_gets_only_that_one():
+    server = server_update(server=_server(), data={"host": "db2.example", "user": "other"}, password="new-secret")
+    assert _stored(server).get_password() == "new-secret"
+
+
+def test_other_changes_keep_the_password():
+    server = _server()
+    data = {"name": "renamed", "host": "db1.example", "port": 5432, "database": "app", "user": "mon",
+            "sslmode": "require", "enabled": False, "interval_s": 30, "cpu_count": 8, "tags": ["prod"],
+            "organization": Organization.objects.create(name="elsewhere")}  # fmt: skip
+    server = server_update(server=server, data=data)
+    stored = _stored(server)
+    assert (stored.name, stored.sslmode, stored.enabled, stored.interval_s, stored.cpu_count, stored.tags) == (
+        "renamed", "require", False, 30, 8, ["prod"])  # fmt: skip
+    assert stored.organization.name == "elsewhere" and stored.get_password() == "old-secret"
+
+
+def test_a_new_password_alone_replaces_it_and_clear_password_removes_it():
+    server = server_update(server=_server(), data={}, password="rotated")
+    assert _stored(server).get_password() == "rotated"
+    server_update(server=server, data={}, clear_password=True)
+    assert _stored(server).get_password() is None
+
+
+@pytest.mark.parametrize("data", [{"password_encrypted": "forged"}, {"last_success_at": None},
+                                  {"interval_s": 1}, {"port": 70000}, {"sslmode": "sometimes"}])  # fmt: skip
+def test_refuses_what_it_may_not_or_cannot_store(data):
+    server = _server()
+    with pytest.raises(ValidationError):
+        server_update(server=server, data=data, password="never-stored")
+    assert _stored(server).get_password() == "old-secret" and _stored(server).interval_s == 60
+
+
+def test_a_name_taken_in_the_organization_is_refused():
+    server = _server()
+    server_create(name="db2", dsn="host=db2.example", organization_name="acme")
+    with pytest.raises(ValidationError):
+        server_update(server=server, data={"name": "db2"})
