@@ -58,13 +58,20 @@ def _waits(level: str, server_id: int, start: datetime, end: datetime) -> None:
 
 
 def rebuild_hours(server_id: int, from_hour: datetime, until: datetime) -> int:
-    """Hours of from_hour's day, from it on: read tier and wait rollups, in one transaction."""
+    """Hours of from_hour's day, from it on: read tier and wait rollups, in one transaction. An hour that
+    cannot be built raises tiers.BucketFailed once the hours before it are committed."""
     day = tiers.day_of(from_hour)
     end = min(day + tiers.DAY, until)
+    failed = None
     with transaction.atomic(), connection.cursor() as cur:
         cur.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [f"rollup-hours:{server_id}:{day.isoformat()}"])
         _waits("hourly", server_id, from_hour, end)  # first: the hours' wait totals are read from it
-        written = tiers.rebuild_hours(server_id, from_hour, end)
+        try:
+            written = tiers.rebuild_hours(server_id, from_hour, end)
+        except tiers.BucketFailed as exc:
+            failed = exc
+    if failed is not None:
+        raise failed
     return written
 
 
@@ -92,20 +99,32 @@ def roll_up(now: datetime | None = None) -> RollupResult:
         f"SELECT server_id, date_trunc('hour', taken_at) AS bucket, count(*) AS n FROM {tables.SNAPSHOT.name} "
         "WHERE taken_at >= %s AND taken_at < %s AND kind = 'delta' GROUP BY 1, 2"
     )
+    incomplete: set[tuple[int, datetime]] = set()  # (server, day) with an hour that could not be built
     for server_id, first in _stale(raw_counts, tables.SERVER_HOURLY, "hour", raw_since, hour_until):
         try:
             result.hours += rebuild_hours(server_id, first, hour_until)
+        except tiers.BucketFailed as exc:
+            result.hours += exc.written
+            log.error("rollup of server %s failed at %s (retried next run)", server_id, exc)
+            result.failed.append(f"server {server_id}, {exc}")
+            incomplete.add((server_id, tiers.day_of(exc.hour)))
         except Exception as exc:  # one bad bucket must not stop the others; it is retried next run
             log.exception("rollup of server %s from hour %s failed", server_id, first)
             result.failed.append(f"server {server_id}, hours from {first.isoformat()}: {type(exc).__name__}: {exc}")
+            incomplete.add((server_id, tiers.day_of(first)))
 
     hour_counts = (
         f"SELECT server_id, date_trunc('day', bucket) AS bucket, sum(snapshots) AS n FROM {tables.SERVER_HOURLY.name} "
         "WHERE bucket >= %s AND bucket < %s GROUP BY 1, 2"
     )
     for server_id, first in _stale(hour_counts, tables.SERVER_DAILY, "day", hourly_since, day_until):
+        # A day whose hours are not all built is not summed up, nor the days after it (running sums):
+        # they are retried with its hours.
+        until = min([day_until, *(day for sid, day in incomplete if sid == server_id and day >= first)])
+        if until <= first:
+            continue
         try:
-            result.days += rebuild_days(server_id, first, day_until)
+            result.days += rebuild_days(server_id, first, until)
         except Exception as exc:
             log.exception("rollup of server %s from day %s failed", server_id, first)
             result.failed.append(f"server {server_id}, days from {first.isoformat()}: {type(exc).__name__}: {exc}")

@@ -14,6 +14,7 @@ from raw snapshots (hours) or from the hourly tier (days), so rebuilding is idem
 """
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -161,8 +162,17 @@ class HourRaw:
     entries_max: int | None
     changed: int
     new_entries: int
-    sums: Sums  # per statement, over the hour
+    sums: Sums | None  # per statement, over the hour (None: from `payloads`, decoded when written)
     last_taken_at: datetime | None = None
+    payloads: list[bytes] | None = None
+
+
+class BucketFailed(Exception):
+    """An hour could not be built (e.g. an unreadable block); the hours before it were written."""
+
+    def __init__(self, hour: datetime, written: int, cause: Exception):
+        super().__init__(f"hour {hour.isoformat()}: {type(cause).__name__}: {cause}")
+        self.hour, self.written = hour, written
 
 def _raw_hours(server_id: int, start: datetime, end: datetime) -> dict[datetime, HourRaw]:
     with connection.cursor() as cur:
@@ -174,12 +184,10 @@ def _raw_hours(server_id: int, start: datetime, end: datetime) -> dict[datetime,
         )
         rows = cur.fetchall()
     hours: dict[datetime, HourRaw] = {}
-    payloads: dict[datetime, list[bytes]] = {}
     for hour, taken_at, interval_s, tracked, dd, entries, entries_max, changed, new, payload in rows:
         h = hours.get(hour)
         if h is None:
-            h = hours[hour] = HourRaw(0, 0.0, 0.0, None, 0.0, 0, None, 0, 0, Sums.empty())
-            payloads[hour] = []
+            h = hours[hour] = HourRaw(0, 0.0, 0.0, None, 0.0, 0, None, 0, 0, None, payloads=[])
         h.snapshots += 1
         h.span_s += interval_s
         h.planning_tracked_s += interval_s if tracked else 0.0
@@ -192,9 +200,7 @@ def _raw_hours(server_id: int, start: datetime, end: datetime) -> dict[datetime,
         h.new_entries += new
         h.last_taken_at = taken_at
         if payload is not None:
-            payloads[hour].append(bytes(payload))
-    for hour, h in hours.items():
-        h.sums = from_payloads(payloads[hour])
+            h.payloads.append(bytes(payload))
     return hours
 
 
@@ -280,7 +286,11 @@ def write_hours(server_id: int, from_hour: datetime, end: datetime, hours: dict[
                             [server_id, boundary])  # fmt: skip
             hour = boundary
             continue
-        hour_sums = h.sums
+        try:
+            hour_sums = h.sums if h.sums is not None else from_payloads(h.payloads)
+        except (codec.CodecError, ValueError, zlib.error) as exc:
+            # The running sums of the later hours of this day depend on this one: stop here.
+            raise BucketFailed(hour, written, exc) from exc
         running = add(running, hour_sums)
         _write_boundary(tables.STATEMENT_HOURLY, server_id, boundary, running)
         server_totals = hour_sums.values.sum(axis=0) if len(hour_sums) else np.zeros(len(TOTAL_NAMES), np.int64)

@@ -308,3 +308,26 @@ def test_an_edge_near_the_next_hour_is_its_whole_hour_less_the_minutes_outside(h
     result = everything(history.pk, window)
     assert {r.statement_id: figures(r).tolist() for r in result.rows} == {k: v.tolist() for k, v in expected.items()}
     assert result.intervals == intervals
+
+
+def test_every_selector_runs_a_fixed_number_of_queries(history):
+    sid = hot_statement(history.pk, Window(START, END))
+    counts: dict[str, set[int]] = {}
+    for length in (timedelta(minutes=45), timedelta(hours=9), timedelta(days=2)):
+        window = Window(END - length - timedelta(minutes=17), END - timedelta(minutes=17))
+        calls = {
+            "top_statements": lambda: everything(history.pk, window),
+            "statement_series": lambda: statement_series(statement_id=sid, window=window),
+            "server_series": lambda: server_series(server_id=history.pk, window=window),
+            "fleet_summary": lambda: fleet_summary(server_ids=[history.pk], window=window, now=END),
+            "wait_events": lambda: wait_events(server_id=history.pk, window=window),
+            "compare_windows": lambda: compare_windows(server_id=history.pk, window=window),
+        }
+        for name, call in calls.items():
+            with db.counting() as c:
+                call()
+            counts.setdefault(name, set()).add(c.queries)
+    assert {name: max(n) for name, n in counts.items()} == {
+        "top_statements": 5, "statement_series": 4, "server_series": 3, "fleet_summary": 1, "wait_events": 4,
+        "compare_windows": 10,
+    }  # fmt: skip
