@@ -13,7 +13,7 @@ PYTHON := .venv/bin/python
 DEBIAN_PACKAGES := postgresql postgresql-contrib postgresql-15-pg-wait-sampling redis-server
 PYTEST_ARGS ?=
 
-.PHONY: install system-packages fetch services test demo bench
+.PHONY: install system-packages fetch services lint test demo bench
 
 install: system-packages .venv/.installed
 	$(PYTHON) -m devenv fetch
@@ -56,7 +56,11 @@ services: install
 	$(PYTHON) -m devenv up-history
 	$(PYTHON) -m devenv ensure-redis
 
-test: install services
+lint: .venv/.installed
+	$(PYTHON) -m ruff check .
+	$(PYTHON) -m ruff format --check .
+
+test: install lint services
 	$(PYTHON) -m pytest $(PYTEST_ARGS)
 
 demo: install services

@@ -1,4 +1,5 @@
 """Read-only admin pages over the collected history; it is removed only with its server."""
+
 from django.contrib import admin
 
 from collectors.models import Snapshot, Statement

@@ -1,6 +1,7 @@
 """Bring the history collected before the read tier into it, so nothing is lost: the server totals
 of raw snapshots written without them, and the blob rollups of the first schema (kept as
 collectors_statement_{hourly,daily}_legacy by migration 0004), which are dropped once converted."""
+
 from __future__ import annotations
 
 import logging
@@ -54,7 +55,8 @@ def fill_snapshot_totals(batch: int = 500) -> int:
                 sums = tiers.from_blocks([codec.decode(bytes(payload))]).values.sum(axis=0)
                 values = [int(v) for v in sums] if sums.size else [0] * len(TOTAL_NAMES)
                 cur.execute(
-                    f"UPDATE {tables.SNAPSHOT.name} SET " + ", ".join(f"{c} = %s" for c in TOTAL_NAMES)
+                    f"UPDATE {tables.SNAPSHOT.name} SET "
+                    + ", ".join(f"{c} = %s" for c in TOTAL_NAMES)
                     + " WHERE server_id = %s AND taken_at = %s",
                     [*values, server_id, taken_at],
                 )

@@ -4,6 +4,7 @@ A snapshot sends the previous state to the monitored server as array parameters 
 changed entries back as one row of arrays (collectors/pgss.py): thousands of values move in one
 message each way, packed and parsed by numpy without a Python object per value.
 """
+
 import struct
 
 import numpy as np

@@ -3,6 +3,7 @@
 Collection moves thousands of rows a minute per server; parsing COPY BINARY with one
 ``np.frombuffer`` call is what keeps a snapshot cheap (no per-value Python objects).
 """
+
 from collections.abc import Sequence
 
 import numpy as np

@@ -11,6 +11,7 @@ LAYOUTS names the counters of each version, so a block written before a counter 
 back with that counter at 0 (what an extension without the column reports), and a counter that
 was dropped since is ignored. A new counter means a new layout version here, never a rewrite.
 """
+
 import struct
 import zlib
 from dataclasses import dataclass

@@ -4,6 +4,7 @@ Columns are discovered from the catalog of the installed extension (1.8 on Postg
 1.12 on 18; 1.7's API also works), never inferred from the server major: a server upgraded
 without ALTER EXTENSION ... UPDATE keeps the old columns. See shared/reference/pg_stat_statements.md.
 """
+
 from dataclasses import dataclass
 
 import numpy as np

@@ -9,6 +9,7 @@ the client would wait in a socket read forever, holding its worker and the serve
 Three limits cover that: TCP keepalives (a kept idle connection to a dead host), tcp_user_timeout
 (sent data never acknowledged) and, whatever the kernel sees, a client-side bound on silence.
 """
+
 import threading
 import time
 from collections.abc import Generator
@@ -180,8 +181,12 @@ def checkout(target: Target) -> tuple[MonitoredConnection, bool]:
 
 
 def checkin(target: Target, conn: MonitoredConnection) -> None:
-    if (settings.COLLECTOR["CONNECTION_IDLE_S"] <= 0 or conn.closed or conn.silent_s is not None
-            or conn.info.transaction_status != 0):
+    if (
+        settings.COLLECTOR["CONNECTION_IDLE_S"] <= 0
+        or conn.closed
+        or conn.silent_s is not None
+        or conn.info.transaction_status != 0
+    ):
         conn.close()
         return
     with _lock:

@@ -6,6 +6,7 @@ Pure numpy, no I/O, so the rules in DESIGN.md can be tested exhaustively:
   the entry restarted inside the interval, delta = now;
 - key gone: evicted or reset; nothing to record, and it leaves the state.
 """
+
 from dataclasses import dataclass
 
 import numpy as np
@@ -151,12 +152,7 @@ def compute(prev: Entries, cur: Entries, *, full_reset: bool, prev_index: np.nda
     keep = restarted[:, None] | gauge_moved[:, _FACT_GAUGE_IDX]
     fact_gauges[~keep] = np.nan
 
-    state_dirty = (
-        restarted
-        | moved
-        | gauge_moved.any(axis=1)
-        | (prev_minmax_since != cur.minmax_stats_since_us)
-    )
+    state_dirty = restarted | moved | gauge_moved.any(axis=1) | (prev_minmax_since != cur.minmax_stats_since_us)
     seen = np.zeros(len(prev), bool)
     seen[prev_index[matched]] = True
     gone = np.flatnonzero(~seen)

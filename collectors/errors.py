@@ -1,4 +1,5 @@
 """Why a collection failed, in words a DBA can act on. Each class maps to a status code on the server."""
+
 import psycopg
 from psycopg import errors as pgerrors
 
@@ -88,9 +89,7 @@ def _first_line(exc: BaseException) -> str:
 def from_connect_error(exc: psycopg.Error, target: str) -> CollectionError:
     text = _first_line(exc)
     low = text.lower()
-    if "password authentication failed" in low or "no password supplied" in low or (
-        "authentication failed" in low
-    ):
+    if "password authentication failed" in low or "no password supplied" in low or ("authentication failed" in low):
         return AuthenticationFailed(f"authentication failed for {target}: {text}")
     if "invalid" in low and ("option" in low or "value" in low or "uri" in low or "dsn" in low):
         return MalformedDsn(f"invalid connection settings for {target}: {text}")

@@ -1,6 +1,7 @@
 """Reads and writes of the history store that the collector needs: the previous cumulative state,
 the statement dimension, and one snapshot written atomically (facts, waits, state, status); and the
 removal of a server's whole history."""
+
 from dataclasses import dataclass, fields
 from datetime import datetime
 
@@ -40,9 +41,9 @@ def _raw_cursor():
 
 
 def load_statement_state(server_id: int) -> Entries:
-    query = sql.SQL(
-        "COPY (SELECT {cols} FROM {table} WHERE server_id = {sid}) TO STDOUT (FORMAT binary)"
-    ).format(cols=_STATE_LIST, table=sql.Identifier(tables.STATEMENT_STATE.name), sid=sql.Literal(server_id))
+    query = sql.SQL("COPY (SELECT {cols} FROM {table} WHERE server_id = {sid}) TO STDOUT (FORMAT binary)").format(
+        cols=_STATE_LIST, table=sql.Identifier(tables.STATEMENT_STATE.name), sid=sql.Literal(server_id)
+    )
     chunks: list[bytes] = []
     with _raw_cursor() as cur, cur.copy(query) as copy:
         for chunk in copy:
@@ -188,7 +189,8 @@ def statement_ids(server_id: int, lookup: StatementLookup, keys: np.ndarray, new
             f"INSERT INTO {_STATEMENT} (server_id, userid, dbid, queryid, toplevel, database_name, "
             "user_name, query, query_truncated, text_status, first_seen_at) "
             "SELECT %s, u, d, q, t, dn, un, qt, tr, ts, %s FROM unnest(%s::int8[], %s::int8[], %s::int8[], "
-            "%s::bool[], %s::text[], %s::text[], %s::text[], %s::bool[], %s::text[]) AS n(u, d, q, t, dn, un, qt, tr, ts) "
+            "%s::bool[], %s::text[], %s::text[], %s::text[], %s::bool[], %s::text[]) "
+            "AS n(u, d, q, t, dn, un, qt, tr, ts) "
             "RETURNING userid, dbid, queryid, toplevel::int, id",
             (
                 server_id,
@@ -230,7 +232,9 @@ def save_server_state(state: ServerState) -> None:
     columns are the model's."""
     columns = [f.column for f in ServerState._meta.concrete_fields]
     values = [f.get_db_prep_save(getattr(state, f.attname), connection) for f in ServerState._meta.concrete_fields]
-    query = sql.SQL("INSERT INTO {table} ({cols}) VALUES ({marks}) ON CONFLICT (server_id) DO UPDATE SET {sets}").format(
+    query = sql.SQL(
+        "INSERT INTO {table} ({cols}) VALUES ({marks}) ON CONFLICT (server_id) DO UPDATE SET {sets}"
+    ).format(
         table=sql.Identifier(ServerState._meta.db_table),
         cols=sql.SQL(", ").join(sql.Identifier(c) for c in columns),
         marks=sql.SQL(", ").join(sql.Placeholder() * len(columns)),
@@ -295,10 +299,13 @@ def insert_snapshot(row: SnapshotRow) -> None:
 def insert_waits(server_id: int, taken_at: datetime, rows: list[WaitRow]) -> None:
     if not rows:
         return
-    with _raw_cursor() as cur, cur.copy(
-        f"COPY {tables.WAIT_EVENT.name} (server_id, taken_at, event_type, event, query_id, samples, session_s)"
-        " FROM STDIN"
-    ) as copy:
+    with (
+        _raw_cursor() as cur,
+        cur.copy(
+            f"COPY {tables.WAIT_EVENT.name} (server_id, taken_at, event_type, event, query_id, samples, session_s)"
+            " FROM STDIN"
+        ) as copy,
+    ):
         for r in rows:
             copy.write_row((server_id, taken_at, r.event_type, r.event, r.query_id, r.samples, r.session_s))
 

@@ -5,6 +5,7 @@ change hands: a new cluster initdb'ed at the same address, a restored backup, a 
 replica, or entries of other roles becoming visible to the monitoring role. Then the counters read
 now include activity from before the interval, and booking them as its delta would be wrong.
 """
+
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -79,23 +80,31 @@ def _other_server(prev: ServerState, meta: pgss.ServerMeta, identity: Identity) 
                 f"{identity.system_identifier}, was {prev.system_identifier})")  # fmt: skip
     # A restore or a failover brings another postmaster: a promotion in place keeps the same
     # shared memory, so the same counters, and needs no baseline.
-    restarted = prev.postmaster_start_at is not None and pgss.timestamp(meta.postmaster_start_us) != prev.postmaster_start_at
+    restarted = (
+        prev.postmaster_start_at is not None and pgss.timestamp(meta.postmaster_start_us) != prev.postmaster_start_at
+    )
     if not restarted:
         return None
     if prev.in_recovery is not None and identity.in_recovery is not None and prev.in_recovery != identity.in_recovery:
-        return (f"the server at this address is now {_role(identity.in_recovery)} (it was {_role(prev.in_recovery)}), "
-                "after a restart: a failover or a restore, whose statistics are not the previous server's")  # fmt: skip
+        return (
+            f"the server at this address is now {_role(identity.in_recovery)} (it was {_role(prev.in_recovery)}), "
+            "after a restart: a failover or a restore, whose statistics are not the previous server's"
+        )
     if prev.timeline_id is not None and identity.timeline_id is not None and prev.timeline_id != identity.timeline_id:
-        return (f"the server at this address is on timeline {identity.timeline_id} (was {prev.timeline_id}) after "
-                "a restart: a restore or a failover to a replica, whose statistics are not the previous server's")  # fmt: skip
+        return (
+            f"the server at this address is on timeline {identity.timeline_id} (was {prev.timeline_id}) after "
+            "a restart: a restore or a failover to a replica, whose statistics are not the previous server's"
+        )
     return None
 
 
 def _reset_moved(prev: ServerState, stats_reset_at: datetime) -> str | None:
     """Why a stats_reset change is not a reset inside the interval, or None when it is one."""
     if stats_reset_at < prev.stats_reset_at:
-        return (f"the statistics' reset time went back to {stats_reset_at.isoformat()} (was "
-                f"{prev.stats_reset_at.isoformat()}): these are another server's statistics, or a restored copy")  # fmt: skip
+        return (
+            f"the statistics' reset time went back to {stats_reset_at.isoformat()} (was "
+            f"{prev.stats_reset_at.isoformat()}): these are another server's statistics, or a restored copy"
+        )
     if stats_reset_at <= prev.taken_at:
         # A reset inside the interval happens after the previous snapshot: these counters hold
         # activity from before the interval.
@@ -104,7 +113,9 @@ def _reset_moved(prev: ServerState, stats_reset_at: datetime) -> str | None:
     return None
 
 
-def assess(prev: ServerState | None, meta: pgss.ServerMeta, identity: Identity, stats_reset_us: int | None) -> Continuity:
+def assess(
+    prev: ServerState | None, meta: pgss.ServerMeta, identity: Identity, stats_reset_us: int | None
+) -> Continuity:
     if prev is None:
         return Continuity()
     reason = _other_server(prev, meta, identity)

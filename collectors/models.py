@@ -1,5 +1,6 @@
 """The history store's dimension and state tables. The partitioned fact tables are created by
 SQL migrations (Django does not model declarative partitioning); read-only models map them for the admin."""
+
 from django.db import models
 
 from inventory.models import Server
@@ -42,9 +43,7 @@ class Statement(models.Model):
         ]
         # Each snapshot looks up the statements still without a text: few rows, found by this index.
         indexes = [
-            models.Index(
-                fields=["server"], condition=~models.Q(text_status="stored"), name="statement_text_missing"
-            )
+            models.Index(fields=["server"], condition=~models.Q(text_status="stored"), name="statement_text_missing")
         ]
 
     def __str__(self) -> str:

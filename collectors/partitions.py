@@ -1,4 +1,5 @@
 """Native range partitions of the history tables: created ahead, dropped whole for retention."""
+
 import re
 from datetime import UTC, datetime, timedelta
 

@@ -6,6 +6,7 @@ with showtext := false, and only the entries that changed since the previous sna
 server read its whole query text file) in one call, only for keys never seen before and a bounded
 number of known keys still without a text.
 """
+
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -183,7 +184,7 @@ class Reading:
     def sent_rows(self) -> np.ndarray:
         """Which entries the server sent: certainly present now (merge_changed puts them last)."""
         mask = np.zeros(len(self.entries), bool)
-        mask[len(self.entries) - self.sent:] = True
+        mask[len(self.entries) - self.sent :] = True
         return mask
 
 
@@ -223,8 +224,9 @@ def _prev_columns(cmap: ColumnMap) -> tuple[tuple[_PrevColumn, ...], tuple[_Prev
     for column in ("stats_since", "minmax_stats_since"):
         if column in cmap.source_columns:
             compared.append(
-                _PrevColumn(f"prev_{column}", "timestamptz", "timestamptz[]",
-                            f"{column} IS DISTINCT FROM prev_{column}")  # fmt: skip
+                _PrevColumn(
+                    f"prev_{column}", "timestamptz", "timestamptz[]", f"{column} IS DISTINCT FROM prev_{column}"
+                )  # fmt: skip
             )
     return tuple(keys), tuple(compared)
 
@@ -293,7 +295,10 @@ def read_entries(conn: psycopg.Connection, meta: ServerMeta, cmap: ColumnMap, pr
         hidden = int.from_bytes(values[0], "big", signed=True)
         gone = binary_array.parse(values[1], "int8") - 1
         changed_prev_index = binary_array.parse(values[2], "int8") - 1
-        cols = {name: binary_array.parse(v, _ARRAY_KIND[kind]) for (name, kind), v in zip(ROW_COLUMNS, values[3:], strict=True)}
+        cols = {
+            name: binary_array.parse(v, _ARRAY_KIND[kind])
+            for (name, kind), v in zip(ROW_COLUMNS, values[3:], strict=True)
+        }
     except binary_array.ArrayFormatError as exc:
         raise CollectionError(f"unexpected reply from pg_stat_statements: {exc}") from exc
     n = len(changed_prev_index)
@@ -311,6 +316,7 @@ def read_entries(conn: psycopg.Connection, meta: ServerMeta, cmap: ColumnMap, pr
 
 
 # --- texts and names ---------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class TextRead:
@@ -358,14 +364,14 @@ def read_texts(conn: psycopg.Connection, meta: ServerMeta, cmap: ColumnMap, keys
         for userid, dbid, queryid, top, present, visible, text in conn.execute(query, params):
             out.by_key[(userid, dbid, queryid, top)] = TextRead(present, visible, text)
         out.databases = dict(
-            conn.execute("SELECT oid::int8, datname FROM pg_database WHERE oid::int8 = ANY(%s)", (
-                sorted(set(columns[1])),
-            )).fetchall()
+            conn.execute(
+                "SELECT oid::int8, datname FROM pg_database WHERE oid::int8 = ANY(%s)", (sorted(set(columns[1])),)
+            ).fetchall()
         )
         out.users = dict(
-            conn.execute("SELECT oid::int8, rolname FROM pg_roles WHERE oid::int8 = ANY(%s)", (
-                sorted(set(columns[0])),
-            )).fetchall()
+            conn.execute(
+                "SELECT oid::int8, rolname FROM pg_roles WHERE oid::int8 = ANY(%s)", (sorted(set(columns[0])),)
+            ).fetchall()
         )
     except psycopg.Error as exc:
         raise from_query_error(exc, "reading query texts") from exc

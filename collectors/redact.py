@@ -1,4 +1,5 @@
 """Query texts are untrusted input from monitored servers: secrets out of them, and a size bound."""
+
 import re
 
 # Secrets in query texts (utility statements keep their literals before PostgreSQL 16). The text

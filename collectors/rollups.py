@@ -1,7 +1,9 @@
 """Periodic rollups of the raw history into the read tier (collectors/tiers.py) and the wait-event
 rollups. A UTC hour is (re)built whenever the number of snapshots behind it differs from what its
-bucket was built from (the current hour too, as it goes), a whole UTC day likewise from its hours; each rebuild runs in its own transaction,
-so one bad bucket is logged and skipped without stopping the others, and runs again next time."""
+bucket was built from (the current hour too, as it goes), a whole UTC day likewise from its hours;
+each rebuild runs in its own transaction, so one bad bucket is logged and skipped without stopping
+the others, and runs again next time."""
+
 import logging
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta

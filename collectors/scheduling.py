@@ -1,4 +1,5 @@
 """Which servers are due, claimed with a conditional UPDATE so two dispatchers never enqueue twice."""
+
 from collections.abc import Callable
 from datetime import datetime, timedelta
 

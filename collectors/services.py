@@ -4,6 +4,7 @@
 (_read), computes (_compute, no I/O) and persists (_persist): everything is stored in one
 transaction of the history store or nothing is, and the server's status says why.
 """
+
 import logging
 import time
 from dataclasses import dataclass, field
@@ -15,7 +16,8 @@ from django.conf import settings
 from django.db import DatabaseError, InterfaceError, OperationalError, connection, transaction
 from django.utils import timezone
 
-from collectors import codec, connection as monitored, history, lineage, partitions, pgss, tables, texts, waits
+from collectors import codec, history, lineage, partitions, pgss, tables, texts, waits
+from collectors import connection as monitored
 from collectors.deltas import DeltaResult, Entries, compute
 from collectors.errors import ClockWentBack, CollectionBusy, CollectionError, HistoryUnavailable
 from collectors.history import LOCK_NAMESPACE

@@ -1,5 +1,6 @@
 """Per process, the statement state of each server after its last snapshot, so the next one need not
 read it back from the history store."""
+
 import threading
 from collections import OrderedDict
 from datetime import datetime

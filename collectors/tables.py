@@ -1,5 +1,6 @@
 """The history store's tables, named once: every other module (writers, rollups, selectors,
 partition maintenance, deletes) derives names, partitioning and retention from here."""
+
 from dataclasses import dataclass
 
 

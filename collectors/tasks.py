@@ -1,4 +1,5 @@
 """Celery tasks: thin wrappers that take primary keys and call services."""
+
 import logging
 from dataclasses import asdict
 
@@ -20,7 +21,7 @@ def collect_server(self, server_id: int) -> dict:
     try:
         result = server_collect(server_id=server_id)
     except HistoryUnavailable as exc:
-        countdown = min(2 ** self.request.retries, MAX_BACKOFF_S)
+        countdown = min(2**self.request.retries, MAX_BACKOFF_S)
         log.warning("history store unavailable, retrying collection of server %s in %ss", server_id, countdown)
         raise self.retry(exc=exc, countdown=countdown) from exc
     finally:

@@ -5,11 +5,12 @@ Texts are read after the counters, in a second call: an entry evicted in between
 without a text. That is never final: a known statement still without a text is asked for again
 whenever its entry is surely there (the server just sent its counters), a bounded number per snapshot.
 """
+
 import numpy as np
 
 from collectors import history, pgss
-from collectors.redact import clip, redact
 from collectors.models import TextStatus
+from collectors.redact import clip, redact
 
 # Known statements still without a text asked for again in one snapshot: each is one more row in
 # the call that reads the server's query text file, which is read anyway for new keys.
@@ -23,7 +24,8 @@ def rows_to_read(reading: pgss.Reading, statements: history.StatementLookup) -> 
     missing = np.flatnonzero(np.isin(statements.ids, list(statements.missing_text)) & reading.sent_rows)
     new_entry = reading.prev_index < 0
     retry = [
-        row for row, status in zip(missing.tolist(), statements.text_status(missing), strict=True)
+        row
+        for row, status in zip(missing.tolist(), statements.text_status(missing), strict=True)
         if status != TextStatus.UNAVAILABLE or new_entry[row]
     ][:RETRIES_PER_SNAPSHOT]
     return np.sort(np.concatenate([np.flatnonzero(statements.unseen), np.array(retry, np.int64)]))

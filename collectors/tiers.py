@@ -12,6 +12,7 @@ day is C(b) - C(a): two rows per statement, whatever the range's length. A bound
 Measured against the alternatives in docs/read-tier.md. Buckets are rebuilt whole and in order
 from raw snapshots (hours) or from the hourly tier (days), so rebuilding is idempotent.
 """
+
 from __future__ import annotations
 
 import zlib
@@ -174,6 +175,7 @@ class BucketFailed(Exception):
         super().__init__(f"hour {hour.isoformat()}: {type(cause).__name__}: {cause}")
         self.hour, self.written = hour, written
 
+
 def _raw_hours(server_id: int, start: datetime, end: datetime) -> dict[datetime, HourRaw]:
     with connection.cursor() as cur:
         cur.execute(
@@ -225,16 +227,18 @@ _SERVER_COLUMNS = (
 def _write_server_bucket(table: tables.HistoryTable, values: dict) -> None:
     partitions.ensure(table.name, values["bucket"])
     cols = sql.SQL(", ").join(sql.Identifier(c) for c in _SERVER_COLUMNS)
-    updates = sql.SQL(", ").join(
-        sql.SQL("{c} = EXCLUDED.{c}").format(c=sql.Identifier(c)) for c in _SERVER_COLUMNS[2:]
-    )
+    updates = sql.SQL(", ").join(sql.SQL("{c} = EXCLUDED.{c}").format(c=sql.Identifier(c)) for c in _SERVER_COLUMNS[2:])
     with connection.cursor() as cur:
         cur.execute(
             sql.SQL(
                 "INSERT INTO {t} ({cols}, built_at) VALUES ({marks}, now()) "
                 "ON CONFLICT (server_id, bucket) DO UPDATE SET {updates}, built_at = now()"
-            ).format(t=sql.Identifier(table.name), cols=cols, updates=updates,
-                     marks=sql.SQL(", ").join(sql.Placeholder() * len(_SERVER_COLUMNS))),  # fmt: skip
+            ).format(
+                t=sql.Identifier(table.name),
+                cols=cols,
+                updates=updates,
+                marks=sql.SQL(", ").join(sql.Placeholder() * len(_SERVER_COLUMNS)),
+            ),  # fmt: skip
             [values[c] for c in _SERVER_COLUMNS],
         )
 
@@ -329,7 +333,7 @@ def rebuild_days(server_id: int, from_day: datetime, until: datetime,
     n = len(TOTAL_NAMES)
     with connection.cursor() as cur:
         cur.execute(
-            f"SELECT date_trunc('day', bucket), sum(snapshots), sum(span_s), sum(planning_tracked_s), "
+            "SELECT date_trunc('day', bucket), sum(snapshots), sum(span_s), sum(planning_tracked_s), "
             + ", ".join(f"sum({c})" for c in TOTAL_NAMES)
             + ", sum(dealloc_delta), sum(dealloc_span_s), max(entries_peak), "
             "(array_agg(entries_max ORDER BY bucket DESC))[1], sum(changed), sum(new_entries), sum(wait_session_s) "

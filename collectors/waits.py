@@ -6,6 +6,7 @@ the estimated session-seconds spent in that state during the interval, so that
 sum(session_s) / window seconds is the average number of active sessions, whatever the source.
 A NULL event of an active backend is time on CPU (or not instrumented) and is kept as such.
 """
+
 import time
 from dataclasses import dataclass
 
@@ -91,10 +92,7 @@ def rows_for_interval(
             event_key = (key[1], key[2], key[3] or None)
             totals[event_key] = totals.get(event_key, 0) + delta
     period_s = (reading.period_ms or 10) / 1000.0
-    return [
-        WaitRow(et, ev, qid, c, c * period_s)
-        for (et, ev, qid), c in sorted(totals.items(), key=lambda kv: -kv[1])
-    ]
+    return [WaitRow(et, ev, qid, c, c * period_s) for (et, ev, qid), c in sorted(totals.items(), key=lambda kv: -kv[1])]
 
 
 def encode_profile(profile: dict[ProfileKey, int]) -> list[list]:

@@ -1,5 +1,6 @@
 """The Django admin for organizations and servers; every server write goes through inventory/services.py,
 every delete through console/services.py (it removes the history too)."""
+
 from django import forms
 from django.contrib import admin, messages
 

@@ -1,4 +1,5 @@
 """The Celery application; the beat schedule lives in console/schedule.py."""
+
 import os
 
 from celery import Celery

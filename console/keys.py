@@ -4,6 +4,7 @@ and check them at settings load. Standard library only, so it runs before anythi
 
     python3 console/keys.py .env.compose     # writes SECRET_KEY=... and CREDENTIALS_KEY=... (mode 0600)
 """
+
 from __future__ import annotations
 
 import argparse

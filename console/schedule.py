@@ -1,4 +1,5 @@
 """The whole Celery beat schedule, in one place. Every entry expires so a backlog never runs it twice."""
+
 from django.conf import settings
 
 

@@ -1,6 +1,7 @@
 """Deletes of servers and organizations with their history. They span both layers below the console
 (inventory's rows, the collectors' history store), so they live here; creates and updates are in
 inventory/services.py."""
+
 from collections.abc import Iterable
 
 from django.db import transaction

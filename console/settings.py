@@ -1,5 +1,6 @@
 """Settings, all read from the environment. Production by default: DEBUG=true (set by ``make test``,
 ``make demo``) turns on debugging and the development keys; without it real keys are required."""
+
 from pathlib import Path
 
 import environ
@@ -19,7 +20,8 @@ CREDENTIALS_KEY = env("CREDENTIALS_KEY", default=keys.DEV_CREDENTIALS_KEY if DEB
 # Refuse to start rather than sign sessions and encrypt passwords with keys published in this repository.
 if _problems := keys.key_problems(secret_key=SECRET_KEY, credentials_key=CREDENTIALS_KEY, debug=DEBUG):
     raise ImproperlyConfigured(
-        "refusing to start:\n  - " + "\n  - ".join(_problems)
+        "refusing to start:\n  - "
+        + "\n  - ".join(_problems)
         + f"\n(both keys at once, as an env file: {keys.GENERATE_ENV_FILE}; for development and tests: DEBUG=true)"
     )
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost"])
@@ -91,7 +93,8 @@ STATIC_ROOT = env.path("STATIC_ROOT", default=BASE_DIR / "staticfiles")
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {
-        "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage" if DEBUG
+        "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"
+        if DEBUG
         else "whitenoise.storage.CompressedManifestStaticFilesStorage",
     },
 }

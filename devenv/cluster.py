@@ -9,9 +9,10 @@ import shutil
 import signal
 import subprocess
 import time
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 from urllib.parse import quote
 
 from .account import _chown, _is_root, run_as
@@ -97,8 +98,13 @@ class Cluster:
 
     # ---- process helpers -----------------------------------------------------
 
-    def _run(self, args: list[str], *, check: bool = True, timeout: float | None = 120,
-             ) -> subprocess.CompletedProcess:
+    def _run(
+        self,
+        args: list[str],
+        *,
+        check: bool = True,
+        timeout: float | None = 120,
+    ) -> subprocess.CompletedProcess:
         kwargs: dict[str, Any] = {}
         if _is_root():
             pw = run_as()
@@ -147,8 +153,9 @@ class Cluster:
 
     # ---- lifecycle -----------------------------------------------------------
 
-    def initdb(self, settings: Mapping[str, Any] | None = None, preload: Iterable[str] = (),
-               hba: Iterable[str] = ()) -> None:
+    def initdb(
+        self, settings: Mapping[str, Any] | None = None, preload: Iterable[str] = (), hba: Iterable[str] = ()
+    ) -> None:
         """Create the data directory and write the configuration.
 
         ``hba`` lines go at the top of pg_hba.conf, before initdb's trust lines.
@@ -160,14 +167,25 @@ class Cluster:
             shutil.rmtree(self.datadir)
         self.datadir.mkdir(mode=0o700)
         _chown(self.datadir)
-        self._run([
-            str(self.bindir / "initdb"), "-D", str(self.datadir), "-U", "postgres",
-            "--auth=trust", "-E", "UTF8", "--locale=C", "-N",
-        ])
+        self._run(
+            [
+                str(self.bindir / "initdb"),
+                "-D",
+                str(self.datadir),
+                "-U",
+                "postgres",
+                "--auth=trust",
+                "-E",
+                "UTF8",
+                "--locale=C",
+                "-N",
+            ]
+        )
         self.configure(settings, preload, hba)
 
-    def configure(self, settings: Mapping[str, Any] | None = None, preload: Iterable[str] = (),
-                  hba: Iterable[str] = ()) -> bool:
+    def configure(
+        self, settings: Mapping[str, Any] | None = None, preload: Iterable[str] = (), hba: Iterable[str] = ()
+    ) -> bool:
         """(Re)write the devenv-managed blocks of postgresql.conf and pg_hba.conf.
 
         Returns True when anything changed (a running server then needs a
@@ -224,8 +242,7 @@ class Cluster:
             self.logfile.touch()
             _chown(self.logfile)
         proc = self._run(
-            [str(self.bindir / "pg_ctl"), "start", "-D", str(self.datadir), "-w", "-t", "60",
-             "-l", str(self.logfile)],
+            [str(self.bindir / "pg_ctl"), "start", "-D", str(self.datadir), "-w", "-t", "60", "-l", str(self.logfile)],
             check=False,
             timeout=90,
         )
@@ -240,8 +257,7 @@ class Cluster:
         if not self.is_running():
             return
         proc = self._run(
-            [str(self.bindir / "pg_ctl"), "stop", "-D", str(self.datadir), "-m", mode, "-w",
-             "-t", "60"],
+            [str(self.bindir / "pg_ctl"), "stop", "-D", str(self.datadir), "-m", mode, "-w", "-t", "60"],
             check=False,
             timeout=90,
         )
@@ -278,23 +294,25 @@ class Cluster:
 
     # ---- SQL -----------------------------------------------------------------
 
-    def dsn(self, dbname: str = "postgres", user: str = "postgres",
-            password: str | None = None) -> str:
+    def dsn(self, dbname: str = "postgres", user: str = "postgres", password: str | None = None) -> str:
         auth = quote(user, safe="")
         if password is not None:
             auth += ":" + quote(password, safe="")
         return f"postgresql://{auth}@127.0.0.1:{self.port}/{quote(dbname, safe='')}"
 
-    def connect(self, dbname: str = "postgres", user: str = "postgres",
-                password: str | None = None, **kwargs: Any):
+    def connect(self, dbname: str = "postgres", user: str = "postgres", password: str | None = None, **kwargs: Any):
         import psycopg
 
         kwargs.setdefault("autocommit", True)
         kwargs.setdefault("connect_timeout", 10)
         return psycopg.connect(self.dsn(dbname, user, password), **kwargs)
 
-    def execute(self, sql: Any, dbname: str = "postgres", params: Any = None,
-                ) -> list[tuple] | None:
+    def execute(
+        self,
+        sql: Any,
+        dbname: str = "postgres",
+        params: Any = None,
+    ) -> list[tuple] | None:
         """Run one statement as superuser (autocommit); rows if it returns any."""
         with self.connect(dbname) as conn, conn.cursor() as cur:
             cur.execute(sql, params)
@@ -316,8 +334,7 @@ class Cluster:
                 if isinstance(value, str) and name in _LIST_GUCS:
                     value = [v.strip() for v in value.split(",") if v.strip()]
                 if isinstance(value, (list, tuple)):
-                    rhs = sql.SQL(", ").join(sql.Literal(str(v)) for v in value) if value \
-                        else sql.Literal("")
+                    rhs = sql.SQL(", ").join(sql.Literal(str(v)) for v in value) if value else sql.Literal("")
                 else:
                     rhs = sql.Literal(str(value))
                 ident = sql.SQL(".").join(sql.Identifier(p) for p in name.split("."))
@@ -335,14 +352,11 @@ class Cluster:
             with self.connect() as conn:
                 (now,) = conn.execute("SELECT pg_conf_load_time()").fetchone()
                 if now > before or time.monotonic() > deadline:
-                    rows = conn.execute(
-                        "SELECT name FROM pg_settings WHERE pending_restart"
-                    ).fetchall()
+                    rows = conn.execute("SELECT name FROM pg_settings WHERE pending_restart").fetchall()
                     return [r[0] for r in rows]
             time.sleep(0.02)
 
 
 def cluster(name: str, major: int, port: int, base: Path | str = RUN_DIR) -> Cluster:
     """A Cluster handle (binaries installed if needed; nothing started)."""
-    return Cluster(name=name, major=major, port=port, datadir=Path(base) / name,
-                   bindir=ensure_binaries(major))
+    return Cluster(name=name, major=major, port=port, datadir=Path(base) / name, bindir=ensure_binaries(major))

@@ -26,9 +26,10 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from . import workloads
 from .cluster import Cluster
@@ -69,14 +70,14 @@ DEALLOC_SERVER = DemoServer(
     major=16,
     settings={"pg_stat_statements.max": 100, "max_prepared_transactions": 100},
     case="pg_stat_statements.max=100: 128 distinct statements from 16 clients evict entries "
-         "all the time (seed 000); two-phase commits with distinct GIDs (seed 001)",
+    "all the time (seed 000); two-phase commits with distinct GIDs (seed 001)",
 )
 PLANNING_SERVER = DemoServer(
     name="pg18-planning",
     major=18,
     settings={"pg_stat_statements.track_planning": "on", "max_prepared_transactions": 100},
     case="track_planning=on: a join of 11 tables whose planning costs far more than its "
-         "execution, and one hot prepared statement from 8 clients (seeds 002, 003)",
+    "execution, and one hot prepared statement from 8 clients (seeds 002, 003)",
 )
 SERVERS: tuple[DemoServer, ...] = (DEALLOC_SERVER, PLANNING_SERVER)
 
@@ -85,8 +86,9 @@ SERVERS: tuple[DemoServer, ...] = (DEALLOC_SERVER, PLANNING_SERVER)
 # --------------------------------------------------------------------------
 
 
-_setup_monitored = monitored_setup(dbname=APP_DB, monitor_user=MONITOR_USER, monitor_password=MONITOR_PASSWORD,
-                                   db_owner=APP_USER)
+_setup_monitored = monitored_setup(
+    dbname=APP_DB, monitor_user=MONITOR_USER, monitor_password=MONITOR_PASSWORD, db_owner=APP_USER
+)
 
 
 def cluster_spec(server: DemoServer, *, fresh: bool = False) -> ClusterSpec:
@@ -164,9 +166,12 @@ class WorkloadSet:
         for w in self.items:
             dsn = app_dsn(self.clusters[w.server])
             w.thread = threading.Thread(
-                target=w.function, args=(dsn, self.stop_event),
+                target=w.function,
+                args=(dsn, self.stop_event),
                 kwargs={**w.kwargs, "scale": self.scale, "counter": w.counter},
-                name=f"workload-{w.name}", daemon=True)
+                name=f"workload-{w.name}",
+                daemon=True,
+            )
             w.thread.start()
         self._last = (time.monotonic(), [0] * len(self.items))
 
@@ -188,7 +193,7 @@ class WorkloadSet:
         t0, v0 = self._last
         self._last = (now, values)
         span = max(now - t0, 1e-6)
-        return [(w, (v - p) / span) for w, v, p in zip(self.items, values, v0)]
+        return [(w, (v - p) / span) for w, v, p in zip(self.items, values, v0, strict=True)]
 
 
 # --------------------------------------------------------------------------
@@ -222,8 +227,9 @@ class Children:
     def __init__(self) -> None:
         self.items: list[Child] = []
 
-    def start(self, name: str, argv: list[str], *, env: dict[str, str] | None = None,
-              cwd: Path | str | None = None) -> Child:
+    def start(
+        self, name: str, argv: list[str], *, env: dict[str, str] | None = None, cwd: Path | str | None = None
+    ) -> Child:
         proc = subprocess.Popen(
             argv,
             env=env,
@@ -268,8 +274,19 @@ def celery_argv(*args: str) -> list[str]:
 
 
 def worker_argv() -> list[str]:
-    return celery_argv("worker", "--pool", "threads", "--concurrency", "4", "--loglevel",
-                       "warning", "--hostname", "demo@%h", "--without-gossip", "--without-mingle")
+    return celery_argv(
+        "worker",
+        "--pool",
+        "threads",
+        "--concurrency",
+        "4",
+        "--loglevel",
+        "warning",
+        "--hostname",
+        "demo@%h",
+        "--without-gossip",
+        "--without-mingle",
+    )
 
 
 def beat_argv() -> list[str]:
@@ -300,8 +317,7 @@ def demo_lock(path: Path = LOCK_PATH) -> Iterator[None]:
         except BlockingIOError:
             f.seek(0)
             holder = f.read().strip() or "?"
-            raise DemoBusy(f"another demo is running (pid {holder}; lock {path}); stop it first") \
-                from None
+            raise DemoBusy(f"another demo is running (pid {holder}; lock {path}); stop it first") from None
         f.seek(0)
         f.truncate()
         f.write(str(os.getpid()))

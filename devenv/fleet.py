@@ -4,10 +4,11 @@ in parallel (reusing data directories), stop_many and existing_clusters deal wit
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 from .account import _is_root, run_as
 from .binaries import find_binaries
@@ -63,15 +64,20 @@ def start_one(spec: ClusterSpec) -> Cluster:
     return c
 
 
-def monitored_setup(*, dbname: str, monitor_user: str, monitor_password: str,
-                    extensions: Iterable[str] = ("pg_stat_statements",),
-                    db_owner: str | None = None) -> Callable[["Cluster", bool], None]:
+def monitored_setup(
+    *,
+    dbname: str,
+    monitor_user: str,
+    monitor_password: str,
+    extensions: Iterable[str] = ("pg_stat_statements",),
+    db_owner: str | None = None,
+) -> Callable[[Cluster, bool], None]:
     """A ClusterSpec.setup for a server to monitor: database ``dbname`` with ``extensions``, and a
     LOGIN role in pg_monitor with a password (stored as SCRAM where password_encryption says so),
     as the README's 'Monitoring role' section asks of a real server."""
     extensions = tuple(extensions)
 
-    def setup(c: "Cluster", created: bool) -> None:
+    def setup(c: Cluster, created: bool) -> None:
         if db_owner and not c.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", params=[db_owner]):
             c.execute(f"CREATE ROLE {db_owner} LOGIN")
         if not c.execute("SELECT 1 FROM pg_database WHERE datname = %s", params=[dbname]):
@@ -85,9 +91,12 @@ def monitored_setup(*, dbname: str, monitor_user: str, monitor_password: str,
     return setup
 
 
-def start_many(specs: Iterable[ClusterSpec | Mapping[str, Any]], *,
-               max_workers: int | None = None, stop_on_error: bool = True,
-               ) -> dict[str, Cluster]:
+def start_many(
+    specs: Iterable[ClusterSpec | Mapping[str, Any]],
+    *,
+    max_workers: int | None = None,
+    stop_on_error: bool = True,
+) -> dict[str, Cluster]:
     """Start a set of clusters in parallel threads; returns name -> Cluster.
 
     If any fails, the others started by this call are stopped (unless
@@ -104,8 +113,7 @@ def start_many(specs: Iterable[ClusterSpec | Mapping[str, Any]], *,
         run_as()  # create the user once, before the threads
     started: dict[str, Cluster] = {}
     errors: list[str] = []
-    with ThreadPoolExecutor(max_workers=max_workers or len(specs),
-                            thread_name_prefix="devenv-pg") as pool:
+    with ThreadPoolExecutor(max_workers=max_workers or len(specs), thread_name_prefix="devenv-pg") as pool:
         futures = {s.name: pool.submit(start_one, s) for s in specs}
         for name, fut in futures.items():
             try:
@@ -152,6 +160,5 @@ def existing_clusters(base: Path | str = RUN_DIR) -> list[Cluster]:
                     with contextlib.suppress(ValueError):
                         port = int(value.split("#")[0].strip().strip("'"))
         bindir = find_binaries(major) or Path("/nonexistent")
-        found.append(Cluster(name=datadir.name, major=major, port=port, datadir=datadir,
-                             bindir=bindir))
+        found.append(Cluster(name=datadir.name, major=major, port=port, datadir=datadir, bindir=bindir))
     return found

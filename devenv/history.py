@@ -33,9 +33,13 @@ def history_spec() -> ClusterSpec:
 def up_history() -> tuple[Cluster, str]:
     """Start (or reuse) the history store; returns (cluster, what was done)."""
     spec = history_spec()
-    c = Cluster(name=spec.name, major=spec.major, port=spec.port,
-                datadir=Path(spec.base) / spec.name,
-                bindir=find_binaries(spec.major) or Path("/nonexistent"))
+    c = Cluster(
+        name=spec.name,
+        major=spec.major,
+        port=spec.port,
+        datadir=Path(spec.base) / spec.name,
+        bindir=find_binaries(spec.major) or Path("/nonexistent"),
+    )
     if c.is_running():
         spec.setup(c, False)
         return c, "reused running"

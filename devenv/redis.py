@@ -34,8 +34,7 @@ def ping(url: str, timeout: float = 1.0) -> bool:
     except (redis_py.ConnectionError, redis_py.TimeoutError):
         return False
     except redis_py.RedisError as exc:
-        raise RedisError(f"something answers on {url} but not as a usable Redis: "
-                         f"{type(exc).__name__}: {exc}") from exc
+        raise RedisError(f"something answers on {url} but not as a usable Redis: {type(exc).__name__}: {exc}") from exc
     finally:
         client.close()
 
@@ -59,23 +58,39 @@ def ensure_redis(url: str = DEFAULT_REDIS_URL, timeout: float = 20.0) -> str:
     d.mkdir(parents=True, exist_ok=True)
     log = d / "redis.log"
     cmd = [
-        server, "--daemonize", "yes", "--bind", "127.0.0.1", "--port", str(port),
-        "--save", "", "--appendonly", "no", "--dir", str(d), "--logfile", str(log),
-        "--pidfile", str(d / "redis.pid"),
+        server,
+        "--daemonize",
+        "yes",
+        "--bind",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--save",
+        "",
+        "--appendonly",
+        "no",
+        "--dir",
+        str(d),
+        "--logfile",
+        str(log),
+        "--pidfile",
+        str(d / "redis.pid"),
     ]
     if parsed.password:
         cmd += ["--requirepass", parsed.password]
     proc = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True)
     if proc.returncode != 0:
-        raise RedisError(f"redis-server failed to start ({proc.returncode}): "
-                         f"{(proc.stderr or proc.stdout).strip()}\n{_tail(log)}")
+        raise RedisError(
+            f"redis-server failed to start ({proc.returncode}): {(proc.stderr or proc.stdout).strip()}\n{_tail(log)}"
+        )
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if ping(url, timeout=0.5):
             return "started"
         time.sleep(0.1)
-    raise RedisError(f"redis-server on port {port} did not answer PING within {timeout:.0f}s\n"
-                     f"--- tail of {log} ---\n{_tail(log)}")
+    raise RedisError(
+        f"redis-server on port {port} did not answer PING within {timeout:.0f}s\n--- tail of {log} ---\n{_tail(log)}"
+    )
 
 
 def stop_redis(url_or_port: str | int, timeout: float = 10.0) -> bool:

@@ -29,7 +29,7 @@ import logging
 import random
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import psycopg
 from psycopg import sql
@@ -106,9 +106,15 @@ def _connect(dsn: str, **kwargs) -> psycopg.Connection:
     return psycopg.connect(dsn, **kwargs)
 
 
-def _client_loop(name: str, dsn: str, stop: threading.Event, rate: float,
-                 step: Callable[[psycopg.Connection, int], int], counter: Counter | None,
-                 **connect_kwargs) -> None:
+def _client_loop(
+    name: str,
+    dsn: str,
+    stop: threading.Event,
+    rate: float,
+    step: Callable[[psycopg.Connection, int], int],
+    counter: Counter | None,
+    **connect_kwargs,
+) -> None:
     """Connect, then call ``step(conn, i)`` at ``rate`` per second until ``stop``; reconnect on errors.
 
     ``step`` returns how many units it completed (added to ``counter``).
@@ -133,15 +139,18 @@ def _client_loop(name: str, dsn: str, stop: threading.Event, rate: float,
             failures += 1
             # One line per failure streak start, then quiet retries (the server may be restarting).
             if failures == 1:
-                log.warning("workload %s: %s: %s (retrying)", name, type(exc).__name__,
-                            str(exc).strip().splitlines()[0] if str(exc).strip() else "")
+                log.warning(
+                    "workload %s: %s: %s (retrying)",
+                    name,
+                    type(exc).__name__,
+                    str(exc).strip().splitlines()[0] if str(exc).strip() else "",
+                )
             stop.wait(min(5.0, 0.5 * failures))
 
 
 def _run_clients(name: str, clients: int, target: Callable[[int], None]) -> None:
     """Run ``target(k)`` for k in range(clients) in threads and wait for all of them."""
-    threads = [threading.Thread(target=target, args=(k,), name=f"{name}-{k}", daemon=True)
-               for k in range(clients)]
+    threads = [threading.Thread(target=target, args=(k,), name=f"{name}-{k}", daemon=True) for k in range(clients)]
     for t in threads:
         t.start()
     for t in threads:
@@ -186,9 +195,16 @@ def storm_setup_sql(tables: int = STORM_TABLES) -> list:
     return out
 
 
-def dealloc_storm(dsn: str, stop: threading.Event, *, clients: int = STORM_CLIENTS,
-                  tables: int = STORM_TABLES, tx_per_s: float = 3.0, scale: float = 1.0,
-                  counter: Counter | None = None) -> None:
+def dealloc_storm(
+    dsn: str,
+    stop: threading.Event,
+    *,
+    clients: int = STORM_CLIENTS,
+    tables: int = STORM_TABLES,
+    tx_per_s: float = 3.0,
+    scale: float = 1.0,
+    counter: Counter | None = None,
+) -> None:
     """Seed 000: ``clients`` connections, client k running ``BEGIN; SELECT 1 FROM t<..>; COMMIT``
     over its own slice of ``tables`` tables, ``tx_per_s`` transactions a second each.
 
@@ -200,8 +216,11 @@ def dealloc_storm(dsn: str, stop: threading.Event, *, clients: int = STORM_CLIEN
     per_client = max(1, tables // clients)
 
     def client(k: int) -> None:
-        mine = [sql.SQL("SELECT 1 FROM {}").format(sql.Identifier(f"t{1 + k * per_client + j}"))
-                for j in range(per_client) if 1 + k * per_client + j <= tables]
+        mine = [
+            sql.SQL("SELECT 1 FROM {}").format(sql.Identifier(f"t{1 + k * per_client + j}"))
+            for j in range(per_client)
+            if 1 + k * per_client + j <= tables
+        ]
 
         def step(conn: psycopg.Connection, i: int) -> int:
             with conn.transaction():
@@ -219,21 +238,29 @@ def dealloc_storm(dsn: str, stop: threading.Event, *, clients: int = STORM_CLIEN
 # --------------------------------------------------------------------------
 
 
-def planning_setup_sql(tables: int = PLANNING_TABLES,
-                       indexes: int = PLANNING_INDEXES_PER_TABLE) -> list:
+def planning_setup_sql(tables: int = PLANNING_TABLES, indexes: int = PLANNING_INDEXES_PER_TABLE) -> list:
     out: list = []
     for k in range(1, tables + 1):
         t = sql.Identifier(f"plan_{k}")
-        out.append(sql.SQL(
-            "CREATE TABLE IF NOT EXISTS {} (id int PRIMARY KEY, ref int NOT NULL, a int, b int, "
-            "c int, d int, note text)").format(t))
+        out.append(
+            sql.SQL(
+                "CREATE TABLE IF NOT EXISTS {} (id int PRIMARY KEY, ref int NOT NULL, a int, b int, "
+                "c int, d int, note text)"
+            ).format(t)
+        )
         for j, cols in enumerate(["ref", "a, b", "b, c", "c, d", "d, a", "a, ref"][:indexes]):
-            out.append(sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} ({})").format(
-                sql.Identifier(f"plan_{k}_i{j}"), t, sql.SQL(cols)))
+            out.append(
+                sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} ({})").format(
+                    sql.Identifier(f"plan_{k}_i{j}"), t, sql.SQL(cols)
+                )
+            )
         # A few rows (analyzed), so that execution is nearly free and planning dominates.
-        out.append(sql.SQL(
-            "INSERT INTO {} SELECT g, g, g % 7, g % 5, g % 3, g % 11, 'x' FROM generate_series(1, 20) g "
-            "WHERE NOT EXISTS (SELECT FROM {})").format(t, t))
+        out.append(
+            sql.SQL(
+                "INSERT INTO {} SELECT g, g, g % 7, g % 5, g % 3, g % 11, 'x' FROM generate_series(1, 20) g "
+                "WHERE NOT EXISTS (SELECT FROM {})"
+            ).format(t, t)
+        )
         out.append(sql.SQL("ANALYZE {}").format(t))
     return out
 
@@ -251,14 +278,21 @@ def planning_query(tables: int = PLANNING_TABLES) -> sql.Composed:
             conds.append(sql.SQL("{}.a = {}.b").format(alias[k], alias[0]))
     conds.append(sql.SQL("{}.c = %s").format(alias[0]))
     return sql.SQL("SELECT count(*) FROM {} WHERE {}").format(
-        sql.SQL(", ").join(sql.SQL("{} {}").format(r, a) for r, a in zip(rels, alias)),
+        sql.SQL(", ").join(sql.SQL("{} {}").format(r, a) for r, a in zip(rels, alias, strict=True)),
         sql.SQL(" AND ").join(conds),
     )
 
 
-def planning_heavy(dsn: str, stop: threading.Event, *, clients: int = 2, q_per_s: float = 1.0,
-                   tables: int = PLANNING_TABLES, scale: float = 1.0,
-                   counter: Counter | None = None) -> None:
+def planning_heavy(
+    dsn: str,
+    stop: threading.Event,
+    *,
+    clients: int = 2,
+    q_per_s: float = 1.0,
+    tables: int = PLANNING_TABLES,
+    scale: float = 1.0,
+    counter: Counter | None = None,
+) -> None:
     """Seed 002: a many-table join whose planning time far exceeds its execution time
     (not prepared: planned on every call). Meant for a server with track_planning = on."""
     if not _retry_setup("planning-heavy", dsn, stop, planning_setup_sql(tables)):
@@ -283,8 +317,10 @@ def planning_heavy(dsn: str, stop: threading.Event, *, clients: int = 2, q_per_s
 def hot_setup_sql(rows: int = HOT_ROWS) -> list:
     return [
         "CREATE TABLE IF NOT EXISTS hot_accounts (aid int PRIMARY KEY, abalance int NOT NULL)",
-        sql.SQL("INSERT INTO hot_accounts SELECT g, 0 FROM generate_series(1, {}) g "
-                "WHERE NOT EXISTS (SELECT FROM hot_accounts)").format(sql.Literal(rows)),
+        sql.SQL(
+            "INSERT INTO hot_accounts SELECT g, 0 FROM generate_series(1, {}) g "
+            "WHERE NOT EXISTS (SELECT FROM hot_accounts)"
+        ).format(sql.Literal(rows)),
         "ANALYZE hot_accounts",
     ]
 
@@ -292,8 +328,15 @@ def hot_setup_sql(rows: int = HOT_ROWS) -> list:
 HOT_QUERY = "SELECT abalance FROM hot_accounts WHERE aid = %s"
 
 
-def hot_prepared(dsn: str, stop: threading.Event, *, clients: int = 8, q_per_s: float = 25.0,
-                 scale: float = 1.0, counter: Counter | None = None) -> None:
+def hot_prepared(
+    dsn: str,
+    stop: threading.Event,
+    *,
+    clients: int = 8,
+    q_per_s: float = 25.0,
+    scale: float = 1.0,
+    counter: Counter | None = None,
+) -> None:
     """One hot statement, prepared server-side (psycopg ``prepare=True``), from ``clients``
     connections at ``q_per_s`` each: the most-called queryid of the server."""
     if not _retry_setup("hot-prepared", dsn, stop, hot_setup_sql()):
@@ -318,10 +361,11 @@ def hot_prepared(dsn: str, stop: threading.Event, *, clients: int = 8, q_per_s: 
 
 def tpc_setup_sql(rows: int = TPC_ROWS) -> list:
     return [
-        "CREATE TABLE IF NOT EXISTS tpc_accounts (id int PRIMARY KEY, balance bigint NOT NULL, "
-        "md5 text)",
-        sql.SQL("INSERT INTO tpc_accounts SELECT g, 0, '' FROM generate_series(1, {}) g "
-                "WHERE NOT EXISTS (SELECT FROM tpc_accounts)").format(sql.Literal(rows)),
+        "CREATE TABLE IF NOT EXISTS tpc_accounts (id int PRIMARY KEY, balance bigint NOT NULL, md5 text)",
+        sql.SQL(
+            "INSERT INTO tpc_accounts SELECT g, 0, '' FROM generate_series(1, {}) g "
+            "WHERE NOT EXISTS (SELECT FROM tpc_accounts)"
+        ).format(sql.Literal(rows)),
     ]
 
 
@@ -329,16 +373,27 @@ def rollback_leftover_gids(dsn: str, prefix: str = GID_PREFIX) -> int:
     """ROLLBACK PREPARED the transactions with our GID prefix left over by an interrupted run
     (they would hold their row locks forever). Returns how many."""
     with _connect(dsn) as conn:
-        gids = [r[0] for r in conn.execute(
-            "SELECT gid FROM pg_prepared_xacts WHERE database = current_database() "
-            "AND starts_with(gid, %s)", (prefix,)).fetchall()]
+        gids = [
+            r[0]
+            for r in conn.execute(
+                "SELECT gid FROM pg_prepared_xacts WHERE database = current_database() AND starts_with(gid, %s)",
+                (prefix,),
+            ).fetchall()
+        ]
         for gid in gids:
             conn.execute(sql.SQL("ROLLBACK PREPARED {}").format(sql.Literal(gid)))
     return len(gids)
 
 
-def two_phase(dsn: str, stop: threading.Event, *, clients: int = 1, tx_per_s: float = 5.0,
-              scale: float = 1.0, counter: Counter | None = None) -> None:
+def two_phase(
+    dsn: str,
+    stop: threading.Event,
+    *,
+    clients: int = 1,
+    tx_per_s: float = 5.0,
+    scale: float = 1.0,
+    counter: Counter | None = None,
+) -> None:
     """Seed 001: ``BEGIN; UPDATE ...; PREPARE TRANSACTION 'gid_<n>'; COMMIT PREPARED 'gid_<n>'``,
     a new GID every time. Needs max_prepared_transactions > 0."""
     if not _retry_setup("two-phase", dsn, stop, tpc_setup_sql()):
@@ -359,9 +414,10 @@ def two_phase(dsn: str, stop: threading.Event, *, clients: int = 1, tx_per_s: fl
             gid = sql.Literal(f"{GID_PREFIX}{base + i * clients + k}")
             conn.execute("BEGIN")
             try:
-                conn.execute("UPDATE tpc_accounts SET balance = balance + 1, "
-                             "md5 = md5(clock_timestamp()::text) WHERE id = %s",
-                             (rnd.randint(1, TPC_ROWS),))
+                conn.execute(
+                    "UPDATE tpc_accounts SET balance = balance + 1, md5 = md5(clock_timestamp()::text) WHERE id = %s",
+                    (rnd.randint(1, TPC_ROWS),),
+                )
                 conn.execute(sql.SQL("PREPARE TRANSACTION {}").format(gid))
             except BaseException:
                 if not conn.closed:

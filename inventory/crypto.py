@@ -1,4 +1,5 @@
 """Encryption at rest for monitoring passwords (Fernet, keyed by settings.CREDENTIALS_KEY)."""
+
 from functools import lru_cache
 
 from cryptography.fernet import Fernet, InvalidToken

@@ -2,6 +2,7 @@
 
 The tables keep the names they had when these models lived in the console app (db_table): moving the
 models changed no table (inventory/migrations/0001_initial.py)."""
+
 from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models

@@ -1,5 +1,6 @@
 """Writes on organizations and servers: registering a server and changing it. Deletes take the
 history with them, which this layer does not know about: they are in console/services.py."""
+
 from collections.abc import Mapping
 from typing import Any
 

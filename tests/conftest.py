@@ -20,7 +20,7 @@ from __future__ import annotations
 import fcntl
 import os
 import time
-from typing import Iterator
+from collections.abc import Iterator
 
 import pytest
 
@@ -48,12 +48,14 @@ def _preload(major: int) -> list[str]:
 
 def setup_monitored(extensions: list[str]):
     """ClusterSpec.setup: database app with ``extensions``, role monitor (SCRAM password)."""
-    return monitored_setup(dbname=APP_DB, monitor_user=MONITOR_USER, monitor_password=MONITOR_PASSWORD,
-                           extensions=extensions)
+    return monitored_setup(
+        dbname=APP_DB, monitor_user=MONITOR_USER, monitor_password=MONITOR_PASSWORD, extensions=extensions
+    )
 
 
-def monitored_spec(major: int, *, name: str | None = None, port: int | None = None,
-                   settings: dict[str, str] | None = None) -> ClusterSpec:
+def monitored_spec(
+    major: int, *, name: str | None = None, port: int | None = None, settings: dict[str, str] | None = None
+) -> ClusterSpec:
     """The spec of a fresh monitored test cluster of ``major``."""
     preload = _preload(major)
     return ClusterSpec(
@@ -89,8 +91,10 @@ def cluster_lock() -> Iterator[None]:
                 if time.monotonic() > deadline:
                     f.seek(0)
                     holder = f.read().strip() or "?"
-                    pytest.fail(f"another pytest session (pid {holder}) holds {path}; "
-                                "the test clusters are in use", pytrace=False)
+                    pytest.fail(
+                        f"another pytest session (pid {holder}) holds {path}; the test clusters are in use",
+                        pytrace=False,
+                    )
                 time.sleep(0.5)
         f.seek(0)
         f.truncate()
@@ -121,8 +125,7 @@ def pg12_cluster(cluster_lock) -> Iterator[Cluster]:
 @pytest.fixture(scope="session")
 def evict_cluster(cluster_lock) -> Iterator[Cluster]:
     """PostgreSQL 14 with pg_stat_statements.max=100 (the minimum): entries get evicted."""
-    spec = monitored_spec(14, name="test-evict-pg14", port=TEST_EVICT_PORT,
-                          settings={"pg_stat_statements.max": "100"})
+    spec = monitored_spec(14, name="test-evict-pg14", port=TEST_EVICT_PORT, settings={"pg_stat_statements.max": "100"})
     c = start_many([spec])[spec.name]
     try:
         yield c

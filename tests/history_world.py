@@ -1,6 +1,7 @@
 """A synthetic history written through the real collection path (server_collect with a synthetic
 reading: bench/synthetic.py) and rolled up by the real periodic rollup, and ground truth read back
 from its raw snapshots."""
+
 from __future__ import annotations
 
 from datetime import datetime, timedelta
@@ -56,7 +57,9 @@ def raw_rows(server_id: int, start: datetime, end: datetime) -> list[tuple]:
         out = []
         for taken, interval_s, payload in cur.fetchall():
             block = codec.decode(bytes(payload))
-            out.append((taken, interval_s, dict(zip(block.statement_id.tolist(), totals_of(block.counters), strict=True))))
+            out.append(
+                (taken, interval_s, dict(zip(block.statement_id.tolist(), totals_of(block.counters), strict=True)))
+            )
         return out
 
 

@@ -4,6 +4,7 @@ Silent means what a dead host or a cut network path looks like to a client: the 
 and every byte is dropped, in both directions, without a FIN or an RST. (The local kernel still
 acknowledges the bytes, so only a client-side time limit can notice, which is what the tests want.)
 """
+
 from __future__ import annotations
 
 import selectors
@@ -127,7 +128,7 @@ class TcpProxy:
                 seen = pair.tail + data
                 if self._trigger in seen:
                     self._go_silent()
-                pair.tail = seen[-len(self._trigger):]
+                pair.tail = seen[-len(self._trigger) :]
             dead = pair.dead
         if dead:
             return  # dropped: nothing is answered, nothing is closed

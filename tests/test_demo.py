@@ -38,10 +38,16 @@ RUN_TIMEOUT_S = DURATION_S + 90
 
 
 def _demo_clusters() -> list[Cluster]:
-    return [Cluster(name=s.cluster_name, major=s.major, port=s.port,
-                    datadir=demo.RUN_DIR / s.cluster_name,
-                    bindir=find_binaries(s.major) or demo.RUN_DIR / "nonexistent")
-            for s in demo.SERVERS]
+    return [
+        Cluster(
+            name=s.cluster_name,
+            major=s.major,
+            port=s.port,
+            datadir=demo.RUN_DIR / s.cluster_name,
+            bindir=find_binaries(s.major) or demo.RUN_DIR / "nonexistent",
+        )
+        for s in demo.SERVERS
+    ]
 
 
 @pytest.fixture
@@ -73,8 +79,12 @@ def _run_demo(database_url: str) -> tuple[int, str, float]:
     t0 = time.monotonic()
     proc = subprocess.Popen(
         [sys.executable, "manage.py", "demo", "--duration", str(DURATION_S), "--no-web"],
-        cwd=REPO_ROOT, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT, text=True,
+        cwd=REPO_ROOT,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
     try:
         out, _ = proc.communicate(timeout=RUN_TIMEOUT_S)
@@ -85,8 +95,9 @@ def _run_demo(database_url: str) -> tuple[int, str, float]:
         except subprocess.TimeoutExpired:
             proc.kill()
             out, _ = proc.communicate()
-        pytest.fail(f"manage.py demo --duration {DURATION_S} did not exit within "
-                    f"{RUN_TIMEOUT_S}s\n--- output ---\n{out}")
+        pytest.fail(
+            f"manage.py demo --duration {DURATION_S} did not exit within {RUN_TIMEOUT_S}s\n--- output ---\n{out}"
+        )
     return proc.returncode, out, time.monotonic() - t0
 
 
@@ -107,8 +118,7 @@ def test_demo_runs_collects_and_stops(demo_database):
             "FROM collectors_snapshot n JOIN console_server s ON s.id = n.server_id "
             "JOIN console_organization o ON o.id = s.organization_id ORDER BY n.taken_at"
         ).fetchall()
-        admin = conn.execute(
-            "SELECT is_superuser FROM auth_user WHERE username = 'admin'").fetchone()
+        admin = conn.execute("SELECT is_superuser FROM auth_user WHERE username = 'admin'").fetchone()
     assert admin == (True,)
     by_server: dict[str, list[tuple]] = {}
     for row in rows:

@@ -19,8 +19,13 @@ MONITORED = (13, 14, 15, 16, 17, 18)
 
 
 def test_port_map_has_no_collisions():
-    ports = [PORTS["history"], *PORTS["test"].values(), *PORTS["test-extra"].values(),
-             *PORTS["demo"].values(), PORTS["redis"]]
+    ports = [
+        PORTS["history"],
+        *PORTS["test"].values(),
+        *PORTS["test-extra"].values(),
+        *PORTS["demo"].values(),
+        PORTS["redis"],
+    ]
     assert len(ports) == len(set(ports))
     assert PORTS["history"] == 54320
     assert PORTS["test"][13] == 55413
@@ -102,8 +107,9 @@ def test_monitor_role_password_auth(pg_clusters, monitor_dsn, major):
 
 
 def test_restart_set_config_and_destroy(cluster_lock):
-    c = start_many([ClusterSpec("test-scratch-pg16", 16, port_for_extra_test(16), fresh=True,
-                                settings={"max_connections": "40"})])["test-scratch-pg16"]
+    c = start_many(
+        [ClusterSpec("test-scratch-pg16", 16, port_for_extra_test(16), fresh=True, settings={"max_connections": "40"})]
+    )["test-scratch-pg16"]
     try:
         assert c.execute("SHOW max_connections") == [("40",)]
         [(started_before,)] = c.execute("SELECT pg_postmaster_start_time()")
@@ -117,8 +123,7 @@ def test_restart_set_config_and_destroy(cluster_lock):
         assert c.set_config({"work_mem": "7MB"}) == []
         assert c.execute("SHOW work_mem") == [("7MB",)]
         assert c.set_config({"max_connections": 50}) == ["max_connections"]
-        c.set_config({"shared_preload_libraries": "pg_stat_statements, auto_explain"},
-                     restart=True)
+        c.set_config({"shared_preload_libraries": "pg_stat_statements, auto_explain"}, restart=True)
         assert c.execute("SHOW max_connections") == [("50",)]
         [(preload,)] = c.execute("SHOW shared_preload_libraries")
         assert [p.strip() for p in preload.split(",")] == ["pg_stat_statements", "auto_explain"]
@@ -167,8 +172,7 @@ def test_pg12_cluster(pg12_cluster, monitor_dsn):
 def test_evict_cluster(evict_cluster, monitor_dsn):
     c = evict_cluster
     [(num, pgss_max)] = c.execute(
-        "SELECT current_setting('server_version_num')::int,"
-        " current_setting('pg_stat_statements.max')::int"
+        "SELECT current_setting('server_version_num')::int, current_setting('pg_stat_statements.max')::int"
     )
     assert (num // 10000, pgss_max) == (14, 100)
     assert c.port == PORTS["test-evict"]

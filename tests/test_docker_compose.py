@@ -1,6 +1,7 @@
 """docker-compose.yml and the Dockerfile stay consistent with the settings (no Docker engine here: they are
 parsed): no key in the file, migrations before anything starts, healthchecks, the demo server ready and
 registered."""
+
 import re
 import shlex
 from pathlib import Path

@@ -1,5 +1,6 @@
 """Dependencies run one way: console (renders) -> collectors (collection, history, selectors) -> inventory
 (organizations and servers). Read from the source (ast), so an import inside a function counts too."""
+
 import ast
 import re
 from collections.abc import Iterator
@@ -52,6 +53,8 @@ def test_console_names_no_history_table():
 
 def test_the_checks_see_what_they_look_for():
     """The walkers find a forbidden import inside a function and a table name inside an f-string."""
-    tree = ast.parse('def f(n):\n    from console.models import Server\n    return f"SELECT 1 FROM collectors_snapshot {n}"')
+    tree = ast.parse(
+        'def f(n):\n    from console.models import Server\n    return f"SELECT 1 FROM collectors_snapshot {n}"'
+    )
     assert (2, "console") in set(_imports(tree))
     assert [node.lineno for node in _history_tables(tree)] == [3]

@@ -1,4 +1,5 @@
 """The shared test world: register a monitored cluster, run known workloads, read back what was stored."""
+
 from __future__ import annotations
 
 import itertools
@@ -14,7 +15,8 @@ from collectors import codec
 from collectors.columns import COUNTER_NAMES
 from collectors.models import Statement
 from collectors.services import CollectionResult, server_collect
-from devenv.cluster import Cluster, cluster as cluster_at
+from devenv.cluster import Cluster
+from devenv.cluster import cluster as cluster_at
 from inventory.models import Server
 from inventory.services import server_create
 

@@ -5,77 +5,94 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('console', '0001_initial'),
+        ("console", "0001_initial"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Snapshot',
+            name="Snapshot",
             fields=[
-                ('id', models.BigIntegerField(primary_key=True, serialize=False)),
-                ('taken_at', models.DateTimeField()),
-                ('prev_taken_at', models.DateTimeField(null=True)),
-                ('interval_s', models.FloatField(null=True)),
-                ('kind', models.TextField()),
-                ('server_version_num', models.IntegerField()),
-                ('extension_version', models.TextField()),
-                ('entries', models.IntegerField()),
-                ('entries_hidden', models.IntegerField()),
-                ('entries_max', models.IntegerField(null=True)),
-                ('changed', models.IntegerField()),
-                ('new_entries', models.IntegerField()),
-                ('gone_entries', models.IntegerField()),
-                ('dealloc', models.BigIntegerField(null=True)),
-                ('dealloc_delta', models.BigIntegerField(null=True)),
-                ('stats_reset_at', models.DateTimeField(null=True)),
-                ('full_reset', models.BooleanField()),
-                ('track', models.TextField(null=True)),
-                ('track_utility', models.BooleanField(null=True)),
-                ('track_planning', models.BooleanField(null=True)),
-                ('save', models.BooleanField(null=True)),
-                ('sample_rate', models.FloatField(null=True)),
-                ('waits_source', models.TextField(null=True)),
-                ('waits_samples', models.IntegerField(null=True)),
-                ('statements', models.BinaryField(null=True)),
+                ("id", models.BigIntegerField(primary_key=True, serialize=False)),
+                ("taken_at", models.DateTimeField()),
+                ("prev_taken_at", models.DateTimeField(null=True)),
+                ("interval_s", models.FloatField(null=True)),
+                ("kind", models.TextField()),
+                ("server_version_num", models.IntegerField()),
+                ("extension_version", models.TextField()),
+                ("entries", models.IntegerField()),
+                ("entries_hidden", models.IntegerField()),
+                ("entries_max", models.IntegerField(null=True)),
+                ("changed", models.IntegerField()),
+                ("new_entries", models.IntegerField()),
+                ("gone_entries", models.IntegerField()),
+                ("dealloc", models.BigIntegerField(null=True)),
+                ("dealloc_delta", models.BigIntegerField(null=True)),
+                ("stats_reset_at", models.DateTimeField(null=True)),
+                ("full_reset", models.BooleanField()),
+                ("track", models.TextField(null=True)),
+                ("track_utility", models.BooleanField(null=True)),
+                ("track_planning", models.BooleanField(null=True)),
+                ("save", models.BooleanField(null=True)),
+                ("sample_rate", models.FloatField(null=True)),
+                ("waits_source", models.TextField(null=True)),
+                ("waits_samples", models.IntegerField(null=True)),
+                ("statements", models.BinaryField(null=True)),
             ],
             options={
-                'db_table': 'collectors_snapshot',
-                'ordering': ['-taken_at'],
-                'managed': False,
+                "db_table": "collectors_snapshot",
+                "ordering": ["-taken_at"],
+                "managed": False,
             },
         ),
         migrations.CreateModel(
-            name='ServerState',
+            name="ServerState",
             fields=[
-                ('server', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, primary_key=True, related_name='collector_state', serialize=False, to='console.server')),
-                ('taken_at', models.DateTimeField()),
-                ('postmaster_start_at', models.DateTimeField(null=True)),
-                ('stats_reset_at', models.DateTimeField(null=True)),
-                ('dealloc', models.BigIntegerField(null=True)),
-                ('wait_profile', models.JSONField(null=True)),
+                (
+                    "server",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        primary_key=True,
+                        related_name="collector_state",
+                        serialize=False,
+                        to="console.server",
+                    ),
+                ),
+                ("taken_at", models.DateTimeField()),
+                ("postmaster_start_at", models.DateTimeField(null=True)),
+                ("stats_reset_at", models.DateTimeField(null=True)),
+                ("dealloc", models.BigIntegerField(null=True)),
+                ("wait_profile", models.JSONField(null=True)),
             ],
         ),
         migrations.CreateModel(
-            name='Statement',
+            name="Statement",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('userid', models.BigIntegerField()),
-                ('dbid', models.BigIntegerField()),
-                ('queryid', models.BigIntegerField()),
-                ('toplevel', models.BooleanField(default=True)),
-                ('database_name', models.TextField(blank=True, default='')),
-                ('user_name', models.TextField(blank=True, default='')),
-                ('query', models.TextField(blank=True, null=True)),
-                ('query_truncated', models.BooleanField(default=False)),
-                ('first_seen_at', models.DateTimeField()),
-                ('server', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='statements', to='console.server')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("userid", models.BigIntegerField()),
+                ("dbid", models.BigIntegerField()),
+                ("queryid", models.BigIntegerField()),
+                ("toplevel", models.BooleanField(default=True)),
+                ("database_name", models.TextField(blank=True, default="")),
+                ("user_name", models.TextField(blank=True, default="")),
+                ("query", models.TextField(blank=True, null=True)),
+                ("query_truncated", models.BooleanField(default=False)),
+                ("first_seen_at", models.DateTimeField()),
+                (
+                    "server",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="statements", to="console.server"
+                    ),
+                ),
             ],
             options={
-                'constraints': [models.UniqueConstraint(fields=('server', 'queryid', 'userid', 'dbid', 'toplevel'), name='statement_key_unique')],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("server", "queryid", "userid", "dbid", "toplevel"), name="statement_key_unique"
+                    )
+                ],
             },
         ),
     ]

@@ -2,6 +2,7 @@
 
 Partitions are created ahead and dropped for retention by collectors.partitions; none exists
 here, the writer creates the one it needs on first use."""
+
 from django.db import migrations
 
 STATEMENT_STATE = """

@@ -1,4 +1,5 @@
 """The lineage of a server's statistics in its state, and why a statement has no text."""
+
 from django.db import migrations, models
 
 # Texts missing before this migration were almost always evicted between the counters' read and

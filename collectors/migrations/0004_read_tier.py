@@ -4,10 +4,21 @@ statement-major tier (cumulative sums per statement at hour and day boundaries).
 The blob rollups of 0002 (one encoded block per server and hour or day) are kept under the names
 *_legacy until `manage.py history backfill` has converted them into the new tables, which then
 drops them."""
+
 from django.db import migrations
 
-TOTALS = ("calls", "plans", "exec_us", "plan_us", "rows", "shared_blks_hit", "shared_blks_read", "temp_blks",
-          "io_us", "wal_bytes")  # fmt: skip  (collectors.columns.TOTAL_NAMES when this was written)
+TOTALS = (
+    "calls",
+    "plans",
+    "exec_us",
+    "plan_us",
+    "rows",
+    "shared_blks_hit",
+    "shared_blks_read",
+    "temp_blks",
+    "io_us",
+    "wal_bytes",
+)  # fmt: skip  (collectors.columns.TOTAL_NAMES when this was written)
 
 RENAME_LEGACY = """
 DO $$
@@ -73,10 +84,13 @@ CREATE TABLE collectors_statement_daily (LIKE collectors_statement_hourly,
     PRIMARY KEY (server_id, until, statement_id)) PARTITION BY RANGE (until);
 """
 
-DROP = """
+DROP = (
+    """
 DROP TABLE IF EXISTS collectors_statement_hourly, collectors_statement_daily, collectors_server_hourly,
     collectors_server_daily;
-ALTER TABLE collectors_snapshot """ + ", ".join(f"DROP COLUMN {c}" for c in TOTALS) + """;
+ALTER TABLE collectors_snapshot """
+    + ", ".join(f"DROP COLUMN {c}" for c in TOTALS)
+    + """;
 CREATE TABLE IF NOT EXISTS collectors_statement_hourly_legacy (server_id int8 NOT NULL, bucket timestamptz NOT NULL,
     snapshots int4 NOT NULL, span_s float8 NOT NULL, planning_tracked_s float8 NOT NULL, dealloc_delta int8,
     statements bytea NOT NULL, built_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (server_id, bucket))
@@ -86,6 +100,7 @@ CREATE TABLE IF NOT EXISTS collectors_statement_daily_legacy (LIKE collectors_st
 ALTER TABLE collectors_statement_hourly_legacy RENAME TO collectors_statement_hourly;
 ALTER TABLE collectors_statement_daily_legacy RENAME TO collectors_statement_daily;
 """
+)
 
 
 def fill_snapshot_totals(apps, schema_editor):

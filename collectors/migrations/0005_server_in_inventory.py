@@ -3,6 +3,7 @@ state only: the table they reference, console_server, is the same, so no column 
 
 Snapshot.server is not here: Snapshot is unmanaged (a partitioned table), and Django's state keeps no
 related fields of unmanaged models."""
+
 import django.db.models.deletion
 from django.db import migrations, models
 
@@ -17,15 +18,20 @@ class Migration(migrations.Migration):
                 migrations.AlterField(
                     model_name="statement",
                     name="server",
-                    field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name="statements",
-                                            to="inventory.server"),  # fmt: skip
+                    field=models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="statements", to="inventory.server"
+                    ),  # fmt: skip
                 ),
                 migrations.AlterField(
                     model_name="serverstate",
                     name="server",
-                    field=models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, primary_key=True,
-                                               related_name="collector_state", serialize=False,
-                                               to="inventory.server"),  # fmt: skip
+                    field=models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        primary_key=True,
+                        related_name="collector_state",
+                        serialize=False,
+                        to="inventory.server",
+                    ),  # fmt: skip
                 ),
             ],
         ),

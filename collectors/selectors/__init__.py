@@ -1,6 +1,7 @@
 """The one read path of the history: the console, the advisor, the API, reports and exports read it
 only through these selectors (keyword-only, typed, dataclass results). A figure shown in two
 places comes from the same selector, so every surface agrees."""
+
 from collectors.selectors.fleet import FleetRow, fleet_summary
 from collectors.selectors.series import (
     ServerPoint,

@@ -1,5 +1,6 @@
 """How selectors talk to the history store: one function, so every query is counted (tests assert
 the number of queries per selector: no N+1) and binary array parameters work everywhere."""
+
 import threading
 from contextlib import contextmanager
 

@@ -1,5 +1,6 @@
 """Every server of a fleet at a glance: status, totals over a window and a trend line, in two queries
 whatever the number of servers."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -88,7 +89,8 @@ def fleet_summary(*, server_ids: list[int], window: Window, now: datetime | None
                    entries AS entries_peak, entries_max, 0::float8 AS wait_session_s, NULL::timestamptz
             FROM {tables.SNAPSHOT.name} s WHERE server_id = ANY(%(ids)s) AND kind = 'delta'
             AND taken_at >= %(start)s AND taken_at < %(end)s
-            AND NOT EXISTS (SELECT 1 FROM h WHERE h.server_id = s.server_id AND h.bucket = date_trunc('hour', s.taken_at)
+            AND NOT EXISTS (SELECT 1 FROM h WHERE h.server_id = s.server_id
+                            AND h.bucket = date_trunc('hour', s.taken_at)
                             AND s.taken_at < h.built_until)
         )
         SELECT server_id, bucket, {_FIGURES} FROM (SELECT * FROM h UNION ALL SELECT * FROM r) parts
@@ -116,18 +118,29 @@ def fleet_summary(*, server_ids: list[int], window: Window, now: datetime | None
             "partly tracked" if total.planning_tracked_s < span else "tracked"))  # fmt: skip
         out.append(
             FleetRow(
-                server_id=sid, name=s.name, organization=s.organization.name, tags=list(s.tags or []),
-                status=server_status(s, now), error_class=s.last_error_class, error_message=s.last_error_message,
-                server_version_num=s.server_version_num, extension_version=s.extension_version,
-                last_snapshot_at=s.last_success_at, snapshots=total.snapshots, span_s=span,
+                server_id=sid,
+                name=s.name,
+                organization=s.organization.name,
+                tags=list(s.tags or []),
+                status=server_status(s, now),
+                error_class=s.last_error_class,
+                error_message=s.last_error_message,
+                server_version_num=s.server_version_num,
+                extension_version=s.extension_version,
+                last_snapshot_at=s.last_success_at,
+                snapshots=total.snapshots,
+                span_s=span,
                 calls_per_s=total.get("calls") / span if span else None,
                 exec_ms_per_s=total.get("exec_us") / 1000 / span if span else None,
                 plan_ms_per_s=total.get("plan_us") / 1000 / total.planning_tracked_s
-                if total.planning_tracked_s > 0 else None,
+                if total.planning_tracked_s > 0
+                else None,
                 planning=planning,
                 dealloc_per_s=total.dealloc / total.dealloc_span_s
-                if total.dealloc is not None and total.dealloc_span_s else None,
-                entries_peak=total.entries_peak, entries_max=total.entries_max,
+                if total.dealloc is not None and total.dealloc_span_s
+                else None,
+                entries_peak=total.entries_peak,
+                entries_max=total.entries_max,
                 trend_calls_per_s=[
                     buckets[h].get("calls") / buckets[h].span_s if h in buckets and buckets[h].span_s else None
                     for h in hours

@@ -1,4 +1,5 @@
 """Reading the parts of a plan: raw snapshots of the edges, and the server's totals over a window."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -112,7 +113,7 @@ def core_totals(server_id: int, core: tuple[datetime, datetime] | None) -> Serve
         return ServerTotals()
     s, e = core
     row = db.fetchone(
-            f"""
+        f"""
             WITH hf AS (SELECT min(bucket) AS b FROM {tables.SERVER_HOURLY.name} WHERE server_id = %(sid)s)
             SELECT {_BUCKET_FIGURES} FROM (
                 SELECT * FROM {tables.SERVER_HOURLY.name}
@@ -122,7 +123,7 @@ def core_totals(server_id: int, core: tuple[datetime, datetime] | None) -> Serve
                 AND bucket + interval '1 day' <= %(e)s AND (hf.b IS NULL OR bucket + interval '1 day' <= hf.b)
             ) parts
             """,
-            {"sid": server_id, "s": s, "e": e},
+        {"sid": server_id, "s": s, "e": e},
     )
     return bucket_totals(row[1:])
 

@@ -4,6 +4,7 @@ Rates are sums over the span of the intervals behind a point, never over the poi
 snapshot taken after an outage spans the outage, so its deltas show as their average over it, and
 the buckets of the outage itself have no data: a gap is a gap (None), not a zero.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -239,7 +240,9 @@ def _fold(events: dict[str, float], keep: list[str]) -> dict[str, float]:
     return out
 
 
-def server_series(*, server_id: int, window: Window, resolution: str | None = None, top_events: int = 5) -> ServerSeries:
+def server_series(
+    *, server_id: int, window: Window, resolution: str | None = None, top_events: int = 5
+) -> ServerSeries:
     """A server's calls/s, execution and planning time per second, dealloc/s, entries against
     pg_stat_statements.max, hit ratio, and wait events as average active sessions (top N + other)."""
     cov = windows.coverage(server_id)

@@ -1,5 +1,6 @@
 """Statements over a window: the top list (one SQL aggregate over the statement-major tier, joined
 to the statement dimension, filtered, ordered and paged in SQL), and one window against another."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -198,9 +199,7 @@ def _aggregate(server_id: int, p: windows.Plan, raw: tiers.Sums, *, filters: Sta
     union, params = _parts_sql(server_id, resolved, raw)
     where, fparams = _filters_sql(filters)
     key, extra = ORDERS[order]
-    narrow = sql.SQL(", ").join(
-        sql.SQL("sum({c}) AS {c}").format(c=sql.Identifier(c)) for c in (*_RAN, *extra)
-    )
+    narrow = sql.SQL(", ").join(sql.SQL("sum({c}) AS {c}").format(c=sql.Identifier(c)) for c in (*_RAN, *extra))
     full = sql.SQL(", ").join(sql.SQL("sum(p.{c})::int8").format(c=sql.Identifier(c)) for c in TOTAL_NAMES)
     page = sql.SQL("LIMIT %s OFFSET %s") if limit is not None else sql.SQL("")
     query = sql.SQL(

@@ -1,5 +1,6 @@
 """Wait events over a window, as average active sessions: of a server, or of one statement's
 query_id (PostgreSQL 14+ exposes query_id in pg_stat_activity and pg_wait_sampling)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -9,6 +9,7 @@ so the tiers add up to exactly what the raw data alone gives.
 Where raw snapshots have expired, an edge moves outward to the hour that holds it (to the day
 beyond the hourly retention); the plan says which range was really read.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field

@@ -3,6 +3,7 @@ the console forgets them, in Django's state only; their tables stay, with their 
 
 Their content types move along, so that permissions granted on them and the admin's history of
 their changes stay attached (a fresh database has none yet: post_migrate creates them)."""
+
 from django.db import migrations
 
 MODELS = ("organization", "membership", "server")

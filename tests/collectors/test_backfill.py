@@ -1,5 +1,6 @@
 """History stored before the read tier is brought into it: raw snapshots without their totals,
 and the first schema's blob rollups (whose raw snapshots have expired), then dropped."""
+
 from datetime import UTC, datetime, timedelta
 
 import pytest

@@ -1,5 +1,6 @@
 """End to end through a real Redis broker and real Celery worker and beat processes:
 beat tick -> dispatcher -> collection task -> rows in the history store."""
+
 import os
 import subprocess
 import sys

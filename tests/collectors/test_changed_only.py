@@ -1,5 +1,6 @@
 """Only new and changed entries travel from the monitored server: on every version, what the
 server sends back against the previous state, merged with that state, is exactly a full reading."""
+
 import numpy as np
 import psycopg
 import pytest

@@ -1,4 +1,5 @@
 """The history block codec round-trips exactly and merges like a sum."""
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -78,7 +79,8 @@ def test_a_block_written_before_a_counter_existed_still_reads(monkeypatch):
     others = [i for i in range(NC) if i != j]
     assert np.array_equal(back.counters[:, others], counters[:, others])
     # The stored block really has one column fewer than today's layout.
-    import struct, zlib
+    import struct
+    import zlib
 
     version, _, n_counters, _ = struct.unpack_from("<BIHH", zlib.decompress(payload), 0)
     assert (version, n_counters) == (200, NC - 1)

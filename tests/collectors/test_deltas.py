@@ -1,5 +1,6 @@
 """Property tests of the delta engine over random histories of a simulated pg_stat_statements:
 executions, new entries, evictions, resets of one entry, full resets and gaps between snapshots."""
+
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -60,9 +61,7 @@ class Sim:
             keys=np.array(keys, np.int64).reshape(n, 4),
             counters=np.array([self.live[k].counters for k in keys], np.int64).reshape(n, N_COUNTERS),
             gauges=np.full((n, N_GAUGES), 1.5),
-            stats_since_us=np.array(
-                [self.live[k].since_us if self.has_stats_since else 0 for k in keys], np.int64
-            ),
+            stats_since_us=np.array([self.live[k].since_us if self.has_stats_since else 0 for k in keys], np.int64),
             minmax_stats_since_us=np.zeros(n, np.int64),
         )
         serials = {k: self.live[k].serial for k in keys}
@@ -101,8 +100,18 @@ K = KEYS[0]
 # only a column other than calls went backwards
 @example(False, [("exec", K, [0, 10**6, 0]), ("snapshot", 1), ("reset_one", K), ("exec", K, [0, 5, 0])])
 # an undetectable re-creation (before 17), then an ordinary interval on the same key
-@example(False, [("exec", K, [0, 0, 0])] * 9 + [("exec", KEYS[1], [0, 0, 0]), ("snapshot", 1), ("evict", KEYS[1]),
-         ("exec", KEYS[1], [0, 0, 0]), ("snapshot", 1), ("exec", KEYS[1], [0, 0, 0])])
+@example(
+    False,
+    [("exec", K, [0, 0, 0])] * 9
+    + [
+        ("exec", KEYS[1], [0, 0, 0]),
+        ("snapshot", 1),
+        ("evict", KEYS[1]),
+        ("exec", KEYS[1], [0, 0, 0]),
+        ("snapshot", 1),
+        ("exec", KEYS[1], [0, 0, 0]),
+    ],
+)
 # gone before the snapshot, back after it: a new key
 @example(False, [("exec", K, [2, 9, 9]), ("snapshot", 1), ("evict", K), ("snapshot", 5), ("exec", K, [0, 0, 0])])
 def test_deltas_are_exact_and_never_negative(has_stats_since, operations):
@@ -175,8 +184,18 @@ def _server_sends(prev: Entries, cur: Entries):
 # the same on 17+: stats_since moved, so the entry is sent
 @example(True, [("exec", K, [0, 0, 5]), ("snapshot", 1), ("evict", K), ("exec", K, [0, 0, 0])])
 # gone, and a full reset
-@example(False, [("exec", K, [1, 2, 3]), ("exec", KEYS[1], [0, 0, 0]), ("snapshot", 1), ("evict", K),
-                 ("snapshot", 1), ("reset_all",), ("exec", KEYS[1], [0, 0, 0])])
+@example(
+    False,
+    [
+        ("exec", K, [1, 2, 3]),
+        ("exec", KEYS[1], [0, 0, 0]),
+        ("snapshot", 1),
+        ("evict", K),
+        ("snapshot", 1),
+        ("reset_all",),
+        ("exec", KEYS[1], [0, 0, 0]),
+    ],
+)
 def test_changed_entries_merged_with_the_state_give_the_same_deltas(has_stats_since, operations):
     """Reading only new and changed entries and merging them with the state gives the deltas a full
     reading gives, except for an entry re-created before 17 with calls, plans and execution time

@@ -1,5 +1,6 @@
 """Every way a collection can fail gives a clear status on the server, stores nothing partial,
 and leaves the other servers' collections alone."""
+
 import psycopg
 import pytest
 from django.core.management import call_command
@@ -47,8 +48,8 @@ def test_extension_not_created(pg_clusters):
 def test_not_in_shared_preload_libraries(pg_clusters):
     """The extension exists but the library is not preloaded (a cluster started without it)."""
     from devenv.fleet import ClusterSpec, start_many, stop_many
-    from tests.conftest import MONITOR_HBA, setup_monitored
     from devenv.ports import port_for_extra_test
+    from tests.conftest import MONITOR_HBA, setup_monitored
 
     spec = ClusterSpec(name="test-nopreload", major=16, port=port_for_extra_test(17), settings={}, preload=[],
                        hba=MONITOR_HBA, fresh=True, setup=setup_monitored(["pg_stat_statements"]))  # fmt: skip

@@ -1,5 +1,6 @@
 """collectors/history.py, delete_server_history: it waits for a collection under way, and refuses to run
 where it could not (outside a transaction)."""
+
 import threading
 
 import pytest

@@ -1,6 +1,7 @@
 """Lineage changes on real servers: when the statistics behind a DSN are not the ones the previous
 snapshot read (another cluster, a standby, a restored copy, entries of other roles becoming visible),
 no interval is booked with the new statistics' lifetime counters."""
+
 import dataclasses
 from datetime import UTC, datetime, timedelta
 
@@ -234,4 +235,3 @@ def test_entries_becoming_visible_are_a_baseline_of_their_own(pg_clusters, major
     run(c, SELECT, 3)
     collect(server)
     assert calls_per_snapshot(server, q) == [None, None, None, 3]
-

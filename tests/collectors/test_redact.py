@@ -1,4 +1,5 @@
 """redact: passwords out of query texts whatever quoting hides them, the rest verbatim, in linear time."""
+
 import time
 
 import pytest
@@ -14,15 +15,23 @@ SECRET = "s3cr3t"
         # What it covered before, kept.
         ("CREATE ROLE victim LOGIN PASSWORD 's3cr3t'", "CREATE ROLE victim LOGIN PASSWORD '<redacted>'"),
         ("ALTER ROLE r PASSWORD 'it''s3cr3t'", "ALTER ROLE r PASSWORD '<redacted>'"),
-        ("CREATE USER MAPPING FOR u SERVER s OPTIONS (user 'bob', password 's3cr3t')",
-         "CREATE USER MAPPING FOR u SERVER s OPTIONS (user 'bob', password '<redacted>')"),
-        ("SELECT dblink_connect('host=db password=s3cr3t dbname=app')",
-         "SELECT dblink_connect('host=db password=<redacted> dbname=app')"),
-        ("SELECT dblink('postgresql://bob:s3cr3t@db:5432/app', 'SELECT 1')",
-         "SELECT dblink('postgresql://bob:<redacted>@db:5432/app', 'SELECT 1')"),
+        (
+            "CREATE USER MAPPING FOR u SERVER s OPTIONS (user 'bob', password 's3cr3t')",
+            "CREATE USER MAPPING FOR u SERVER s OPTIONS (user 'bob', password '<redacted>')",
+        ),
+        (
+            "SELECT dblink_connect('host=db password=s3cr3t dbname=app')",
+            "SELECT dblink_connect('host=db password=<redacted> dbname=app')",
+        ),
+        (
+            "SELECT dblink('postgresql://bob:s3cr3t@db:5432/app', 'SELECT 1')",
+            "SELECT dblink('postgresql://bob:<redacted>@db:5432/app', 'SELECT 1')",
+        ),
         # ENCRYPTED PASSWORD, and the literal after it (VALID UNTIL) left alone.
-        ("CREATE ROLE r ENCRYPTED PASSWORD 's3cr3t' VALID UNTIL '2030-01-01'",
-         "CREATE ROLE r ENCRYPTED PASSWORD '<redacted>' VALID UNTIL '2030-01-01'"),
+        (
+            "CREATE ROLE r ENCRYPTED PASSWORD 's3cr3t' VALID UNTIL '2030-01-01'",
+            "CREATE ROLE r ENCRYPTED PASSWORD '<redacted>' VALID UNTIL '2030-01-01'",
+        ),
         ("create role r encrypted password's3cr3t'", "create role r encrypted password'<redacted>'"),
         ("ALTER ROLE r PASSWORD /* why */ 's3cr3t'", "ALTER ROLE r PASSWORD /* why */ '<redacted>'"),
         # Dollar quoting, with or without a tag; a quote or a shorter tag inside does not end it.
@@ -148,4 +157,4 @@ def test_a_very_long_text_is_redacted_in_bounded_time():
     out = redact(text)
     assert time.perf_counter() - started < 10
     assert out.endswith("PASSWORD '<redacted>'") and SECRET not in out
-    assert out[:-len("'<redacted>'")] == text[:-len("'s3cr3t'")]
+    assert out[: -len("'<redacted>'")] == text[: -len("'s3cr3t'")]

@@ -1,5 +1,6 @@
 """The periodic rollup: one bad bucket is reported and skipped, the others are built; a rebuild is
 idempotent and follows late snapshots."""
+
 from datetime import UTC, datetime, timedelta
 
 import pytest

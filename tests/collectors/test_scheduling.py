@@ -1,4 +1,5 @@
 """Dispatching, top, rollups, retention and the history store going away, on real databases."""
+
 import json
 from datetime import UTC, datetime, timedelta
 

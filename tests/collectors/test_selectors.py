@@ -1,6 +1,7 @@
 """Selectors against sums computed by hand from the raw snapshots of a synthetic history written
 through the real collection path and rolled up by the real periodic rollup (tests/history_world.py),
 over two and a half days that cross a month boundary, with an outage."""
+
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
@@ -153,7 +154,8 @@ def test_compare_windows_finds_new_gone_and_regressed(history):
     want = {
         sid for sid in set(current) & set(before)
         if current[sid][0] and before[sid][0]
-        and (current[sid][2] + current[sid][3]) / current[sid][0] > 1.5 * (before[sid][2] + before[sid][3]) / before[sid][0]
+        and (current[sid][2] + current[sid][3]) / current[sid][0]
+        > 1.5 * (before[sid][2] + before[sid][3]) / before[sid][0]
         and current[sid][2] + current[sid][3] >= 0.01 * total
     }  # fmt: skip
     assert {c.statement_id for c in cmp.regressions} == want
@@ -182,7 +184,6 @@ def test_day_totals_equal_the_sum_of_their_hours(history):
     expected, _ = raw_sums(history.pk, datetime(2026, 10, 1, tzinfo=UTC), datetime(2026, 11, 1, tzinfo=UTC))
     got = dict(zip(month_end.statement_id.tolist(), month_end.values.tolist(), strict=True))
     assert {k: v for k, v in got.items() if any(v)} == {k: v.tolist() for k, v in expected.items()}
-
 
 
 def hot_statement(server_id: int, window: Window) -> int:
@@ -231,7 +232,8 @@ def test_server_series_and_waits_match_the_raw_snapshots(history):
     assert series.resolution == "hourly" and len(series.points) == 24
     with connection.cursor() as cur:
         cur.execute(
-            "SELECT date_trunc('hour', taken_at), sum(interval_s), sum(calls)::int8, sum(exec_us)::int8, sum(dealloc_delta)::int8 "
+            "SELECT date_trunc('hour', taken_at), sum(interval_s), sum(calls)::int8, sum(exec_us)::int8, "
+            "sum(dealloc_delta)::int8 "
             "FROM collectors_snapshot WHERE server_id = %s AND kind = 'delta' AND taken_at >= %s AND taken_at < %s "
             "GROUP BY 1",
             [history.pk, window.start, window.end],
@@ -316,12 +318,12 @@ def test_every_selector_runs_a_fixed_number_of_queries(history):
     for length in (timedelta(minutes=45), timedelta(hours=9), timedelta(days=2)):
         window = Window(END - length - timedelta(minutes=17), END - timedelta(minutes=17))
         calls = {
-            "top_statements": lambda: everything(history.pk, window),
-            "statement_series": lambda: statement_series(statement_id=sid, window=window),
-            "server_series": lambda: server_series(server_id=history.pk, window=window),
-            "fleet_summary": lambda: fleet_summary(server_ids=[history.pk], window=window, now=END),
-            "wait_events": lambda: wait_events(server_id=history.pk, window=window),
-            "compare_windows": lambda: compare_windows(server_id=history.pk, window=window),
+            "top_statements": lambda w=window: everything(history.pk, w),
+            "statement_series": lambda w=window: statement_series(statement_id=sid, window=w),
+            "server_series": lambda w=window: server_series(server_id=history.pk, window=w),
+            "fleet_summary": lambda w=window: fleet_summary(server_ids=[history.pk], window=w, now=END),
+            "wait_events": lambda w=window: wait_events(server_id=history.pk, window=w),
+            "compare_windows": lambda w=window: compare_windows(server_id=history.pk, window=w),
         }
         for name, call in calls.items():
             with db.counting() as c:

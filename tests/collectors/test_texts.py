@@ -1,6 +1,7 @@
 """No statement loses its text for good: texts missed because the entry was evicted before they
 could be read are read again when the statement is back, and "not visible to this role" stays apart
 from "evicted"."""
+
 import random
 import threading
 
@@ -116,7 +117,12 @@ def test_texts_of_entries_evicted_before_their_text_was_read_are_read_again(evic
         run(c, ";".join(hot * 50))
         collect(server)
     with psycopg.connect(c.dsn(APP_DB)) as conn:
-        present = {q for (q,) in conn.execute("SELECT queryid FROM pg_stat_statements WHERE query LIKE 'SELECT count(*) FROM storm_%'")}
+        present = {
+            q
+            for (q,) in conn.execute(
+                "SELECT queryid FROM pg_stat_statements WHERE query LIKE 'SELECT count(*) FROM storm_%'"
+            )
+        }
     hot_ids = {q for q, s in queryid.items() if s in hot}
     assert hot_ids <= present
     hot_statements = storm.filter(queryid__in=hot_ids)
@@ -180,7 +186,9 @@ def test_visibility_lost_between_the_counters_and_the_texts_is_not_visible_not_e
     collect(server)
     monkeypatch.setattr(pgss, "read_texts", read_texts)
     with psycopg.connect(c.dsn(APP_DB)) as conn:
-        ids = [q for (q,) in conn.execute("SELECT queryid FROM pg_stat_statements WHERE query = ANY(%s)", (statements,))]
+        ids = [
+            q for (q,) in conn.execute("SELECT queryid FROM pg_stat_statements WHERE query = ANY(%s)", (statements,))
+        ]
     assert len(ids) == 3
     hidden = Statement.objects.filter(server=server, queryid__in=ids)
     assert hidden.count() == 3

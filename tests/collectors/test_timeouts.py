@@ -1,5 +1,6 @@
 """A monitored server that stops answering mid-snapshot frees its worker and lock in time, with a clear
 status, without touching the other servers; network limits are set on every monitoring socket."""
+
 import os
 import socket
 import threading

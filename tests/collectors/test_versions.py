@@ -1,5 +1,6 @@
 """Columns follow the installed extension version, not the server major; the monitoring session
 is strict and recognisable; long texts are cut."""
+
 import pytest
 from django.conf import settings
 

@@ -1,5 +1,6 @@
 """Wait events: pg_wait_sampling profile deltas (PostgreSQL 15) and sampled pg_stat_activity,
 both stored as session-seconds per (event type, event, query id)."""
+
 import threading
 import time
 

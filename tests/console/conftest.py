@@ -1,4 +1,5 @@
 """Fixtures for the console's tests: servers with a collected history, and what each owns in the store."""
+
 from collections.abc import Callable
 
 import pytest

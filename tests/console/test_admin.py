@@ -1,5 +1,6 @@
 """The admin (as a superuser, through the test client): a server's password goes only where it was entered,
 and deletes take the history with them."""
+
 import json
 
 import pytest

@@ -1,4 +1,5 @@
 """console/keys.py: the env-file generator (standard library only) and the checks the settings run."""
+
 import base64
 import stat
 import subprocess

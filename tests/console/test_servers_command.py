@@ -1,4 +1,5 @@
 """manage.py servers add|list|remove, and passwords encrypted at rest, never shown."""
+
 import json
 
 import pytest

@@ -1,4 +1,5 @@
 """console/services.py: a deleted server or organization takes its whole history with it."""
+
 import pytest
 
 from collectors import tables

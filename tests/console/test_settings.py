@@ -1,5 +1,6 @@
 """console/settings.py: DEBUG is off unless asked for, and then real keys are required; static files
 are served by the app server with DEBUG off. Each case loads the settings in a fresh interpreter."""
+
 import os
 import subprocess
 import sys
@@ -41,7 +42,7 @@ def test_without_debug_and_without_keys_it_refuses_and_says_how_to_make_both():
     err = _refused(_load())
     assert "SECRET_KEY is not set" in err and "CREDENTIALS_KEY is not set" in err
     assert GENERATE_SECRET_KEY in err and GENERATE_CREDENTIALS_KEY in err
-    assert 'from cryptography.fernet import Fernet; print(Fernet.generate_key().decode())' in err
+    assert "from cryptography.fernet import Fernet; print(Fernet.generate_key().decode())" in err
     assert "python3 console/keys.py .env.compose" in err
 
 

@@ -1,4 +1,5 @@
 """inventory/services.py: a stored password goes only to the connection it was given for."""
+
 import pytest
 from django.core.exceptions import ValidationError
 

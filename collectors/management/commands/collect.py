@@ -1,4 +1,5 @@
 """manage.py collect --server NAME | --all — take snapshots now, synchronously, one line per server."""
+
 from django.core.management.base import BaseCommand, CommandError
 
 from collectors.errors import HistoryUnavailable

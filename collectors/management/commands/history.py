@@ -1,4 +1,5 @@
 """manage.py history backfill — bring history stored before the read tier into it (run after migrate)."""
+
 from django.core.management.base import BaseCommand, CommandError
 
 from collectors.backfill import history_backfill

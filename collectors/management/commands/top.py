@@ -1,4 +1,5 @@
 """manage.py top --server NAME [--since 1h] — the costliest statements over a window, from the history."""
+
 import json
 import re
 from dataclasses import asdict

@@ -3,6 +3,7 @@ collecting them, and the web server; Ctrl-C (or SIGTERM, or --duration) stops ev
 
 The non-Django parts (clusters, workloads, child processes) are in devenv/demo.py.
 """
+
 import os
 import secrets
 import signal
@@ -60,19 +61,26 @@ def _rate(value: float) -> str:
 
 
 class Command(BaseCommand):
-    help = ("Run the demo: two monitored PostgreSQL servers (16 and 18) with workloads reproducing "
-            "public cases, a celery worker and beat collecting them every 15 s, and the web server "
-            "on 127.0.0.1:8000. Ctrl-C stops everything.")
+    help = (
+        "Run the demo: two monitored PostgreSQL servers (16 and 18) with workloads reproducing "
+        "public cases, a celery worker and beat collecting them every 15 s, and the web server "
+        "on 127.0.0.1:8000. Ctrl-C stops everything."
+    )
 
     def add_arguments(self, parser):
-        parser.add_argument("--duration", type=float, default=None, metavar="SECONDS",
-                            help="stop after SECONDS once everything is up (default: until Ctrl-C)")
+        parser.add_argument(
+            "--duration",
+            type=float,
+            default=None,
+            metavar="SECONDS",
+            help="stop after SECONDS once everything is up (default: until Ctrl-C)",
+        )
         parser.add_argument("--no-web", action="store_true", help="do not start the web server")
         parser.add_argument("--web-port", type=int, default=8000, help="web server port (default 8000)")
-        parser.add_argument("--fresh", action="store_true",
-                            help="re-create the demo clusters (their data directories are wiped)")
-        parser.add_argument("--scale", type=float, default=1.0,
-                            help="multiply every workload's rate (default 1.0)")
+        parser.add_argument(
+            "--fresh", action="store_true", help="re-create the demo clusters (their data directories are wiped)"
+        )
+        parser.add_argument("--scale", type=float, default=1.0, help="multiply every workload's rate (default 1.0)")
 
     # ---- output ------------------------------------------------------------------
 
@@ -92,8 +100,7 @@ class Command(BaseCommand):
         previous = {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
         try:
             with demo.demo_lock():
-                failure = self._run(duration=duration, web=not no_web, web_port=web_port, fresh=fresh,
-                                    scale=scale)
+                failure = self._run(duration=duration, web=not no_web, web_port=web_port, fresh=fresh, scale=scale)
         except demo.DemoBusy as exc:
             raise CommandError(str(exc)) from exc
         finally:
@@ -119,8 +126,7 @@ class Command(BaseCommand):
         t_start = time.monotonic()
         self._migrate()
         if web and demo.port_open(web_port):
-            raise CommandError(f"port {web_port} is already in use: stop what listens there "
-                               "or pass --web-port")
+            raise CommandError(f"port {web_port} is already in use: stop what listens there or pass --web-port")
         if self.stop.is_set():
             return ""
         self.say(f"starting the demo clusters (PostgreSQL {', '.join(str(s.major) for s in demo.SERVERS)})...")
@@ -142,8 +148,7 @@ class Command(BaseCommand):
                 return failure
             self._check_stop()
             workloads.start()
-            self._banner(clusters, servers, password, web=web, web_port=web_port,
-                         startup_s=time.monotonic() - t_start)
+            self._banner(clusters, servers, password, web=web, web_port=web_port, startup_s=time.monotonic() - t_start)
             failure = self._wait(duration, children, workloads, servers)
         except _Stop:
             pass
@@ -166,9 +171,9 @@ class Command(BaseCommand):
             raise CommandError(
                 f"the history store {where} is not usable: {str(exc).strip()}\n"
                 "start it with `.venv/bin/python -m devenv up-history` (or `make services`), "
-                "or set DATABASE_URL") from exc
-        self.say(f"history store {where}: "
-                 + (f"{pending} migrations applied" if pending else "migrations up to date"))
+                "or set DATABASE_URL"
+            ) from exc
+        self.say(f"history store {where}: " + (f"{pending} migrations applied" if pending else "migrations up to date"))
 
     def _register(self, clusters) -> dict:
         """Register the demo servers (organization "demo") or bring their registration in line."""
@@ -183,15 +188,19 @@ class Command(BaseCommand):
             server = Server.objects.filter(organization__name=demo.ORGANIZATION, name=spec.name).first()
             if server is None:
                 try:
-                    server = server_create(name=spec.name, dsn=dsn, organization_name=demo.ORGANIZATION,
-                                           interval_s=demo.INTERVAL_S, cpu_count=os.cpu_count(),
-                                           tags=["demo"])
+                    server = server_create(
+                        name=spec.name,
+                        dsn=dsn,
+                        organization_name=demo.ORGANIZATION,
+                        interval_s=demo.INTERVAL_S,
+                        cpu_count=os.cpu_count(),
+                        tags=["demo"],
+                    )
                 except ValidationError as exc:
                     raise CommandError(f"cannot register {spec.name}: {'; '.join(exc.messages)}") from exc
                 self.say(f"registered {demo.ORGANIZATION}/{spec.name} (every {server.interval_s}s)")
             else:
-                wanted = {"host": "127.0.0.1", "port": c.port, "database": demo.APP_DB,
-                          "user": demo.MONITOR_USER}
+                wanted = {"host": "127.0.0.1", "port": c.port, "database": demo.APP_DB, "user": demo.MONITOR_USER}
                 try:
                     same_password = server.get_password() == demo.MONITOR_PASSWORD
                 except CredentialsError:
@@ -202,11 +211,15 @@ class Command(BaseCommand):
                         setattr(server, k, v)
                     server.set_password(demo.MONITOR_PASSWORD)
                     server.save(update_fields=[*wanted, "password_encrypted"])
-                    self.say(f"{demo.ORGANIZATION}/{spec.name}: registration updated "
-                             f"({', '.join(changed + ([] if same_password else ['password']))})")
+                    self.say(
+                        f"{demo.ORGANIZATION}/{spec.name}: registration updated "
+                        f"({', '.join(changed + ([] if same_password else ['password']))})"
+                    )
                 if not server.enabled:
-                    self.say(f"note: {demo.ORGANIZATION}/{spec.name} is disabled; enable it in the admin "
-                             "to collect it", self.style.WARNING)
+                    self.say(
+                        f"note: {demo.ORGANIZATION}/{spec.name} is disabled; enable it in the admin to collect it",
+                        self.style.WARNING,
+                    )
             out[spec.name] = server
         return out
 
@@ -225,8 +238,9 @@ class Command(BaseCommand):
             # `make demo` runs as root on a fresh Debian machine (PostgreSQL itself runs as the
             # user pgconsole): celery's "running the worker with superuser privileges" warning
             # would only clutter the demo's output.
-            env["PYTHONWARNINGS"] = ",".join(filter(None, [
-                env.get("PYTHONWARNINGS"), "ignore:You're running the worker with superuser privileges"]))
+            env["PYTHONWARNINGS"] = ",".join(
+                filter(None, [env.get("PYTHONWARNINGS"), "ignore:You're running the worker with superuser privileges"])
+            )
         cwd = settings.BASE_DIR
         demo.BEAT_SCHEDULE.parent.mkdir(parents=True, exist_ok=True)
         children.start("celery worker", demo.worker_argv(), env=env, cwd=cwd)
@@ -236,8 +250,9 @@ class Command(BaseCommand):
             # Let the web server's start-up lines pass before the banner (and check it listens).
             if not demo.wait_for_port(web_port, child, timeout=30):
                 rc = child.proc.poll()
-                return (f"the web server did not start on 127.0.0.1:{web_port}"
-                        + (f" (exit code {rc})" if rc is not None else ""))
+                return f"the web server did not start on 127.0.0.1:{web_port}" + (
+                    f" (exit code {rc})" if rc is not None else ""
+                )
         else:
             time.sleep(0.5)
         for child, rc in children.exited():
@@ -245,8 +260,7 @@ class Command(BaseCommand):
         return ""
 
     def _banner(self, clusters, servers, password, *, web, web_port, startup_s) -> None:
-        py = os.path.relpath(sys.executable) if sys.executable.startswith(str(settings.BASE_DIR)) \
-            else sys.executable
+        py = os.path.relpath(sys.executable) if sys.executable.startswith(str(settings.BASE_DIR)) else sys.executable
         say, bold = self.say, self.style.MIGRATE_HEADING
         say()
         say(f"pgconsole demo is running (started in {startup_s:.0f}s) — Ctrl-C to stop", bold)
@@ -256,19 +270,25 @@ class Command(BaseCommand):
         else:
             say(f"  web      not started (--no-web); admin user {ADMIN_USER}, password {password}")
         db = connection.settings_dict
-        say(f"  history  {db.get('HOST')}:{db.get('PORT')}/{db.get('NAME')}; celery worker (4 threads) "
-            f"and beat on {settings.CELERY_BROKER_URL}")
+        say(
+            f"  history  {db.get('HOST')}:{db.get('PORT')}/{db.get('NAME')}; celery worker (4 threads) "
+            f"and beat on {settings.CELERY_BROKER_URL}"
+        )
         say()
-        say(f"  monitored servers (organization \"{demo.ORGANIZATION}\", a snapshot every "
-            f"{demo.INTERVAL_S}s; the first deltas after about {2 * demo.INTERVAL_S}s):")
+        say(
+            f'  monitored servers (organization "{demo.ORGANIZATION}", a snapshot every '
+            f"{demo.INTERVAL_S}s; the first deltas after about {2 * demo.INTERVAL_S}s):"
+        )
         for spec in demo.SERVERS:
             c = clusters[spec.name]
             try:
                 version = c.execute("SHOW server_version")[0][0]
             except Exception:  # noqa: BLE001 - only for display
                 version = str(spec.major)
-            say(f"    {spec.name:<20} PostgreSQL {version:<6} 127.0.0.1:{c.port}  "
-                + ", ".join(f"{k}={v}" for k, v in spec.settings.items() if k.startswith("pg_stat")))
+            say(
+                f"    {spec.name:<20} PostgreSQL {version:<6} 127.0.0.1:{c.port}  "
+                + ", ".join(f"{k}={v}" for k, v in spec.settings.items() if k.startswith("pg_stat"))
+            )
             say(f"    {'':<20} {spec.case}")
         say()
         say("  workloads: " + "; ".join(f"{w.name} on {w.server}" for w in demo.demo_workloads()))
@@ -310,26 +330,32 @@ class Command(BaseCommand):
 
         rates = ", ".join(
             f"{w.name} {_rate(r)} {w.unit}/s" + (f" ({w.counter.errors} errors)" if w.counter.errors else "")
-            for w, r in workloads.rates())
+            for w, r in workloads.rates()
+        )
         lines = [f"[{_fmt_elapsed(elapsed)}] workloads: {rates}"]
         try:
             for name, server in servers.items():
                 s = Server.objects.get(pk=server.pk)
-                snaps = list(Snapshot.objects.filter(server_id=s.pk, taken_at__gte=since)
-                             .order_by("-taken_at")
-                             .values("kind", "entries", "changed", "interval_s", "dealloc_delta",
-                                     "track_planning")[:50])
+                snaps = list(
+                    Snapshot.objects.filter(server_id=s.pk, taken_at__gte=since)
+                    .order_by("-taken_at")
+                    .values("kind", "entries", "changed", "interval_s", "dealloc_delta", "track_planning")[:50]
+                )
                 text = f"{name}: {len(snaps)} snapshot{'' if len(snaps) == 1 else 's'}"
                 if snaps:
                     last = snaps[0]
                     if last["kind"] == "baseline":
                         text += f", baseline of {last['entries']} entries"
                     else:
-                        text += (f", last: {last['changed']} of {last['entries']} entries changed in "
-                                 f"{last['interval_s']:.0f}s")
+                        text += (
+                            f", last: {last['changed']} of {last['entries']} entries changed in "
+                            f"{last['interval_s']:.0f}s"
+                        )
                         if last["dealloc_delta"] is not None and last["interval_s"]:
-                            text += (f", {last['dealloc_delta']} deallocations "
-                                     f"({last['dealloc_delta'] / last['interval_s']:.0f}/s)")
+                            text += (
+                                f", {last['dealloc_delta']} deallocations "
+                                f"({last['dealloc_delta'] / last['interval_s']:.0f}/s)"
+                            )
                     text += ", planning " + ("tracked" if last["track_planning"] else "not tracked")
                 if s.consecutive_failures:
                     text += f" — FAILING ({s.consecutive_failures}x): {s.last_error_message[:200]}"

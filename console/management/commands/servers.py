@@ -1,4 +1,5 @@
 """manage.py servers add|update|list|remove — register the PostgreSQL servers to monitor."""
+
 import json
 
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
@@ -29,10 +30,16 @@ class Command(BaseCommand):
         add.add_argument("--interval", type=int, default=60, help="seconds between snapshots (default 60)")
         add.add_argument("--cpus", type=int, default=None, help="CPU count of the server (for the advisor)")
         add.add_argument("--tag", action="append", default=[], help="a tag (repeatable)")
-        add.add_argument("--update", action="store_true",
-                         help="if the server exists, update it to these values (as `servers update`)")
-        upd = sub.add_parser("update", help="change a server (a new host, port, database or user without a "
-                                            "password in --dsn clears the stored password)")
+        add.add_argument(
+            "--update",
+            action="store_true",
+            help="if the server exists, update it to these values (as `servers update`)",
+        )
+        upd = sub.add_parser(
+            "update",
+            help="change a server (a new host, port, database or user without a "
+            "password in --dsn clears the stored password)",
+        )
         upd.add_argument("name")
         upd.add_argument("--org", default=None)
         upd.add_argument("--dsn", default=None, help="new libpq DSN or URI of the monitoring role")
@@ -41,8 +48,13 @@ class Command(BaseCommand):
         upd.add_argument("--tag", action="append", default=None, help="a tag (repeatable; replaces the tags)")
         enabled = upd.add_mutually_exclusive_group()
         enabled.add_argument("--enable", action="store_true", dest="enable", default=None, help="collect it")
-        enabled.add_argument("--disable", action="store_false", dest="enable", default=None,
-                             help="stop collecting it (its history is kept)")
+        enabled.add_argument(
+            "--disable",
+            action="store_false",
+            dest="enable",
+            default=None,
+            help="stop collecting it (its history is kept)",
+        )
         lst = sub.add_parser("list", help="list servers")
         lst.add_argument("--json", action="store_true", dest="as_json")
         lst.add_argument("--org", default=None)
