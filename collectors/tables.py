@@ -14,14 +14,15 @@ class HistoryTable:
 # Raw: one row per snapshot (statement deltas encoded in one block, server totals as columns).
 SNAPSHOT = HistoryTable("collectors_snapshot", "day", "RAW_RETENTION_DAYS")
 WAIT_EVENT = HistoryTable("collectors_wait_event", "day", "RAW_RETENTION_DAYS")
-# Server totals per UTC hour and day (bucket = its start).
-SERVER_HOURLY = HistoryTable("collectors_server_hourly", "month", "HOURLY_RETENTION_DAYS")
+# Server totals per UTC hour and day (bucket = its start). The hourly tables share one partition span,
+# so that retention drops the same hours from each: a read plans on what the server buckets hold.
+SERVER_HOURLY = HistoryTable("collectors_server_hourly", "day", "HOURLY_RETENTION_DAYS")
 SERVER_DAILY = HistoryTable("collectors_server_daily", "year", "DAILY_RETENTION_DAYS")
 # Statement-major tier: cumulative sums per statement at hour boundaries since the start of the UTC
 # day, and at day boundaries since the start of the UTC month (see collectors/tiers.py).
 STATEMENT_HOURLY = HistoryTable("collectors_statement_hourly", "day", "HOURLY_RETENTION_DAYS")
 STATEMENT_DAILY = HistoryTable("collectors_statement_daily", "year", "DAILY_RETENTION_DAYS")
-WAIT_EVENT_HOURLY = HistoryTable("collectors_wait_event_hourly", "month", "HOURLY_RETENTION_DAYS")
+WAIT_EVENT_HOURLY = HistoryTable("collectors_wait_event_hourly", "day", "HOURLY_RETENTION_DAYS")
 WAIT_EVENT_DAILY = HistoryTable("collectors_wait_event_daily", "year", "DAILY_RETENTION_DAYS")
 # Not partitioned, kept while the server exists.
 STATEMENT = HistoryTable("collectors_statement")

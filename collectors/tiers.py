@@ -46,9 +46,6 @@ class Sums:
     def __len__(self) -> int:
         return int(self.statement_id.shape[0])
 
-    def plus(self, other: Sums) -> Sums:
-        return add(self, other)
-
 
 def add(*parts: Sums) -> Sums:
     """Sum per statement over several Sums (a statement absent from one counts 0 there)."""
@@ -127,21 +124,20 @@ def _write_boundary(table: tables.HistoryTable, server_id: int, until: datetime,
         query = sql.SQL("COPY {} (server_id, until, {}) FROM STDIN (FORMAT binary)").format(
             sql.Identifier(table.name), _TIER_LIST
         )
-        # server_id and until are constant: COPY them from a prefix of two columns per row.
-        full = (("server_id", "i8"), ("until", "ts"), *TIER_COLUMNS)
         with cur.copy(query) as copy:
-            copy.write(_build_with_constants(rows, server_id, until, full))
+            copy.write(_build_with_constants(rows, server_id, until))
 
 
-_PG_EPOCH_US = 946_684_800_000_000
+_PG_EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
 
 
-def _build_with_constants(rows: np.ndarray, server_id: int, until: datetime, full) -> bytes:
-    """COPY BINARY rows of (server_id, until, statement_id, figures...) with the first two constant."""
+def _build_with_constants(rows: np.ndarray, server_id: int, until: datetime) -> bytes:
+    """COPY BINARY rows of (server_id, until, statement_id, figures...) with the first two constant
+    (a timestamptz travels as int8 microseconds since 2000-01-01)."""
     cols = [("server_id", "i8"), ("until_us", "i8"), *TIER_COLUMNS]
     out = np.empty(len(rows), dtype=binary_copy.native_dtype(cols))
     out["server_id"] = server_id
-    out["until_us"] = int(until.timestamp() * 1_000_000) - _PG_EPOCH_US
+    out["until_us"] = (until - _PG_EPOCH) // timedelta(microseconds=1)
     for name, _ in TIER_COLUMNS:
         out[name] = rows[name]
     return binary_copy.build(out, cols)
