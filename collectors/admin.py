@@ -8,13 +8,14 @@ from collectors.models import Snapshot, Statement
 @admin.register(Statement)
 class StatementAdmin(admin.ModelAdmin):
     list_display = ["queryid", "server", "database_name", "user_name", "toplevel", "short_query", "first_seen_at"]
-    list_filter = ["server"]
+    list_filter = ["server", "text_status"]
     search_fields = ["query"]
     readonly_fields = [f.name for f in Statement._meta.fields]
 
     @admin.display(description="query")
     def short_query(self, obj: Statement) -> str:
-        return (obj.query or "<not visible>")[:120]
+        # Why there is no text, in the DBA's words (not visible to the role, or evicted before it was read).
+        return (obj.query or f"<{obj.get_text_status_display()}>")[:120]
 
     def has_add_permission(self, request):
         return False

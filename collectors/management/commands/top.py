@@ -8,15 +8,9 @@ from datetime import timedelta
 from django.core.management.base import BaseCommand, CommandError
 
 from collectors.management.commands.collect import find_server
+from collectors.models import TextStatus
 from collectors.selectors import ORDERS, Page, StatementTotals, Window, top_statements
 from collectors.selectors.statements import MAX_PAGE_SIZE
-
-# Why a statement has no text, in the DBA's words (collectors.models.Statement.text_status).
-TEXT_MISSING = {
-    "not_visible": "<text not visible to the monitoring role>",
-    "evicted": "<text not read yet: evicted before it could be read>",
-    "unavailable": "<text not kept by pg_stat_statements>",
-}
 
 _UNITS = {"s": 1, "m": 60, "min": 60, "h": 3600, "d": 86400, "w": 604800}
 
@@ -85,7 +79,7 @@ class Command(BaseCommand):
         for r in top.rows:
             plan = "not tracked" if r.plan_ms is None else f"{r.plan_ms:.2f}"
             plans = "-" if r.plans is None else str(r.plans)
-            text = " ".join((r.query or TEXT_MISSING.get(r.text_status, "<no text>")).split())[:80]
+            text = " ".join((r.query or f"<text {TextStatus(r.text_status).label}>").split())[:80]
             self.stdout.write(
                 f"{r.queryid:>20} {r.database[:12]:<12} {r.user[:12]:<12} {r.calls:>9} {plans:>9} "
                 f"{r.exec_ms:>12.2f} {plan:>12} {_num(r.mean_exec_ms, '{:.3f}'):>9} {r.rows:>9} "
