@@ -1,10 +1,11 @@
-"""python -m bench [--quick] [--only NAME ...] [--keep] [--no-docs]
+"""python -m bench [--quick] [--only NAME ...] [--keep] [--no-docs] [--markdown PATH]
 
-Runs the three benchmarks (collection time, history footprint, ingest throughput), prints the
-figures and writes docs/benchmarks.md. Starts its own history store with production durability
+Runs the four benchmarks (collection time, history footprint, ingest throughput, read tier), prints
+the figures and writes docs/benchmarks.md. Starts its own history store with production durability
 (PostgreSQL 17 on port 57100, database pgconsole_bench) and its own monitored PostgreSQL 17 on
 port 57017 (bench/env.py), both stopped at the end.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -15,11 +16,13 @@ from datetime import UTC, datetime
 
 from bench import env
 
-NAMES = ("collection", "footprint", "ingest")
+NAMES = ("collection", "footprint", "ingest", "readtier")
 # Synthetic days (UTC) of the footprint and ingest runs: far from "now", so that their partitions
 # are theirs alone (the collection benchmark writes today's).
 FOOTPRINT_DAY = datetime(2025, 1, 15, tzinfo=UTC)
 INGEST_DAY = datetime(2025, 2, 15, tzinfo=UTC)
+# The read-tier benchmark's history runs from 2024-12-05 to 2025-01-04 (bench/readtier.py); it runs
+# last and empties the history tables first.
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -29,13 +32,19 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--only", nargs="+", choices=NAMES, help="run only these benchmarks")
     p.add_argument("--keep", action="store_true", help="keep the benchmark database and clusters running")
     p.add_argument("--no-docs", action="store_true", help="do not write docs/benchmarks.md")
-    p.add_argument("--skip-uniform-footprint", action="store_true",
-                   help="do not measure the footprint again with a uniform 10%% (the worst case for rollups)")
+    p.add_argument("--markdown", metavar="PATH",
+                   help="also write the report to PATH (any run, --quick and --only too)")  # fmt: skip
+    p.add_argument(
+        "--skip-uniform-footprint",
+        action="store_true",
+        help="do not measure the footprint again with a uniform 10%% (the worst case for rollups)",
+    )
     args = p.parse_args(argv)
     only = set(args.only or NAMES)
 
     started = time.perf_counter()
     env.configure_environment()
+    _run_keys()
     from devenv.fleet import start_many, stop_many
 
     specs = [] if os.environ.get("BENCH_DATABASE_URL") else [env.history_spec()]
@@ -48,6 +57,15 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if clusters and not args.keep:
             stop_many(clusters)
+
+
+def _run_keys() -> None:
+    """Keys for this run only: Django runs with DEBUG off (as in production), which refuses the
+    development keys, and the benchmark's database is recreated each run, so nothing outlives them."""
+    from console import keys
+
+    os.environ.setdefault("SECRET_KEY", keys.generate_secret_key())
+    os.environ.setdefault("CREDENTIALS_KEY", keys.generate_credentials_key())
 
 
 def _run(args, only: set[str], clusters: list, started: float) -> int:
@@ -67,7 +85,7 @@ def _run(args, only: set[str], clusters: list, started: float) -> int:
 
             cluster = next(c for c in clusters if c.name == env.BENCH_CLUSTER)
             results["machine"].postgres_monitored = cluster.execute("SELECT version()")[0][0]
-            print(f"[1/3] collection time: monitored {cluster.name} (PostgreSQL {cluster.major}, port "
+            print(f"[1/4] collection time: monitored {cluster.name} (PostgreSQL {cluster.major}, port "
                   f"{cluster.port})", flush=True)  # fmt: skip
             if args.quick:
                 results["collection"] = collection.run(
@@ -79,7 +97,7 @@ def _run(args, only: set[str], clusters: list, started: float) -> int:
         if "footprint" in only:
             from bench import footprint
 
-            print("[2/3] history footprint: 1,440 synthetic 1-minute snapshots of 5,000 entries", flush=True)
+            print("[2/4] history footprint: 1,440 synthetic 1-minute snapshots of 5,000 entries", flush=True)
             results["footprint"] = footprint.run(day=FOOTPRINT_DAY)
             if not args.skip_uniform_footprint and not args.quick:
                 print("      again with a uniform 10% per minute", flush=True)
@@ -88,11 +106,18 @@ def _run(args, only: set[str], clusters: list, started: float) -> int:
         if "ingest" in only:
             from bench import ingest
 
-            print("[3/3] ingest throughput of the delta writer at 5,000 entries", flush=True)
+            print("[3/4] ingest throughput of the delta writer at 5,000 entries", flush=True)
             if args.quick:
                 results["ingest"] = ingest.run(day=INGEST_DAY, snapshots=30, warmup=3, all_changed=5, breakdown=5)
             else:
                 results["ingest"] = ingest.run(day=INGEST_DAY)
+            print(f"      done at {time.perf_counter() - started:.0f}s", flush=True)
+        if "readtier" in only:
+            from bench import readtier
+
+            print("[4/4] read tier: selectors over 30 days of one 5,000-statement server and a fleet of 200",
+                  flush=True)  # fmt: skip
+            results["readtier"] = readtier.run(size=readtier.QUICK if args.quick else readtier.FULL)
             print(f"      done at {time.perf_counter() - started:.0f}s", flush=True)
         from django.db import connection
 
@@ -100,8 +125,9 @@ def _run(args, only: set[str], clusters: list, started: float) -> int:
             cur.execute("SELECT version(), current_setting('fsync'), current_setting('synchronous_commit'), "
                         "current_setting('full_page_writes')")  # fmt: skip
             version, fsync, sync_commit, fpw = cur.fetchone()
-            results["machine"].postgres_history = version
-            results["machine"].history_durability = (
+            machine = results["machine"]
+            machine.postgres_history = version
+            machine.history_durability = (
                 f"fsync = {fsync}, synchronous_commit = {sync_commit}, full_page_writes = {fpw}"
             )
     finally:
@@ -112,6 +138,9 @@ def _run(args, only: set[str], clusters: list, started: float) -> int:
     print(report.text(results))
     if write_docs:
         path = report.write_markdown(results)
+        print(f"\nwrote {path}")
+    if args.markdown:
+        path = report.write_markdown(results, args.markdown)
         print(f"\nwrote {path}")
     # A missed target is a finding, not a failure of the command: exit 0, the report says FAIL.
     return 0

@@ -16,6 +16,7 @@ rollup of the current hour for this server, roll_up(), partition checks from a c
 (ensure_ahead) and the creation and drop (drop_expired) of one expired daily partition of each
 raw table, so DDL locks on the partitioned parents really happen while snapshots are written.
 """
+
 from __future__ import annotations
 
 import queue
@@ -259,8 +260,7 @@ def _level(cluster, driver, bare_conn, monitor_dsn, n, n_snapshots, warmup, main
         "maintenance_runs": len(runs),
         "maintenance_errors": maint.errors if maint else [],
         "maintenance_steps_ms": {
-            k: median([m["steps"][k] for m in runs if k in m["steps"]])
-            for k in (runs[0]["steps"] if runs else {})
+            k: median([m["steps"][k] for m in runs if k in m["steps"]]) for k in (runs[0]["steps"] if runs else {})
         },
         "maintenance_ms": summary([(m["end"] - m["start"]) * 1000 for m in runs]),
         "times": times,

@@ -10,6 +10,7 @@
   (devenv/ports.py) reserves 55400+ (tests), 55500+ (extra test clusters), 56400+ (demo) and
   54320 (history); 57000+ is free and used by nothing but bench/.
 """
+
 from __future__ import annotations
 
 import os
@@ -143,9 +144,11 @@ def machine() -> Machine:
         pass
     osname = platform.platform()
     try:
-        pretty = dict(
-            line.split("=", 1) for line in Path("/etc/os-release").read_text().splitlines() if "=" in line
-        ).get("PRETTY_NAME", "").strip('"')
+        pretty = (
+            dict(line.split("=", 1) for line in Path("/etc/os-release").read_text().splitlines() if "=" in line)
+            .get("PRETTY_NAME", "")
+            .strip('"')
+        )
         debian = Path("/etc/debian_version").read_text().strip()
         osname = f"{pretty} (debian_version {debian})"
     except OSError:
@@ -156,6 +159,7 @@ def machine() -> Machine:
 
 def code_version() -> str:
     """The commit measured, and whether the code under test had uncommitted changes then."""
+
     def git(*args: str) -> str:
         proc = subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, text=True)
         return proc.stdout.strip() if proc.returncode == 0 else ""

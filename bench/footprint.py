@@ -8,7 +8,10 @@ history table is VACUUMed (as autovacuum would have) and measured with pg_total_
 (heap + TOAST + indexes + FSM/VM):
 
 * raw: the day's partitions of collectors_snapshot and collectors_wait_event;
-* rollups: the partitions holding that day's hourly and daily rollups (statements and waits);
+* read tier: the partitions holding that day's server totals per hour and per day
+  (collectors_server_hourly/daily), the statement-major prefix sums at the day's 24 hour
+  boundaries and at its day boundary (collectors_statement_hourly/daily), and the wait-event
+  rollups (collectors_wait_event_hourly/daily);
 * fixed per server (not per day): the statement dimension (texts) and the statement state.
 
 The history tables are emptied (TRUNCATE) first, so every byte measured is this server's.
@@ -18,6 +21,7 @@ per minute (server_id, statement_id, taken_at, 37 int8 counters, 4 float8 gauges
 — what a row-per-statement history (PoWA-like, uncompressed) costs. One hour of it is written
 and measured, times 24.
 """
+
 from __future__ import annotations
 
 import time
@@ -28,15 +32,11 @@ from django.db import connection
 
 from bench import synthetic
 from bench.stats import summary
-from collectors import binary_copy, partitions, rollups
+from collectors import binary_copy, partitions, rollups, tables
 from collectors.columns import COUNTER_NAMES, FACT_GAUGE_NAMES, GAUGE_NAMES
 from collectors.services import server_collect
 
-HISTORY_TABLES = (
-    "collectors_snapshot", "collectors_wait_event", "collectors_statement_hourly", "collectors_statement_daily",
-    "collectors_wait_event_hourly", "collectors_wait_event_daily", "collectors_statement_state",
-    "collectors_statement", "collectors_serverstate",
-)  # fmt: skip
+HISTORY_TABLES = tuple(t.name for t in tables.PER_SERVER)
 # The timeline is compressed (a day in minutes), so autovacuum, which wakes up every minute of real
 # time, cannot keep the statement state's churn in check as it would over a real day: its threshold
 # (50 + 20% of 5,000 live rows = 1,050 dead rows, i.e. ~2 minutes of deleted state rows) is crossed
@@ -140,12 +140,18 @@ def run(*, day: datetime, uniform: bool = False, seed: int = 7, log=print) -> di
         "snapshots": _size(partitions.partition_name("collectors_snapshot", d)),
         "waits": _size(partitions.partition_name("collectors_wait_event", d)),
     }
+    # The read tier, each table's partition that holds this day (the tables were emptied first, so a
+    # month or year partition holds this day's rows only).
     roll = {
-        "hourly": _size(partitions.partition_name("collectors_statement_hourly", d)),
-        "hourly waits": _size(partitions.partition_name("collectors_wait_event_hourly", d)),
-        "daily": _size(partitions.partition_name("collectors_statement_daily", d)),
-        "daily waits": _size(partitions.partition_name("collectors_wait_event_daily", d)),
+        "server hourly": _size(partitions.partition_name(tables.SERVER_HOURLY.name, d)),
+        "statement hourly": _size(partitions.partition_name(tables.STATEMENT_HOURLY.name, d + timedelta(hours=1))),
+        "hourly waits": _size(partitions.partition_name(tables.WAIT_EVENT_HOURLY.name, d)),
+        "server daily": _size(partitions.partition_name(tables.SERVER_DAILY.name, d)),
+        "statement daily": _size(partitions.partition_name(tables.STATEMENT_DAILY.name, d + timedelta(days=1))),
+        "daily waits": _size(partitions.partition_name(tables.WAIT_EVENT_DAILY.name, d)),
     }
+    # The last hour boundary of the day (until = midnight) lies in the next day's partition.
+    roll["statement hourly"] += _size(partitions.partition_name(tables.STATEMENT_HOURLY.name, d + timedelta(days=1)))
     fixed = {
         "statement dimension": _size("collectors_statement"),
         "statement state": _size("collectors_statement_state"),
@@ -159,17 +165,20 @@ def run(*, day: datetime, uniform: bool = False, seed: int = 7, log=print) -> di
             [server.pk, d, d + timedelta(days=1)],
         )
         n_snap, payload_bytes, stored_rows = cur.fetchone()
-        cur.execute("SELECT count(*), avg(length(statements)) FROM collectors_statement_hourly WHERE server_id = %s",
+        cur.execute(f"SELECT count(*) FROM {tables.SERVER_HOURLY.name} WHERE server_id = %s", [server.pk])
+        n_hourly = cur.fetchone()[0]
+        cur.execute(f"SELECT count(*), count(DISTINCT until) FROM {tables.STATEMENT_HOURLY.name} WHERE server_id = %s",
                     [server.pk])  # fmt: skip
-        n_hourly, hourly_avg = cur.fetchone()
+        hourly_rows, hourly_boundaries = cur.fetchone()
         cur.execute("SELECT count(*), sum(octet_length(query)) FROM collectors_statement WHERE server_id = %s",
                     [server.pk])  # fmt: skip
         n_stmt, text_bytes = cur.fetchone()
         cur.execute("SELECT count(*) FROM collectors_wait_event WHERE server_id = %s", [server.pk])
         wait_rows = cur.fetchone()[0]
-        cur.execute("SELECT count(*), coalesce(sum(length(statements)), 0) FROM collectors_statement_daily "
-                    "WHERE server_id = %s", [server.pk])  # fmt: skip
-        n_daily, daily_payload = cur.fetchone()
+        cur.execute(f"SELECT count(*) FROM {tables.SERVER_DAILY.name} WHERE server_id = %s", [server.pk])
+        n_daily = cur.fetchone()[0]
+        cur.execute(f"SELECT count(*) FROM {tables.STATEMENT_DAILY.name} WHERE server_id = %s", [server.pk])
+        daily_rows = cur.fetchone()[0]
         cur.execute("SELECT count(*) FROM collectors_wait_event_hourly WHERE server_id = %s", [server.pk])
         hourly_wait_rows = cur.fetchone()[0]
         cur.execute("SELECT count(*) FROM collectors_wait_event_daily WHERE server_id = %s", [server.pk])
@@ -192,9 +201,10 @@ def run(*, day: datetime, uniform: bool = False, seed: int = 7, log=print) -> di
         "payload_bytes": int(payload_bytes or 0),
         "payload_per_row": (payload_bytes or 0) / max(stored_rows or 1, 1),
         "hourly_buckets": n_hourly,
-        "hourly_payload_avg": float(hourly_avg or 0),
+        "statement_hourly_rows": hourly_rows,
+        "statement_hourly_boundaries": hourly_boundaries,
         "daily_buckets": n_daily,
-        "daily_payload": int(daily_payload),
+        "statement_daily_rows": daily_rows,
         "hourly_wait_rows": hourly_wait_rows,
         "daily_wait_rows": daily_wait_rows,
         "statements": n_stmt,
@@ -209,9 +219,15 @@ def run(*, day: datetime, uniform: bool = False, seed: int = 7, log=print) -> di
     }
     mb = 1024 * 1024
     log(
-        f"  per server-day: raw {sum(raw.values()) / mb:.1f} MiB + rollups {sum(roll.values()) / mb:.2f} MiB = "
-        f"{per_day / mb:.1f} MiB; fixed per server {sum(fixed.values()) / mb:.1f} MiB; "
-        f"naive row-per-statement layout {res['naive_bytes_day'] / mb:.0f} MiB/day "
+        f"  per server-day: raw {sum(raw.values()) / mb:.1f} MiB + read tier and wait rollups "
+        f"{sum(roll.values()) / mb:.2f} MiB = {per_day / mb:.1f} MiB; fixed per server "
+        f"{sum(fixed.values()) / mb:.1f} MiB; naive row-per-statement layout {res['naive_bytes_day'] / mb:.0f} MiB/day "
         f"({res['naive_bytes_day'] / per_day:.0f}x); written in {elapsed:.0f}s"
+    )
+    log(
+        "  read tier and wait rollups, MiB per day: "
+        + ", ".join(f"{k} {v / mb:.2f}" for k, v in roll.items())
+        + f"; statement prefix-sum rows: {hourly_rows:,} at {hourly_boundaries} hour boundaries, {daily_rows:,} "
+        "at the day boundary"
     )
     return res

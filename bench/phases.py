@@ -1,5 +1,8 @@
 """Where the time of a snapshot goes: wall time accumulated per function, by wrapping the
-functions server_collect calls (in this process, for one pass; the timed passes run unwrapped)."""
+functions server_collect calls (in this process, for one pass; the timed passes run unwrapped).
+Times are exclusive: a wrapped function called inside another (codec.encode inside
+history.insert_snapshot) counts once, under its own label."""
+
 from __future__ import annotations
 
 import contextlib
@@ -9,19 +12,20 @@ from collections import defaultdict
 
 
 def _targets():
-    from collectors import codec, history, pgss, services
+    from collectors import codec, history, lineage, pgss, services
 
     # (label, module, attribute): wrap the name where the caller looks it up.
     return [
         ("read: meta + settings", pgss, "read_meta"),
+        ("read: lineage (system identifier, timeline)", lineage, "read_identity"),
         ("read: pg_stat_statements_info", pgss, "read_info"),
         ("read: new and changed entries (+ merge)", pgss, "read_entries"),
         ("read: texts of new keys", pgss, "read_texts"),
-        ("history: find known keys", history, "find_statements"),
+        ("history: find known keys", history, "lookup_statements"),
         ("history: load statement state", history, "load_statement_state"),
         ("deltas.compute", services, "compute"),
         ("codec.encode", codec, "encode"),
-        ("history: insert new statements", history, "insert_statements"),
+        ("history: insert new statements", history, "statement_ids"),
         ("history: insert snapshot row", history, "insert_snapshot"),
         ("history: insert waits", history, "insert_waits"),
         ("history: write statement state", history, "write_statement_state"),
@@ -33,16 +37,21 @@ def timed_phases():
     """Yields a dict label -> list of ms (one entry per call)."""
     acc: dict[str, list[float]] = defaultdict(list)
     saved = []
+    inner: list[float] = []  # per open wrapped call: ms spent in wrapped calls inside it
     for label, module, attr in _targets():
         fn = getattr(module, attr)
         saved.append((module, attr, fn))
 
         def wrapper(*a, __fn=fn, __label=label, **kw):
+            inner.append(0.0)
             t0 = time.perf_counter()
             try:
                 return __fn(*a, **kw)
             finally:
-                acc[__label].append((time.perf_counter() - t0) * 1000)
+                ms = (time.perf_counter() - t0) * 1000
+                acc[__label].append(ms - inner.pop())
+                if inner:
+                    inner[-1] += ms
 
         functools.update_wrapper(wrapper, fn)
         setattr(module, attr, wrapper)

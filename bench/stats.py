@@ -1,4 +1,5 @@
 """Small statistics helpers (milliseconds in, figures out)."""
+
 from __future__ import annotations
 
 import numpy as np

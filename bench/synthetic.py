@@ -22,6 +22,7 @@ a fifth read some blocks from disk, 1% spill to temp files. Every other counter 
 a default PostgreSQL 17. ``uniform=True`` instead picks the 10% uniformly at random every minute
 (the worst case for rollups: almost every entry appears in every hourly bucket).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -257,7 +258,11 @@ def reading_from(synth: SyntheticServer):
         (pgss, "read_meta", lambda conn, functions=(): synth.meta()),
         (pgss, "column_map", lambda conn, server_id, meta: None),
         (pgss, "read_info", lambda conn, meta: (0, int(synth.stats_since[0]))),
-        (pgss, "read_entries", lambda conn, meta, cmap, prev, send_all=False: synth.read_entries(prev, send_all=send_all)),
+        (
+            pgss,
+            "read_entries",
+            lambda conn, meta, cmap, prev, send_all=False: synth.read_entries(prev, send_all=send_all),
+        ),
         (pgss, "read_texts", lambda conn, meta, cmap, keys: synth.read_texts(keys)),
         (lineage, "read_identity", lambda conn, meta: synth.identity()),
         (waits, "read_wait_sampling", lambda conn, meta: synth.current_waits),

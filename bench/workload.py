@@ -5,6 +5,7 @@ two reads by key, an aggregate, an UPDATE and an upsert, so entries have rows, s
 hits and WAL counters like a real application's. Each statement is run with bind parameters
 (``$1``), as an application would, through one pipelined connection.
 """
+
 from __future__ import annotations
 
 import numpy as np

@@ -1,0 +1,323 @@
+"""Benchmark 4: the read tier. Selectors over a 30-day history of one 5,000-statement server and a
+fleet of 200 servers, timed in this (Django) process, against the read path they replaced.
+
+History (bench/longhistory.py, bench/fleet.py): the single server's last 3 days through
+server_collect, the 27 before through the bulk writer (bench/bulk.py) and the project's rollups;
+the fleet's 2 days through the bulk writer. Every selector call is one row of a table of measured
+calls: 2 warm-up runs (the second counts its queries with selectors.db.counting()), then `runs`
+timed runs; median and p95 of the wall time of the call. Windows end one second after the last
+snapshot (so it counts) and start that long before: neither edge is on an hour (nor a minute).
+
+Baseline in the same run (bench/baseline.py): the pre-tier `top_statements` over the same raw
+snapshots and its own blob rollups, built here from the same blocks.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+
+from bench import baseline, longhistory
+from bench import fleet as fleet_history
+from bench.stats import pct
+from collectors import tables
+
+# The end of the history: far from today, so its partitions are the benchmark's own.
+LAST_TAKEN_AT = datetime(2025, 1, 4, 13, 37, tzinfo=UTC)
+# (label, length, p95 target ms)
+WINDOWS = (
+    ("1 h", timedelta(hours=1), 50),
+    ("6 h", timedelta(hours=6), 50),
+    ("24 h", timedelta(days=1), 50),
+    ("7 d", timedelta(days=7), 100),
+    ("30 d", timedelta(days=30), 100),
+)
+TEXT = "customer_id"
+DEEP_PAGE = 40
+# The deep page costs its OFFSET over the same aggregate as page 1: measured for the plain order and
+# for the one with a computed, nullable key.
+DEEP_ORDERS = ("total", "mean")
+PAGE_SIZE = 50
+
+
+@dataclass
+class Size:
+    statements: int = 5000
+    days: int = 30
+    real_days: int = 3
+    fleet_servers: int = 200
+    fleet_statements: int = 500
+    fleet_days: int = 2
+    runs: int = 20
+    warmup: int = 2
+    baseline_runs: int = 5  # for old-path calls over 0.3 s (up to seconds each): a ratio, not a p95
+
+
+QUICK = Size(statements=200, days=3, real_days=1, fleet_servers=20, fleet_days=1, runs=5, warmup=2, baseline_runs=3)
+
+
+@dataclass
+class Measured:
+    selector: str
+    label: str
+    target_ms: float | None
+    window: str | None = None
+    order: str | None = None
+    text: bool = False
+    page: int = 1
+    ms: list[float] = field(default_factory=list)
+    queries: int | None = None
+    missing: str = ""  # why it was not measured
+    info: str = ""
+
+    @property
+    def median(self) -> float:
+        return float(np.median(self.ms)) if self.ms else float("nan")
+
+    @property
+    def p95(self) -> float:
+        return pct(self.ms, 95)
+
+    @property
+    def passed(self) -> bool | None:
+        if self.target_ms is None or not self.ms:
+            return None
+        return self.p95 <= self.target_ms
+
+
+def _measure(m: Measured, fn: Callable[[], object], *, warmup: int, runs: int, counting) -> Measured:
+    try:
+        for i in range(warmup):
+            if i == warmup - 1 and counting is not None:
+                with counting() as c:
+                    result = fn()
+                m.queries = c.queries
+            else:
+                result = fn()
+        for _ in range(runs):
+            t0 = time.perf_counter()
+            fn()
+            m.ms.append((time.perf_counter() - t0) * 1000)
+    except Exception as exc:  # a selector that breaks is a finding: report it, measure the rest
+        m.missing = f"raised {type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:200]}"
+        return m
+    m.info = _describe(result)
+    return m
+
+
+def _describe(result) -> str:
+    for attr in ("total_count", "points", "changes", "rows"):
+        value = getattr(result, attr, None)
+        if value is not None:
+            return f"{attr} {value if isinstance(value, int) else len(value)}"
+    return f"{len(result)} rows" if isinstance(result, list) else ""
+
+
+def _calls(h: longhistory.LongHistory, fl: fleet_history.Fleet | None, end: datetime, size: Size):
+    """(Measured, callable) rows: every selector call of the benchmark."""
+    from collectors import selectors as s
+
+    def have(name: str):
+        return getattr(s, name, None)
+
+    out = []
+    top = have("top_statements")
+    for label, length, target in WINDOWS:
+        w = s.Window(end - length, end)
+        for text in (False, True):
+            for page in (1, DEEP_PAGE):
+                for order in s.ORDERS if page == 1 else DEEP_ORDERS:
+                    m = Measured("top_statements", f"{label}, {order}{', text' if text else ''}, page {page}",
+                                 target, window=label, order=order, text=text, page=page)  # fmt: skip
+                    filters = s.StatementFilters(text=TEXT if text else None)
+                    out.append((m, lambda w=w, o=order, f=filters, p=page: top(
+                        server_id=h.server_id, window=w, order=o, filters=f, page=s.Page(p, PAGE_SIZE))))  # fmt: skip
+    month = s.Window(end - timedelta(days=30), end)
+    hot, rare = _hot_and_rare(h)
+    for name, sid in (("hot", hot), ("rare", rare)):
+        out.append((Measured("statement_series", f"30 d, {name} statement ({sid[1]})", 30, window="30 d"),
+                    lambda sid=sid: s.statement_series(statement_id=sid[0], window=month)))  # fmt: skip
+    out.append((Measured("server_series", "30 d", 50, window="30 d"),
+                lambda: s.server_series(server_id=h.server_id, window=month)))  # fmt: skip
+    week = s.Window(end - timedelta(days=7), end)
+    out.append((Measured("compare_windows", "7 d vs the 7 d before", 300, window="7 d"),
+                lambda: s.compare_windows(server_id=h.server_id, window=week)))  # fmt: skip
+    if fl is not None:
+        day = s.Window(end - timedelta(days=1), end)
+        out.append((Measured("fleet_summary", f"{len(fl.server_ids)} servers, 24 h", 150, window="24 h"),
+                    lambda: s.fleet_summary(server_ids=fl.server_ids, window=day)))  # fmt: skip
+    for label, length, _ in WINDOWS[2:4]:
+        w = s.Window(end - length, end)
+        out.append((Measured("wait_events", f"{label}, server", None, window=label),
+                    lambda w=w: s.wait_events(server_id=h.server_id, window=w)))  # fmt: skip
+        out.append((Measured("wait_events", f"{label}, hot statement", None, window=label),
+                    lambda w=w: s.wait_events(server_id=h.server_id, window=w, statement_id=hot[0])))  # fmt: skip
+    return out
+
+
+def _hot_and_rare(h: longhistory.LongHistory) -> tuple[tuple[int, str], tuple[int, str]]:
+    """The statement that runs most often, and one that runs about 20 times in 30 days."""
+    hot = int(np.argmax(h.p_run))
+    minutes = 30 * 1440
+    rare = int(np.argmin(np.abs(h.p_run - 20 / minutes)))
+    return ((int(h.statement_ids[hot]), f"runs in {h.p_run[hot]:.0%} of minutes"),
+            (int(h.statement_ids[rare]), f"about {h.p_run[rare] * minutes:.0f} runs in 30 days"))  # fmt: skip
+
+
+def _baseline_calls(h: longhistory.LongHistory, end: datetime, size: Size) -> list[Measured]:
+    out = []
+    for label, length, _ in WINDOWS:
+        m = Measured("baseline top_statements", f"{label}, total, page 1", None, window=label, order="total")
+
+        def call(length=length):
+            return baseline.top_statements(h.server_id, end - length, end, order="total", limit=PAGE_SIZE)
+
+        t0 = time.perf_counter()
+        call()
+        slow = time.perf_counter() - t0 > 0.3  # seconds a call: a few runs give the ratio
+        _measure(m, call, warmup=1, runs=size.baseline_runs if slow else size.runs, counting=None)
+        totals = baseline.statement_totals(h.server_id, end - length, end)
+        m.info = f"{len(totals.block):,} statements from {'+'.join(totals.resolutions)}; {len(m.ms)} runs"
+        out.append(m)
+    return out
+
+
+def _agreement(h: longhistory.LongHistory, end: datetime) -> dict[str, str]:
+    """Do the new and the old top_statements give the same top 50 (ids and execution time)? Only
+    for windows inside the raw retention: beyond it the old path drops the expired edge, the new one
+    widens it to the hour, and the plan says so (read_start)."""
+    from collectors import selectors as s
+
+    out = {}
+    for label, length, _ in WINDOWS[:3]:
+        new = s.top_statements(server_id=h.server_id, window=s.Window(end - length, end), page=s.Page(1, PAGE_SIZE))
+        _, old = baseline.top_statements(h.server_id, end - length, end, order="total", limit=PAGE_SIZE)
+        same = [(r.statement_id, round(r.exec_ms, 3)) for r in new.rows] == [
+            (o.statement_id, round(o.total_exec_ms, 3)) for o in old
+        ]
+        out[label] = "same" if same else "DIFFERENT"
+    return out
+
+
+def _tier_rows(server_id: int) -> dict[str, int]:
+    from django.db import connection
+
+    out = {}
+    with connection.cursor() as cur:
+        for t in (tables.SNAPSHOT, tables.SERVER_HOURLY, tables.SERVER_DAILY, tables.STATEMENT_HOURLY,
+                  tables.STATEMENT_DAILY):  # fmt: skip
+            cur.execute(f"SELECT count(*) FROM {t.name} WHERE server_id = %s", [server_id])
+            out[t.name] = cur.fetchone()[0]
+    return out
+
+
+FULL = Size()
+
+
+def run(*, size: Size = FULL, log=print) -> dict:
+    from django.db import connection
+
+    from bench.footprint import HISTORY_TABLES
+    from collectors.selectors import db
+
+    started = time.perf_counter()
+    with connection.cursor() as cur:
+        cur.execute("TRUNCATE " + ", ".join(HISTORY_TABLES))
+    baseline.create_tables()
+    with tempfile.TemporaryDirectory(prefix="bench-fleet-") as workdir:
+        pending = None
+        t0 = time.perf_counter()
+        if size.fleet_servers:
+            log(f"  fleet: {size.fleet_servers} servers x {size.fleet_statements} statements, {size.fleet_days} days")
+            pending = fleet_history.start(servers=size.fleet_servers, statements=size.fleet_statements,
+                                          days=size.fleet_days, last_taken_at=LAST_TAKEN_AT, workdir=Path(workdir),
+                                          log=log)  # fmt: skip
+        fleet_start_s = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        log(f"  history: 1 server, {size.statements:,} statements, {size.days} days of 1-minute snapshots "
+            f"(last {size.real_days} through server_collect)")  # fmt: skip
+        h = longhistory.build(statements=size.statements, days=size.days, real_days=size.real_days,
+                              last_taken_at=LAST_TAKEN_AT, log=log)  # fmt: skip
+        h.seconds.update(longhistory.build_old_rollups(h, log=log))
+        history_s = time.perf_counter() - t0
+        log(f"    written in {history_s:.0f}s: " + ", ".join(f"{k} {v:.0f}s" for k, v in h.seconds.items()))
+        fl = None
+        if pending is not None:
+            t0 = time.perf_counter()
+            log("  fleet, continued")
+            fl = fleet_history.finish(pending, log=log)
+            fleet_s = time.perf_counter() - t0 + fleet_start_s
+            log("    fleet written: " + ", ".join(f"{k} {v:.0f}s" for k, v in fl.seconds.items()))
+    with connection.cursor() as cur:
+        cur.execute("ANALYZE")  # as autovacuum would have by now
+    end = LAST_TAKEN_AT + timedelta(seconds=1)
+    t0 = time.perf_counter()
+    measured = []
+    calls = _calls(h, fl, end, size)
+    for i, (m, fn) in enumerate(calls):
+        measured.append(_measure(m, fn, warmup=size.warmup, runs=size.runs, counting=db.counting))
+        if i % 40 == 39:
+            log(f"    {i + 1} of {len(calls)} calls measured ({time.perf_counter() - t0:.0f}s)")
+    measure_s = time.perf_counter() - t0
+    log(f"  {len(measured)} selector calls measured ({measure_s:.0f}s)")
+    t0 = time.perf_counter()
+    base = _baseline_calls(h, end, size)
+    baseline_s = time.perf_counter() - t0
+    agreement = _agreement(h, end)
+    res = {
+        "size": size,
+        "history": h,
+        "fleet": fl,
+        "end": end,
+        "measured": measured,
+        "baseline": base,
+        "agreement": agreement,
+        "tier_rows": _tier_rows(h.server_id),
+        "seconds": {
+            "history": history_s,
+            "fleet": fleet_s if fl else 0.0,
+            "selectors": measure_s,
+            "baseline": baseline_s,
+            "total": time.perf_counter() - started,
+        },  # fmt: skip
+    }
+    baseline.drop_tables()
+    for line in summary_lines(res):
+        log(line)
+    return res
+
+
+def summary_lines(res: dict) -> list[str]:
+    """Console lines: per selector call group, median / p95 ms, queries, target."""
+    lines = []
+    by_window = {}
+    for m in res["measured"]:
+        if m.selector == "top_statements":
+            by_window.setdefault(m.window, []).append(m)
+    base = {b.window: b for b in res["baseline"]}
+    for label, _, target in WINDOWS:
+        ms = by_window.get(label, [])
+        ok = [m for m in ms if m.ms]
+        if not ok:
+            lines.append(f"  top_statements {label}: not measured ({ms[0].missing if ms else 'no calls'})")
+            continue
+        worst = max(ok, key=lambda m: m.p95)
+        p1 = next((m for m in ok if m.order == "total" and not m.text and m.page == 1), None)
+        b = base.get(label)
+        ratio = f", baseline {b.median:.0f} ms ({p1.median / b.median:.3f}x)" if b and b.ms and p1 else ""
+        lines.append(
+            f"  top_statements {label}: total p1 {p1.median:.1f}/{p1.p95:.1f} ms ({p1.queries} queries); "
+            f"worst p95 of {len(ok)} calls {worst.p95:.1f} ms [{worst.label}] (target {target} ms)" + ratio
+        )
+    for m in res["measured"]:
+        if m.selector != "top_statements":
+            got = f"{m.median:.1f}/{m.p95:.1f} ms, {m.queries} queries, {m.info}" if m.ms else m.missing
+            lines.append(f"  {m.selector} {m.label}: {got}" + (f" (target {m.target_ms:g} ms)" if m.target_ms else ""))
+    lines.append("  agreement new/old top 50: " + ", ".join(f"{k} {v}" for k, v in res["agreement"].items()))
+    return lines
