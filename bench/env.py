@@ -165,7 +165,7 @@ def code_version() -> str:
         return proc.stdout.strip() if proc.returncode == 0 else ""
 
     head = git("rev-parse", "--short=12", "HEAD") or "unknown commit"
-    dirty = git("status", "--porcelain", "--", "collectors", "console", "devenv")
+    dirty = git("status", "--porcelain", "--", "collectors", "console", "devenv", "inventory")
     if not dirty:
         return f"commit {head}, collectors/console/devenv unmodified"
     files = [line[3:] for line in dirty.splitlines()]

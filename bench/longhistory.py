@@ -3,7 +3,8 @@ of 1-minute snapshots ending at a fixed time, under the default retention.
 
 * The last `real_days` go through the real collection path, exactly as the footprint benchmark:
   ``server_collect`` with the monitored server's side replaced by the generator, and
-  ``rollups.roll_up(now=...)`` just after each hour ends, as the periodic task runs it.
+  ``rollups.roll_up(now=...)`` just after each hour ends, and once 3 minutes before the end (the
+  periodic task runs every 5 minutes, so the hour in progress is rolled up to a few minutes ago).
 * The days before are written by the bulk path (bench/bulk.py): each minute's deltas from the same
   generator, blocks encoded as codec.encode does, snapshot rows (block + server totals columns) and
   wait rows COPYed in per hour, then, after each UTC day, ``rollups.roll_up(now=...)`` (the project's
@@ -172,7 +173,11 @@ def build(*, statements: int, days: int, real_days: int, last_taken_at: datetime
                 _add(seconds, "real: drop_expired (daily)", t0)
             if m % 1440 == 1439:
                 log(f"    real path: {m + 1:,} of {n_real:,} snapshots ({time.perf_counter() - started:.0f}s)")
+    # The periodic rollup runs every 5 minutes (console/schedule.py): its last run, a few minutes
+    # before the end, left the hour in progress rolled up that far.
     t0 = time.perf_counter()
+    rollups.roll_up(now=last_taken_at - timedelta(minutes=3))
+    t0 = _add(seconds, "real: roll_up (the last 5-minute run)", t0)
     partitions.drop_expired(now=last_taken_at)
     _add(seconds, "real: drop_expired (daily)", t0)
     return LongHistory(

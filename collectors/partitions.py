@@ -54,7 +54,8 @@ def ensure(table: str, at: datetime) -> None:
                 f'CREATE TABLE "{name}" PARTITION OF "{table}" FOR VALUES FROM (%s) TO (%s)',
                 [start, end],
             )
-    _known.add(name)
+    # Known only once committed: created inside a transaction that rolls back, it is gone again.
+    transaction.on_commit(lambda: _known.add(name))
 
 
 def ensure_ahead(now: datetime | None = None) -> list[str]:

@@ -15,6 +15,7 @@ from raw snapshots (hours) or from the hourly tier (days), so rebuilding is idem
 
 from __future__ import annotations
 
+import json
 import zlib
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -22,9 +23,11 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 from django.db import connection
 from psycopg import sql
+from psycopg.types.json import Jsonb
 
 from collectors import binary_copy, codec, partitions, tables
 from collectors.columns import TOTAL_NAMES, TOTALS, totals_of
+from collectors.waits import event_label
 
 HOUR = timedelta(hours=1)
 DAY = timedelta(days=1)
@@ -202,21 +205,25 @@ def _raw_hours(server_id: int, start: datetime, end: datetime) -> dict[datetime,
     return hours
 
 
-def _wait_seconds(table: tables.HistoryTable, time_col: str, server_id: int, start: datetime, end: datetime,
-                  size: timedelta) -> dict[datetime, float]:  # fmt: skip
-    unit = "hour" if size == HOUR else "day"
+def wait_events(table: tables.HistoryTable, time_col: str, server_id: int, start: datetime, end: datetime,
+                unit: str) -> dict[datetime, dict[str, float]]:  # fmt: skip
+    """Per bucket, session-seconds by wait event (all query_ids together): what the server charts need."""
     with connection.cursor() as cur:
         cur.execute(
-            f"SELECT date_trunc('{unit}', {time_col}), sum(session_s) FROM {table.name} "
-            f"WHERE server_id = %s AND {time_col} >= %s AND {time_col} < %s GROUP BY 1",
+            f"SELECT date_trunc('{unit}', {time_col}), event_type, event, sum(session_s) FROM {table.name} "
+            f"WHERE server_id = %s AND {time_col} >= %s AND {time_col} < %s GROUP BY 1, 2, 3",
             [server_id, start, end],
         )
-        return dict(cur.fetchall())
+        out: dict[datetime, dict[str, float]] = {}
+        for bucket, event_type, event, seconds in cur.fetchall():
+            out.setdefault(bucket, {})[event_label(event_type, event)] = float(seconds)
+        return out
 
 
 _SERVER_COLUMNS = (
     "server_id", "bucket", "snapshots", "span_s", "planning_tracked_s", *TOTAL_NAMES, "dealloc_delta",
-    "dealloc_span_s", "entries_peak", "entries_max", "changed", "new_entries", "wait_session_s", "built_until",
+    "dealloc_span_s", "entries_peak", "entries_max", "changed", "new_entries", "wait_session_s", "waits",
+    "built_until",
 )  # fmt: skip
 
 
@@ -235,7 +242,7 @@ def _write_server_bucket(table: tables.HistoryTable, values: dict) -> None:
                 updates=updates,
                 marks=sql.SQL(", ").join(sql.Placeholder() * len(_SERVER_COLUMNS)),
             ),  # fmt: skip
-            [values[c] for c in _SERVER_COLUMNS],
+            [Jsonb(values[c]) if c == "waits" else values[c] for c in _SERVER_COLUMNS],
         )
 
 
@@ -270,7 +277,7 @@ def write_hours(server_id: int, from_hour: datetime, end: datetime, hours: dict[
     `hours` has no snapshot: its bucket and boundary rows go, the running sums carry over). An hour
     that `end` cuts holds the snapshots up to its last one: its bucket says so in built_until."""
     day = day_of(from_hour)
-    waits = _wait_seconds(tables.WAIT_EVENT_HOURLY, "bucket", server_id, from_hour, end, HOUR)
+    waits = wait_events(tables.WAIT_EVENT_HOURLY, "bucket", server_id, from_hour, end, "hour")
     start_at = latest_boundary(tables.STATEMENT_HOURLY, server_id, from_hour, day)
     running = Sums.empty() if start_at is None else read_boundary(tables.STATEMENT_HOURLY, server_id, start_at)
     written = 0
@@ -302,7 +309,8 @@ def write_hours(server_id: int, from_hour: datetime, end: datetime, hours: dict[
                 **{c: int(v) for c, v in zip(TOTAL_NAMES, server_totals, strict=True)},
                 "dealloc_delta": h.dealloc_delta, "dealloc_span_s": h.dealloc_span_s,
                 "entries_peak": h.entries_peak, "entries_max": h.entries_max, "changed": h.changed,
-                "new_entries": h.new_entries, "wait_session_s": float(waits.get(hour, 0.0)),
+                "new_entries": h.new_entries, "wait_session_s": sum(waits.get(hour, {}).values()),
+                "waits": waits.get(hour, {}),
                 "built_until": boundary if boundary <= end else h.last_taken_at + timedelta(microseconds=1),
             },
         )  # fmt: skip
@@ -332,26 +340,41 @@ def rebuild_days(server_id: int, from_day: datetime, until: datetime,
             "SELECT date_trunc('day', bucket), sum(snapshots), sum(span_s), sum(planning_tracked_s), "
             + ", ".join(f"sum({c})" for c in TOTAL_NAMES)
             + ", sum(dealloc_delta), sum(dealloc_span_s), max(entries_peak), "
-            "(array_agg(entries_max ORDER BY bucket DESC))[1], sum(changed), sum(new_entries), sum(wait_session_s) "
+            "(array_agg(entries_max ORDER BY bucket DESC))[1], sum(changed), sum(new_entries), sum(wait_session_s), "
+            "jsonb_agg(waits) "
             f"FROM {tables.SERVER_HOURLY.name} WHERE server_id = %s AND bucket >= %s AND bucket < %s GROUP BY 1",
             [server_id, from_day, end],
         )
         rows = cur.fetchall()
     days = {}
     for day, snapshots, span_s, tracked_s, *rest in rows:
-        figures, (dd, dd_span, peak, emax, changed, new, waits) = rest[:n], rest[n:]
+        figures, (dd, dd_span, peak, emax, changed, new, waits, hour_waits) = rest[:n], rest[n:]
         server = {
             "server_id": server_id, "bucket": day, "snapshots": int(snapshots), "span_s": float(span_s),
             "planning_tracked_s": float(tracked_s), **{c: int(v) for c, v in zip(TOTAL_NAMES, figures, strict=True)},
             "dealloc_delta": None if dd is None else int(dd), "dealloc_span_s": float(dd_span),
             "entries_peak": int(peak), "entries_max": emax, "changed": int(changed), "new_entries": int(new),
             "wait_session_s": float(waits), "built_until": day + DAY,
+            # jsonb comes back as text through Django's cursor (its JSONField decodes it itself)
+            "waits": add_waits([json.loads(w) if isinstance(w, str) else w for w in json_list(hour_waits)]),
         }  # fmt: skip
         days[day] = (server, day_totals(server_id, day))
     for day, value in (older or {}).items():
         if from_day <= day < end:
             days.setdefault(day, value)
     return write_days(server_id, from_day, end, days)
+
+
+def json_list(value) -> list:
+    return json.loads(value) if isinstance(value, str) else list(value or [])
+
+
+def add_waits(parts: list[dict[str, float]]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for part in parts:
+        for label, seconds in part.items():
+            out[label] = out.get(label, 0.0) + seconds
+    return out
 
 
 def write_days(server_id: int, from_day: datetime, end: datetime, days: dict[datetime, tuple[dict, Sums]]) -> int:

@@ -95,6 +95,13 @@ def rows_for_interval(
     return [WaitRow(et, ev, qid, c, c * period_s) for (et, ev, qid), c in sorted(totals.items(), key=lambda kv: -kv[1])]
 
 
+def event_label(event_type: str | None, event: str | None) -> str:
+    """How a wait event is named on every surface ("CPU (no wait event)" for an active backend with none)."""
+    if event_type is None and event is None:
+        return "CPU (no wait event)"
+    return f"{event_type}:{event}"
+
+
 def encode_profile(profile: dict[ProfileKey, int]) -> list[list]:
     return [[pid, et, ev, qid, n] for (pid, et, ev, qid), n in profile.items()]
 

@@ -62,6 +62,7 @@ CREATE TABLE collectors_server_hourly (
     changed int8 NOT NULL,
     new_entries int8 NOT NULL,
     wait_session_s float8 NOT NULL,
+    waits jsonb NOT NULL,  -- wait event ("Type:Event") -> session-seconds, for the server's charts
     -- Snapshots taken before this are in the bucket: its end, or for the current hour, just after
     -- the last snapshot rolled up so far (the hour is rolled up as it goes).
     built_until timestamptz NOT NULL,

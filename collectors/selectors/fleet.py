@@ -81,17 +81,28 @@ def fleet_summary(*, server_ids: list[int], window: Window, now: datetime | None
                    dealloc_delta, dealloc_span_s, entries_peak, entries_max, wait_session_s, built_until
             FROM {tables.SERVER_HOURLY.name} WHERE server_id = ANY(%(ids)s) AND bucket >= %(lo)s AND bucket < %(end)s
             AND least(bucket + interval '1 hour', built_until) <= %(end)s
+        ), upto AS (
+            -- Per server, where its buckets stop: from there on (and before the first whole hour),
+            -- the raw snapshots. Hours in between without a bucket had no snapshot.
+            SELECT i.sid AS server_id, greatest(%(lo)s, coalesce(max(least(h.bucket + interval '1 hour',
+                   h.built_until)), %(lo)s)) AS since
+            FROM unnest(%(ids)s::int8[]) AS i(sid) LEFT JOIN h ON h.server_id = i.sid GROUP BY i.sid
         ), r AS (
-            SELECT server_id, date_trunc('hour', taken_at) AS bucket, 1 AS snapshots, interval_s AS span_s,
+            SELECT s.server_id, date_trunc('hour', taken_at) AS bucket, 1 AS snapshots, interval_s AS span_s,
                    CASE WHEN track_planning THEN interval_s ELSE 0 END AS planning_tracked_s,
                    {", ".join(f"coalesce({c}, 0) AS {c}" for c in TOTAL_NAMES)}, dealloc_delta,
                    CASE WHEN dealloc_delta IS NOT NULL THEN interval_s ELSE 0 END AS dealloc_span_s,
                    entries AS entries_peak, entries_max, 0::float8 AS wait_session_s, NULL::timestamptz
-            FROM {tables.SNAPSHOT.name} s WHERE server_id = ANY(%(ids)s) AND kind = 'delta'
-            AND taken_at >= %(start)s AND taken_at < %(end)s
-            AND NOT EXISTS (SELECT 1 FROM h WHERE h.server_id = s.server_id
-                            AND h.bucket = date_trunc('hour', s.taken_at)
-                            AND s.taken_at < h.built_until)
+            FROM {tables.SNAPSHOT.name} s WHERE s.server_id = ANY(%(ids)s) AND kind = 'delta'
+            AND taken_at >= %(start)s AND taken_at < least(%(lo)s, %(end)s)
+            UNION ALL
+            SELECT s.server_id, date_trunc('hour', taken_at), 1, interval_s,
+                   CASE WHEN track_planning THEN interval_s ELSE 0 END,
+                   {", ".join(f"coalesce({c}, 0)" for c in TOTAL_NAMES)}, dealloc_delta,
+                   CASE WHEN dealloc_delta IS NOT NULL THEN interval_s ELSE 0 END,
+                   entries, entries_max, 0::float8, NULL::timestamptz
+            FROM upto u JOIN {tables.SNAPSHOT.name} s ON s.server_id = u.server_id AND s.taken_at >= u.since
+            WHERE kind = 'delta' AND taken_at >= %(lo)s AND taken_at < %(end)s
         )
         SELECT server_id, bucket, {_FIGURES} FROM (SELECT * FROM h UNION ALL SELECT * FROM r) parts
         GROUP BY server_id, bucket ORDER BY server_id, bucket

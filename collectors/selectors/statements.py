@@ -192,30 +192,41 @@ def _aggregate(server_id: int, p: windows.Plan, raw: tiers.Sums, *, filters: Sta
                limit: int | None, offset: int = 0) -> list[tuple]:  # fmt: skip
     """Rows of (dimension..., figures..., total count), ordered, filtered and paged in SQL.
 
-    In two steps over the same parts: the order key (and whether the statement ran at all) for every
-    statement, filtered through the dimension, ordered and paged; then every figure for that page
-    only. Summing ten figures for thousands of statements to show fifty costs twice as much."""
+    A page is read in two steps over the same parts: the order key (and whether the statement ran at
+    all) for every statement, filtered through the dimension, ordered and paged; then every figure for
+    that page only (summing ten figures for thousands of statements to show fifty costs twice as
+    much). Every statement (limit None) is summed once, then joined to the dimension."""
     resolved = windows.resolve(server_id, p.terms)
     union, params = _parts_sql(server_id, resolved, raw)
     where, fparams = _filters_sql(filters)
     key, extra = ORDERS[order]
+    if limit is None:  # every statement: sum everything once, then join the texts
+        sums = sql.SQL(", ").join(sql.SQL("sum({c})::int8 AS {c}").format(c=sql.Identifier(c)) for c in TOTAL_NAMES)
+        figures = sql.SQL(", ").join(sql.SQL("k.{}").format(sql.Identifier(c)) for c in TOTAL_NAMES)
+        query = sql.SQL(
+            "WITH k AS (SELECT statement_id, {sums} FROM ({union}) parts GROUP BY statement_id) "
+            "SELECT {dim}, {figures}, count(*) OVER () FROM k JOIN {dimension} st "
+            "ON st.id = k.statement_id AND st.server_id = %s "
+            "WHERE (k.calls <> 0 OR k.plans <> 0 OR k.exec_us <> 0 OR k.plan_us <> 0 OR k.rows <> 0){where} "
+            "ORDER BY {key} DESC NULLS LAST, st.id"
+        ).format(sums=sums, union=union, dim=sql.SQL(_DIMENSION), figures=figures,
+                 dimension=sql.Identifier(tables.STATEMENT.name), where=where, key=sql.SQL(key))  # fmt: skip
+        return db.fetchall(query, params + [server_id] + fparams)
     narrow = sql.SQL(", ").join(sql.SQL("sum({c}) AS {c}").format(c=sql.Identifier(c)) for c in (*_RAN, *extra))
     full = sql.SQL(", ").join(sql.SQL("sum(p.{c})::int8").format(c=sql.Identifier(c)) for c in TOTAL_NAMES)
-    page = sql.SQL("LIMIT %s OFFSET %s") if limit is not None else sql.SQL("")
     query = sql.SQL(
         "WITH parts AS MATERIALIZED ({union}), "
         "k AS (SELECT statement_id, {narrow} FROM parts GROUP BY statement_id), "
         "f AS MATERIALIZED (SELECT k.statement_id, {key} AS key FROM k JOIN {dimension} st "
         "  ON st.id = k.statement_id AND st.server_id = %s "
         "  WHERE (k.calls <> 0 OR k.plans <> 0 OR k.exec_us <> 0 OR k.plan_us <> 0 OR k.rows <> 0){where}), "
-        "page AS (SELECT statement_id, key FROM f ORDER BY key DESC NULLS LAST, statement_id {page}) "
+        "page AS (SELECT statement_id, key FROM f ORDER BY key DESC NULLS LAST, statement_id LIMIT %s OFFSET %s) "
         "SELECT {dim}, {full}, (SELECT count(*) FROM f) FROM page "
         "JOIN parts p ON p.statement_id = page.statement_id JOIN {dimension} st ON st.id = page.statement_id "
         "GROUP BY st.id, page.key ORDER BY page.key DESC NULLS LAST, st.id"
     ).format(union=union, narrow=narrow, key=sql.SQL(key), dimension=sql.Identifier(tables.STATEMENT.name),
-             where=where, page=page, dim=sql.SQL(_DIMENSION), full=full)  # fmt: skip
-    params = params + [server_id] + fparams + ([limit, offset] if limit is not None else [])
-    return db.fetchall(query, params)
+             where=where, dim=sql.SQL(_DIMENSION), full=full)  # fmt: skip
+    return db.fetchall(query, params + [server_id] + fparams + [limit, offset])
 
 
 def _row(r: tuple, planning: Planning) -> StatementTotals:

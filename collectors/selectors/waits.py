@@ -8,8 +8,8 @@ from datetime import datetime
 
 from collectors import tables
 from collectors.selectors import db, parts, windows
-from collectors.selectors.series import _event_label
 from collectors.selectors.windows import Window
+from collectors.waits import event_label
 
 
 @dataclass(frozen=True)
@@ -77,7 +77,7 @@ def wait_events(*, server_id: int, window: Window, statement_id: int | None = No
     def row(label, et, s):
         return WaitEventRow(label, et, s, s / span if span else None, s / grand if grand else None)
 
-    out = [row(_event_label(et, ev), et, s) for et, ev, s in rows[:top]]
+    out = [row(event_label(et, ev), et, s) for et, ev, s in rows[:top]]
     rest = sum(r[2] for r in rows[top:])
     if rows[top:]:
         out.append(row("other", None, rest))

@@ -295,6 +295,10 @@ def test_the_hour_in_progress_is_read_from_its_bucket_and_the_snapshots_since(dj
                 k: v.tolist() for k, v in expected.items()
             }, window
             assert result.intervals == intervals, window
+            [fleet] = fleet_summary(server_ids=[server.pk], window=window, now=end)
+            assert fleet.snapshots == intervals, window
+            calls = sum(int(v[0]) for v in expected.values())
+            assert fleet.calls_per_s == (pytest.approx(calls / fleet.span_s) if intervals else None), window
     now = Window(datetime(2026, 6, 3, 11, 0, tzinfo=UTC), end)
     p = windows.plan(now, windows.coverage(server.pk))
     assert p.raw == [(built_until, end, 1)]  # only the snapshots since the last rollup
