@@ -101,8 +101,9 @@ def fleet_summary(*, server_ids: list[int], window: Window, now: datetime | None
                    {", ".join(f"coalesce({c}, 0)" for c in TOTAL_NAMES)}, dealloc_delta,
                    CASE WHEN dealloc_delta IS NOT NULL THEN interval_s ELSE 0 END,
                    entries, entries_max, 0::float8, NULL::timestamptz
-            FROM upto u JOIN {tables.SNAPSHOT.name} s ON s.server_id = u.server_id AND s.taken_at >= u.since
-            WHERE kind = 'delta' AND taken_at >= %(lo)s AND taken_at < %(end)s
+            -- Lateral: an index range per server from its own `since`, never a scan of the whole window.
+            FROM upto u CROSS JOIN LATERAL (SELECT * FROM {tables.SNAPSHOT.name} s WHERE s.server_id = u.server_id
+                AND s.taken_at >= u.since AND s.taken_at >= %(lo)s AND s.taken_at < %(end)s AND kind = 'delta') s
         )
         SELECT server_id, bucket, {_FIGURES} FROM (SELECT * FROM h UNION ALL SELECT * FROM r) parts
         GROUP BY server_id, bucket ORDER BY server_id, bucket
