@@ -246,9 +246,12 @@ def _write_server_bucket(table: tables.HistoryTable, values: dict) -> None:
         )
 
 
-def _delete_server_bucket(table: tables.HistoryTable, server_id: int, bucket: datetime) -> None:
+def _drop_bucket(server_table: tables.HistoryTable, statement_table: tables.HistoryTable, server_id: int,
+                 bucket: datetime, boundary: datetime) -> None:  # fmt: skip
+    """A bucket without snapshots: neither its server row nor the statements' sums at its end."""
     with connection.cursor() as cur:
-        cur.execute(f"DELETE FROM {table.name} WHERE server_id = %s AND bucket = %s", [server_id, bucket])
+        cur.execute(f"DELETE FROM {server_table.name} WHERE server_id = %s AND bucket = %s", [server_id, bucket])
+        cur.execute(f"DELETE FROM {statement_table.name} WHERE server_id = %s AND until = %s", [server_id, boundary])
 
 
 def latest_boundary(table: tables.HistoryTable, server_id: int, before: datetime, period_start: datetime):
@@ -287,10 +290,7 @@ def write_hours(server_id: int, from_hour: datetime, end: datetime, hours: dict[
         boundary = hour + HOUR
         if h is None:
             # No snapshot in this hour: no bucket (a gap stays a gap); the running sums carry over.
-            _delete_server_bucket(tables.SERVER_HOURLY, server_id, hour)
-            with connection.cursor() as cur:
-                cur.execute(f"DELETE FROM {tables.STATEMENT_HOURLY.name} WHERE server_id = %s AND until = %s",
-                            [server_id, boundary])  # fmt: skip
+            _drop_bucket(tables.SERVER_HOURLY, tables.STATEMENT_HOURLY, server_id, hour, boundary)
             hour = boundary
             continue
         try:
@@ -387,10 +387,7 @@ def write_days(server_id: int, from_day: datetime, end: datetime, days: dict[dat
     while day < end:
         boundary = day + DAY
         if day not in days:
-            _delete_server_bucket(tables.SERVER_DAILY, server_id, day)
-            with connection.cursor() as cur:
-                cur.execute(f"DELETE FROM {tables.STATEMENT_DAILY.name} WHERE server_id = %s AND until = %s",
-                            [server_id, boundary])  # fmt: skip
+            _drop_bucket(tables.SERVER_DAILY, tables.STATEMENT_DAILY, server_id, day, boundary)
             day = boundary
             continue
         server, sums = days[day]
