@@ -11,7 +11,7 @@ from django.utils import timezone
 from collectors import tables
 from collectors.columns import TOTAL_NAMES
 from collectors.selectors import db, windows
-from collectors.selectors.parts import ServerTotals, bucket_totals
+from collectors.selectors.parts import _BUCKET_FIGURES, ServerTotals, bucket_totals
 from collectors.selectors.windows import Window
 from inventory.models import Server
 
@@ -53,15 +53,6 @@ def server_status(server: Server, now: datetime) -> str:
     if server.last_success_at is None or now - server.last_success_at > limit:
         return "stale"
     return "ok"
-
-
-# Sums cast back to int8 (sum(int8) is numeric): 5,000 rows for a fleet of 200 load as plain ints.
-_FIGURES = (
-    "1, sum(snapshots)::int8, sum(span_s), sum(planning_tracked_s), "
-    + ", ".join(f"sum({c})::int8" for c in TOTAL_NAMES)
-    + ", sum(dealloc_delta)::int8, sum(dealloc_span_s), max(entries_peak), "
-    "(array_agg(entries_max ORDER BY bucket DESC))[1], sum(wait_session_s)"
-)
 
 
 def fleet_summary(*, server_ids: list[int], window: Window, now: datetime | None = None) -> list[FleetRow]:
@@ -107,7 +98,7 @@ def fleet_summary(*, server_ids: list[int], window: Window, now: datetime | None
                 AND s.taken_at >= u.since AND s.taken_at >= %(lo)s AND s.taken_at < %(end)s AND kind = 'delta'
                 OFFSET 0) s  -- OFFSET 0: kept a subquery, or the planner flattens it into a hash join
         )
-        SELECT server_id, bucket, {_FIGURES} FROM (SELECT * FROM h UNION ALL SELECT * FROM r) parts
+        SELECT server_id, bucket, {_BUCKET_FIGURES} FROM (SELECT * FROM h UNION ALL SELECT * FROM r) parts
         GROUP BY server_id, bucket ORDER BY server_id, bucket
         """,
         {"ids": ids, "lo": lo, "start": window.start, "end": window.end},
@@ -129,8 +120,6 @@ def fleet_summary(*, server_ids: list[int], window: Window, now: datetime | None
         for t in buckets.values():
             total.add(t)
         span = total.span_s
-        planning = "no data" if not span else ("not tracked" if total.planning_tracked_s <= 0 else (
-            "partly tracked" if total.planning_tracked_s < span else "tracked"))  # fmt: skip
         out.append(
             FleetRow(
                 server_id=sid,
@@ -145,21 +134,14 @@ def fleet_summary(*, server_ids: list[int], window: Window, now: datetime | None
                 last_snapshot_at=s.last_success_at,
                 snapshots=total.snapshots,
                 span_s=span,
-                calls_per_s=total.get("calls") / span if span else None,
-                exec_ms_per_s=total.get("exec_us") / 1000 / span if span else None,
-                plan_ms_per_s=total.get("plan_us") / 1000 / total.planning_tracked_s
-                if total.planning_tracked_s > 0
-                else None,
-                planning=planning,
-                dealloc_per_s=total.dealloc / total.dealloc_span_s
-                if total.dealloc is not None and total.dealloc_span_s
-                else None,
+                calls_per_s=total.per_s("calls"),
+                exec_ms_per_s=total.per_s("exec_us", 1 / 1000),
+                plan_ms_per_s=total.plan_ms_per_s,
+                planning=total.planning,
+                dealloc_per_s=total.dealloc_per_s,
                 entries_peak=total.entries_peak,
                 entries_max=total.entries_max,
-                trend_calls_per_s=[
-                    buckets[h].get("calls") / buckets[h].span_s if h in buckets and buckets[h].span_s else None
-                    for h in hours
-                ],
+                trend_calls_per_s=[buckets[h].per_s("calls") if h in buckets else None for h in hours],
             )  # fmt: skip
         )
     return out

@@ -16,6 +16,17 @@ N = len(TOTAL_NAMES)
 _TOTALS_SQL = ", ".join(TOTAL_NAMES)
 
 
+def planning_state(tracked_s: float, span_s: float) -> str:
+    """Whether planning time was tracked over some seconds of history (track_planning, per interval)."""
+    if span_s <= 0:
+        return "no data"
+    if tracked_s <= 0:
+        return "not tracked"
+    if tracked_s < span_s:
+        return "partly tracked"
+    return "tracked"
+
+
 @dataclass
 class ServerTotals:
     """A server's sums over a window (or a bucket): what the interval deltas of all its statements add up to."""
@@ -44,8 +55,49 @@ class ServerTotals:
             self.entries_max = other.entries_max
         self.wait_session_s += other.wait_session_s
 
+    @classmethod
+    def of_snapshot(
+        cls,
+        interval_s: float,
+        tracked: bool | None,
+        figures,
+        dealloc: int | None,
+        entries: int,
+        entries_max: int | None,
+        *,
+        sign: int = 1,
+        wait_session_s: float = 0.0,
+    ) -> ServerTotals:
+        """One delta snapshot's totals, counted with `sign` (-1: a part subtracted from a whole hour; gauges,
+        not being sums, count only from snapshots inside the window)."""
+        return cls(
+            snapshots=sign, span_s=sign * interval_s, planning_tracked_s=sign * interval_s if tracked else 0.0,
+            values=sign * np.array([int(v or 0) for v in figures], np.int64),
+            dealloc=None if dealloc is None else sign * dealloc,
+            dealloc_span_s=sign * interval_s if dealloc is not None else 0.0,
+            entries_peak=entries if sign > 0 else None, entries_max=entries_max if sign > 0 else None,
+            wait_session_s=sign * wait_session_s,
+        )  # fmt: skip
+
     def get(self, name: str) -> int:
         return int(self.values[TOTAL_NAMES.index(name)])
+
+    @property
+    def planning(self) -> str:
+        return planning_state(self.planning_tracked_s, self.span_s)
+
+    def per_s(self, name: str, scale: float = 1.0) -> float | None:
+        """A figure per second of history covered (scale 1/1000: µs to ms); None without data."""
+        return self.get(name) * scale / self.span_s if self.span_s else None
+
+    @property
+    def plan_ms_per_s(self) -> float | None:
+        """Over the seconds planning was tracked; None where it never was (not 0)."""
+        return self.get("plan_us") / 1000 / self.planning_tracked_s if self.planning_tracked_s > 0 else None
+
+    @property
+    def dealloc_per_s(self) -> float | None:
+        return self.dealloc / self.dealloc_span_s if self.dealloc is not None and self.dealloc_span_s else None
 
 
 def read_raw(server_id: int, segments: list[tuple[datetime, datetime, int]], *, statements: bool = True):
@@ -73,25 +125,23 @@ def read_raw(server_id: int, segments: list[tuple[datetime, datetime, int]], *, 
             payloads[sign].append(bytes(blob))
         if figures[0] < 0:  # written before the totals columns existed: from the block
             figures = tiers.from_payloads([bytes(blob)]).values.sum(axis=0) if blob is not None else [0] * N
-        one = ServerTotals(
-            snapshots=sign, span_s=sign * interval_s, planning_tracked_s=sign * interval_s if tracked else 0.0,
-            values=sign * np.array(figures, np.int64), dealloc=None if dd is None else sign * dd,
-            dealloc_span_s=sign * interval_s if dd is not None else 0.0,
-            # Gauges are not sums: only the snapshots inside the window count.
-            entries_peak=entries if sign > 0 else None, entries_max=entries_max if sign > 0 else None,
-            wait_session_s=sign * waits,
-        )  # fmt: skip
-        totals.add(one)
+        totals.add(
+            ServerTotals.of_snapshot(
+                interval_s, tracked, figures, dd, entries, entries_max, sign=sign, wait_session_s=waits
+            )  # fmt: skip
+        )
     if not statements:
         return totals, tiers.Sums.empty()
     plus, minus = tiers.from_payloads(payloads[+1]), tiers.from_payloads(payloads[-1])
     return totals, tiers.add(plus, tiers.Sums(minus.statement_id, -minus.values))
 
 
+# Sums of server buckets (or snapshots shaped like them); int8 sums cast back from numeric, so that
+# thousands of rows (a fleet) load as plain ints.
 _BUCKET_FIGURES = (
-    "count(*), sum(snapshots), sum(span_s), sum(planning_tracked_s), "
-    + ", ".join(f"sum({c})" for c in TOTAL_NAMES)
-    + ", sum(dealloc_delta), sum(dealloc_span_s), max(entries_peak), "
+    "count(*), sum(snapshots)::int8, sum(span_s), sum(planning_tracked_s), "
+    + ", ".join(f"sum({c})::int8" for c in TOTAL_NAMES)
+    + ", sum(dealloc_delta)::int8, sum(dealloc_span_s), max(entries_peak), "
     "(array_agg(entries_max ORDER BY bucket DESC))[1], sum(wait_session_s)"
 )
 

@@ -10,8 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-import numpy as np
-
 from collectors import codec, partitions, tables, tiers
 from collectors.columns import TOTAL_NAMES, totals_of
 from collectors.selectors import db, windows
@@ -219,14 +217,10 @@ class ServerSeries:
 def _server_point(start, end, t: ServerTotals | None, waits: dict[str, float]) -> ServerPoint:
     if t is None or not t.span_s:
         return ServerPoint(start, end, None, None, None, None, None, None, None, None, None, {})
-    planning = "not tracked" if t.planning_tracked_s <= 0 else (
-        "partly tracked" if t.planning_tracked_s < t.span_s else "tracked")  # fmt: skip
     hit, read = t.get("shared_blks_hit"), t.get("shared_blks_read")
     return ServerPoint(
-        start=start, end=end, span_s=t.span_s, planning=planning, calls_per_s=t.get("calls") / t.span_s,
-        exec_ms_per_s=t.get("exec_us") / 1000 / t.span_s,
-        plan_ms_per_s=t.get("plan_us") / 1000 / t.planning_tracked_s if t.planning_tracked_s > 0 else None,
-        dealloc_per_s=t.dealloc / t.dealloc_span_s if t.dealloc is not None and t.dealloc_span_s else None,
+        start=start, end=end, span_s=t.span_s, planning=t.planning, calls_per_s=t.per_s("calls"),
+        exec_ms_per_s=t.per_s("exec_us", 1 / 1000), plan_ms_per_s=t.plan_ms_per_s, dealloc_per_s=t.dealloc_per_s,
         entries_peak=t.entries_peak, entries_max=t.entries_max, hit_ratio=hit / (hit + read) if hit + read else None,
         active_sessions={k: v / t.span_s for k, v in waits.items()},
     )  # fmt: skip
@@ -317,10 +311,6 @@ def _server_raw(server_id: int, window: Window, top_events: int) -> ServerSeries
     points = []
     for prev, taken, interval_s, tracked, *rest in rows:
         figs, (dd, entries, entries_max) = rest[:n], rest[n:]
-        t = ServerTotals(
-            snapshots=1, span_s=interval_s, planning_tracked_s=interval_s if tracked else 0.0,
-            values=np.array([int(v or 0) for v in figs], np.int64), dealloc=dd,
-            dealloc_span_s=interval_s if dd is not None else 0.0, entries_peak=entries, entries_max=entries_max,
-        )  # fmt: skip
+        t = ServerTotals.of_snapshot(interval_s, tracked, figs, dd, entries, entries_max)
         points.append(_server_point(prev, taken, t, _fold(waits.get(taken, {}), events)))
     return ServerSeries(server_id, window, "raw", events, points)

@@ -60,13 +60,7 @@ class Planning:
 
     @property
     def state(self) -> str:
-        if self.span_s <= 0:
-            return "no data"
-        if self.tracked_s <= 0:
-            return "not tracked"
-        if self.tracked_s < self.span_s:
-            return "partly tracked"
-        return "tracked"
+        return parts.planning_state(self.tracked_s, self.span_s)
 
     @property
     def tracked(self) -> bool:
