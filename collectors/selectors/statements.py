@@ -236,14 +236,19 @@ def _row(r: tuple, planning: Planning) -> StatementTotals:
     )  # fmt: skip
 
 
+def _read_window(server_id: int, window: Window) -> tuple[windows.Plan, tiers.Sums, parts.ServerTotals]:
+    """The plan of a window, its raw edges' per-statement sums, and the server's totals over it."""
+    p = windows.plan(window, windows.coverage(server_id))
+    raw_totals, raw = parts.read_raw(server_id, p.raw)
+    return p, raw, parts.window_totals(server_id, p, raw_totals)
+
+
 def top_statements(*, server_id: int, window: Window, order: str = "total",
                    filters: StatementFilters = StatementFilters(), page: Page = Page()) -> TopStatements:  # fmt: skip
     """The statements of a server over a window, ordered by `order` (descending), filtered, paged."""
     if order not in ORDERS:
         raise ValueError(f"unknown order {order!r}: one of {', '.join(ORDERS)}")
-    p = windows.plan(window, windows.coverage(server_id))
-    raw_totals, raw = parts.read_raw(server_id, p.raw)
-    totals = parts.window_totals(server_id, p, raw_totals)
+    p, raw, totals = _read_window(server_id, window)
     planning = Planning(totals.planning_tracked_s, totals.span_s)
     rows = _aggregate(server_id, p, raw, filters=filters, order=order, limit=page.size,
                       offset=(page.number - 1) * page.size)  # fmt: skip
@@ -260,14 +265,12 @@ def top_statements(*, server_id: int, window: Window, order: str = "total",
     )  # fmt: skip
 
 
-def all_statements(*, server_id: int, window: Window) -> tuple[list[StatementTotals], Planning, windows.Plan]:
+def all_statements(*, server_id: int, window: Window) -> tuple[list[StatementTotals], Planning]:
     """Every statement that ran in the window (no paging), for comparisons."""
-    p = windows.plan(window, windows.coverage(server_id))
-    raw_totals, raw = parts.read_raw(server_id, p.raw)
-    totals = parts.window_totals(server_id, p, raw_totals)
+    p, raw, totals = _read_window(server_id, window)
     planning = Planning(totals.planning_tracked_s, totals.span_s)
     rows = _aggregate(server_id, p, raw, filters=StatementFilters(), order="total", limit=None)
-    return [_row(r, planning) for r in rows], planning, p
+    return [_row(r, planning) for r in rows], planning
 
 
 # -- one window against another -----------------------------------------------------------------
@@ -320,8 +323,8 @@ class WindowComparison:
 def compare_windows(*, server_id: int, window: Window, previous: Window | None = None) -> WindowComparison:
     """Each statement in `window` against `previous` (default: the same length just before)."""
     previous = previous or window.previous()
-    now_rows, planning, _ = all_statements(server_id=server_id, window=window)
-    before_rows, previous_planning, _ = all_statements(server_id=server_id, window=previous)
+    now_rows, planning = all_statements(server_id=server_id, window=window)
+    before_rows, previous_planning = all_statements(server_id=server_id, window=previous)
     before = {r.statement_id: r for r in before_rows}
     seen = set()
     changes = []
