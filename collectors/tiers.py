@@ -33,6 +33,12 @@ HOUR = timedelta(hours=1)
 DAY = timedelta(days=1)
 TIER_COLUMNS: tuple[tuple[str, str], ...] = (("statement_id", "i8"), *((c, "i8") for c in TOTAL_NAMES))
 _TIER_LIST = sql.SQL(", ").join(sql.Identifier(c) for c, _ in TIER_COLUMNS)
+# A figure that is 0 is stored as NULL (no bytes in the row): most statements have no planning time
+# (track_planning is off by default), no I/O time (track_io_timing), no temp blocks, no WAL for a
+# SELECT, no block read from disk. Readers take NULL as 0.
+_TIER_READ = sql.SQL(", ").join(
+    [sql.Identifier("statement_id")] + [sql.SQL("coalesce({c}, 0)").format(c=sql.Identifier(c)) for c in TOTAL_NAMES]
+)
 
 
 @dataclass
@@ -94,7 +100,7 @@ def read_boundary(table: tables.HistoryTable, server_id: int, until: datetime) -
     query = sql.SQL(
         "COPY (SELECT {cols} FROM {table} WHERE server_id = {sid} AND until = {until} ORDER BY statement_id) "
         "TO STDOUT (FORMAT binary)"
-    ).format(cols=_TIER_LIST, table=sql.Identifier(table.name), sid=sql.Literal(server_id),
+    ).format(cols=_TIER_READ, table=sql.Identifier(table.name), sid=sql.Literal(server_id),
              until=sql.Literal(until))  # fmt: skip
     rows = _copy_out(query)
     values = np.column_stack([rows[c] for c in TOTAL_NAMES]).reshape(len(rows), len(TOTAL_NAMES))
@@ -143,7 +149,7 @@ def _build_with_constants(rows: np.ndarray, server_id: int, until: datetime) -> 
     out["until_us"] = (until - _PG_EPOCH) // timedelta(microseconds=1)
     for name, _ in TIER_COLUMNS:
         out[name] = rows[name]
-    return binary_copy.build(out, cols)
+    return binary_copy.build(out, cols, zero_as_null=TOTAL_NAMES)
 
 
 # -- building hours -----------------------------------------------------------------------------

@@ -133,6 +133,9 @@ def _statement_raw(server_id: int, statement_id: int, window: Window) -> list[St
     return points
 
 
+_FIGURES = ", ".join(f"coalesce({c}, 0)" for c in TOTAL_NAMES)  # the statement tiers store 0 as NULL
+
+
 def _probes(table: tables.HistoryTable, server_id: int, statement_id: int, buckets, step: timedelta):
     """One query: an index probe per boundary, grouped by the partition that holds it. A single
     `until = ANY(all boundaries)` made the planner estimate every boundary against every partition
@@ -143,7 +146,7 @@ def _probes(table: tables.HistoryTable, server_id: int, statement_id: int, bucke
     parts, params = [], []
     for untils in by_partition.values():
         parts.append(
-            f"SELECT until, {', '.join(TOTAL_NAMES)} FROM {table.name} WHERE server_id = %s AND statement_id = %s "
+            f"SELECT until, {_FIGURES} FROM {table.name} WHERE server_id = %s AND statement_id = %s "
             "AND until >= %s AND until <= %s AND until = ANY(%s)"
         )
         params += [server_id, statement_id, untils[0], untils[-1], untils]

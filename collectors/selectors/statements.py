@@ -179,6 +179,11 @@ def _filters_sql(filters: StatementFilters) -> tuple[sql.Composable, list]:
     return sql.SQL("").join(sql.SQL(" AND ") + c for c in clauses), params
 
 
+def _sum(column: str, suffix: str, name: str) -> sql.Composable:
+    """sum() of a figure that the tiers store as NULL where it is 0 (coalesce: every part was NULL)."""
+    return sql.SQL("coalesce(sum(" + column + "), 0)" + suffix).format(c=sql.Identifier(name))
+
+
 _DIMENSION = "st.id, st.queryid, st.database_name, st.user_name, st.toplevel, st.query, st.text_status"
 
 
@@ -189,13 +194,14 @@ def _aggregate(server_id: int, p: windows.Plan, raw: tiers.Sums, *, filters: Sta
     A page is read in two steps over the same parts: the order key (and whether the statement ran at
     all) for every statement, filtered through the dimension, ordered and paged; then every figure for
     that page only (summing ten figures for thousands of statements to show fifty costs twice as
-    much). Every statement (limit None) is summed once, then joined to the dimension."""
+    much). Every statement (limit None) is summed once, then joined to the dimension. The tiers store
+    a figure of 0 as NULL: sum() skips it, coalesce() gives 0 where every part was NULL."""
     resolved = windows.resolve(server_id, p.terms)
     union, params = _parts_sql(server_id, resolved, raw)
     where, fparams = _filters_sql(filters)
     key, extra = ORDERS[order]
     if limit is None:  # every statement: sum everything once, then join the texts
-        sums = sql.SQL(", ").join(sql.SQL("sum({c})::int8 AS {c}").format(c=sql.Identifier(c)) for c in TOTAL_NAMES)
+        sums = sql.SQL(", ").join(_sum("{c}", "::int8 AS {c}", c) for c in TOTAL_NAMES)
         figures = sql.SQL(", ").join(sql.SQL("k.{}").format(sql.Identifier(c)) for c in TOTAL_NAMES)
         query = sql.SQL(
             "WITH k AS (SELECT statement_id, {sums} FROM ({union}) parts GROUP BY statement_id) "
@@ -206,8 +212,8 @@ def _aggregate(server_id: int, p: windows.Plan, raw: tiers.Sums, *, filters: Sta
         ).format(sums=sums, union=union, dim=sql.SQL(_DIMENSION), figures=figures,
                  dimension=sql.Identifier(tables.STATEMENT.name), where=where, key=sql.SQL(key))  # fmt: skip
         return db.fetchall(query, params + [server_id] + fparams)
-    narrow = sql.SQL(", ").join(sql.SQL("sum({c}) AS {c}").format(c=sql.Identifier(c)) for c in (*_RAN, *extra))
-    full = sql.SQL(", ").join(sql.SQL("sum(p.{c})::int8").format(c=sql.Identifier(c)) for c in TOTAL_NAMES)
+    narrow = sql.SQL(", ").join(_sum("{c}", " AS {c}", c) for c in (*_RAN, *extra))
+    full = sql.SQL(", ").join(_sum("p.{c}", "::int8", c) for c in TOTAL_NAMES)
     query = sql.SQL(
         "WITH parts AS MATERIALIZED ({union}), "
         "k AS (SELECT statement_id, {narrow} FROM parts GROUP BY statement_id), "

@@ -59,6 +59,29 @@ def test_the_tiers_were_built(history):
     assert days == 4  # 30, 31 October, 1 and 2 November (rolled up a day later)
 
 
+def test_zero_figures_are_stored_as_null_and_read_as_zero(history):
+    """The statement tiers keep no zeros (a NULL takes no bytes); read back, NULL is 0 again."""
+    with connection.cursor() as cur:
+        for table in ("collectors_statement_hourly", "collectors_statement_daily"):
+            cur.execute(
+                f"SELECT count(*) FILTER (WHERE plan_us = 0 OR calls = 0 OR temp_blks = 0 OR wal_bytes = 0), "
+                f"count(*) FILTER (WHERE plan_us IS NULL), count(*) FILTER (WHERE calls IS NOT NULL), count(*) "
+                f"FROM {table} WHERE server_id = %s",
+                [history.pk],
+            )
+            zeros, null_plan, with_calls, rows = cur.fetchone()
+            assert rows > 0 and zeros == 0, table
+            assert 0 < null_plan, table  # track_planning off: no planning time
+            assert with_calls > 0, table
+        cur.execute(
+            "SELECT max(until) FROM collectors_statement_hourly WHERE server_id = %s AND plan_us IS NULL", [history.pk]
+        )
+        until = cur.fetchone()[0]
+    sums = tiers.read_boundary(tiers.tables.STATEMENT_HOURLY, history.pk, until)
+    plan_us = sums.values[:, tiers.TOTAL_NAMES.index("plan_us")]
+    assert (plan_us == 0).any() and (plan_us >= 0).all()
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.integers(0, int((END - START).total_seconds() // 60)), st.integers(1, 3 * 24 * 60))
 def test_any_window_gives_the_raw_sums(history, start_min, length_min):
