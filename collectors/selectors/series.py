@@ -7,6 +7,7 @@ the buckets of the outage itself have no data: a gap is a gap (None), not a zero
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -167,11 +168,12 @@ def _statement_buckets(server_id: int, statement_id: int, window: Window, resolu
             f"SELECT bucket, span_s, planning_tracked_s FROM {server_table.name} "
             "WHERE server_id = %s AND bucket >= %s AND bucket < %s ORDER BY bucket",
             [server_id, first_period, grid[-1] + step],
+            binary=True,
         )
     }
     running = {
         until: dict(zip(TOTAL_NAMES, figs, strict=True))
-        for until, *figs in db.fetchall(*_probes(statement_table, server_id, statement_id, buckets, step))
+        for until, *figs in db.fetchall(*_probes(statement_table, server_id, statement_id, buckets, step), binary=True)
     }
     deltas: dict[datetime, dict[str, int]] = {}
     zero = dict.fromkeys(TOTAL_NAMES, 0)
@@ -279,17 +281,20 @@ def server_series(
     for r in rows:  # the hour in progress: its bucket so far, and the raw snapshots since
         totals.setdefault(r[0], ServerTotals()).add(bucket_totals(r[2:]))
     waits: dict[datetime, dict[str, float]] = {}
-    # The buckets' wait totals by event (kept with them, whatever the query_ids), and the raw tail's.
-    for bucket, label, et, ev, s in db.fetchall(
-        f"SELECT bucket, e.key, NULL, NULL, e.value::float8 FROM {server_table.name}, jsonb_each_text(waits) e "
-        "WHERE server_id = %(s)s AND bucket >= %(lo)s AND bucket < %(hi)s "
+    # The buckets' wait totals by event (kept with them, whatever the query_ids) as one JSON object per
+    # bucket (decoding it beats a row per bucket and event: 29,000 rows for a month), and the raw tail's.
+    for bucket, stored, et, ev, s in db.fetchall(
+        f"SELECT bucket, waits::text, NULL, NULL, NULL::float8 FROM {server_table.name} "
+        "WHERE server_id = %(s)s AND bucket >= %(lo)s AND bucket < %(hi)s AND waits <> '{}' "
         f"UNION ALL SELECT date_trunc('{unit}', taken_at), NULL, event_type, event, sum(session_s) "
         f"FROM {tables.WAIT_EVENT.name} WHERE server_id = %(s)s AND taken_at >= greatest(%(lo)s, %(built)s) "
         "AND taken_at < %(hi)s GROUP BY 1, 2, 3, 4",
         {"s": server_id, "lo": lo, "hi": hi, "built": built_until},
+        binary=True,
     ):
-        label = label if label is not None else event_label(et, ev)
-        waits.setdefault(bucket, {})[label] = waits.get(bucket, {}).get(label, 0.0) + s
+        point = waits.setdefault(bucket, {})
+        for label, seconds in json.loads(stored).items() if stored is not None else [(event_label(et, ev), s)]:
+            point[label] = point.get(label, 0.0) + seconds
     events = _top_events(waits, top_events)
     points = [_server_point(b, b + step, totals.get(b), _fold(waits.get(b, {}), events)) for b in grid]
     return ServerSeries(server_id, window, resolution, events, points)
