@@ -1,6 +1,23 @@
 from django.contrib import admin
-from django.urls import path
+from django.contrib.auth import views as auth_views
+from django.urls import include, path
+
+from console.views import account, fleet, manage, organizations, planning, servers, statements, top
 
 urlpatterns = [
+    path("", account.LoginView.as_view(), name="login"),
+    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("preferences/", account.preferences, name="preferences"),
+    path("", include(fleet.urlpatterns)),
+    path("", include(servers.urlpatterns)),
+    path("", include(top.urlpatterns)),
+    path("", include(statements.urlpatterns)),
+    path("", include(planning.urlpatterns)),
+    path("", include(manage.urlpatterns)),
+    path("", include(organizations.urlpatterns)),
     path("admin/", admin.site.urls),
 ]
+
+handler403 = "console.views.errors.forbidden"
+handler404 = "console.views.errors.not_found"
+handler500 = "console.views.errors.server_error"

@@ -1,0 +1,21 @@
+"""What the console keeps about its users beyond Django's auth: their preferences."""
+
+import zoneinfo
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import models
+
+
+def validate_time_zone(value: str) -> None:
+    if value not in zoneinfo.available_timezones():
+        raise ValidationError(f"{value!r} is not a time zone of the IANA database (e.g. Europe/Paris, UTC)")
+
+
+class UserPreference(models.Model):
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="preference")
+    # Times are stored in UTC and shown in this zone.
+    time_zone = models.CharField(max_length=64, default="UTC", validators=[validate_time_zone])
+
+    def __str__(self) -> str:
+        return f"{self.user}: {self.time_zone}"

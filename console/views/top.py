@@ -1,0 +1,3 @@
+"""(being built) Top statements of a server and of an organization."""
+
+urlpatterns: list = []
