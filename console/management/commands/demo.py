@@ -266,7 +266,8 @@ class Command(BaseCommand):
         say(f"pgconsole demo is running (started in {startup_s:.0f}s) — Ctrl-C to stop", bold)
         say()
         if web:
-            say(f"  web      http://127.0.0.1:{web_port}/admin/   user {ADMIN_USER}   password {password}")
+            say(f"  console  http://127.0.0.1:{web_port}/   user {ADMIN_USER}   password {password}")
+            say(f"  admin    http://127.0.0.1:{web_port}/admin/")
         else:
             say(f"  web      not started (--no-web); admin user {ADMIN_USER}, password {password}")
         db = connection.settings_dict
