@@ -105,3 +105,19 @@ class Snapshot(models.Model):
         managed = False
         db_table = "collectors_snapshot"
         ordering = ["-taken_at"]
+
+
+class CollectionError(models.Model):
+    """One failed collection of a server (the last KEEP_ERRORS per server; the Server row keeps only the
+    last one, which says nothing of a server that fails one collection in ten)."""
+
+    server = models.ForeignKey(Server, on_delete=models.CASCADE, related_name="collection_errors")
+    at = models.DateTimeField()
+    error_class = models.CharField(max_length=40)  # collectors.errors.CollectionError.code
+    message = models.TextField()
+
+    class Meta:
+        indexes = [models.Index(fields=["server", "-at"], name="collection_error_recent")]
+
+    def __str__(self) -> str:
+        return f"{self.error_class} on {self.server_id} at {self.at:%Y-%m-%d %H:%M}"

@@ -21,6 +21,7 @@ from collectors import connection as monitored
 from collectors.deltas import DeltaResult, Entries, compute
 from collectors.errors import ClockWentBack, CollectionBusy, CollectionError, HistoryUnavailable
 from collectors.history import LOCK_NAMESPACE
+from collectors.models import CollectionError as ErrorRecord  # the stored row (CollectionError here: the exception)
 from collectors.models import ServerState
 from collectors.state_cache import state_cache
 from inventory.crypto import CredentialsError
@@ -329,13 +330,21 @@ def _collect(server: Server) -> CollectionResult:
     )
 
 
+KEEP_ERRORS = 50  # failed collections kept per server (the server page lists the recent ones)
+
+
 def _record_failure(server: Server, exc: CollectionError) -> None:
     try:
-        Server.objects.filter(pk=server.pk).update(
-            consecutive_failures=server.consecutive_failures + 1,
-            last_error_class=exc.code,
-            last_error_message=exc.message[:2000],
-        )
+        with transaction.atomic():
+            Server.objects.filter(pk=server.pk).update(
+                consecutive_failures=server.consecutive_failures + 1,
+                last_error_class=exc.code,
+                last_error_message=exc.message[:2000],
+            )
+            ErrorRecord.objects.create(server_id=server.pk, at=timezone.now(), error_class=exc.code,
+                                       message=exc.message[:2000])  # fmt: skip
+            older = ErrorRecord.objects.filter(server_id=server.pk).order_by("-at", "-id").values("id")[KEEP_ERRORS:]
+            ErrorRecord.objects.filter(id__in=older).delete()
     except DatabaseError:
         log.warning("could not record the failure of %s: history store unavailable", server)
 

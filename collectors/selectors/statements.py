@@ -26,6 +26,8 @@ ORDERS: dict[str, tuple[str, tuple[str, ...]]] = {
     "temp": ("k.temp_blks", ("temp_blks",)),
     "io": ("k.io_us", ("io_us",)),
     "wal": ("k.wal_bytes", ("wal_bytes",)),
+    # planning's share of the statement's time (NULL, sorted last, where it had no time at all)
+    "plan_share": ("k.plan_us::float8 / nullif(k.exec_us + k.plan_us, 0)", ()),
 }
 _RAN = ("calls", "plans", "exec_us", "plan_us", "rows")
 MAX_PAGE_SIZE = 500

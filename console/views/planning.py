@@ -1,3 +1,211 @@
-"""(being built)"""
+"""Planning vs execution, per server: the statements ranked by plan share and by plan time, and the
+server's plan share over time. Where pg_stat_statements.track_planning was off, the page says
+"planning not tracked", when, and what enabling it costs: never 0 ms for time nobody measured."""
 
-urlpatterns: list = []
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from urllib.parse import urlencode
+
+from django.http import HttpRequest, HttpResponse
+from django.urls import path, reverse
+
+from collectors.selectors import (
+    Page,
+    ServerSeries,
+    StatementTotals,
+    TopStatements,
+    Window,
+    server_series,
+    top_statements,
+)
+from console.access import server_for
+from console.charts import EXEC_COLOR, PLAN_COLOR, Series, time_chart
+from console.ranges import parse_range
+from console.views.common import render_page
+from console.views.top import MISSING_TEXT, range_links, server_header
+
+RANKED = 20  # statements per ranking
+TEXT_CHARS = 120
+SHARE_HELP = (
+    "Planning's share of each statement's time: planning / (execution + planning). A high share with material "
+    "total time points at statements worth preparing (or at lock-manager contention while planning)."
+)
+PLAN_HELP = "The statements that spend the most time planning, in total."
+# What enabling track_planning costs (shared/seeds 002, the Postgres.FM episode on track_planning).
+ENABLING_COST = (
+    "Enabling pg_stat_statements.track_planning (no restart: ALTER SYSTEM and a reload) adds a second "
+    "spinlock-protected update of the statement's entry for every planning. That matters only for one queryid "
+    "run at very high rates on many CPUs: it moves the contention cliff from about 400,000 to about 200,000 calls/s "
+    "of that queryid (measured on 192 vCPUs); far below that, the cost does not show."
+)
+
+
+@dataclass(frozen=True)
+class Untracked:
+    """A stretch of the range where planning was not (or only partly) tracked."""
+
+    start: datetime
+    end: datetime
+    partly: bool  # a bucket at its edge was tracked for part of its time (track_planning changed inside it)
+
+
+@dataclass(frozen=True)
+class Chart:
+    id: str
+    title: str
+    spec: dict | None  # None: nothing to draw (the note says why)
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Row:
+    """One statement of a ranking as the table writes it."""
+
+    s: StatementTotals
+    text: str
+    has_text: bool
+    url: str
+    calls: str
+    plans: str
+    plan_ms: str
+    exec_ms: str
+    mean_plan_ms: str
+    share: str
+
+
+def untracked_intervals(series: ServerSeries) -> list[Untracked]:
+    """Consecutive points (a gap ends a stretch) whose planning was not tracked or only partly, cut to
+    the range (edge buckets stretch beyond it)."""
+    out: list[Untracked] = []
+    start = end = None
+    partly = False
+
+    def close() -> None:
+        out.append(Untracked(max(start, series.window.start), min(end, series.window.end), partly))
+
+    for p in series.points:
+        if p.planning in ("not tracked", "partly tracked"):
+            if start is None:
+                start, partly = p.start, False
+            end = p.end
+            partly = partly or p.planning == "partly tracked"
+            continue
+        if start is not None:
+            close()
+            start = None
+    if start is not None:
+        close()
+    return out
+
+
+def plan_share_points(series: ServerSeries) -> list[float | None]:
+    """The server's plan share in percent per point: planning over execution + planning, None where
+    planning was not tracked (or there is no data): a share of untracked time is no share at all."""
+    out: list[float | None] = []
+    for p in series.points:
+        if p.plan_ms_per_s is None or p.exec_ms_per_s is None or p.exec_ms_per_s + p.plan_ms_per_s <= 0:
+            out.append(None)
+        else:
+            out.append(p.plan_ms_per_s / (p.exec_ms_per_s + p.plan_ms_per_s) * 100)
+    return out
+
+
+def _mid(start: datetime, end: datetime) -> datetime:
+    return start + (end - start) / 2
+
+
+def planning_charts(series: ServerSeries, window: Window, untracked: list[Untracked]) -> list[Chart]:
+    """The plan share over time and the time split, from one ServerSeries. Where planning was never
+    tracked in the range there is no share at all: that chart is not drawn (spec None), it says why."""
+    points = series.points
+    common = {"x": [_mid(p.start, p.end) for p in points], "x_range": (window.start, window.end)}
+    never = bool(untracked) and all(p.planning in (None, "not tracked") for p in points)
+    if never:
+        share_note, time_note, plan_label = (
+            "planning not tracked in this range: there is no plan share to draw",
+            "planning not tracked in this range: execution only",
+            "planning (not tracked)",
+        )
+    elif untracked:
+        share_note = time_note = "planning not tracked for part of the range (not drawn there)"
+        plan_label = "planning"
+    else:
+        share_note = time_note = ""
+        plan_label = "planning"
+    share = time_chart(series=[Series("plan share", plan_share_points(series), PLAN_COLOR)], unit="%", y_max=100,
+                       **common)  # fmt: skip
+    return [
+        Chart("chart-plan-share", "Plan share of database time", None if never else share, share_note),
+        Chart("chart-plan-time", "Database time per second, execution and planning",
+              time_chart(series=[Series("execution", [p.exec_ms_per_s for p in points], EXEC_COLOR),
+                                 Series(plan_label, [p.plan_ms_per_s for p in points], PLAN_COLOR)],
+                         unit="ms/s", stacked=True, **common), time_note),
+    ]  # fmt: skip
+
+
+def _num(value: float | None, digits: int) -> str:
+    return "–" if value is None else f"{value:,.{digits}f}"
+
+
+@dataclass(frozen=True)
+class Ranking:
+    id: str  # the table's element id
+    title: str
+    help: str
+    top: TopStatements
+    rows: list[Row]
+
+
+def ranking_rows(top: TopStatements, query: str) -> list[Row]:
+    rows = []
+    for s in top.rows:
+        text = s.query if s.query is not None else MISSING_TEXT.get(s.text_status, "<no text>")
+        mean_plan = s.mean_plan_ms
+        rows.append(Row(
+            s=s, text=text, has_text=s.query is not None,
+            url=reverse("statement", args=[s.statement_id]) + "?" + query,
+            calls=_num(s.calls, 0), plans=_num(s.plans, 0),
+            plan_ms=_num(s.plan_ms, 1), exec_ms=_num(s.exec_ms, 1),
+            mean_plan_ms=_num(mean_plan, 3 if mean_plan is not None and mean_plan < 1 else 2),
+            share=_num(None if s.plan_share is None else s.plan_share * 100, 1),
+        ))  # fmt: skip
+    return rows
+
+
+def planning(request: HttpRequest, server_id: int) -> HttpResponse:
+    """/servers/<id>/planning/: the whole page, or for an htmx request the range-dependent body."""
+    server = server_for(request.user, server_id)
+    tr = parse_range(request.GET)
+    base = reverse("planning", args=[server.pk])
+    query = urlencode(tr.params)
+    by_share = top_statements(server_id=server.pk, window=tr.window, order="plan_share", page=Page(1, RANKED))
+    by_plan = top_statements(server_id=server.pk, window=tr.window, order="plan", page=Page(1, RANKED))
+    series = server_series(server_id=server.pk, window=tr.window)
+    untracked = untracked_intervals(series)
+    context = {
+        **server_header(server),
+        "range": tr,
+        "ranges": range_links(base, tr, {}),
+        "range_base": base,
+        "range_keep": {},
+        "statement_query": query,
+        "planning_state": by_plan.planning.state,  # tracked | partly tracked | not tracked | no data
+        "tracked": by_plan.planning.tracked,
+        "untracked": untracked,
+        "enabling_cost": ENABLING_COST,
+        "rankings": [
+            Ranking("by-plan-share", "By plan share", SHARE_HELP, by_share, ranking_rows(by_share, query)),
+            Ranking("by-plan-time", "By plan time", PLAN_HELP, by_plan, ranking_rows(by_plan, query)),
+        ],
+        "series": series,
+        # what a point of the series spans, for "partly tracked" buckets
+        "bucket": {"raw": "snapshot interval", "hourly": "hour", "daily": "day"}[series.resolution],
+        "charts": planning_charts(series, tr.window, untracked),
+        "text_chars": TEXT_CHARS,
+    }
+    return render_page(request, "console/planning.html", context, fragment="body")
+
+
+urlpatterns = [path("servers/<int:server_id>/planning/", planning, name="planning")]

@@ -1,3 +1,180 @@
-"""(being built)"""
+"""The statement page: one statement's normalized text (highlighted, escaped: texts come from monitored
+servers), its database, user and first and last seen, its figures and charts over a time range, the
+wait events of its query_id (PostgreSQL 14+), and the same queryid on the organization's other servers."""
 
-urlpatterns: list = []
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from urllib.parse import urlencode
+
+from django.http import Http404, HttpRequest, HttpResponse
+from django.urls import path, reverse
+
+from collectors.models import TextStatus
+from collectors.selectors import StatementSeries, StatementTotals, Window, statement_series, wait_events
+from collectors.selectors.server import statements_in
+from collectors.selectors.statement import same_queryid_elsewhere, statement_detail
+from console.access import server_for, visible_organizations
+from console.charts import EXEC_COLOR, PLAN_COLOR, Series, time_chart
+from console.ranges import parse_range
+from console.sql_highlight import highlight
+from console.views.common import is_fragment_request, render_page
+from console.views.top import range_links, server_header
+
+WAITS_BY_QUERY_FROM = 140000  # query_id in pg_stat_activity and pg_wait_sampling: PostgreSQL 14
+TOP_WAITS = 10
+# Why a statement has no text, and what would bring it (never a blank).
+MISSING_TEXT: dict[str, tuple[str, str]] = {
+    TextStatus.NOT_VISIBLE: ("Its text is not visible to the monitoring role.",
+                             "Grant it pg_read_all_stats to read the texts of other roles' statements."),
+    TextStatus.EVICTED: ("Its text was evicted before it could be read.",
+                         "pg_stat_statements dropped the entry (pg_stat_statements.max is full); the text is read "
+                         "again when the statement comes back."),
+    TextStatus.UNAVAILABLE: ("Its text is unavailable: pg_stat_statements did not keep it.",
+                             "Its query text file was discarded (e.g. after a failed garbage collection); the text "
+                             "is read again when the entry is re-created."),
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Chart:
+    id: str  # the json_script element's id
+    title: str
+    spec: dict
+    note: str = ""
+
+
+def _mid(start: datetime, end: datetime) -> datetime:
+    return start + (end - start) / 2
+
+
+def planning_note(series: StatementSeries) -> str:
+    """What the charts cannot show about planning ("" where it was tracked wherever there is data)."""
+    states = {p.planning_tracked for p in series.points if p.planning_tracked is not None}
+    if states == {False}:
+        return "planning not tracked (pg_stat_statements.track_planning was off)"
+    if False in states:
+        return "planning not tracked for part of the range (no planning time is drawn there)"
+    return ""
+
+
+def statement_charts(series: StatementSeries, window: Window) -> list[Chart]:
+    """The five charts of the statement page from one StatementSeries (None stays a gap)."""
+    points = series.points
+    common = {"x": [_mid(p.start, p.end) for p in points], "x_range": (window.start, window.end)}
+    note = planning_note(series)
+    plan_label = "planning (not tracked)" if note.startswith("planning not tracked (") else "planning"
+    temp_per_s = [p.temp_blks / p.span_s if p.span_s and p.temp_blks is not None else None for p in points]
+    return [
+        Chart("chart-calls", "Calls per second",
+              time_chart(series=[Series("calls/s", [p.calls_per_s for p in points], EXEC_COLOR)], unit="calls/s",
+                         **common)),
+        Chart("chart-mean", "Mean time per call, execution and planning",
+              time_chart(series=[Series("execution", [p.mean_exec_ms for p in points], EXEC_COLOR),
+                                 Series(plan_label, [p.mean_plan_ms for p in points], PLAN_COLOR)],
+                         unit="ms", **common), note),
+        Chart("chart-rows", "Rows per call",
+              time_chart(series=[Series("rows/call", [p.rows_per_call for p in points], "#3c9a5f")], unit="rows",
+                         **common)),
+        Chart("chart-hit", "Shared buffer hit ratio",
+              time_chart(series=[Series("hit ratio", [None if p.hit_ratio is None else p.hit_ratio * 100
+                                                      for p in points], "#3c9a5f")], unit="%", y_max=100, **common)),
+        Chart("chart-temp", "Temporary blocks per second (read + written)",
+              time_chart(series=[Series("temp blocks/s", temp_per_s, "#b3261e")], unit="blocks/s", **common)),
+    ]  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Figure:
+    label: str  # with its unit
+    text: str
+    not_tracked: bool = False
+
+
+def _num(value: float | None, digits: int) -> str:
+    return "–" if value is None else f"{value:,.{digits}f}"
+
+
+def _ms(value: float | None) -> str:
+    return _num(value, 3 if value is not None and abs(value) < 1 else 2)
+
+
+def range_figures(s: StatementTotals) -> list[Figure]:
+    """The statement's sums over the range as the page writes them (planning: "not tracked", never 0)."""
+
+    def planning(label: str, text: str) -> Figure:
+        return Figure(label, text) if s.plan_ms is not None else Figure(label, "not tracked", True)
+
+    share = s.plan_share
+    return [
+        Figure("Calls", _num(s.calls, 0)),
+        Figure("Total time (ms)", _num(s.total_ms, 1)),
+        Figure("Execution (ms)", _num(s.exec_ms, 1)),
+        Figure("Mean execution (ms)", _ms(s.mean_exec_ms)),
+        planning("Planning (ms)", _num(s.plan_ms, 1)),
+        planning("Plans", _num(s.plans, 0)),
+        planning("Mean planning (ms)", _ms(s.mean_plan_ms)),
+        planning("Plan share (%)", _num(None if share is None else share * 100, 1)),
+        Figure("Rows", _num(s.rows, 0)),
+        Figure("Rows per call", _num(s.rows_per_call, 2)),
+        Figure("Shared buffer hit ratio (%)", _num(None if s.hit_ratio is None else s.hit_ratio * 100, 2)),
+        Figure("Shared blocks read", _num(s.shared_blks_read, 0)),
+        Figure("Temp blocks (read + written)", _num(s.temp_blks, 0)),
+        Figure("I/O time (ms)", _num(s.io_ms, 1)),
+        Figure("WAL (bytes)", _num(s.wal_bytes, 0)),
+    ]
+
+
+def statement(request: HttpRequest, statement_id: int) -> HttpResponse:
+    """/statements/<id>/: the whole page, or for an htmx request the range-dependent body."""
+    user = request.user
+    organizations = None if user.is_staff else list(visible_organizations(user).values_list("pk", flat=True))
+    try:
+        detail = statement_detail(statement_id=statement_id, organization_ids=organizations)
+    except LookupError:
+        raise Http404("no such statement") from None
+    server = server_for(user, detail.server_id)  # the same rule as every server page
+    tr = parse_range(request.GET)
+    base = reverse("statement", args=[detail.statement_id])
+    series = statement_series(statement_id=detail.statement_id, window=tr.window)
+    totals = statements_in(server_id=server.pk, window=tr.window, statement_ids=[detail.statement_id])
+    version = server.server_version_num
+    waits = None
+    if version is not None and version >= WAITS_BY_QUERY_FROM:
+        waits = wait_events(server_id=server.pk, window=tr.window, statement_id=detail.statement_id, top=TOP_WAITS)
+    missing = MISSING_TEXT.get(detail.text_status, ("Its text is not known.", ""))
+    header = server_header(server)
+    if waits is not None:
+        waits_need = ""
+    elif version is None:
+        waits_need = "wait events by query need PostgreSQL 14 (this server's version is not known yet)"
+    else:
+        waits_need = f"wait events by query need PostgreSQL 14 (this server runs {header['version']})"
+    context = {
+        **header,
+        "detail": detail,
+        "query_html": highlight(detail.query) if detail.query is not None else None,
+        "missing_text": missing[0],
+        "missing_hint": missing[1],
+        "range": tr,
+        "ranges": range_links(base, tr, {}),
+        "range_base": base,
+        "range_keep": {},
+        "statement_query": urlencode(tr.params),
+        "series": series,
+        "charts": statement_charts(series, tr.window),
+        "totals": totals.get(detail.statement_id),
+        "figures": range_figures(totals[detail.statement_id]) if detail.statement_id in totals else [],
+        "waits": waits,
+        # share of the query_id's sampled session time, in percent
+        "wait_rows": [(w, None if w.share is None else w.share * 100) for w in waits.rows] if waits else [],
+        "waits_need": waits_need,
+    }
+    if not is_fragment_request(request):  # outside the range-dependent body
+        context["elsewhere"] = same_queryid_elsewhere(statement_id=detail.statement_id,
+                                                      organization_id=detail.organization_id)  # fmt: skip
+    return render_page(request, "console/statement.html", context, fragment="body")
+
+
+urlpatterns = [path("statements/<int:statement_id>/", statement, name="statement")]

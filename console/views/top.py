@@ -1,3 +1,288 @@
-"""(being built) Top statements of a server and of an organization."""
+"""Top statements of a server, and of all the servers of an organization: a table sorted, filtered and
+paged on the server, with its state in the URL, optionally against the previous period. The table is
+the fragment "table" of console/top_statements.html; the server page and the organization's page
+embed the same fragment."""
 
-urlpatterns: list = []
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from math import ceil
+from urllib.parse import urlencode
+
+from django.http import HttpRequest, HttpResponse
+from django.urls import path, reverse
+from django.utils import timezone
+
+from collectors.models import TextStatus
+from collectors.selectors import ORDERS, Page, StatementChange, StatementFilters, StatementTotals, top_statements
+from collectors.selectors.across import MAX_PAGES, statement_names_across, statements_across
+from collectors.selectors.fleet import server_status
+from collectors.selectors.server import statement_names, statements_in, version_text
+from console.access import organization_for, server_for
+from console.ranges import PRESETS, TimeRange, parse_range
+from console.views.common import render_page
+from inventory.models import Server
+
+PAGE_SIZE = 50
+TEXT_CHARS = 140  # shown in the table
+TITLE_CHARS = 1000  # in the title attribute: the fragment must stay small (texts run up to 64 kB)
+# Why a statement has no text, in the table (never a blank cell).
+MISSING_TEXT = {
+    TextStatus.NOT_VISIBLE: "<text not visible to this role>",
+    TextStatus.EVICTED: "<evicted before its text could be read>",
+    TextStatus.UNAVAILABLE: "<text not kept by pg_stat_statements>",
+}
+# order (collectors.selectors.ORDERS) -> (column heading with its unit, the StatementTotals attribute shown)
+COLUMNS: dict[str, tuple[str, str]] = {
+    "calls": ("Calls", "calls"),
+    "total": ("Total time (ms)", "total_ms"),
+    "exec": ("Execution (ms)", "exec_ms"),
+    "plan": ("Planning (ms)", "plan_ms"),
+    "mean": ("Mean exec (ms)", "mean_exec_ms"),
+    "rows": ("Rows", "rows"),
+    "shared_read": ("Shared read (blocks)", "shared_blks_read"),
+    "temp": ("Temp (blocks)", "temp_blks"),
+    "io": ("I/O time (ms)", "io_ms"),
+    "wal": ("WAL written", "wal_bytes"),  # each cell has its unit (B, kB, MB, GB)
+}
+
+
+@dataclass(frozen=True)
+class TableState:
+    """The table's part of the URL: ?order=&db=&user=&q=&page=&compare=1."""
+
+    order: str = "total"
+    database: str = ""
+    user: str = ""
+    text: str = ""
+    page: int = 1
+    compare: bool = False
+    error: str = ""  # why a parameter asked for was not used
+
+    @property
+    def filters(self) -> StatementFilters:
+        return StatementFilters(database=self.database or None, user=self.user or None, text=self.text or None)
+
+    def params(self, **changes) -> dict[str, str]:
+        values = {"order": self.order, "db": self.database, "user": self.user, "q": self.text, "page": self.page,
+                  "compare": "1" if self.compare else ""}  # fmt: skip
+        values.update(changes)
+        # Defaults stay out of the URL, so that a bookmark reads short.
+        return {k: str(v) for k, v in values.items() if v not in ("", None) and not (k == "page" and v == 1)
+                and not (k == "order" and v == "total")}  # fmt: skip
+
+
+def parse_table(params) -> TableState:
+    errors = []
+    order = params.get("order") or "total"
+    if order not in ORDERS:
+        errors.append(f"unknown order {order!r}: one of {', '.join(ORDERS)}")
+        order = "total"
+    try:
+        page = int(params.get("page") or 1)
+        if page < 1:
+            raise ValueError
+    except ValueError:
+        errors.append(f"page {params.get('page')!r} is not a page number")
+        page = 1
+    return TableState(
+        order=order, database=params.get("db", "").strip(), user=params.get("user", "").strip(),
+        text=params.get("q", "").strip()[:200], page=page, compare=params.get("compare") == "1",
+        error="; ".join(errors),
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Cell:
+    text: str
+    css: str = "num"
+    change: str = ""  # compare: "+12%" against the previous period
+    change_css: str = ""  # up | down
+
+
+@dataclass(frozen=True)
+class Row:
+    """One statement as the table shows it."""
+
+    s: StatementTotals
+    text: str  # the normalized text, or why there is none
+    has_text: bool
+    is_new: bool  # compare: did not run in the previous period
+    cells: list[Cell]  # in the order of COLUMNS, then the plan share
+    server: Server | None = None  # across servers: whose statement it is
+
+
+def _number(value: float | None, digits: int) -> str:
+    return "–" if value is None else f"{value:,.{digits}f}"
+
+
+def _bytes(value: int) -> str:
+    for unit, size in (("GB", 1 << 30), ("MB", 1 << 20), ("kB", 1 << 10)):
+        if value >= size:
+            return f"{value / size:,.1f} {unit}"
+    return f"{value:,} B"
+
+
+def figure_text(s: StatementTotals, order: str) -> str | None:
+    """A statement's figure as the table writes it (None: planning not tracked)."""
+    if order == "plan" and s.plan_ms is None:
+        return None
+    value = getattr(s, COLUMNS[order][1])
+    if order == "wal":
+        return _bytes(value)
+    if order == "mean":
+        return _number(value, 3 if value is not None and value < 1 else 2)
+    if order in ("total", "exec", "plan", "io"):
+        return _number(value, 1)
+    return _number(value, 0)
+
+
+def _row(s: StatementTotals, previous: dict[int, StatementTotals] | None, server=None) -> Row:
+    text = s.query if s.query is not None else MISSING_TEXT.get(s.text_status, "<no text>")
+    c = StatementChange(s, previous.get(s.statement_id)) if previous is not None else None
+    cells = []
+    for order, (_, attribute) in COLUMNS.items():
+        shown = figure_text(s, order)
+        if shown is None:
+            cells.append(Cell("not tracked", "num not-tracked"))
+            continue
+        ratio = c.change(attribute) if c is not None else None
+        if ratio is None or round(ratio * 100) == 0:
+            change, css = ("", "") if ratio is None else ("±0%", "")
+        else:
+            change, css = f"{ratio * 100:+,.0f}%", "up" if ratio > 0 else "down"
+        cells.append(Cell(shown, "num", change, css))
+    share = s.plan_share
+    cells.append(Cell("not tracked", "num not-tracked") if share is None else Cell(f"{share * 100:.1f}"))
+    return Row(s, text, s.query is not None, c is not None and c.is_new, cells, server)
+
+
+def _url(base: str, tr: TimeRange, params: dict[str, str]) -> str:
+    return base + "?" + urlencode({**tr.params, **params})
+
+
+def _links(base: str, tr: TimeRange, state: TableState, pages: int) -> dict:
+    """Every link of the table, built on `base` (the URL of the page that shows it, so that its state
+    stays in that page's URL)."""
+    return {
+        "columns": [
+            (order, label, _url(base, tr, state.params(order=order, page=1))) for order, (label, _) in COLUMNS.items()
+        ],
+        # The plan share sorts where the selector has the order (plan_us over exec_us + plan_us).
+        "share_url": _url(base, tr, state.params(order="plan_share", page=1)) if "plan_share" in ORDERS else "",
+        "prev_url": _url(base, tr, state.params(page=state.page - 1)) if state.page > 1 else "",
+        "next_url": _url(base, tr, state.params(page=state.page + 1)) if state.page < pages else "",
+        "reset_url": _url(base, tr, {}),
+        "table_base": base,
+        "range_params": tr.params,
+        "statement_query": urlencode(tr.params),
+    }
+
+
+def _table(state: TableState, rows: list[Row], total_count: int, planning: str, pages: int, names) -> dict:
+    first = (state.page - 1) * PAGE_SIZE + 1
+    return {
+        "state": state,
+        "rows": rows,
+        "total_count": total_count,
+        "planning": planning,  # tracked | partly tracked | not tracked | no data
+        "pages": pages,
+        "first_row": first,
+        "last_row": first + len(rows) - 1,
+        "databases": names[0],
+        "users": names[1],
+        "text_chars": TEXT_CHARS,
+        "title_chars": TITLE_CHARS,
+    }
+
+
+def statements_table(server, tr: TimeRange, state: TableState, base: str) -> dict:
+    """The context of the table fragment for one server."""
+    top = top_statements(server_id=server.pk, window=tr.window, order=state.order, filters=state.filters,
+                         page=Page(state.page, PAGE_SIZE))  # fmt: skip
+    previous = None
+    if state.compare and top.rows:
+        previous = statements_in(server_id=server.pk, window=tr.window.previous(),
+                                 statement_ids=[r.statement_id for r in top.rows])  # fmt: skip
+    pages = max(1, ceil(top.total_count / PAGE_SIZE))
+    names = statement_names(server_id=server.pk)
+    rows = [_row(s, previous) for s in top.rows]
+    table = _table(state, rows, top.total_count, top.planning.state, pages, (names.databases, names.users))
+    return {**_links(base, tr, state, pages), **table}
+
+
+def organization_table(servers: list, tr: TimeRange, state: TableState, base: str) -> dict:
+    """The context of the table fragment for every server of an organization (with a server column)."""
+    by_id = {s.pk: s for s in servers}
+    ids = list(by_id)
+    page = min(state.page, MAX_PAGES)
+    if page != state.page:
+        state = dataclasses.replace(state, page=page, error=f"across servers, the first {MAX_PAGES} pages are listed")
+    top = statements_across(server_ids=ids, window=tr.window, order=state.order, filters=state.filters,
+                            page=Page(page, PAGE_SIZE))  # fmt: skip
+    previous: dict[int, dict[int, StatementTotals]] = {}
+    if state.compare:
+        wanted: dict[int, list[int]] = {}
+        for r in top.rows:
+            wanted.setdefault(r.server_id, []).append(r.statement.statement_id)
+        for server_id, statement_ids in wanted.items():
+            previous[server_id] = statements_in(server_id=server_id, window=tr.window.previous(),
+                                                statement_ids=statement_ids)  # fmt: skip
+    rows = [_row(r.statement, previous.get(r.server_id, {}) if state.compare else None, by_id[r.server_id])
+            for r in top.rows]  # fmt: skip
+    if top.planning_everywhere:
+        planning = "tracked"
+    else:
+        planning = "partly tracked" if top.planning_tracked else "not tracked"
+    pages = max(1, min(MAX_PAGES, ceil(top.total_count / PAGE_SIZE)))
+    table = _table(state, rows, top.total_count, planning, pages, statement_names_across(server_ids=ids))
+    return {**_links(base, tr, state, pages), **table, "show_server": True}
+
+
+def range_links(base: str, tr: TimeRange, extra: dict[str, str]) -> list[tuple[str, str, bool]]:
+    """(label, URL, active) of the range picker's presets, keeping the rest of the page's state."""
+    return [(key, base + "?" + urlencode({"range": key, **extra}), tr.key == key) for key in PRESETS]
+
+
+def server_header(server, now=None) -> dict:
+    """What the head of a server's pages says about it (from the inventory row)."""
+    return {
+        "server": server,
+        "status": server_status(server, now or timezone.now()),
+        "version": version_text(server.server_version_num),
+    }
+
+
+def range_context(base: str, tr: TimeRange, state: TableState) -> dict:
+    """The range picker's context: its links keep the table's state (back to its first page)."""
+    return {"range": tr, "ranges": range_links(base, tr, state.params(page=1)), "range_base": base,
+            "range_keep": state.params(page=1)}  # fmt: skip
+
+
+def server_statements(request: HttpRequest, server_id: int) -> HttpResponse:
+    """/servers/<id>/statements/: the table alone (htmx), or a page with the server's head and the table."""
+    server = server_for(request.user, server_id)
+    tr = parse_range(request.GET)
+    state = parse_table(request.GET)
+    base = reverse("server-statements", args=[server.pk])
+    context = {**server_header(server), **range_context(base, tr, state), **statements_table(server, tr, state, base)}
+    return render_page(request, "console/top_statements.html", context, fragment="table")
+
+
+def organization_statements(request: HttpRequest, organization_id: int) -> HttpResponse:
+    """/organizations/<id>/statements/: the top statements of all the organization's servers in one table."""
+    organization = organization_for(request.user, organization_id)
+    servers = list(Server.objects.filter(organization=organization).order_by("name"))
+    tr = parse_range(request.GET)
+    state = parse_table(request.GET)
+    base = reverse("organization-statements", args=[organization.pk])
+    context = {"organization": organization, "servers": servers, "max_pages": MAX_PAGES,
+               **range_context(base, tr, state), **organization_table(servers, tr, state, base)}  # fmt: skip
+    return render_page(request, "console/organization_statements.html", context, fragment="table")
+
+
+urlpatterns = [
+    path("servers/<int:server_id>/statements/", server_statements, name="server-statements"),
+    path("organizations/<int:organization_id>/statements/", organization_statements, name="organization-statements"),
+]

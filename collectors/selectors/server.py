@@ -1,0 +1,196 @@
+"""What the server page reads besides the series and the top list: the pg_stat_statements settings as
+of the latest snapshot, their changes between snapshots over a window, the recent failed collections,
+the database and user names of the server's statements, and given statements' totals over a window
+(a page of the top list against the previous period)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+import numpy as np
+from psycopg import sql
+
+from collectors import tables, tiers
+from collectors.columns import TOTAL_NAMES
+from collectors.models import CollectionError
+from collectors.selectors import db, statements, windows
+from collectors.selectors.statements import Planning, StatementTotals
+from collectors.selectors.windows import Window
+
+# Snapshot column -> the setting's name, in the order the page lists them (a change of any is marked).
+CONFIG_COLUMNS: dict[str, str] = {
+    "entries_max": "pg_stat_statements.max",
+    "track": "pg_stat_statements.track",
+    "track_utility": "pg_stat_statements.track_utility",
+    "track_planning": "pg_stat_statements.track_planning",
+    "save": "pg_stat_statements.save",
+    "sample_rate": "pg_stat_statements.sample_rate",
+    "server_version_num": "server version",
+    "extension_version": "extension version",
+}
+
+
+def version_text(num: int | None) -> str | None:
+    """server_version_num as PostgreSQL writes it (170004 -> "17.4")."""
+    if num is None:
+        return None
+    return f"{num // 10000}.{num % 10000}"
+
+
+def setting_text(column: str, value) -> str | None:
+    """A snapshot column's value as a DBA reads it in postgresql.conf (None: the setting does not exist)."""
+    if value is None:
+        return None
+    if column == "server_version_num":
+        return version_text(value)
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+# -- settings ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    """pg_stat_statements' settings as of the latest snapshot. None: the GUC does not exist on that
+    server (track_planning needs 13; sample_rate exists only in forks), or no snapshot yet."""
+
+    taken_at: datetime | None  # the snapshot they come from; None: never collected
+    server_version_num: int | None
+    extension_version: str | None
+    entries_max: int | None  # pg_stat_statements.max
+    track: str | None
+    track_utility: bool | None
+    track_planning: bool | None
+    save: bool | None
+    sample_rate: float | None
+
+    def text(self, column: str) -> str | None:
+        return setting_text(column, getattr(self, column))
+
+
+def server_settings(*, server_id: int) -> ServerSettings:
+    """The settings read by the server's latest snapshot (one query)."""
+    columns = ", ".join(CONFIG_COLUMNS)
+    rows = db.fetchall(
+        f"SELECT taken_at, {columns} FROM {tables.SNAPSHOT.name} WHERE server_id = %s ORDER BY taken_at DESC LIMIT 1",
+        [server_id],
+    )
+    if not rows:
+        return ServerSettings(None, None, None, None, None, None, None, None, None)
+    taken_at, *values = rows[0]
+    f = dict(zip(CONFIG_COLUMNS, values, strict=True))
+    return ServerSettings(
+        taken_at=taken_at, server_version_num=f["server_version_num"], extension_version=f["extension_version"],
+        entries_max=f["entries_max"], track=f["track"], track_utility=f["track_utility"],
+        track_planning=f["track_planning"], save=f["save"], sample_rate=f["sample_rate"],
+    )  # fmt: skip
+
+
+# -- changes between snapshots ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ConfigChange:
+    at: datetime  # the first snapshot that read the new value
+    setting: str  # "pg_stat_statements.max", ..., "server version", "extension version"
+    before: str | None  # None: the setting did not exist (e.g. before an upgrade to 13)
+    after: str | None
+
+
+def config_changes(*, server_id: int, window: Window) -> list[ConfigChange]:
+    """Each setting that differs between a snapshot taken in the window and the one before it (the
+    first one in the window against the last one before it), oldest first. One query; raw snapshots
+    only, so changes older than the raw retention are not seen."""
+    cols = list(CONFIG_COLUMNS)
+    lagged = ", ".join(f"{c}, lag({c}) OVER w AS prev_{c}" for c in cols)
+    changed = " OR ".join(f"{c} IS DISTINCT FROM prev_{c}" for c in cols)
+    snapshot = tables.SNAPSHOT.name
+    rows = db.fetchall(
+        f"SELECT taken_at, {', '.join(cols)}, {', '.join(f'prev_{c}' for c in cols)} FROM ("
+        f"  SELECT taken_at, row_number() OVER w AS n, {lagged} FROM {snapshot} "
+        "   WHERE server_id = %(s)s AND taken_at < %(end)s AND taken_at >= coalesce("
+        f"    (SELECT max(taken_at) FROM {snapshot} WHERE server_id = %(s)s AND taken_at < %(start)s), %(start)s) "
+        "   WINDOW w AS (ORDER BY taken_at)"
+        f") d WHERE n > 1 AND taken_at >= %(start)s AND ({changed}) ORDER BY taken_at",
+        {"s": server_id, "start": window.start, "end": window.end},
+    )
+    out = []
+    n = len(cols)
+    for taken_at, *values in rows:
+        now, before = values[:n], values[n:]
+        for column, a, b in zip(cols, before, now, strict=True):
+            if a != b:
+                out.append(ConfigChange(taken_at, CONFIG_COLUMNS[column], setting_text(column, a),
+                                        setting_text(column, b)))  # fmt: skip
+    return out
+
+
+# -- failed collections ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RecentError:
+    at: datetime
+    error_class: str  # collectors.errors code: unreachable, auth_failed, timeout, ...
+    message: str
+
+
+def recent_errors(*, server_id: int, limit: int = 10) -> list[RecentError]:
+    """The server's latest failed collections, newest first (the collector keeps the last 50)."""
+    rows = db.fetchall(
+        f"SELECT at, error_class, message FROM {CollectionError._meta.db_table} WHERE server_id = %s "
+        "ORDER BY at DESC, id DESC LIMIT %s",
+        [server_id, limit],
+    )
+    return [RecentError(at, error_class, message) for at, error_class, message in rows]
+
+
+# -- the statements' dimension ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StatementNames:
+    """The database and user names the server's statements ran under (for filters)."""
+
+    databases: list[str]
+    users: list[str]
+
+
+def statement_names(*, server_id: int) -> StatementNames:
+    databases, users = db.fetchone(
+        "SELECT coalesce(array_agg(DISTINCT database_name ORDER BY database_name), '{}'), "
+        f"coalesce(array_agg(DISTINCT user_name ORDER BY user_name), '{{}}') FROM {tables.STATEMENT.name} "
+        "WHERE server_id = %s",
+        [server_id],
+    )
+    return StatementNames(list(databases), list(users))
+
+
+def statements_in(*, server_id: int, window: Window, statement_ids: list[int]) -> dict[int, StatementTotals]:
+    """The totals over a window of the given statements (those that ran in it), by statement id: a
+    page of the top list against the previous period, without summing every statement of the server
+    as compare_windows does."""
+    p, raw, totals = statements._read_window(server_id, window)
+    planning = Planning(totals.planning_tracked_s, totals.span_s)
+    ids = np.unique(np.asarray(statement_ids, np.int64))
+    if not len(ids):
+        return {}
+    keep = np.isin(raw.statement_id, ids)
+    raw = tiers.Sums(raw.statement_id[keep], raw.values[keep])
+    union, params = statements._parts_sql(server_id, windows.resolve(server_id, p.terms), raw)
+    sums = sql.SQL(", ").join(statements._sum("{c}", "::int8 AS {c}", c) for c in TOTAL_NAMES)
+    figures = sql.SQL(", ").join(sql.SQL("k.{}").format(sql.Identifier(c)) for c in TOTAL_NAMES)
+    query = sql.SQL(
+        "WITH k AS (SELECT statement_id, {sums} FROM ({union}) parts WHERE statement_id = ANY(%s) "
+        "GROUP BY statement_id) "
+        "SELECT {dim}, {figures} FROM k JOIN {dimension} st ON st.id = k.statement_id AND st.server_id = %s "
+        "WHERE k.calls <> 0 OR k.plans <> 0 OR k.exec_us <> 0 OR k.plan_us <> 0 OR k.rows <> 0"
+    ).format(sums=sums, union=union, dim=sql.SQL(statements._DIMENSION), figures=figures,
+             dimension=sql.Identifier(tables.STATEMENT.name))  # fmt: skip
+    rows = db.fetchall(query, params + [ids.tolist(), server_id])
+    return {r[0]: statements._row(r, planning) for r in rows}
