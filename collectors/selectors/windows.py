@@ -87,6 +87,16 @@ class Coverage:
     hours_boundary: datetime | None  # end of the latest hourly bucket
     hours_built_until: datetime | None  # snapshots before this are in the hourly tier (< boundary: hour in progress)
     days_built_until: datetime | None  # end of the latest daily bucket
+    daily_from: datetime | None = None  # oldest daily bucket
+
+    @property
+    def data_from(self) -> datetime | None:
+        """Where the history begins (None: no history at all): the first snapshot where it is still
+        kept, or where the oldest data is a rolled-up bucket, the bucket's start."""
+        buckets = [(b, width) for b, width in ((self.hourly_from, HOUR), (self.daily_from, DAY)) if b is not None]
+        if self.raw_from is not None and all(self.raw_from < b + width for b, width in buckets):
+            return self.raw_from  # the oldest bucket holds no snapshot before it (same UTC day: not expired)
+        return min([b for b, _ in buckets] + ([self.raw_from] if self.raw_from is not None else []), default=None)
 
     @property
     def complete_hours_until(self) -> datetime | None:
@@ -100,10 +110,11 @@ class Coverage:
 
 
 def coverage(server_id: int) -> Coverage:
-    raw_from, hourly_from, last_hour, built_until, last_day = db.fetchone(
+    raw_from, hourly_from, last_hour, built_until, first_day, last_day = db.fetchone(
         f"SELECT (SELECT min(taken_at) FROM {tables.SNAPSHOT.name} WHERE server_id = %(s)s), "
         f"(SELECT min(bucket) FROM {tables.SERVER_HOURLY.name} WHERE server_id = %(s)s), "
         f"h.bucket, h.built_until, "
+        f"(SELECT min(bucket) FROM {tables.SERVER_DAILY.name} WHERE server_id = %(s)s), "
         f"(SELECT max(bucket) FROM {tables.SERVER_DAILY.name} WHERE server_id = %(s)s) "
         f"FROM (SELECT 1) one LEFT JOIN LATERAL (SELECT bucket, built_until FROM {tables.SERVER_HOURLY.name} "
         f"WHERE server_id = %(s)s ORDER BY bucket DESC LIMIT 1) h ON true",
@@ -115,6 +126,7 @@ def coverage(server_id: int) -> Coverage:
         hours_boundary=None if last_hour is None else last_hour + HOUR,
         hours_built_until=built_until,
         days_built_until=None if last_day is None else last_day + DAY,
+        daily_from=first_day,
     )
 
 
@@ -135,6 +147,10 @@ class Plan:
 
 def plan(window: Window, cov: Coverage) -> Plan:
     start, end = window.start, window.end
+    if cov.data_from is None or end <= cov.data_from:
+        # Before the server's history begins: nothing to read (widening an edge to its hour or day
+        # would bring in data from after the window).
+        return Plan(window=window, start=start, end=end)
     if not cov.has_raw(start):
         # Raw data has expired (or never existed) at the start edge: whole hours, or whole days.
         start = floor_hour(start) if cov.hourly_from is not None and start >= cov.hourly_from else tiers.day_of(start)

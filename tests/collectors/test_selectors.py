@@ -360,3 +360,20 @@ def test_every_selector_runs_a_fixed_number_of_queries(history):
         "top_statements": 5, "statement_series": 4, "server_series": 3, "fleet_summary": 1, "wait_events": 4,
         "compare_windows": 10,
     }  # fmt: skip
+
+
+def test_a_window_before_the_history_begins_reads_nothing(history):
+    """Not even the hour or day that holds its end (that data is all after the window)."""
+    for before in (
+        Window(START - timedelta(hours=5), START - timedelta(minutes=1)),  # ends in the first snapshot's hour
+        Window(START - timedelta(days=2), START - timedelta(days=1)),  # in the day before it
+    ):
+        top = everything(history.pk, before)
+        assert (top.rows, top.total_count, top.intervals) == ([], 0, 0), before
+        assert top.planning.state == "no data"
+        assert (top.read_start, top.read_end) == (before.start, before.end)
+        assert wait_events(server_id=history.pk, window=before).rows == []
+    # A window that ends just after the first delta reads it (and only it).
+    first = raw_rows(history.pk, START, END)[0][0]
+    top = everything(history.pk, Window(START - timedelta(hours=5), first + timedelta(seconds=1)))
+    assert top.intervals == 1 and top.total_count > 0
