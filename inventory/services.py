@@ -1,15 +1,17 @@
-"""Writes on organizations and servers: registering a server and changing it. Deletes take the
-history with them, which this layer does not know about: they are in console/services.py."""
+"""Writes on organizations and servers: registering a server and changing it, and an organization's
+members. Deleting a server or an organization takes its history with it, which this layer does not
+know about: those deletes are in console/services.py."""
 
 from collections.abc import Mapping
 from typing import Any
 
+from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from psycopg import ProgrammingError
 from psycopg.conninfo import conninfo_to_dict
 
-from inventory.models import Organization, Server
+from inventory.models import Membership, Organization, Server
 
 DEFAULT_ORGANIZATION = "default"
 # What server_update may change (the collection status belongs to the collectors).
@@ -96,3 +98,52 @@ def server_update(
     server.full_clean()
     server.save()
     return server
+
+
+def _admins_left_without(membership: Membership) -> int:
+    """Admins of the membership's organization other than this one, locked until the transaction ends
+    (two admins demoting each other at once must not both succeed)."""
+    others = Membership.objects.select_for_update().filter(
+        organization_id=membership.organization_id, role=Membership.Role.ADMIN
+    )
+    return sum(1 for m in others if m.pk != membership.pk)
+
+
+@transaction.atomic
+def membership_add(*, organization: Organization, username: str, role: str) -> Membership:
+    """Make an existing user a member of ``organization`` with ``role``."""
+    User = get_user_model()
+    user = User.objects.filter(**{User.USERNAME_FIELD: username}).first()
+    if user is None:
+        raise ValidationError(f"there is no user named {username!r}")
+    if Membership.objects.filter(organization=organization, user=user).exists():
+        raise ValidationError(f"{username} is already a member of {organization.name}")
+    membership = Membership(organization=organization, user=user, role=role)
+    membership.full_clean()
+    membership.save()
+    return membership
+
+
+@transaction.atomic
+def membership_update(*, membership: Membership, role: str) -> Membership:
+    """Change a member's role; an organization never loses its last admin."""
+    if (
+        membership.role == Membership.Role.ADMIN
+        and role != Membership.Role.ADMIN
+        and not _admins_left_without(membership)
+    ):
+        raise ValidationError(f"{membership.user} is the last admin of {membership.organization.name}: make another "
+                              "member admin first")  # fmt: skip
+    membership.role = role
+    membership.full_clean()
+    membership.save(update_fields=["role"])
+    return membership
+
+
+@transaction.atomic
+def membership_remove(*, membership: Membership) -> None:
+    """Remove a member; an organization never loses its last admin."""
+    if membership.role == Membership.Role.ADMIN and not _admins_left_without(membership):
+        raise ValidationError(f"{membership.user} is the last admin of {membership.organization.name}: make another "
+                              "member admin first")  # fmt: skip
+    membership.delete()

@@ -1,0 +1,229 @@
+"""The organizations list and an organization's page (/organizations/<id>/): members and roles for
+every member, adding, changing and removing members for admins only, an organization never without
+an admin (in the services and through the pages), access rules and bounded queries."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+from django.contrib.auth.models import User
+from django.contrib.messages import get_messages
+from django.core.exceptions import ValidationError
+from django.urls import reverse
+
+from inventory.models import Membership, Organization
+from inventory.services import membership_add, membership_remove, membership_update, server_create
+
+pytestmark = pytest.mark.django_db
+Role = Membership.Role
+
+
+@dataclass
+class World:
+    acme: Organization
+    other: Organization
+    ada: User  # the only admin of acme
+    dan: User  # dba in acme
+    val: User  # viewer in acme
+    sam: User  # admin of other
+    newcomer: User  # a member of nothing
+    staff: User
+
+    def membership(self, user: User, org: Organization | None = None) -> Membership:
+        return Membership.objects.get(user=user, organization=org or self.acme)
+
+
+@pytest.fixture
+def world() -> World:
+    acme, other = Organization.objects.create(name="acme"), Organization.objects.create(name="other")
+    users = {name: User.objects.create_user(name, password=f"pw-{name}-1") for name in ("ada", "dan", "val", "sam",
+                                                                                        "newcomer")}  # fmt: skip
+    staff = User.objects.create_user("root", password="pw-root-1", is_staff=True)
+    for name, org, role in (("ada", acme, Role.ADMIN), ("dan", acme, Role.DBA), ("val", acme, Role.VIEWER),
+                            ("sam", other, Role.ADMIN)):  # fmt: skip
+        Membership.objects.create(user=users[name], organization=org, role=role)
+    server_create(name="db1", dsn="postgresql://m@db1.example/app", organization_name="acme")
+    server_create(name="db2", dsn="postgresql://m@db2.example/app", organization_name="acme")
+    return World(acme, other, users["ada"], users["dan"], users["val"], users["sam"], users["newcomer"], staff)
+
+
+def message(response) -> str:
+    """The message the response left (the latest: earlier ones wait unread in the session)."""
+    return [str(m) for m in get_messages(response.wsgi_request)][-1]
+
+
+def role_of(user: User, org: Organization) -> str | None:
+    return Membership.objects.filter(user=user, organization=org).values_list("role", flat=True).first()
+
+
+# --- the services ---------------------------------------------------------------------------------------
+
+
+def test_membership_services_keep_an_admin(world):
+    with pytest.raises(ValidationError, match="there is no user named 'nobody'"):
+        membership_add(organization=world.acme, username="nobody", role=Role.VIEWER)
+    with pytest.raises(ValidationError, match="already a member"):
+        membership_add(organization=world.acme, username="dan", role=Role.VIEWER)
+    with pytest.raises(ValidationError):
+        membership_add(organization=world.acme, username="newcomer", role="owner")
+    last = world.membership(world.ada)
+    with pytest.raises(ValidationError, match="last admin of acme"):
+        membership_update(membership=last, role=Role.DBA)
+    with pytest.raises(ValidationError, match="last admin of acme"):
+        membership_remove(membership=last)
+    assert role_of(world.ada, world.acme) == Role.ADMIN
+    # With a second admin, the first may step down.
+    membership_update(membership=world.membership(world.dan), role=Role.ADMIN)
+    membership_update(membership=world.membership(world.ada), role=Role.VIEWER)
+    assert role_of(world.ada, world.acme) == Role.VIEWER
+    with pytest.raises(ValidationError, match="dan is the last admin"):
+        membership_remove(membership=world.membership(world.dan))
+    added = membership_add(organization=world.acme, username="newcomer", role=Role.DBA)
+    assert (added.user, added.organization, added.role) == (world.newcomer, world.acme, Role.DBA)
+
+
+# --- the list -------------------------------------------------------------------------------------------
+
+
+def test_the_list_shows_the_users_organizations(client, world, django_assert_max_num_queries):
+    client.force_login(world.val)
+    client.get(reverse("organizations"))  # the session settles on a first request
+    with django_assert_max_num_queries(5):
+        html = client.get(reverse("organizations")).content.decode()
+    assert reverse("organization", args=[world.acme.pk]) in html and "other" not in html
+    # Counted over all the members (3) and servers (2), not only the user's own membership.
+    assert '<td class="num">3</td>' in html and '<td class="num">2</td>' in html
+    assert '<span class="badge">viewer</span>' in html
+    assert reverse("organization-statements", args=[world.acme.pk]) in html
+
+
+def test_staff_see_every_organization(client, world):
+    client.force_login(world.staff)
+    html = client.get(reverse("organizations")).content.decode()
+    assert reverse("organization", args=[world.acme.pk]) in html
+    assert reverse("organization", args=[world.other.pk]) in html
+    assert "staff (not a member)" in html
+
+
+def test_a_user_without_organizations(client, world):
+    client.force_login(world.newcomer)
+    html = client.get(reverse("organizations")).content.decode()
+    assert "You are not a member of any organization yet" in html
+
+
+# --- an organization's page -----------------------------------------------------------------------------
+
+
+def test_members_see_the_members_read_only(client, world, django_assert_max_num_queries):
+    client.force_login(world.val)
+    url = reverse("organization", args=[world.acme.pk])
+    client.get(url)
+    with django_assert_max_num_queries(7):
+        response = client.get(url)
+    html = response.content.decode()
+    assert response.status_code == 200
+    for name in ("ada", "dan", "val"):
+        assert f"<td>{name}" in html
+    assert "sam" not in html  # a member of another organization
+    assert "db1" in html and "db2" in html
+    assert "only admins change the members" in html
+    assert reverse("organization-member-add", args=[world.acme.pk]) not in html and "<select" not in html
+
+
+def test_admins_get_the_forms_but_the_last_admin_cannot_be_changed(client, world, django_assert_max_num_queries):
+    for n in range(15):
+        membership_add(organization=world.acme, username=User.objects.create_user(f"extra{n}").username,
+                       role=Role.VIEWER)  # fmt: skip
+    client.force_login(world.ada)
+    url = reverse("organization", args=[world.acme.pk])
+    client.get(url)
+    with django_assert_max_num_queries(7):
+        html = client.get(url).content.decode()
+    assert reverse("organization-member-add", args=[world.acme.pk]) in html
+    ada, dan = world.membership(world.ada), world.membership(world.dan)
+    assert reverse("organization-member-role", args=[world.acme.pk, dan.pk]) in html
+    assert reverse("organization-member-remove", args=[world.acme.pk, dan.pk]) in html
+    assert 'data-confirm="Remove dan from acme?"' in html and "data-autosubmit" in html
+    # The last admin shows no control that would leave the organization without one.
+    assert reverse("organization-member-role", args=[world.acme.pk, ada.pk]) not in html
+    assert reverse("organization-member-remove", args=[world.acme.pk, ada.pk]) not in html
+    assert "the last admin" in html
+
+
+def test_the_page_of_another_organization_is_a_404(client, world):
+    client.force_login(world.sam)
+    assert client.get(reverse("organization", args=[world.acme.pk])).status_code == 404
+    client.force_login(world.staff)
+    assert client.get(reverse("organization", args=[world.acme.pk])).status_code == 200
+
+
+# --- the member actions ---------------------------------------------------------------------------------
+
+
+def test_an_admin_adds_a_member(client, world):
+    client.force_login(world.ada)
+    url = reverse("organization-member-add", args=[world.acme.pk])
+    response = client.post(url, {"username": "newcomer", "role": "dba"})
+    assert response.status_code == 302 and response.headers["Location"] == reverse("organization", args=[world.acme.pk])
+    assert role_of(world.newcomer, world.acme) == Role.DBA
+    assert message(response) == "newcomer is now dba in acme."
+    unknown = client.post(url, {"username": "nobody", "role": "viewer"})
+    assert message(unknown) == "there is no user named 'nobody'"
+    twice = client.post(url, {"username": "newcomer", "role": "viewer"})
+    assert "already a member" in message(twice) and role_of(world.newcomer, world.acme) == Role.DBA
+    invalid = client.post(url, {"username": "", "role": "owner"})
+    assert message(invalid) == "Give a user name and a role."
+
+
+def test_an_admin_changes_a_role_but_never_of_the_last_admin(client, world):
+    client.force_login(world.ada)
+    dan, ada = world.membership(world.dan), world.membership(world.ada)
+    response = client.post(reverse("organization-member-role", args=[world.acme.pk, dan.pk]), {"role": "admin"})
+    assert response.status_code == 302 and role_of(world.dan, world.acme) == Role.ADMIN
+    # Two admins now: ada may step down; then dan is the last one and may not.
+    client.post(reverse("organization-member-role", args=[world.acme.pk, ada.pk]), {"role": "viewer"})
+    assert role_of(world.ada, world.acme) == Role.VIEWER
+    client.force_login(world.dan)
+    refused = client.post(reverse("organization-member-role", args=[world.acme.pk, dan.pk]), {"role": "dba"})
+    assert "dan is the last admin of acme" in message(refused)
+    assert role_of(world.dan, world.acme) == Role.ADMIN
+
+
+def test_an_admin_removes_a_member_but_never_the_last_admin(client, world):
+    client.force_login(world.ada)
+    val, ada = world.membership(world.val), world.membership(world.ada)
+    response = client.post(reverse("organization-member-remove", args=[world.acme.pk, val.pk]))
+    assert response.status_code == 302 and role_of(world.val, world.acme) is None
+    refused = client.post(reverse("organization-member-remove", args=[world.acme.pk, ada.pk]))
+    assert "ada is the last admin of acme" in message(refused) and role_of(world.ada, world.acme) == Role.ADMIN
+    # With another admin, leaving is allowed, and leads back to the list (the page is no longer ada's).
+    membership_update(membership=world.membership(world.dan), role=Role.ADMIN)
+    left = client.post(reverse("organization-member-remove", args=[world.acme.pk, ada.pk]))
+    assert left.headers["Location"] == reverse("organizations") and role_of(world.ada, world.acme) is None
+
+
+def test_member_actions_need_the_admin_role(client, world):
+    dan = world.membership(world.dan)
+    actions = [
+        (reverse("organization-member-add", args=[world.acme.pk]), {"username": "newcomer", "role": "admin"}),
+        (reverse("organization-member-role", args=[world.acme.pk, dan.pk]), {"role": "admin"}),
+        (reverse("organization-member-remove", args=[world.acme.pk, dan.pk]), {}),
+    ]
+    for user, status in ((world.val, 403), (world.dan, 403), (world.sam, 404), (world.newcomer, 404)):
+        client.force_login(user)
+        for url, data in actions:
+            assert client.post(url, data).status_code == status, (user, url)
+    client.force_login(world.ada)
+    assert client.get(actions[0][0]).status_code == 405
+    assert role_of(world.newcomer, world.acme) is None and role_of(world.dan, world.acme) == Role.DBA
+
+
+def test_a_membership_of_another_organization_is_a_404(client, world):
+    """An admin of acme cannot reach other's memberships through acme's URLs."""
+    sam = world.membership(world.sam, world.other)
+    client.force_login(world.ada)
+    assert client.post(reverse("organization-member-role", args=[world.acme.pk, sam.pk]),
+                       {"role": "viewer"}).status_code == 404  # fmt: skip
+    assert client.post(reverse("organization-member-remove", args=[world.acme.pk, sam.pk])).status_code == 404
+    assert role_of(world.sam, world.other) == Role.ADMIN
