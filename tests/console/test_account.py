@@ -31,7 +31,9 @@ def test_login_is_at_the_root_and_leads_to_the_fleet(client, alice):
 
 
 def test_every_page_needs_a_login(client):
-    for url in (reverse("fleet"), reverse("preferences"), reverse("manage-servers"), reverse("organizations")):
+    urls = [reverse(n) for n in ("fleet", "preferences", "manage-servers", "organizations", "server-add")]
+    urls += [reverse(n, args=[1]) for n in ("server", "server-statements", "planning", "statement", "organization")]
+    for url in urls:
         response = client.get(url)
         assert response.status_code == 302, url
         assert response.headers["Location"].startswith("/?next="), url
