@@ -10,7 +10,7 @@ SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 
 PYTHON := .venv/bin/python
-DEBIAN_PACKAGES := postgresql postgresql-contrib postgresql-15-pg-wait-sampling redis-server
+DEBIAN_PACKAGES := postgresql postgresql-contrib postgresql-15-pg-wait-sampling redis-server chromium fonts-dejavu-core
 PYTEST_ARGS ?=
 
 .PHONY: install system-packages fetch services lint test demo bench
