@@ -75,6 +75,7 @@ class Measured:
     queries: int | None = None
     missing: str = ""  # why it was not measured
     info: str = ""
+    bytes: int = 0  # a page's size
 
     @property
     def median(self) -> float:
@@ -267,6 +268,12 @@ def run(*, size: Size = FULL, log=print) -> dict:
     measure_s = time.perf_counter() - t0
     log(f"  {len(measured)} selector calls measured ({measure_s:.0f}s)")
     t0 = time.perf_counter()
+    from bench import pages  # it reads this module's Measured and windows
+
+    log("  console pages (bench/pages.py)")
+    page_calls = pages.run(server_id=h.server_id, end=end, runs=size.runs, warmup=size.warmup, log=log)
+    pages_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
     base = _baseline_calls(h, end, size)
     baseline_s = time.perf_counter() - t0
     agreement = _agreement(h, end)
@@ -276,6 +283,7 @@ def run(*, size: Size = FULL, log=print) -> dict:
         "fleet": fl,
         "end": end,
         "measured": measured,
+        "pages": page_calls,
         "baseline": base,
         "agreement": agreement,
         "tier_rows": _tier_rows(h.server_id),
@@ -283,6 +291,7 @@ def run(*, size: Size = FULL, log=print) -> dict:
             "history": history_s,
             "fleet": fleet_s if fl else 0.0,
             "selectors": measure_s,
+            "pages": pages_s,
             "baseline": baseline_s,
             "total": time.perf_counter() - started,
         },  # fmt: skip
@@ -319,5 +328,8 @@ def summary_lines(res: dict) -> list[str]:
         if m.selector != "top_statements":
             got = f"{m.median:.1f}/{m.p95:.1f} ms, {m.queries} queries, {m.info}" if m.ms else m.missing
             lines.append(f"  {m.selector} {m.label}: {got}" + (f" (target {m.target_ms:g} ms)" if m.target_ms else ""))
+    for m in res.get("pages", []):
+        got = f"{m.median:.1f}/{m.p95:.1f} ms, {m.queries} queries, {m.info}" if m.ms else m.missing
+        lines.append(f"  {m.selector} {m.label}: {got} (target {m.target_ms:g} ms)")
     lines.append("  agreement new/old top 50: " + ", ".join(f"{k} {v}" for k, v in res["agreement"].items()))
     return lines

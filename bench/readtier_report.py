@@ -33,6 +33,31 @@ def checks(res: dict) -> list[tuple[str, str, str, bool | None]]:
             continue
         got = f"{m.p95:.1f} ms (median {m.median:.1f}, {m.queries} queries)" if m.ms else m.missing
         rows.append((f"`{m.selector}`, {m.label}", f"p95 ≤ {m.target_ms:g} ms", got, m.passed or False))
+    return rows + _page_checks(res.get("pages", []))
+
+
+def _page_checks(pages: list[Measured]) -> list[tuple[str, str, str, bool | None]]:
+    """Per page, the worst p95 over the ranges; the fragment's largest size."""
+    from bench.pages import FRAGMENT_TARGET_BYTES, TARGET_MS
+
+    rows = []
+    by_page: dict[str, list[Measured]] = {}
+    for m in pages:
+        by_page.setdefault(m.selector, []).append(m)
+    for page, ms in by_page.items():
+        ok = [m for m in ms if m.ms]
+        if not ok:
+            rows.append((f"{page}, every range 1 h – 30 d", f"p95 ≤ {TARGET_MS} ms", ms[0].missing, False))
+            continue
+        worst = max(ok, key=lambda m: m.p95)
+        rows.append((f"{page}, server-side, every range 1 h – 30 d: worst p95", f"p95 ≤ {TARGET_MS} ms",
+                     f"{worst.p95:.1f} ms ({worst.window}, {worst.queries} queries)",
+                     worst.p95 <= TARGET_MS and len(ok) == len(ms)))  # fmt: skip
+        if "fragment" in page:
+            biggest = max(ok, key=lambda m: m.bytes)
+            rows.append((f"{page}: HTML size, largest over the ranges", f"≤ {FRAGMENT_TARGET_BYTES // 1024} KB",
+                         f"{biggest.bytes / 1024:.1f} KB ({biggest.window})",
+                         biggest.bytes <= FRAGMENT_TARGET_BYTES))  # fmt: skip
     return rows
 
 
@@ -137,6 +162,17 @@ def markdown(res: dict, table) -> list[str]:
                      f"{m.target_ms:g}" if m.target_ms else "–", m.info])  # fmt: skip
     L += ["", "The other selectors:", ""]
     L += table(rows, ["selector", "call", "median / p95 ms", "queries", "target p95 ms", "result"])
+    pages = res.get("pages", [])
+    if pages:
+        rows = [[m.selector, m.window, _ms(m) if m.ms else m.missing, str(m.queries or "–"),
+                 f"{m.bytes:,}" if m.ms else "–"] for m in pages]  # fmt: skip
+        L += ["", "### 5. Console pages (server-side)", "",
+              "bench/pages.py, on the history above: each page requested through Django's test client in this "
+              "process (middleware, view, selectors, template), as a staff user, DEBUG off and static files "
+              "collected; ranges given in the URL as custom ranges. The fleet page lists the 200 servers of the "
+              f"fleet (sorted by status, 50 a page) and the single server; 2 warm-ups, {res['size'].runs} runs. "
+              "Queries: the ORM's and the selectors' together.", ""]  # fmt: skip
+        L += table(rows, ["page", "range", "median / p95 ms", "queries", "HTML bytes"])
     return L
 
 
