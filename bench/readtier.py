@@ -272,6 +272,8 @@ def run(*, size: Size = FULL, log=print) -> dict:
 
     log("  console pages (bench/pages.py)")
     page_calls = pages.run(server_id=h.server_id, end=end, runs=size.runs, warmup=size.warmup, log=log)
+    page_calls += pages.run_browser(server_id=h.server_id, end=end, runs=3 if size is QUICK else pages.BROWSER_RUNS,
+                                    log=log)  # fmt: skip
     pages_s = time.perf_counter() - t0
     t0 = time.perf_counter()
     base = _baseline_calls(h, end, size)
@@ -329,7 +331,8 @@ def summary_lines(res: dict) -> list[str]:
             got = f"{m.median:.1f}/{m.p95:.1f} ms, {m.queries} queries, {m.info}" if m.ms else m.missing
             lines.append(f"  {m.selector} {m.label}: {got}" + (f" (target {m.target_ms:g} ms)" if m.target_ms else ""))
     for m in res.get("pages", []):
-        got = f"{m.median:.1f}/{m.p95:.1f} ms, {m.queries} queries, {m.info}" if m.ms else m.missing
+        queries = f", {m.queries} queries" if m.queries is not None else ""
+        got = f"{m.median:.1f}/{m.p95:.1f} ms{queries}, {m.info}" if m.ms else m.missing
         lines.append(f"  {m.selector} {m.label}: {got} (target {m.target_ms:g} ms)")
     lines.append("  agreement new/old top 50: " + ", ".join(f"{k} {v}" for k, v in res["agreement"].items()))
     return lines

@@ -38,7 +38,7 @@ def checks(res: dict) -> list[tuple[str, str, str, bool | None]]:
 
 def _page_checks(pages: list[Measured]) -> list[tuple[str, str, str, bool | None]]:
     """Per page, the worst p95 over the ranges; the fragment's largest size."""
-    from bench.pages import FRAGMENT_TARGET_BYTES, TARGET_MS
+    from bench.pages import BROWSER_TARGET_MS, FRAGMENT_TARGET_BYTES, TARGET_MS
 
     rows = []
     by_page: dict[str, list[Measured]] = {}
@@ -50,6 +50,11 @@ def _page_checks(pages: list[Measured]) -> list[tuple[str, str, str, bool | None
             rows.append((f"{page}, every range 1 h – 30 d", f"p95 ≤ {TARGET_MS} ms", ms[0].missing, False))
             continue
         worst = max(ok, key=lambda m: m.p95)
+        if "browser" in page:
+            rows.append((f"{page}: fully drawn after navigation (Debian chromium), worst p95 over the ranges",
+                         f"≤ {BROWSER_TARGET_MS} ms", f"{worst.p95:.0f} ms ({worst.window}, median {worst.median:.0f})",
+                         worst.p95 <= BROWSER_TARGET_MS and len(ok) == len(ms)))  # fmt: skip
+            continue
         rows.append((f"{page}, server-side, every range 1 h – 30 d: worst p95", f"p95 ≤ {TARGET_MS} ms",
                      f"{worst.p95:.1f} ms ({worst.window}, {worst.queries} queries)",
                      worst.p95 <= TARGET_MS and len(ok) == len(ms)))  # fmt: skip
@@ -165,13 +170,16 @@ def markdown(res: dict, table) -> list[str]:
     pages = res.get("pages", [])
     if pages:
         rows = [[m.selector, m.window, _ms(m) if m.ms else m.missing, str(m.queries or "–"),
-                 f"{m.bytes:,}" if m.ms else "–"] for m in pages]  # fmt: skip
+                 f"{m.bytes:,}" if m.bytes else "–"] for m in pages]  # fmt: skip
         L += ["", "### 5. Console pages (server-side)", "",
               "bench/pages.py, on the history above: each page requested through Django's test client in this "
               "process (middleware, view, selectors, template), as a staff user, DEBUG off and static files "
               "collected; ranges given in the URL as custom ranges. The fleet page lists the 200 servers of the "
               f"fleet (sorted by status, 50 a page) and the single server; 2 warm-ups, {res['size'].runs} runs. "
-              "Queries: the ORM's and the selectors' together.", ""]  # fmt: skip
+              "Queries: the ORM's and the selectors' together. \"Server page in the browser\": Debian's chromium "
+              "(headless, Playwright, 1440×900) on a live server thread of the benchmark process, milliseconds "
+              "from the start of the navigation until every chart of the page is drawn (devenv/browser.py "
+              "fully_drawn_ms), one warm-up then 10 navigations per range.", ""]  # fmt: skip
         L += table(rows, ["page", "range", "median / p95 ms", "queries", "HTML bytes"])
     return L
 
