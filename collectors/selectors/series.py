@@ -34,9 +34,12 @@ def choose_resolution(window: Window, cov: windows.Coverage, asked: str | None) 
             raise WindowError(f"unknown resolution {asked!r}: one of {', '.join(RESOLUTIONS)}")
         return asked
     length = window.end - window.start
-    if length <= RAW_UP_TO and cov.raw_from is not None and cov.raw_from <= window.start:
+    # A history younger than the window (a new server) is judged from where it begins: its first hour
+    # is drawn from its snapshots, not as the one point of a daily bucket.
+    since = max(window.start, cov.data_from) if cov.data_from is not None else window.start
+    if length <= RAW_UP_TO and cov.raw_from is not None and cov.raw_from <= since:
         return "raw"
-    if length <= HOURLY_UP_TO and (cov.hourly_from is None or cov.hourly_from <= window.start):
+    if length <= HOURLY_UP_TO and (cov.hourly_from is None or cov.hourly_from <= since):
         return "hourly"
     return "daily"
 

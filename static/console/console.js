@@ -10,6 +10,7 @@
 
   function timeLabel(ms, spanMs) {
     var opts = { timeZone: zone(), hour: "2-digit", minute: "2-digit", hourCycle: "h23" };
+    if (spanMs < 15 * 60 * 1000) { opts.second = "2-digit"; }  // minutes would repeat on a short range
     if (spanMs > 36 * 3600 * 1000) { opts = { timeZone: zone(), month: "short", day: "numeric", hour: "2-digit", hourCycle: "h23" }; }
     return new Intl.DateTimeFormat(undefined, opts).format(new Date(ms));
   }
@@ -53,12 +54,19 @@
         label: s.label, data: spec.x.map(function (t, j) { return { x: t, y: s.data[j] }; }),
         borderColor: color, backgroundColor: spec.stacked || spec.kind === "bar" ? color + "cc" : color + "33",
         fill: spec.stacked ? (i === 0 ? "origin" : "-1") : false, spanGaps: false,
-        pointRadius: 0, borderWidth: spec.spark ? 1 : 1.5, tension: 0
+        // A value between two gaps (or a range holding one bucket) has no line to draw: show it as a dot.
+        pointRadius: function (c) {
+          var d = s.data, j = c.dataIndex;
+          return d[j] !== null && (j === 0 || d[j - 1] === null) && (j === d.length - 1 || d[j + 1] === null) ? 2.5 : 0;
+        },
+        borderWidth: spec.spark ? 1 : 1.5, tension: 0
       };
     });
     var scales = {
       x: { type: "linear", min: spec.xMin, max: spec.xMax, ticks: { callback: function (v) { return timeLabel(v, span); }, maxTicksLimit: 8 }, display: !spec.spark },
+      // grace: a line flat at its maximum stays off the top edge.
       y: { stacked: !!spec.stacked, beginAtZero: true, min: spec.yMin, max: spec.yMax, display: !spec.spark,
+           grace: spec.yMax === undefined ? "5%" : 0,
            title: { display: !!spec.unit, text: spec.unit }, ticks: { callback: number } }
     };
     return {
