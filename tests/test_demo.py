@@ -118,8 +118,11 @@ def test_demo_runs_collects_and_stops(demo_database):
             "FROM collectors_snapshot n JOIN console_server s ON s.id = n.server_id "
             "JOIN console_organization o ON o.id = s.organization_id ORDER BY n.taken_at"
         ).fetchall()
-        admin = conn.execute("SELECT is_superuser FROM auth_user WHERE username = 'admin'").fetchone()
-    assert admin == (True,)
+        admin = conn.execute(
+            "SELECT u.is_superuser, m.role FROM auth_user u JOIN console_membership m ON m.user_id = u.id "
+            "JOIN console_organization o ON o.id = m.organization_id WHERE u.username = 'admin' AND o.name = 'demo'"
+        ).fetchone()
+    assert admin == (True, "admin")  # and an admin member of the demo's organization
     by_server: dict[str, list[tuple]] = {}
     for row in rows:
         by_server.setdefault(row[0], []).append(row)

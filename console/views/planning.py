@@ -161,6 +161,8 @@ class Ranking:
 def ranking_rows(top: TopStatements, query: str) -> list[Row]:
     rows = []
     for s in top.rows:
+        if not s.plan_ms:  # no planning in the range (a prepared statement): nothing to rank it by
+            continue
         text = s.query if s.query is not None else MISSING_TEXT.get(s.text_status, "<no text>")
         mean_plan = s.mean_plan_ms
         rows.append(Row(

@@ -224,12 +224,18 @@ class Command(BaseCommand):
         return out
 
     def _admin(self) -> str:
+        from inventory.models import Membership, Organization
+
         User = get_user_model()
         password = secrets.token_urlsafe(12)
         user = User.objects.filter(username=ADMIN_USER).first() or User(username=ADMIN_USER)
         user.is_staff = user.is_superuser = user.is_active = True
         user.set_password(password)
         user.save()
+        # Staff sees every organization anyway; as a member the demo's organization page lists them too.
+        organization, _ = Organization.objects.get_or_create(name=demo.ORGANIZATION)
+        Membership.objects.update_or_create(organization=organization, user=user,
+                                            defaults={"role": Membership.Role.ADMIN})  # fmt: skip
         return password
 
     def _start_children(self, children: demo.Children, *, web: bool, web_port: int) -> str:
