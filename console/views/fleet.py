@@ -43,15 +43,15 @@ SORTS: dict[str, str] = {
     "name": "Server",
     "org": "Organization",
     "calls": "Calls/s",
-    "dbtime": "Database time (ms/s)",
+    "dbtime": "DB time (ms/s)",
     "dealloc": "Dealloc/s",
 }
 FIGURE_SORTS = ("calls", "dbtime", "dealloc")
 # The table's columns in order (a key of SORTS: sortable).
 COLUMNS: tuple[tuple[str, str], ...] = (
     ("status", "Status"), ("name", "Server"), ("org", "Organization"), ("version", "PostgreSQL"),
-    ("extension", "pg_stat_statements"), ("age", "Last snapshot"), ("calls", "Calls/s"),
-    ("dbtime", "Database time (ms/s)"), ("exec", "Execution (ms/s)"), ("plan", "Planning (ms/s)"),
+    ("extension", "pgss"), ("age", "Last snapshot"), ("calls", "Calls/s"),
+    ("dbtime", "DB time (ms/s)"), ("exec", "Exec (ms/s)"), ("plan", "Planning (ms/s)"),
     ("dealloc", "Dealloc/s"), ("entries", "Entries / max"), ("trend", "Trend (calls/s)"),
 )  # fmt: skip
 NUMERIC_COLUMNS = ("calls", "dbtime", "exec", "plan", "dealloc", "entries")
