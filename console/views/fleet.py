@@ -17,6 +17,7 @@ from django.utils import timezone
 
 from collectors.selectors import FleetRow, Window, fleet_summary
 from collectors.selectors.fleet import server_status
+from collectors.selectors.server import version_text
 from collectors.selectors.windows import HOUR, floor_hour
 from console.access import visible_organizations, visible_servers
 from console.charts import Series, time_chart
@@ -120,11 +121,6 @@ def parse_state(params, organization_ids: set[int]) -> FleetState:
                       error="; ".join(errors))  # fmt: skip
 
 
-def version_text(num: int | None) -> str:
-    """server_version_num as PostgreSQL writes it (170004 -> "17.4")."""
-    return "not read yet" if num is None else f"{num // 10000}.{num % 10000}"
-
-
 def rate_text(value: float | None) -> str:
     """A rate with as many digits as it needs to be read (3 significant ones at most below 100)."""
     if value is None:
@@ -201,7 +197,7 @@ def _line(row: FleetRow, window: Window, now: datetime) -> Line:
     return Line(
         row=row,
         status_css=STATUSES.get(row.status, ("", ""))[1],
-        version=version_text(row.server_version_num),
+        version=version_text(row.server_version_num) or "not read yet",
         age=age_text(now - row.last_snapshot_at) if row.last_snapshot_at else "",
         calls=rate_text(row.calls_per_s),
         db_time=rate_text(db_time_ms_per_s(row)),
