@@ -1,0 +1,48 @@
+"""Helpers shared by the rules: references, number formatting, the spinlock-cliff model."""
+
+from __future__ import annotations
+
+from advisor.evidence import Evidence
+from advisor.thresholds import Thresholds
+
+SEED_DEALLOC = "seeds/000_619f50110a6dd62f.txt"
+SEED_2PC = "seeds/001_31242232215ad13d.txt"
+SEED_PLANNING = "seeds/002_94d8f46cac7372a9.txt"
+SEED_TANTOR = "seeds/003_e849de0dc9fc603e.txt"
+TANTOR_URL = "https://habr.com/en/companies/tantor/articles/928588"
+REFERENCE = "reference/pg_stat_statements.md"
+PGSS_DOCS = "https://www.postgresql.org/docs/current/pgstatstatements.html"
+
+
+def cliff_calls_per_s(evidence: Evidence, thresholds: Thresholds, *, track_planning: bool) -> float | None:
+    """Calls/s of one queryid at which its entry spinlock saturates; None when the CPU count is unknown.
+
+    Linear per-vCPU model calibrated on one public point (seed 002: ≈400k calls/s on 192 vCPUs);
+    track_planning doubles the spinlock updates per statement, so the cliff halves (≈200k).
+    """
+    if not evidence.cpu_count:
+        return None
+    cliff = thresholds.cliff_calls_per_s_per_cpu * evidence.cpu_count
+    return cliff / 2 if track_planning else cliff
+
+
+def headroom(evidence: Evidence, thresholds: Thresholds, *, track_planning: bool) -> float | None:
+    """Cliff / hottest queryid's peak calls/s (a multiple); None when either is unknown."""
+    cliff = cliff_calls_per_s(evidence, thresholds, track_planning=track_planning)
+    if cliff is None or not evidence.hottest_calls_per_s:
+        return None
+    return cliff / evidence.hottest_calls_per_s
+
+
+def partial_note(evidence: Evidence) -> str:
+    """Sentence appended where the monitoring role cannot see every statement."""
+    if evidence.sees_all_statements:
+        return ""
+    return " The monitoring role lacks pg_read_all_stats, so other roles' statements are hidden: this is partial."
+
+
+def quote_ident(name: str) -> str:
+    """Quote an identifier unless it is a plain lower-case one (as quote_ident() does)."""
+    if name and (name[0].isalpha() or name[0] == "_") and all(c.islower() or c.isdigit() or c == "_" for c in name):
+        return name
+    return '"' + name.replace('"', '""') + '"'

@@ -1,0 +1,123 @@
+"""Rule 5: churn families — entries whose texts differ only by IN-list length, temp table names,
+savepoint names, 2PC GIDs, SET values or comments. Kinds the server's version already normalizes are skipped
+(reference §4: 17 normalizes savepoint names and GIDs; 18 squashes IN lists and merges temp tables)."""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import dataclass
+
+from advisor.evidence import Evidence, StatementFact
+from advisor.recommendation import Change, Recommendation
+from advisor.rules._common import REFERENCE, SEED_2PC
+from advisor.thresholds import Thresholds
+
+CODE = "churn_family"
+
+# kind -> (first version that normalizes it, or None; the fix to give before that version)
+KINDS: dict[str, tuple[int | None, str, str]] = {
+    "gid": (17, "PostgreSQL 17 normalizes 2PC GIDs; until then set track_utility off", "track_utility"),
+    "savepoint": (17, "PostgreSQL 17 normalizes savepoint names; until then set track_utility off", "track_utility"),
+    "in_list": (18, "PostgreSQL 18 squashes IN lists; until then send = ANY($1) with one array parameter", "client"),
+    "temp_table": (18, "PostgreSQL 18 merges temp tables by name; until then reuse one temp table name", "client"),
+    "set": (
+        None,
+        "SET with literal values is hashed by text; set track_utility off or use set_config($1, ...)",
+        "track_utility",
+    ),
+    "comment": (
+        None,
+        "Comments with varying content (trace ids) split utility statements; strip them at the client",
+        "client",
+    ),
+}
+
+_COMMENT = re.compile(r"/\*.*?\*/|--[^\n]*", re.S)
+_GID = re.compile(r"^\s*(prepare\s+transaction|commit\s+prepared|rollback\s+prepared)\s+'(?:[^']|'')*'", re.I)
+_SAVEPOINT = re.compile(r"^\s*(savepoint|release(?:\s+savepoint)?|rollback\s+to(?:\s+savepoint)?)\s+\"?[\w$]+\"?", re.I)
+_SET = re.compile(r"^\s*set\s+(session\s+|local\s+)?([\w.]+)\s*(=|to)\s*.+$", re.I | re.S)
+_IN = re.compile(
+    r"\bin\s*\(\s*(?:\$\d+|'(?:[^']|'')*'|-?\d+(?:\.\d+)?)(?:\s*,\s*(?:\$\d+|'(?:[^']|'')*'|-?\d+(?:\.\d+)?))*\s*\)",
+    re.I,
+)
+_TEMP = re.compile(r"\b(pg_temp\w*\.)?(tmp|temp)_?\w*?_?\d+\b", re.I)
+
+
+@dataclass(frozen=True)
+class Family:
+    """A normalized key, its kind and its member statements."""
+
+    kind: str
+    key: str
+    members: tuple[StatementFact, ...]
+
+
+def normalize(text: str) -> list[tuple[str, str]]:
+    """Return (kind, normalized text) for every kind of variation found in `text`."""
+    found: list[tuple[str, str]] = []
+    stripped = _COMMENT.sub("", text).strip()
+    if stripped != text.strip():
+        found.append(("comment", stripped))
+    t = " ".join(stripped.split())
+    if _GID.match(t):
+        found.append(("gid", _GID.sub(lambda m: f"{m.group(1).upper()} '?'", t)))
+    elif _SAVEPOINT.match(t):
+        found.append(("savepoint", _SAVEPOINT.sub(lambda m: f"{m.group(1).upper()} ?", t)))
+    elif _SET.match(t):
+        m = _SET.match(t)
+        assert m
+        found.append(("set", f"SET {m.group(2).lower()} = ?"))
+    if _IN.search(t):
+        found.append(("in_list", _IN.sub("IN (...)", t)))
+    if _TEMP.search(t):
+        found.append(("temp_table", _TEMP.sub("<temp>", t)))
+    return found
+
+
+def families(statements: tuple[StatementFact, ...], version: int) -> list[Family]:
+    """Group statements by normalized text, per kind, leaving out kinds `version` already normalizes."""
+    groups: dict[tuple[str, str], dict[int, StatementFact]] = defaultdict(dict)
+    for st in statements:
+        for kind, key in normalize(st.query):
+            since = KINDS[kind][0]
+            if since is not None and version >= since:
+                continue
+            groups[(kind, key)][st.queryid] = st
+    return [Family(kind, key, tuple(m.values())) for (kind, key), m in sorted(groups.items())]
+
+
+def check(evidence: Evidence, thresholds: Thresholds) -> list[Recommendation]:
+    """Rule 5; withheld when the role cannot see every statement (its evidence would be partial)."""
+    if not evidence.sees_all_statements:
+        return []
+    out = []
+    for fam in families(evidence.statements, evidence.version):
+        n = len(fam.members)
+        if n < thresholds.family_min_entries:
+            continue
+        _, fix, how = KINDS[fam.kind]
+        share = f" ({n / evidence.settings.max:.0%} of max {evidence.settings.max:,})"
+        change = (
+            Change("ALTER SYSTEM SET pg_stat_statements.track_utility = off;", "reload")
+            if how == "track_utility"
+            else Change("-- client-side change: " + fix, "client")
+        )
+        out.append(
+            Recommendation(
+                rule=CODE,
+                severity="warning" if n >= evidence.settings.max * 0.1 else "info",
+                server=evidence.server,
+                subject=f"family:{fam.kind}:{fam.key}",
+                title=f"{n:,} entries differ only by {fam.kind.replace('_', ' ')}",
+                explanation=(
+                    f"{n:,} entries{share} normalize to `{fam.key[:120]}` on PostgreSQL {evidence.version}; "
+                    f"{sum(m.calls for m in fam.members):,} calls. {fix}."
+                ),
+                change=change,
+                effect="One entry instead of many: less entry creation under the exclusive lock, fewer evictions.",
+                cost="track_utility off hides every utility statement." if how == "track_utility" else "",
+                references=(SEED_2PC, REFERENCE) if fam.kind == "gid" else (REFERENCE,),
+            )
+        )
+    return out

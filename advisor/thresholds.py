@@ -1,0 +1,68 @@
+"""Every threshold of the advisor in one place, each with the public figure it comes from.
+
+Seeds are the texts in ../shared/seeds/ (see its README); the reference is ../shared/reference/pg_stat_statements.md.
+`Thresholds` holds the defaults; a later increment overrides fields per organization (dataclasses.replace).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+
+# Seed 000 (Dalibo audit): act above ~10 dealloc/s; max=100 with 128 statements gave ~1,450 dealloc/s
+# and 25% fewer transactions than max=400.
+DEALLOC_CRITICAL_PER_S = 10.0
+# Any sustained deallocation is a warning (issue 8, rule 1); below this it is noise from one burst.
+DEALLOC_WARNING_PER_S = 0.01
+# Reference §3: pg_stat_statements.max defaults to 5000; seed 000: never lower it below the default.
+PSS_MAX_DEFAULT = 5000
+# Seed 002 (Postgres.FM): the spinlock cliff is ≈400k calls/s of one queryid on 192 vCPUs without
+# track_planning, ≈200k with it (a second spinlock-protected update per statement).
+# The same seed says the problem was also reproduced on 8-core machines: the per-vCPU scaling below is a
+# calibration on one point, not a law.
+CLIFF_CALLS_PER_S = 400_000.0
+CLIFF_CPUS = 192
+# Seed 003 (Tantor): SpinDelay on 192 CPUs, one hot statement: 484k TPS at sample_rate 1.0, 1.02M at 0.5
+# (SpinDelay 11,107 → 174 samples), SpinDelay gone at 0.25.
+SAMPLE_RATE_TABLE = {1.0: 484_338, 0.75: 909_547, 0.5: 1_019_507, 0.25: 1_019_507, 0.0: 1_015_425}
+SAMPLE_RATE_MODERATE = 0.5
+SAMPLE_RATE_STRONG = 0.25
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """Advisor thresholds; defaults come from the module constants above (each with its source)."""
+
+    dealloc_critical_per_s: float = DEALLOC_CRITICAL_PER_S
+    dealloc_warning_per_s: float = DEALLOC_WARNING_PER_S
+    pss_max_default: int = PSS_MAX_DEFAULT
+    # Headroom for rule 1's value: distinct keys of the busiest period × 2 (a week's churn still fits).
+    max_headroom_factor: float = 2.0
+    # Rule 1's value is rounded up to a multiple of this (a "round number" a DBA would type).
+    max_round_to: int = 5000
+    # On 13 (no dealloc counter): entries ≥ 95% of max while keys disappear counts as eviction.
+    entries_near_max_share: float = 0.95
+    # Cliff model (seed 002), linear per vCPU: 400,000 / 192 ≈ 2,083 calls/s of one queryid per vCPU.
+    # One data point; the linear shape is an assumption, stated in every explanation that uses it.
+    cliff_calls_per_s_per_cpu: float = CLIFF_CALLS_PER_S / CLIFF_CPUS
+    # track_planning is safe to turn on when the hottest queryid is at most 1/4 of the cliff (so still
+    # at most 1/2 with the doubled updates).
+    cliff_safe_headroom: float = 4.0
+    # Below this headroom (with track_planning on) recommend turning it off or sampling.
+    cliff_near_headroom: float = 2.0
+    # Seed 003: SpinDelay share of sampled active time that counts as contention (its 1.0 row: 11,107
+    # SpinDelay samples against 9,568 NoWait — a majority; 5% is where it starts to matter).
+    spindelay_share: float = 0.05
+    sample_rate_moderate: float = SAMPLE_RATE_MODERATE
+    sample_rate_strong: float = SAMPLE_RATE_STRONG
+    # Seed 003: LWLock:pg_stat_statements waits cut 237k → 32k TPS on 48 CPUs; 5% of active time flags it.
+    lwlock_share_warning: float = 0.05
+    lwlock_share_critical: float = 0.20
+    # Rule 5: a family is churn when it has at least this many entries over the day.
+    family_min_entries: int = 20
+    # Rule 6: more than this many resets over the window is "often".
+    resets_max: int = 1
+    resets_window: timedelta = timedelta(days=7)
+    # Rule 7: plan share above 50% (issue 8) with material total time: ≥ 1% of the server's db time.
+    plan_share: float = 0.5
+    material_time_share: float = 0.01
