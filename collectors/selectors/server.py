@@ -171,15 +171,23 @@ def statement_names(*, server_id: int) -> StatementNames:
     return StatementNames(list(databases), list(users))
 
 
-def statements_in(*, server_id: int, window: Window, statement_ids: list[int]) -> dict[int, StatementTotals]:
+class WindowTotals(dict[int, StatementTotals]):
+    """Statement totals by statement id, with the seconds of the window the history covers (span_s)."""
+
+    span_s: float = 0.0
+
+
+def statements_in(*, server_id: int, window: Window, statement_ids: list[int]) -> WindowTotals:
     """The totals over a window of the given statements (those that ran in it), by statement id: a
     page of the top list against the previous period, without summing every statement of the server
     as compare_windows does."""
     p, raw, totals = statements._read_window(server_id, window)
     planning = Planning(totals.planning_tracked_s, totals.span_s)
     ids = np.unique(np.asarray(statement_ids, np.int64))
+    out = WindowTotals()
+    out.span_s = totals.span_s
     if not len(ids):
-        return {}
+        return out
     keep = np.isin(raw.statement_id, ids)
     raw = tiers.Sums(raw.statement_id[keep], raw.values[keep])
     union, params = statements._parts_sql(server_id, windows.resolve(server_id, p.terms), raw)
@@ -193,4 +201,5 @@ def statements_in(*, server_id: int, window: Window, statement_ids: list[int]) -
     ).format(sums=sums, union=union, dim=sql.SQL(statements._DIMENSION), figures=figures,
              dimension=sql.Identifier(tables.STATEMENT.name))  # fmt: skip
     rows = db.fetchall(query, params + [ids.tolist(), server_id])
-    return {r[0]: statements._row(r, planning) for r in rows}
+    out.update((r[0], statements._row(r, planning)) for r in rows)
+    return out

@@ -202,14 +202,33 @@ def statements_table(server, tr: TimeRange, state: TableState, base: str) -> dic
     top = top_statements(server_id=server.pk, window=tr.window, order=state.order, filters=state.filters,
                          page=Page(state.page, PAGE_SIZE))  # fmt: skip
     previous = None
+    coverage = ""
     if state.compare and top.rows:
-        previous = statements_in(server_id=server.pk, window=tr.window.previous(),
-                                 statement_ids=[r.statement_id for r in top.rows])  # fmt: skip
+        before = tr.window.previous()
+        previous = statements_in(server_id=server.pk, window=before, statement_ids=[r.statement_id for r in top.rows])
+        coverage = _coverage(previous.span_s, before)
     pages = max(1, ceil(top.total_count / PAGE_SIZE))
     names = statement_names(server_id=server.pk)
     rows = [_row(s, previous) for s in top.rows]
     table = _table(state, rows, top.total_count, top.planning.state, pages, (names.databases, names.users))
-    return {**_links(base, tr, state, pages), **table}
+    return {**_links(base, tr, state, pages), **table, "coverage": coverage}
+
+
+def _hours(seconds: float) -> str:
+    hours = seconds / 3600
+    return f"{hours:.0f} h" if hours >= 1 else f"{seconds / 60:.0f} min"
+
+
+def _coverage(span_s: float, before) -> str:
+    """A notice when the previous period is only partly covered by history: its changes then compare
+    unlike spans and look larger than they are."""
+    period_s = (before.end - before.start).total_seconds()
+    if period_s <= 0 or span_s >= period_s * 0.95:
+        return ""
+    if span_s <= 0:
+        return f"the previous period has no history in its {_hours(period_s)}: every statement counts as new"
+    return (f"the previous period has history for {_hours(span_s)} of its {_hours(period_s)}: "
+            "changes are larger than they would be over the whole period")  # fmt: skip
 
 
 def organization_table(servers: list, tr: TimeRange, state: TableState, base: str) -> dict:

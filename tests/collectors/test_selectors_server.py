@@ -291,6 +291,10 @@ def test_statements_in_agrees_with_compare_windows(configured_history):
     assert late not in statements_in(server_id=server.pk, window=window.previous(), statement_ids=ids + [late])
     assert late in statements_in(server_id=server.pk, window=window, statement_ids=[late])
     assert statements_in(server_id=server.pk, window=window, statement_ids=[]) == {}
+    # The span the history covers comes along (the compare notice of partly covered periods).
+    assert previous.span_s == compare_windows(server_id=server.pk, window=window).previous_planning.span_s > 0
+    before_history = Window(now - timedelta(days=30), now - timedelta(days=29))
+    assert statements_in(server_id=server.pk, window=before_history, statement_ids=ids).span_s == 0
 
 
 # -- across the servers of an organization (collectors/selectors/across.py) ---------------------------

@@ -217,7 +217,9 @@ def test_paging(client, world, monkeypatch):
 def test_an_htmx_request_gets_only_the_table(client, world):
     client.force_login(world.alice)
     fragment = get(client, world.configured, htmx=True, order="calls")
-    assert fragment.lstrip().startswith('<section id="top-statements"') and fragment.rstrip().endswith("</section>")
+    table_part, picker = fragment.split('<div id="range-picker" hx-swap-oob="true">')  # the range links, out of band
+    assert table_part.lstrip().startswith('<section id="top-statements"') and table_part.rstrip().endswith("</section>")
+    assert picker.rstrip().endswith("</div>")
     assert "<html" not in fragment and "server-head" not in fragment
     whole = get(client, world.configured, order="calls")
     assert "<html" in whole and f"<h1>{world.configured.name}</h1>" in whole and '<section id="top-statements"' in whole
@@ -361,3 +363,26 @@ def test_an_organizations_statements_need_membership(client, world, django_asser
         html = client.get(url, {"range": "24h", "compare": "1", "page": "11"}).content.decode()
     assert c.queries <= 14, c.queries
     assert "the first 10 pages are listed" in html
+
+
+def test_compare_says_when_the_previous_period_is_partly_covered(client, world):
+    client.force_login(world.alice)
+    # History starts 26 hours ago: the 20 hours before the last 20 have 6 hours of it.
+    params, _ = custom(world, 20)
+    html = get(client, world.configured, **params, compare="1")
+    assert "the previous period has history for 6 h of its 20 h" in html
+    params, _ = custom(world, 6)  # the 6 hours before are covered
+    assert "Partial history" not in get(client, world.configured, **params, compare="1")
+    params, _ = custom(world, 20)
+    assert "Partial history" not in get(client, world.configured, **params)  # no comparison, no notice
+
+
+def test_an_htmx_table_update_swaps_the_range_links_out_of_band(client, world):
+    client.force_login(world.alice)
+    url = reverse("server", args=[world.configured.pk])
+    html = client.get(url, {"range": "24h", "order": "calls", "q": "h2"}, HTTP_HX_REQUEST="true").content.decode()
+    picker = html[html.index('<div id="range-picker" hx-swap-oob="true">') :]
+    # The range links carry the table's new state (order, filter), from page 1.
+    assert "order=calls" in picker and "q=h2" in picker and "range=6h" in picker
+    full = client.get(url, {"range": "24h", "order": "calls"}).content.decode()
+    assert full.count('id="range-picker"') == 1 and "hx-swap-oob" not in full  # the page has it once, in place
