@@ -19,6 +19,17 @@ class Series:
     color: str | None = None
 
 
+@dataclass(frozen=True)
+class Chart:
+    """A chart of a page: the json_script element's id, its title, its data (None: nothing to draw, the
+    note says why)."""
+
+    id: str
+    title: str
+    spec: dict | None
+    note: str = ""
+
+
 def epoch_ms(at: datetime) -> int:
     return int(at.timestamp() * 1000)
 

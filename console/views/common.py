@@ -20,3 +20,15 @@ def render_page(request: HttpRequest, template: str, context: dict, *, fragment:
     # The same URL answers with a fragment or a page: caches must keep them apart.
     response.headers["Vary"] = "HX-Request"
     return response
+
+
+def page_number(params, errors: list[str]) -> int:
+    """The ?page= of a paged table (1 when absent); a bad one is 1, with the reason added to `errors`."""
+    try:
+        page = int(params.get("page") or 1)
+        if page < 1:
+            raise ValueError
+    except ValueError:
+        errors.append(f"page {params.get('page')!r} is not a page number")
+        page = 1
+    return page

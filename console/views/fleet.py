@@ -22,7 +22,7 @@ from collectors.selectors.windows import HOUR, floor_hour
 from console.access import visible_organizations, visible_servers
 from console.charts import Series, time_chart
 from console.ranges import PRESETS, TimeRange, parse_range
-from console.views.common import render_page
+from console.views.common import page_number, render_page
 from inventory.models import Server
 
 PAGE_SIZE = 50
@@ -109,13 +109,7 @@ def parse_state(params, organization_ids: set[int]) -> FleetState:
     if sort not in SORTS:
         errors.append(f"unknown sort {sort!r}: one of {', '.join(SORTS)}")
         sort = DEFAULT_SORT
-    try:
-        page = int(params.get("page") or 1)
-        if page < 1:
-            raise ValueError
-    except ValueError:
-        errors.append(f"page {params.get('page')!r} is not a page number")
-        page = 1
+    page = page_number(params, errors)
     tag, text = params.get("tag", "").strip()[:100], params.get("q", "").strip()[:200]
     return FleetState(organization_id=organization_id, tag=tag, status=status, text=text, sort=sort, page=page,
                       error="; ".join(errors))  # fmt: skip

@@ -21,7 +21,7 @@ from collectors.selectors import (
     top_statements,
 )
 from console.access import server_for
-from console.charts import EXEC_COLOR, PLAN_COLOR, Series, time_chart
+from console.charts import EXEC_COLOR, PLAN_COLOR, Chart, Series, time_chart
 from console.ranges import parse_range
 from console.views.common import render_page
 from console.views.top import MISSING_TEXT, range_links, server_header
@@ -49,14 +49,6 @@ class Untracked:
     start: datetime
     end: datetime
     partly: bool  # a bucket at its edge was tracked for part of its time (track_planning changed inside it)
-
-
-@dataclass(frozen=True)
-class Chart:
-    id: str
-    title: str
-    spec: dict | None  # None: nothing to draw (the note says why)
-    note: str = ""
 
 
 @dataclass(frozen=True)

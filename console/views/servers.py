@@ -19,7 +19,7 @@ from collectors.selectors.server import (
     server_settings,
 )
 from console.access import server_for
-from console.charts import EXEC_COLOR, PLAN_COLOR, Series, time_chart
+from console.charts import EXEC_COLOR, PLAN_COLOR, Chart, Series, time_chart
 from console.ranges import parse_range
 from console.views.common import is_fragment_request, render_page
 from console.views.top import parse_table, range_context, server_header, statements_table
@@ -53,14 +53,6 @@ class SettingRow:
     value: str | None  # None: not available on this server
     meaning: str
     missing: str  # why it may not exist
-
-
-@dataclass(frozen=True)
-class Chart:
-    id: str  # the json_script element's id
-    title: str
-    spec: dict
-    note: str = ""
 
 
 def _short(setting: str) -> str:

@@ -16,7 +16,7 @@ from collectors.selectors import StatementSeries, StatementTotals, Window, state
 from collectors.selectors.server import statements_in
 from collectors.selectors.statement import same_queryid_elsewhere, statement_detail
 from console.access import server_for, visible_organizations
-from console.charts import EXEC_COLOR, PLAN_COLOR, Series, time_chart
+from console.charts import EXEC_COLOR, PLAN_COLOR, Chart, Series, time_chart
 from console.ranges import parse_range
 from console.sql_highlight import highlight
 from console.views.common import is_fragment_request, render_page
@@ -35,14 +35,6 @@ MISSING_TEXT: dict[str, tuple[str, str]] = {
                              "Its query text file was discarded (e.g. after a failed garbage collection); the text "
                              "is read again when the entry is re-created."),
 }  # fmt: skip
-
-
-@dataclass(frozen=True)
-class Chart:
-    id: str  # the json_script element's id
-    title: str
-    spec: dict
-    note: str = ""
 
 
 def _mid(start: datetime, end: datetime) -> datetime:

@@ -21,7 +21,7 @@ from collectors.selectors.fleet import server_status
 from collectors.selectors.server import statement_names, statements_in, version_text
 from console.access import organization_for, server_for
 from console.ranges import PRESETS, TimeRange, parse_range
-from console.views.common import render_page
+from console.views.common import page_number, render_page
 from inventory.models import Server
 
 PAGE_SIZE = 50
@@ -79,13 +79,7 @@ def parse_table(params) -> TableState:
     if order not in ORDERS:
         errors.append(f"unknown order {order!r}: one of {', '.join(ORDERS)}")
         order = "total"
-    try:
-        page = int(params.get("page") or 1)
-        if page < 1:
-            raise ValueError
-    except ValueError:
-        errors.append(f"page {params.get('page')!r} is not a page number")
-        page = 1
+    page = page_number(params, errors)
     return TableState(
         order=order, database=params.get("db", "").strip(), user=params.get("user", "").strip(),
         text=params.get("q", "").strip()[:200], page=page, compare=params.get("compare") == "1",
