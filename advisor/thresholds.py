@@ -66,3 +66,7 @@ class Thresholds:
     # Rule 7: plan share above 50% (issue 8) with material total time: ≥ 1% of the server's db time.
     plan_share: float = 0.5
     material_time_share: float = 0.01
+    # Lifecycle (no public figure: the console's choice): a recommendation whose condition has not been seen
+    # for this long is resolved automatically; a user's "resolved" is reopened only after it (the change
+    # needs time to show in windows of an hour and more).
+    clear_after: timedelta = timedelta(hours=2)

@@ -16,6 +16,12 @@ def beat_schedule() -> dict:
             "schedule": 300.0,
             "options": {"expires": 290},
         },
+        # The advisor reads what the collections stored: every enabled server, one task each.
+        "advisor": {
+            "task": "advisor.tasks.advise_fleet",
+            "schedule": float(settings.ADVISOR_INTERVAL_S),
+            "options": {"expires": settings.ADVISOR_INTERVAL_S * 0.9},
+        },
         "history-partitions": {
             "task": "collectors.tasks.maintain_partitions",
             "schedule": 3600.0,

@@ -46,6 +46,7 @@ INSTALLED_APPS = [
     "inventory",
     "console",
     "collectors",
+    "advisor",
 ]
 
 MIDDLEWARE = [
@@ -141,6 +142,9 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # How often beat ticks the dispatcher that enqueues due collections (seconds).
 DISPATCH_TICK_S = env.float("DISPATCH_TICK_S", default=5.0)
+
+# How often beat has the advisor evaluate every enabled server (seconds).
+ADVISOR_INTERVAL_S = env.int("ADVISOR_INTERVAL_S", default=300)
 
 # --- Collection -------------------------------------------------------------
 COLLECTOR = {

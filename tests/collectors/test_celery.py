@@ -12,6 +12,8 @@ import redis
 from django.conf import settings as django_settings
 from django.db import connection
 
+from advisor.gather import NO_SNAPSHOT
+from advisor.models import Evaluation
 from inventory.models import Server
 from tests.world import register, run, server_entry, snapshots
 
@@ -28,6 +30,7 @@ def celery_processes(tmp_path):
         "DATABASE_URL": f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
         "REDIS_URL": BROKER,
         "DISPATCH_TICK_S": "1",
+        "ADVISOR_INTERVAL_S": "3",
         "COLLECTOR_ACTIVITY_SAMPLES": "2",
         "COLLECTOR_ACTIVITY_SPAN_S": "0.1",
         "CREDENTIALS_KEY": django_settings.CREDENTIALS_KEY,
@@ -83,6 +86,14 @@ def test_beat_dispatches_and_the_worker_collects(pg_clusters, celery_processes):
     broken.refresh_from_db()
     assert broken.last_error_class == "auth_failed" and broken.consecutive_failures >= 1
     assert snapshots(broken) == []
+
+    # The advisor's beat entry evaluates every enabled server through the worker, the failing one included.
+    def evaluated() -> bool:
+        runs = {e.server_id: e for e in Evaluation.objects.filter(server__in=[server, broken], error="")}
+        return len(runs) == 2 and runs[server.pk].notes != [NO_SNAPSHOT]
+
+    _wait_for(evaluated, 60, celery_processes)
+    assert Evaluation.objects.get(server=broken).notes == [NO_SNAPSHOT]
 
 
 class _Gate:

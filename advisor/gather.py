@@ -1,0 +1,130 @@
+"""Evidence for one server, built only from the selectors (the rules never touch the ORM or SQL).
+
+Windows: the last hour, day and week ending now. Rates are per second of history the window holds, so
+a server monitored for ten minutes is judged on those ten minutes (and says so in `notes`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from advisor.evidence import Evidence, Settings, StatementFact
+from collectors.selectors import fleet_summary, server_series, statement_series, wait_events
+from collectors.selectors.advisor import server_facts
+from collectors.selectors.server import server_settings
+from collectors.selectors.statements import all_statements
+from collectors.selectors.windows import Window
+from inventory.models import Server
+
+WINDOWS = {"1h": timedelta(hours=1), "24h": timedelta(days=1), "7d": timedelta(days=7)}
+# Fewer delta snapshots than this in the last hour: rates are not judged yet (one burst is not "sustained").
+MIN_SNAPSHOTS = 3
+LWLOCK_EVENT = "LWLock:pg_stat_statements"
+SPINDELAY_EVENT = "Timeout:SpinDelay"
+NO_SNAPSHOT = "No snapshot yet: the advisor waits for the first collections."
+
+
+@dataclass
+class Gathered:
+    evidence: Evidence | None  # None: nothing to judge yet (never collected)
+    notes: list[str] = field(default_factory=list)  # what the evidence lacks, in sentences
+    partial: bool = False  # the monitoring role cannot see every statement
+
+
+def _share(rows, event: str) -> float | None:
+    if not rows:
+        return None
+    return next((r.share or 0.0 for r in rows if r.event == event), 0.0)
+
+
+def server_evidence(*, server: Server, now: datetime) -> Gathered:
+    """Read what the rules need about `server` as of `now`."""
+    settings = server_settings(server_id=server.pk)
+    if settings.taken_at is None or settings.server_version_num is None:
+        return Gathered(None, [NO_SNAPSHOT])
+    notes: list[str] = []
+    version = settings.server_version_num // 10000
+    w = {name: Window(now - length, now) for name, length in WINDOWS.items()}
+    rows = {name: fleet_summary(server_ids=[server.pk], window=win, now=now)[0] for name, win in w.items()}
+    hour = rows["1h"]
+    judged = hour.snapshots >= MIN_SNAPSHOTS
+    if not judged:
+        notes.append(f"Only {hour.snapshots} snapshot(s) in the last hour: rates are judged from {MIN_SNAPSHOTS} on.")
+    dealloc = None
+    if version >= 14 and judged:
+        dealloc = {name: r.dealloc_per_s for name, r in rows.items() if r.dealloc_per_s is not None}
+    elif version < 14:
+        notes.append(
+            f"PostgreSQL {version} has no deallocation counter: evictions are inferred from disappearing keys."
+        )
+
+    day, week = rows["24h"], rows["7d"]
+    if week.span_s < WINDOWS["24h"].total_seconds():
+        notes.append(f"The history holds {week.span_s / 3600:.1f} h: day and week figures cover that much.")
+    series = server_series(server_id=server.pk, window=w["24h"])
+    facts_day = server_facts(server_id=server.pk, window=w["24h"])
+    facts_week = server_facts(server_id=server.pk, window=w["7d"])
+    sees_all = facts_day.reads_all_stats is not False
+    if facts_day.reads_all_stats is False:
+        notes.append(
+            f"The monitoring role {server.user} lacks pg_read_all_stats: other roles' statements are hidden, "
+            "so the evidence is partial and statement-level rules are withheld."
+        )
+    if server.cpu_count is None:
+        notes.append("The CPU count is not set on the server: the distance to the spinlock cliff is unknown.")
+
+    statements_day, _ = all_statements(server_id=server.pk, window=w["24h"])
+    statements_week, _ = all_statements(server_id=server.pk, window=w["7d"])
+    facts = tuple(
+        StatementFact(queryid=s.queryid, query=s.query or "", calls=s.calls, total_exec_ms=s.exec_ms,
+                      total_plan_ms=s.plan_ms or 0.0, statement_id=s.statement_id)
+        for s in statements_day
+    )  # fmt: skip
+    hottest = max(statements_day, key=lambda s: s.calls, default=None)
+    hottest_peak = None
+    waits = wait_events(server_id=server.pk, window=w["24h"], top=50)
+    spindelay_hot = False
+    if hottest is not None and hottest.calls > 0:
+        peaks = []
+        recent = Window(max(now - timedelta(hours=6), w["24h"].start), now)
+        for win in (recent, w["24h"]):
+            points = statement_series(statement_id=hottest.statement_id, window=win).points
+            peaks += [p.calls_per_s for p in points if p.calls_per_s is not None]
+        hottest_peak = max(peaks, default=None)
+        if version >= 16 and waits.rows:
+            hot_waits = wait_events(server_id=server.pk, window=w["24h"], statement_id=hottest.statement_id, top=50)
+            spindelay_hot = (_share(hot_waits.rows, SPINDELAY_EVENT) or 0.0) > 0
+    sampled = waits.span_s > 0 and bool(waits.rows)
+    if not sampled:
+        notes.append("No wait events sampled in the last day: lock contention cannot be judged.")
+
+    evidence = Evidence(
+        server=server.name,
+        version=version,
+        settings=Settings(
+            max=settings.entries_max or 5000, track=settings.track or "top",
+            track_utility=settings.track_utility if settings.track_utility is not None else True,
+            track_planning=settings.track_planning, save=settings.save if settings.save is not None else True,
+            sample_rate=settings.sample_rate,
+        ),
+        cpu_count=server.cpu_count,
+        sees_all_statements=sees_all,
+        monitoring_role=server.user,
+        dealloc_per_s=dealloc,
+        dealloc_series=tuple((p.start, p.dealloc_per_s) for p in series.points) if version >= 14 else (),
+        distinct_keys_1d=len(statements_day),
+        distinct_keys_7d=len(statements_week),
+        entries_peak=max((x for x in (day.entries_peak, facts_day.entries_peak) if x is not None), default=None),
+        keys_disappeared_1d=facts_day.gone_entries if judged else None,
+        mean_query_len=facts_day.mean_text_bytes,
+        stats_resets=tuple(facts_week.stats_resets),
+        hottest_queryid=hottest.queryid if hottest else None,
+        hottest_calls_per_s=hottest_peak,
+        lwlock_pgss_share=_share(waits.rows, LWLOCK_EVENT) if sampled else None,
+        spindelay_share=_share(waits.rows, SPINDELAY_EVENT) if sampled and version >= 16 else None,
+        spindelay_on_hot_statements=spindelay_hot,
+        server_db_time_ms=sum(s.exec_ms + (s.plan_ms or 0.0) for s in statements_day),
+        statements=facts,
+    )  # fmt: skip
+    return Gathered(evidence, notes, partial=not sees_all)

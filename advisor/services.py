@@ -1,0 +1,184 @@
+"""Evaluate servers and keep the recommendations' lifecycle: open → acknowledged → resolved (by a user,
+or automatically once the condition has been clear for `clear_after`), reopened when it returns."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.utils import timezone
+
+from advisor import recommendation as found
+from advisor.gather import server_evidence
+from advisor.models import Evaluation, OrganizationThresholds, Recommendation, RecommendationEvent, Status
+from advisor.rules import evaluate
+from advisor.thresholds import Thresholds
+from inventory.models import Organization, Server
+
+log = logging.getLogger(__name__)
+Kind = RecommendationEvent.Kind
+
+
+class LifecycleError(ValueError):
+    """An action that does not apply to the recommendation's state (e.g. acknowledging a resolved one)."""
+
+
+def organization_thresholds(*, organization: Organization) -> Thresholds:
+    """The defaults with the organization's overrides."""
+    row = OrganizationThresholds.objects.filter(organization=organization).first()
+    if row is None:
+        return Thresholds()
+    changes = {
+        name: getattr(row, name) for name in OrganizationThresholds.OVERRIDABLE if getattr(row, name) is not None
+    }
+    if row.clear_after_minutes is not None:
+        changes["clear_after"] = timedelta(minutes=row.clear_after_minutes)
+    return replace(Thresholds(), **changes)
+
+
+def subject_key(subject: str) -> str:
+    return hashlib.sha256(subject.encode()).hexdigest()
+
+
+def _evidence_json(rec: found.Recommendation) -> list[dict]:
+    return [
+        {"label": s.label, "unit": s.unit, "points": [[at.isoformat(), value] for at, value in s.points]}
+        for s in rec.evidence
+    ]
+
+
+def _fields(rec: found.Recommendation) -> dict:
+    return {
+        "severity": rec.severity, "title": rec.title, "explanation": rec.explanation,
+        "change_text": rec.change.text if rec.change else "", "change_apply": rec.change.apply if rec.change else "",
+        "effect": rec.effect, "cost": rec.cost, "evidence": _evidence_json(rec), "references": list(rec.references),
+    }  # fmt: skip
+
+
+@dataclass
+class Outcome:
+    """What one evaluation of a server changed."""
+
+    server_id: int
+    opened: list[int] = field(default_factory=list)
+    reopened: list[int] = field(default_factory=list)
+    updated: list[int] = field(default_factory=list)
+    cleared: list[int] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    error: str = ""
+
+
+def recommendations_apply(
+    *, server: Server, found_now: list[found.Recommendation], now: datetime, clear_after: timedelta
+) -> Outcome:
+    """Persist one evaluation's findings: create, refresh, reopen, or clear (the lifecycle's core)."""
+    out = Outcome(server.pk)
+    existing = {(r.rule, r.subject_key): r for r in Recommendation.objects.filter(server=server)}
+    seen = set()
+    for rec in found_now:
+        key = (rec.rule, subject_key(rec.subject))
+        seen.add(key)
+        row = existing.get(key)
+        fields = _fields(rec)
+        if row is None:
+            row = Recommendation.objects.create(
+                server=server, rule=rec.rule, subject=rec.subject, subject_key=key[1],
+                first_seen_at=now, opened_at=now, last_seen_at=now, **fields,
+            )  # fmt: skip
+            RecommendationEvent.objects.create(recommendation=row, at=now, kind=Kind.OPENED, severity=rec.severity,
+                                               detail=rec.explanation)  # fmt: skip
+            out.opened.append(row.pk)
+            continue
+        if row.status == Status.RESOLVED:
+            # A user's "resolved" gets time for the change to show before the advice returns.
+            if row.resolved_by_id is not None and now - row.resolved_at < clear_after:
+                continue
+            row.status, row.opened_at, row.times_opened = Status.OPEN, now, row.times_opened + 1
+            row.acknowledged_at = row.acknowledged_by = row.resolved_at = row.resolved_by = None
+            RecommendationEvent.objects.create(recommendation=row, at=now, kind=Kind.REOPENED, severity=rec.severity,
+                                               detail=rec.explanation)  # fmt: skip
+            out.reopened.append(row.pk)
+        elif row.severity != rec.severity:
+            RecommendationEvent.objects.create(recommendation=row, at=now, kind=Kind.SEVERITY, severity=rec.severity,
+                                               detail=rec.explanation)  # fmt: skip
+            out.updated.append(row.pk)
+        for name, value in fields.items():
+            setattr(row, name, value)
+        row.last_seen_at = now
+        row.save()
+    for key, row in existing.items():
+        if key in seen or row.status == Status.RESOLVED or now - row.last_seen_at < clear_after:
+            continue
+        row.status, row.resolved_at, row.resolved_by = Status.RESOLVED, now, None
+        row.save(update_fields=["status", "resolved_at", "resolved_by"])
+        RecommendationEvent.objects.create(
+            recommendation=row, at=now, kind=Kind.CLEARED, severity=row.severity,
+            detail=f"Not seen since {row.last_seen_at:%Y-%m-%d %H:%M} UTC (clear for {clear_after}).",
+        )  # fmt: skip
+        out.cleared.append(row.pk)
+    return out
+
+
+def server_advise(*, server_id: int, now: datetime | None = None) -> Outcome:
+    """Evaluate one server now and persist the result. A failure is recorded on its Evaluation row and
+    never touches its recommendations (nothing is cleared on an evaluation that did not happen)."""
+    now = now or timezone.now()
+    server = Server.objects.select_related("organization").get(pk=server_id)
+    thresholds = organization_thresholds(organization=server.organization)
+    try:
+        gathered = server_evidence(server=server, now=now)
+        found_now = evaluate(gathered.evidence, thresholds) if gathered.evidence is not None else []
+    except Exception as exc:  # the history store down, a selector bug: recorded, next run retries
+        log.exception("advisor: evaluating server %s failed", server_id)
+        Evaluation.objects.update_or_create(
+            server=server, defaults={"at": now, "error": f"{type(exc).__name__}: {exc}"}
+        )
+        return Outcome(server_id, error=str(exc))
+    with transaction.atomic():
+        out = recommendations_apply(server=server, found_now=found_now, now=now, clear_after=thresholds.clear_after)
+        Evaluation.objects.update_or_create(
+            server=server, defaults={"at": now, "partial": gathered.partial, "notes": gathered.notes, "error": ""}
+        )
+    out.notes = gathered.notes
+    return out
+
+
+def recommendation_acknowledge(*, recommendation: Recommendation, user: AbstractBaseUser) -> None:
+    if recommendation.status != Status.OPEN:
+        raise LifecycleError(f"only an open recommendation can be acknowledged (this one is {recommendation.status})")
+    now = timezone.now()
+    recommendation.status, recommendation.acknowledged_at, recommendation.acknowledged_by = (
+        Status.ACKNOWLEDGED,
+        now,
+        user,
+    )
+    recommendation.save(update_fields=["status", "acknowledged_at", "acknowledged_by"])
+    RecommendationEvent.objects.create(recommendation=recommendation, at=now, kind=Kind.ACKNOWLEDGED,
+                                       severity=recommendation.severity, user=user)  # fmt: skip
+
+
+def recommendation_resolve(*, recommendation: Recommendation, user: AbstractBaseUser) -> None:
+    if recommendation.status == Status.RESOLVED:
+        raise LifecycleError("this recommendation is already resolved")
+    now = timezone.now()
+    recommendation.status, recommendation.resolved_at, recommendation.resolved_by = Status.RESOLVED, now, user
+    recommendation.save(update_fields=["status", "resolved_at", "resolved_by"])
+    RecommendationEvent.objects.create(recommendation=recommendation, at=now, kind=Kind.RESOLVED,
+                                       severity=recommendation.severity, user=user)  # fmt: skip
+
+
+def organization_thresholds_update(*, organization: Organization, values: dict) -> OrganizationThresholds:
+    """Set an organization's overrides; a value of None returns that threshold to its default."""
+    unknown = set(values) - set(OrganizationThresholds.OVERRIDABLE) - {"clear_after_minutes"}
+    if unknown:
+        raise ValueError(f"not an advisor threshold: {', '.join(sorted(unknown))}")
+    row, _ = OrganizationThresholds.objects.get_or_create(organization=organization)
+    for name, value in values.items():
+        setattr(row, name, value)
+    row.full_clean()
+    row.save()
+    return row
