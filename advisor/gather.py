@@ -18,8 +18,8 @@ from collectors.selectors.windows import Window
 from inventory.models import Server
 
 WINDOWS = {"1h": timedelta(hours=1), "24h": timedelta(days=1), "7d": timedelta(days=7)}
-# Fewer delta snapshots than this in the last hour: rates are not judged yet (one burst is not "sustained").
-MIN_SNAPSHOTS = 3
+# Fewer delta snapshots than this in the last hour: rates are not judged yet (one interval is not "sustained").
+MIN_SNAPSHOTS = 2
 LWLOCK_EVENT = "LWLock:pg_stat_statements"
 SPINDELAY_EVENT = "Timeout:SpinDelay"
 NO_SNAPSHOT = "No snapshot yet: the advisor waits for the first collections."
@@ -32,10 +32,13 @@ class Gathered:
     partial: bool = False  # the monitoring role cannot see every statement
 
 
-def _share(rows, event: str) -> float | None:
-    if not rows:
-        return None
+def _share(rows, event: str) -> float:
+    """The event's share of sampled session time (0 when sampled sessions never waited on it)."""
     return next((r.share or 0.0 for r in rows if r.event == event), 0.0)
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds / 3600:.1f} h" if seconds >= 3600 else f"{seconds / 60:.0f} min"
 
 
 def server_evidence(*, server: Server, now: datetime) -> Gathered:
@@ -61,7 +64,7 @@ def server_evidence(*, server: Server, now: datetime) -> Gathered:
 
     day, week = rows["24h"], rows["7d"]
     if week.span_s < WINDOWS["24h"].total_seconds():
-        notes.append(f"The history holds {week.span_s / 3600:.1f} h: day and week figures cover that much.")
+        notes.append(f"The history holds {_duration(week.span_s)}: day and week figures cover that much.")
     series = server_series(server_id=server.pk, window=w["24h"])
     facts_day = server_facts(server_id=server.pk, window=w["24h"])
     facts_week = server_facts(server_id=server.pk, window=w["7d"])
@@ -94,8 +97,8 @@ def server_evidence(*, server: Server, now: datetime) -> Gathered:
         hottest_peak = max(peaks, default=None)
         if version >= 16 and waits.rows:
             hot_waits = wait_events(server_id=server.pk, window=w["24h"], statement_id=hottest.statement_id, top=50)
-            spindelay_hot = (_share(hot_waits.rows, SPINDELAY_EVENT) or 0.0) > 0
-    sampled = waits.span_s > 0 and bool(waits.rows)
+            spindelay_hot = _share(hot_waits.rows, SPINDELAY_EVENT) > 0
+    sampled = waits.span_s > 0  # sampled, even if no session was active in the samples
     if not sampled:
         notes.append("No wait events sampled in the last day: lock contention cannot be judged.")
 

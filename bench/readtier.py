@@ -159,6 +159,45 @@ def _calls(h: longhistory.LongHistory, fl: fleet_history.Fleet | None, end: date
                     lambda w=w: s.wait_events(server_id=h.server_id, window=w)))  # fmt: skip
         out.append((Measured("wait_events", f"{label}, hot statement", None, window=label),
                     lambda w=w: s.wait_events(server_id=h.server_id, window=w, statement_id=hot[0])))  # fmt: skip
+    out += _advisor_calls(h, fl, end)
+    return out
+
+
+ADVISOR_EVIDENCE_TARGET_MS = 2000  # one server's evaluation every 5 minutes: 200 servers in well under that
+ADVICE_PER_SERVER = 3
+
+
+def _advisor_calls(h: longhistory.LongHistory, fl: fleet_history.Fleet | None, end: datetime):
+    """The advisor's reads: its own selector, the whole evidence of one server (every selector it calls),
+    and the recommendation selectors of the pages over the fleet (3 active recommendations a server)."""
+    from advisor import gather
+    from advisor import recommendation as found
+    from advisor import selectors as advice
+    from advisor.services import recommendations_apply
+    from collectors.selectors.advisor import server_facts
+    from collectors.selectors.windows import Window
+    from inventory.models import Server
+
+    week = Window(end - timedelta(days=7), end)
+    server = Server.objects.get(pk=h.server_id)
+    out = [
+        (Measured("server_facts", "7 d", 50, window="7 d"), lambda: server_facts(server_id=h.server_id, window=week)),
+        (Measured("advisor evidence", f"1 h, 24 h and 7 d of {h.statements:,} statements", ADVISOR_EVIDENCE_TARGET_MS,
+                  window="7 d"), lambda: gather.server_evidence(server=server, now=end)),
+    ]  # fmt: skip
+    if fl is not None:
+        for sid in fl.server_ids:
+            findings = [
+                found.Recommendation(rule=f"rule{k}", severity=("info", "warning", "critical")[k], server=str(sid),
+                                     subject="server", title="t", explanation="e")  # fmt: skip
+                for k in range(ADVICE_PER_SERVER)
+            ]
+            recommendations_apply(server=Server(pk=sid), found_now=findings, now=end, clear_after=timedelta(hours=2))
+        n = len(fl.server_ids)
+        out.append((Measured("recommendation_counts", f"{n} servers", 50),
+                    lambda: advice.recommendation_counts(server_ids=fl.server_ids)))  # fmt: skip
+        out.append((Measured("recommendations", f"{n} servers, {n * ADVICE_PER_SERVER} active", 150),
+                    lambda: advice.recommendations(server_ids=fl.server_ids)))  # fmt: skip
     return out
 
 

@@ -45,6 +45,8 @@ MONITOR_USER = "monitor"
 MONITOR_PASSWORD = "demo-monitor-pw"
 ORGANIZATION = "demo"
 INTERVAL_S = 15
+#: The advisor evaluates the demo's servers every minute (300 s in production): its advice shows within minutes.
+ADVISOR_INTERVAL_S = 60
 LOCK_PATH = RUN_DIR / "demo.lock"
 BEAT_SCHEDULE = RUN_DIR / "demo-celerybeat-schedule"
 

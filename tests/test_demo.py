@@ -9,6 +9,7 @@ under test would then refuse to start, and this test fails saying so).
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -141,6 +142,22 @@ def test_demo_runs_collects_and_stops(demo_database):
 
     planning = by_server["pg18-planning"]
     assert all(s[7] is True for s in planning), f"track_planning not on\n{context}"
+
+    # The advisor on what the demo left (on demand, as a DBA would ask): the storm's max is critical with a
+    # computed value, planning is invisible on the storm server, and the 11-table join is planning-dominated.
+    # (The GID family needs 20 distinct GIDs caught by snapshots: about 5 minutes of the demo, not 60 s.)
+    env = {**os.environ, "DATABASE_URL": demo_database, "REDIS_URL": REDIS_URL, "DEBUG": "true"}
+    advise = subprocess.run([sys.executable, "manage.py", "advise", "--all", "--json"], cwd=REPO_ROOT, env=env,
+                            capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert advise.returncode == 0, advise.stderr
+    servers = json.loads(advise.stdout)
+    advice = {s["server"]: {(r["rule"], r["subject"]): r for r in s["recommendations"]} for s in servers}
+    storm_max = advice["pg16-dealloc-storm"][("pgss_max", "server")]
+    assert storm_max["severity"] == "critical", storm_max
+    assert int(storm_max["change_text"].split("= ")[1].rstrip(";")) >= 5000, storm_max
+    assert ("track_planning", "server") in advice["pg16-dealloc-storm"], advice
+    heavy = [r for (rule, _), r in advice["pg18-planning"].items() if rule == "planning_dominated"]
+    assert heavy and "planning" in heavy[0]["explanation"], advice
 
     # Everything stopped: no demo postmaster, nothing listening on the demo ports.
     for c in _demo_clusters():

@@ -33,6 +33,11 @@ KINDS: dict[str, tuple[int | None, str, str]] = {
     ),
 }
 
+LABELS = {
+    "gid": "two-phase commit GID", "savepoint": "savepoint name", "in_list": "IN-list length",
+    "temp_table": "temp table name", "set": "SET value", "comment": "comment",
+}  # fmt: skip
+GID_FAMILY = "PREPARE TRANSACTION / COMMIT PREPARED / ROLLBACK PREPARED '?'"
 _COMMENT = re.compile(r"/\*.*?\*/|--[^\n]*", re.S)
 _GID = re.compile(r"^\s*(prepare\s+transaction|commit\s+prepared|rollback\s+prepared)\s+'(?:[^']|'')*'", re.I)
 _SAVEPOINT = re.compile(r"^\s*(savepoint|release(?:\s+savepoint)?|rollback\s+to(?:\s+savepoint)?)\s+\"?[\w$]+\"?", re.I)
@@ -61,7 +66,8 @@ def normalize(text: str) -> list[tuple[str, str]]:
         found.append(("comment", stripped))
     t = " ".join(stripped.split())
     if _GID.match(t):
-        found.append(("gid", _GID.sub(lambda m: f"{m.group(1).upper()} '?'", t)))
+        # One family for the three verbs: the same GIDs make all of them distinct (seed 001).
+        found.append(("gid", GID_FAMILY))
     elif _SAVEPOINT.match(t):
         found.append(("savepoint", _SAVEPOINT.sub(lambda m: f"{m.group(1).upper()} ?", t)))
     elif _SET.match(t):
@@ -109,7 +115,7 @@ def check(evidence: Evidence, thresholds: Thresholds) -> list[Recommendation]:
                 severity="warning" if n >= evidence.settings.max * 0.1 else "info",
                 server=evidence.server,
                 subject=f"family:{fam.kind}:{fam.key}",
-                title=f"{n:,} entries differ only by {fam.kind.replace('_', ' ')}",
+                title=f"{n:,} entries differ only by {LABELS[fam.kind]}",
                 explanation=(
                     f"{n:,} entries{share} normalize to `{fam.key[:120]}` on PostgreSQL {evidence.version}; "
                     f"{sum(m.calls for m in fam.members):,} calls. {fix}."

@@ -181,10 +181,20 @@ def gids(n: int) -> tuple[StatementFact, ...]:
 
 def test_rule5_gid_family_on_15_not_on_17() -> None:
     (r,) = r5_families.check(ev(version=15, statements=gids(30)), TH)
-    assert r.subject == "family:gid:COMMIT PREPARED '?'" and "30 entries" in r.explanation
+    assert r.subject == f"family:gid:{r5_families.GID_FAMILY}" and "30 entries" in r.explanation
     assert r.change and r.change.text.endswith("track_utility = off;")
     assert_sane([r])
     assert r5_families.check(ev(version=17, statements=gids(30)), TH) == []
+
+
+def test_rule5_one_gid_family_for_prepare_and_commit_prepared() -> None:
+    both = tuple(
+        StatementFact(queryid=k * 100 + i, query=f"{verb} 'tx-{i}'", calls=1)
+        for k, verb in enumerate(("PREPARE TRANSACTION", "COMMIT PREPARED"))
+        for i in range(12)
+    )
+    (r,) = r5_families.check(ev(version=16, statements=both), TH)
+    assert "24 entries" in r.explanation and r.subject.startswith("family:gid:")
 
 
 def test_rule5_threshold_edge_and_partial() -> None:

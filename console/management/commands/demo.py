@@ -240,6 +240,7 @@ class Command(BaseCommand):
 
     def _start_children(self, children: demo.Children, *, web: bool, web_port: int) -> str:
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        env.setdefault("ADVISOR_INTERVAL_S", str(demo.ADVISOR_INTERVAL_S))
         if os.geteuid() == 0:
             # `make demo` runs as root on a fresh Debian machine (PostgreSQL itself runs as the
             # user pgconsole): celery's "running the worker with superuser privileges" warning
@@ -306,6 +307,7 @@ class Command(BaseCommand):
             say(f"    {env}{py} manage.py top --server {spec.name} --since 15m")
         say(f"    {env}{py} manage.py top --server {demo.PLANNING_SERVER.name} --since 15m --order plan")
         say(f"    {env}{py} manage.py servers list")
+        say(f"    {env}{py} manage.py advise --all   (the advisor evaluates every {demo.ADVISOR_INTERVAL_S}s too)")
         for spec in demo.SERVERS:
             say(f"    psql {clusters[spec.name].dsn(demo.APP_DB, demo.APP_USER)}")
         say()
@@ -332,6 +334,7 @@ class Command(BaseCommand):
         return ""
 
     def _status(self, elapsed: float, workloads: demo.WorkloadSet, servers, since) -> None:
+        from advisor.selectors import recommendation_counts
         from collectors.models import Snapshot
         from inventory.models import Server
 
@@ -341,6 +344,7 @@ class Command(BaseCommand):
         )
         lines = [f"[{_fmt_elapsed(elapsed)}] workloads: {rates}"]
         try:
+            counts = recommendation_counts(server_ids=[server.pk for server in servers.values()])
             for name, server in servers.items():
                 s = Server.objects.get(pk=server.pk)
                 snaps = list(
@@ -364,6 +368,9 @@ class Command(BaseCommand):
                                 f"({last['dealloc_delta'] / last['interval_s']:.0f}/s)"
                             )
                     text += ", planning " + ("tracked" if last["track_planning"] else "not tracked")
+                advice = counts[s.pk]
+                if advice.total:
+                    text += f", advisor: {advice.critical} critical, {advice.warning} warning, {advice.info} info"
                 if s.consecutive_failures:
                     text += f" — FAILING ({s.consecutive_failures}x): {s.last_error_message[:200]}"
                 lines.append(f"         {text}")
