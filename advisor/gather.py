@@ -37,6 +37,11 @@ def _share(rows, event: str) -> float:
     return next((r.share or 0.0 for r in rows if r.event == event), 0.0)
 
 
+def _sessions(series, event: str) -> tuple:
+    """Average active sessions in `event` per point (0 where sampled without it; None in gaps)."""
+    return tuple((p.start, p.active_sessions.get(event, 0.0) if p.span_s else None) for p in series.points)
+
+
 def _duration(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h" if seconds >= 3600 else f"{seconds / 60:.0f} min"
 
@@ -65,7 +70,7 @@ def server_evidence(*, server: Server, now: datetime) -> Gathered:
     day, week = rows["24h"], rows["7d"]
     if week.span_s < WINDOWS["24h"].total_seconds():
         notes.append(f"The history holds {_duration(week.span_s)}: day and week figures cover that much.")
-    series = server_series(server_id=server.pk, window=w["24h"])
+    series = server_series(server_id=server.pk, window=w["24h"], top_events=50)
     facts_day = server_facts(server_id=server.pk, window=w["24h"])
     facts_week = server_facts(server_id=server.pk, window=w["7d"])
     sees_all = facts_day.reads_all_stats is not False
@@ -86,6 +91,7 @@ def server_evidence(*, server: Server, now: datetime) -> Gathered:
     )  # fmt: skip
     hottest = max(statements_day, key=lambda s: s.calls, default=None)
     hottest_peak = None
+    hottest_series: tuple = ()
     waits = wait_events(server_id=server.pk, window=w["24h"], top=50)
     spindelay_hot = False
     if hottest is not None and hottest.calls > 0:
@@ -95,6 +101,7 @@ def server_evidence(*, server: Server, now: datetime) -> Gathered:
             points = statement_series(statement_id=hottest.statement_id, window=win).points
             peaks += [p.calls_per_s for p in points if p.calls_per_s is not None]
         hottest_peak = max(peaks, default=None)
+        hottest_series = tuple((p.start, p.calls_per_s) for p in points)  # the day's
         if version >= 16 and waits.rows:
             hot_waits = wait_events(server_id=server.pk, window=w["24h"], statement_id=hottest.statement_id, top=50)
             spindelay_hot = _share(hot_waits.rows, SPINDELAY_EVENT) > 0
@@ -116,6 +123,10 @@ def server_evidence(*, server: Server, now: datetime) -> Gathered:
         monitoring_role=server.user,
         dealloc_per_s=dealloc,
         dealloc_series=tuple((p.start, p.dealloc_per_s) for p in series.points) if version >= 14 else (),
+        entries_series=tuple((p.start, p.entries_peak) for p in series.points),
+        hottest_series=hottest_series,
+        lwlock_series=_sessions(series, LWLOCK_EVENT),
+        spindelay_series=_sessions(series, SPINDELAY_EVENT) if version >= 16 else (),
         distinct_keys_1d=len(statements_day),
         distinct_keys_7d=len(statements_week),
         entries_peak=max((x for x in (day.entries_peak, facts_day.entries_peak) if x is not None), default=None),

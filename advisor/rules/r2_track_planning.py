@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 from advisor.evidence import Evidence
-from advisor.recommendation import Change, Recommendation
+from advisor.recommendation import Change, EvidenceSeries, Recommendation
 from advisor.rules._common import REFERENCE, SEED_PLANNING, cliff_calls_per_s, headroom, partial_note
 from advisor.thresholds import Thresholds
 
 CODE = "track_planning"
 MODEL = "cliff model: ≈400k calls/s of one queryid on 192 vCPUs (seed 002), scaled linearly per vCPU"
+
+
+def _hottest(evidence: Evidence) -> tuple[EvidenceSeries, ...]:
+    if not evidence.hottest_series:
+        return ()
+    return (EvidenceSeries(f"queryid {evidence.hottest_queryid}", "calls/s", evidence.hottest_series),)
 
 
 def check(evidence: Evidence, thresholds: Thresholds) -> list[Recommendation]:
@@ -43,6 +49,7 @@ def check(evidence: Evidence, thresholds: Thresholds) -> list[Recommendation]:
                         explanation="Planning time is not tracked. "
                         + distance
                         + " track_planning doubles the spinlock updates per statement.",
+                        evidence=_hottest(evidence),
                         references=(SEED_PLANNING, REFERENCE),
                     )
                 ]
@@ -60,6 +67,7 @@ def check(evidence: Evidence, thresholds: Thresholds) -> list[Recommendation]:
                 change=Change("ALTER SYSTEM SET pg_stat_statements.track_planning = on;", "reload"),
                 effect="Planning time per statement becomes visible (rule 7 can then name planning-heavy statements).",
                 cost="A second spinlock-protected update per statement: halves the distance to the cliff.",
+                evidence=_hottest(evidence),
                 references=(SEED_PLANNING, REFERENCE),
             )
         ]
@@ -84,6 +92,7 @@ def check(evidence: Evidence, thresholds: Thresholds) -> list[Recommendation]:
                 change=Change("ALTER SYSTEM SET pg_stat_statements.track_planning = off;", "reload"),
                 effect="Halves the spinlock updates of the hottest statement.",
                 cost="Planning time becomes invisible.",
+                evidence=_hottest(evidence),
                 references=(SEED_PLANNING, REFERENCE),
             )
         ]

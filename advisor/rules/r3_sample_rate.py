@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from advisor.evidence import Evidence
-from advisor.recommendation import Change, Recommendation
+from advisor.recommendation import Change, EvidenceSeries, Recommendation
 from advisor.rules._common import REFERENCE, SEED_TANTOR, TANTOR_URL, headroom
 from advisor.thresholds import Thresholds
 
@@ -14,6 +14,15 @@ ALTERNATIVES = (
     "spread the hot statement over distinct texts or roles at the client, cache its result in the application, "
     "or set pg_stat_statements.track = none for the hottest role with ALTER ROLE ... SET."
 )
+
+
+def _series(evidence: Evidence) -> tuple[EvidenceSeries, ...]:
+    out = []
+    if evidence.spindelay_series:
+        out.append(EvidenceSeries("Timeout:SpinDelay", "active sessions", evidence.spindelay_series))
+    if evidence.hottest_series:
+        out.append(EvidenceSeries(f"queryid {evidence.hottest_queryid}", "calls/s", evidence.hottest_series))
+    return tuple(out)
 
 
 def check(evidence: Evidence, thresholds: Thresholds) -> list[Recommendation]:
@@ -49,6 +58,7 @@ def check(evidence: Evidence, thresholds: Thresholds) -> list[Recommendation]:
                 ),
                 effect="Fewer spinlock updates on the hottest entry.",
                 cost="Planning time becomes invisible." if evidence.settings.track_planning else "",
+                evidence=_series(evidence),
                 references=(SEED_TANTOR, TANTOR_URL, REFERENCE),
             )
         ]
@@ -69,6 +79,7 @@ def check(evidence: Evidence, thresholds: Thresholds) -> list[Recommendation]:
                 change=Change(f"ALTER SYSTEM SET pg_stat_statements.sample_rate = {target:g};", "reload"),
                 effect="Removes nearly all SpinDelay waits on the hot entry.",
                 cost="Rare statements may go unrecorded; counters become estimates (scale by 1/rate).",
+                evidence=_series(evidence),
                 references=(SEED_TANTOR, TANTOR_URL, REFERENCE),
             )
         ]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from advisor.evidence import Evidence
-from advisor.recommendation import Recommendation
+from advisor.recommendation import EvidenceSeries, Recommendation
 from advisor.rules._common import REFERENCE, SEED_DEALLOC, SEED_TANTOR
 from advisor.thresholds import Thresholds
 
@@ -34,6 +34,9 @@ def check(evidence: Evidence, thresholds: Thresholds) -> list[Recommendation]:
                 "Seed 003: 237k → 32k TPS on 48 CPUs with many distinct statements. "
                 "Fix the churn: raise max (rule 1) and collapse statement families (rule 5)."
             ),
+            evidence=(EvidenceSeries("LWLock:pg_stat_statements", "active sessions", evidence.lwlock_series),)
+            if evidence.lwlock_series
+            else (),
             references=(SEED_TANTOR, SEED_DEALLOC, REFERENCE),
         )
     ]

@@ -9,7 +9,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from advisor.evidence import Evidence, StatementFact
-from advisor.recommendation import Change, Recommendation
+from advisor.recommendation import Change, EvidenceSeries, Recommendation
 from advisor.rules._common import REFERENCE, SEED_2PC
 from advisor.thresholds import Thresholds
 
@@ -93,6 +93,10 @@ def families(statements: tuple[StatementFact, ...], version: int) -> list[Family
     return [Family(kind, key, tuple(m.values())) for (kind, key), m in sorted(groups.items())]
 
 
+def _entries(evidence: Evidence) -> tuple[EvidenceSeries, ...]:
+    return (EvidenceSeries("entries", "entries", evidence.entries_series),) if evidence.entries_series else ()
+
+
 def check(evidence: Evidence, thresholds: Thresholds) -> list[Recommendation]:
     """Rule 5; withheld when the role cannot see every statement (its evidence would be partial)."""
     if not evidence.sees_all_statements:
@@ -123,6 +127,7 @@ def check(evidence: Evidence, thresholds: Thresholds) -> list[Recommendation]:
                 change=change,
                 effect="One entry instead of many: less entry creation under the exclusive lock, fewer evictions.",
                 cost="track_utility off hides every utility statement." if how == "track_utility" else "",
+                evidence=_entries(evidence),
                 references=(SEED_2PC, REFERENCE) if fam.kind == "gid" else (REFERENCE,),
             )
         )
