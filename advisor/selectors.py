@@ -10,7 +10,14 @@ from datetime import datetime
 
 from django.db.models import Case, Count, IntegerField, Q, Value, When
 
-from advisor.models import Evaluation, Recommendation, RecommendationEvent, Severity, Status
+from advisor.models import (
+    Evaluation,
+    OrganizationThresholds,
+    Recommendation,
+    RecommendationEvent,
+    Severity,
+    Status,
+)
 
 ACTIVE = (Status.OPEN, Status.ACKNOWLEDGED)
 _RANK = Case(
@@ -24,6 +31,7 @@ class RecommendationRow:
     id: int
     server_id: int
     server: str
+    organization_id: int
     organization: str
     rule: str
     subject: str
@@ -52,7 +60,8 @@ class RecommendationRow:
 
 def _row(r: Recommendation) -> RecommendationRow:
     return RecommendationRow(
-        id=r.pk, server_id=r.server_id, server=r.server.name, organization=r.server.organization.name,
+        id=r.pk, server_id=r.server_id, server=r.server.name, organization_id=r.server.organization_id,
+        organization=r.server.organization.name,
         rule=r.rule, subject=r.subject, severity=r.severity, status=r.status, title=r.title,
         explanation=r.explanation, change_text=r.change_text, change_apply=r.change_apply, effect=r.effect,
         cost=r.cost, evidence=r.evidence, references=r.references, first_seen_at=r.first_seen_at,
@@ -158,3 +167,10 @@ def evaluations(*, server_ids: Iterable[int]) -> dict[int, EvaluationRow]:
         e.server_id: EvaluationRow(e.server_id, e.at, e.partial, list(e.notes), e.error)
         for e in Evaluation.objects.filter(server_id__in=list(server_ids))
     }
+
+
+def threshold_overrides(*, organization_id: int) -> dict[str, float | int | None]:
+    """The organization's advisor thresholds as stored, by field (None: the default applies)."""
+    names = [*OrganizationThresholds.OVERRIDABLE, "clear_after_minutes"]
+    row = OrganizationThresholds.objects.filter(organization_id=organization_id).values(*names).first()
+    return row or dict.fromkeys(names)

@@ -147,7 +147,14 @@ def server_advise(*, server_id: int, now: datetime | None = None) -> Outcome:
     return out
 
 
-def recommendation_acknowledge(*, recommendation: Recommendation, user: AbstractBaseUser) -> None:
+def _locked(recommendation_id: int) -> Recommendation:
+    """The row, locked until the transaction ends: two clicks at once make one step and one clear error."""
+    return Recommendation.objects.select_for_update().get(pk=recommendation_id)
+
+
+@transaction.atomic
+def recommendation_acknowledge(*, recommendation_id: int, user: AbstractBaseUser) -> Recommendation:
+    recommendation = _locked(recommendation_id)
     if recommendation.status != Status.OPEN:
         raise LifecycleError(f"only an open recommendation can be acknowledged (this one is {recommendation.status})")
     now = timezone.now()
@@ -159,9 +166,12 @@ def recommendation_acknowledge(*, recommendation: Recommendation, user: Abstract
     recommendation.save(update_fields=["status", "acknowledged_at", "acknowledged_by"])
     RecommendationEvent.objects.create(recommendation=recommendation, at=now, kind=Kind.ACKNOWLEDGED,
                                        severity=recommendation.severity, user=user)  # fmt: skip
+    return recommendation
 
 
-def recommendation_resolve(*, recommendation: Recommendation, user: AbstractBaseUser) -> None:
+@transaction.atomic
+def recommendation_resolve(*, recommendation_id: int, user: AbstractBaseUser) -> Recommendation:
+    recommendation = _locked(recommendation_id)
     if recommendation.status == Status.RESOLVED:
         raise LifecycleError("this recommendation is already resolved")
     now = timezone.now()
@@ -169,6 +179,7 @@ def recommendation_resolve(*, recommendation: Recommendation, user: AbstractBase
     recommendation.save(update_fields=["status", "resolved_at", "resolved_by"])
     RecommendationEvent.objects.create(recommendation=recommendation, at=now, kind=Kind.RESOLVED,
                                        severity=recommendation.severity, user=user)  # fmt: skip
+    return recommendation
 
 
 def organization_thresholds_update(*, organization: Organization, values: dict) -> OrganizationThresholds:

@@ -1,4 +1,5 @@
-"""The console's forms: a server to monitor (its password write-only) and an organization's members."""
+"""The console's forms: a server to monitor (its password write-only), an organization's members and its
+advisor thresholds."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
 from psycopg.conninfo import make_conninfo
 
+from advisor.thresholds import Thresholds
 from inventory.models import Membership, Organization, Server
 
 CONNECTION_FIELDS = ("host", "port", "database", "user")
@@ -96,3 +98,79 @@ class MemberAddForm(forms.Form):
 
 class RoleForm(forms.Form):
     role = forms.ChoiceField(choices=ROLE_CHOICES)
+
+
+# The advisor's thresholds an organization may override: (field, label, kind, what it means). kind "share" is a
+# fraction 0..1, "rate" a number >= 0, "count" a whole number >= `minimum`.
+THRESHOLD_FIELDS: tuple[tuple[str, str, str, str], ...] = (
+    ("dealloc_critical_per_s", "Deallocations per second: critical", "rate",
+     "Sustained pg_stat_statements deallocations per second above which pg_stat_statements.max is critically small."),
+    ("dealloc_warning_per_s", "Deallocations per second: warning", "rate",
+     "Sustained deallocations per second above which it is a warning."),
+    ("lwlock_share_warning", "LWLock:pg_stat_statements share: warning", "share",
+     "Share of active time waiting on pg_stat_statements' lock that is a warning (0.05 = 5%)."),
+    ("lwlock_share_critical", "LWLock:pg_stat_statements share: critical", "share",
+     "Share of active time waiting on pg_stat_statements' lock that is critical."),
+    ("spindelay_share", "SpinDelay share", "share",
+     "Share of active time spent in SpinDelay that counts as spinlock contention."),
+    ("plan_share", "Plan share", "share",
+     "Share of a statement's time spent planning above which planning is flagged."),
+    ("material_time_share", "Material time share", "share",
+     "Share of the server's database time a statement needs for its plan share to matter."),
+    ("family_min_entries", "Family entries", "count",
+     "Entries over a day that make a family of similar statements churn."),
+    ("resets_max", "Resets over 7 days", "count",
+     "More resets of pg_stat_statements than this over 7 days is too often."),
+    ("clear_after_minutes", "Clear after (minutes)", "count",
+     "Minutes a condition must stay clear before its recommendation resolves by itself (and before a "
+     "recommendation a user resolved can open again)."),
+)  # fmt: skip
+# Two thresholds of one measure: the warning must stay below the critical one.
+THRESHOLD_PAIRS = (
+    ("dealloc_warning_per_s", "dealloc_critical_per_s"),
+    ("lwlock_share_warning", "lwlock_share_critical"),
+)
+
+
+def threshold_defaults() -> dict[str, float | int]:
+    """Each overridable threshold's default (advisor.thresholds.Thresholds), clear_after in minutes."""
+    defaults = Thresholds()
+    out = {name: getattr(defaults, name) for name, *_ in THRESHOLD_FIELDS if name != "clear_after_minutes"}
+    out["clear_after_minutes"] = int(defaults.clear_after.total_seconds() // 60)
+    return out
+
+
+class AdvisorThresholdsForm(forms.Form):
+    """An organization's overrides of the advisor's thresholds: blank keeps the default, shown as the placeholder."""
+
+    def __init__(self, *args, overrides: dict[str, float | int | None] | None = None, **kwargs):
+        kwargs.setdefault("initial", {}).update({k: v for k, v in (overrides or {}).items() if v is not None})
+        super().__init__(*args, **kwargs)
+        self.defaults = threshold_defaults()
+        for name, label, kind, meaning in THRESHOLD_FIELDS:
+            default = self.defaults[name]
+            attrs = {"placeholder": f"{default:g}", "step": "any" if kind != "count" else "1"}
+            help_text = f"Default {default:g}. {meaning}"
+            if kind == "count":
+                minimum = 1 if name in ("family_min_entries", "clear_after_minutes") else 0
+                field = forms.IntegerField(min_value=minimum, max_value=1_000_000)
+            elif kind == "share":
+                field = forms.FloatField(min_value=0.0, max_value=1.0)
+            else:
+                field = forms.FloatField(min_value=0.0, max_value=1e9)
+            field.required, field.label, field.help_text = False, label, help_text
+            field.widget = forms.NumberInput(attrs=attrs)
+            self.fields[name] = field
+
+    def clean(self) -> dict:
+        cleaned = super().clean()
+        for warning, critical in THRESHOLD_PAIRS:
+            low = cleaned.get(warning) if cleaned.get(warning) is not None else self.defaults[warning]
+            high = cleaned.get(critical) if cleaned.get(critical) is not None else self.defaults[critical]
+            if warning in cleaned and critical in cleaned and low >= high:
+                self.add_error(warning, f"The warning threshold must be below the critical one ({high:g}).")
+        return cleaned
+
+    def rows(self) -> list[tuple[forms.BoundField, float | int | None, float | int]]:
+        """(field, the organization's value or None for the default, the default) of every threshold."""
+        return [(self[name], self.initial.get(name), self.defaults[name]) for name, *_ in THRESHOLD_FIELDS]

@@ -2,7 +2,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from console.views import account, fleet, manage, organizations, planning, servers, statements, top
+from console.views import account, advisor, fleet, manage, organizations, planning, servers, statements, top
 
 urlpatterns = [
     path("", account.LoginView.as_view(), name="login"),
@@ -15,6 +15,7 @@ urlpatterns = [
     path("", include(planning.urlpatterns)),
     path("", include(manage.urlpatterns)),
     path("", include(organizations.urlpatterns)),
+    path("", include(advisor.urlpatterns)),
     path("admin/", admin.site.urls),
 ]
 

@@ -15,6 +15,7 @@ from django.http import HttpRequest, HttpResponse
 from django.urls import path, reverse
 from django.utils import timezone
 
+from advisor.selectors import Counts, recommendation_counts
 from collectors.selectors import FleetRow, Window, fleet_summary
 from collectors.selectors.fleet import server_status
 from collectors.selectors.server import version_text
@@ -50,13 +51,14 @@ SORTS: dict[str, str] = {
 FIGURE_SORTS = ("calls", "dbtime", "dealloc")
 # The table's columns in order (a key of SORTS: sortable).
 COLUMNS: tuple[tuple[str, str], ...] = (
-    ("status", "Status"), ("name", "Server"), ("org", "Organization"), ("version", "PostgreSQL"),
+    ("status", "Status"), ("advice", "Advisor"), ("name", "Server"), ("org", "Organization"), ("version", "PostgreSQL"),
     ("extension", "pgss"), ("age", "Last snapshot"), ("calls", "Calls/s"),
     ("dbtime", "DB time (ms/s)"), ("exec", "Exec (ms/s)"), ("plan", "Planning (ms/s)"),
     ("dealloc", "Dealloc/s"), ("entries", "Entries / max"), ("trend", "Trend (calls/s)"),
 )  # fmt: skip
 NUMERIC_COLUMNS = ("calls", "dbtime", "exec", "plan", "dealloc", "entries")
 DEFAULT_SORT = "status"
+NO_ADVICE = Counts()
 # What filtering, sorting and server_status read of the inventory rows (not the status notes or secrets).
 INVENTORY_FIELDS = ("name", "organization__name", "tags", "enabled", "interval_s", "last_attempt_at",
                     "last_success_at", "consecutive_failures")  # fmt: skip
@@ -178,9 +180,17 @@ class Line:
     entries_max: str  # pg_stat_statements.max, shown next to dealloc/s; "" when unknown
     chart_id: str
     chart: dict
+    advice: Counts = NO_ADVICE  # the server's active recommendations by severity
+    advice_text: str = ""  # "2 critical · 1 warning"; "" when there is none
 
 
-def _line(row: FleetRow, window: Window, now: datetime) -> Line:
+def advice_text(counts: Counts) -> str:
+    """The active recommendations by severity, the worst first ("2 critical · 1 warning")."""
+    parts = [(counts.critical, "critical"), (counts.warning, "warning"), (counts.info, "info")]
+    return " · ".join(f"{n} {severity}" for n, severity in parts if n)
+
+
+def _line(row: FleetRow, window: Window, now: datetime, advice: Counts = NO_ADVICE) -> Line:
     x, y = spark_points(window, row.trend_calls_per_s)
     if row.entries_peak is None:
         entries = "–"
@@ -205,6 +215,8 @@ def _line(row: FleetRow, window: Window, now: datetime) -> Line:
         chart=time_chart(
             x=x, series=[Series("calls/s", y)], unit="calls/s", spark=True, x_range=(window.start, window.end)
         ),
+        advice=advice,
+        advice_text=advice_text(advice),
     )
 
 
@@ -291,13 +303,14 @@ def fleet(request: HttpRequest) -> HttpResponse:
         errors.append(f"page {state.page} is past the last page ({page})")
         state = replace(state, page=page)
     pages = max(1, ceil(total / PAGE_SIZE))
+    advice = recommendation_counts(server_ids=[r.server_id for r in rows])  # one query for the page
     base = reverse("fleet")
     keep = state.params(page=1)
     context = {
         "range": tr,
         "state": state,
         "errors": errors,
-        "lines": [_line(r, tr.window, now) for r in rows],
+        "lines": [_line(r, tr.window, now, advice[r.server_id]) for r in rows],
         "total": total,
         "visible_count": len(visible),
         "organizations": organizations,

@@ -1,6 +1,7 @@
 """Organizations and their members: the list of the user's organizations, and an organization's page
 with its members and roles (every member sees them; admins add an existing user, change a role or
-remove a member, and an organization never loses its last admin)."""
+remove a member, and an organization never loses its last admin) and its advisor thresholds (admins
+override them, every member reads them)."""
 
 from __future__ import annotations
 
@@ -11,11 +12,13 @@ from django.core.exceptions import ValidationError
 from django.db.models import Count
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect
-from django.urls import path
+from django.urls import path, reverse
 from django.views.decorators.http import require_POST
 
+from advisor.selectors import threshold_overrides
+from advisor.services import organization_thresholds_update
 from console.access import MANAGE_MEMBERS, organization_for, require_role, role_in, visible_organizations
-from console.forms import MemberAddForm, RoleForm
+from console.forms import AdvisorThresholdsForm, MemberAddForm, RoleForm
 from console.views.common import render_page
 from inventory.models import Membership, Organization
 from inventory.services import membership_add, membership_remove, membership_update
@@ -52,6 +55,11 @@ def organizations(request: HttpRequest) -> HttpResponse:
 
 def organization(request: HttpRequest, organization_id: int) -> HttpResponse:
     org = organization_for(request.user, organization_id)
+    form = AdvisorThresholdsForm(overrides=threshold_overrides(organization_id=org.pk))
+    return _organization_page(request, org, form)
+
+
+def _organization_page(request: HttpRequest, org: Organization, thresholds_form: AdvisorThresholdsForm) -> HttpResponse:
     role = role_in(request.user, org.pk)
     memberships = list(org.memberships.select_related("user").order_by("user__username"))
     admins = sum(1 for m in memberships if m.role == Membership.Role.ADMIN)
@@ -64,8 +72,29 @@ def organization(request: HttpRequest, organization_id: int) -> HttpResponse:
         "servers": list(org.servers.order_by("name")),
         "add_form": MemberAddForm(),
         "roles": [(role, ROLE_MEANING[role]) for role in Membership.Role.values],
+        "thresholds_form": thresholds_form,
     }
     return render_page(request, "console/organization.html", context)
+
+
+@require_POST
+def advisor_thresholds(request: HttpRequest, organization_id: int) -> HttpResponse:
+    """Save the organization's advisor thresholds (admins); an invalid value shows the page with its error."""
+    require_role(request.user, organization_id, MANAGE_MEMBERS)
+    org = organization_for(request.user, organization_id)
+    form = AdvisorThresholdsForm(request.POST, overrides=threshold_overrides(organization_id=org.pk))
+    if form.is_valid():
+        try:
+            organization_thresholds_update(organization=org, values=form.cleaned_data)
+        except ValidationError as exc:
+            by_field = exc.message_dict if hasattr(exc, "error_dict") else {None: exc.messages}
+            for name, errors in by_field.items():
+                form.add_error(name if name in form.fields else None, errors)
+        else:
+            messages.success(request, f"The advisor thresholds of {org.name} are saved; the next evaluation uses them.")
+            return redirect(f"{reverse('organization', args=[org.pk])}#advisor-thresholds")
+    messages.error(request, "The advisor thresholds were not saved: see the errors below.")
+    return _organization_page(request, org, form)
 
 
 @require_POST
@@ -126,6 +155,11 @@ urlpatterns = [
     path("organizations/", organizations, name="organizations"),
     path("organizations/<int:organization_id>/", organization, name="organization"),
     path("organizations/<int:organization_id>/members/", member_add, name="organization-member-add"),
+    path(
+        "organizations/<int:organization_id>/advisor-thresholds/",
+        advisor_thresholds,
+        name="organization-advisor-thresholds",
+    ),
     path(
         "organizations/<int:organization_id>/members/<int:membership_id>/role/",
         member_role,

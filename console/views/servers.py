@@ -10,6 +10,7 @@ from datetime import datetime
 from django.http import HttpRequest, HttpResponse
 from django.urls import path, reverse
 
+from advisor.selectors import recommendation_counts
 from collectors.selectors import ServerSeries, Window, server_series
 from collectors.selectors.server import (
     ConfigChange,
@@ -139,6 +140,7 @@ def server(request: HttpRequest, server_id: int) -> HttpResponse:
         settings=settings,
         setting_rows=setting_rows(settings),
         errors=recent_errors(server_id=server.pk, limit=RECENT_ERRORS),
+        advice=recommendation_counts(server_ids=[server.pk])[server.pk],
     )
     return render_page(request, "console/server.html", context)
 

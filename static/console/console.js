@@ -116,4 +116,43 @@
     var el = e.target;
     if (el.matches && el.matches("form[data-confirm]") && !window.confirm(el.dataset.confirm)) { e.preventDefault(); }
   });
+
+  // <button data-copy-target="id"> copies the text of the element with that id (the advisor's changes):
+  // through the clipboard API where the page may use it, else by selecting the text for Ctrl+C.
+  function copyFeedback(button, text) {
+    if (!button.dataset.label) { button.dataset.label = button.textContent; }
+    button.textContent = text;
+    button.classList.toggle("copied", text === "Copied");
+    clearTimeout(button.copyTimer);
+    button.copyTimer = setTimeout(function () {
+      button.textContent = button.dataset.label;
+      button.classList.remove("copied");
+    }, 2500);
+  }
+
+  function selectText(source, button) {
+    var range = document.createRange();
+    range.selectNodeContents(source);
+    var selection = window.getSelection();
+    selection.removeAllRanges();
+    selection.addRange(range);
+    var copied = false;
+    try { copied = document.execCommand("copy"); } catch (err) { copied = false; }
+    copyFeedback(button, copied ? "Copied" : "Selected: press Ctrl+C");
+  }
+
+  document.addEventListener("click", function (e) {
+    var button = e.target.closest ? e.target.closest("button[data-copy-target]") : null;
+    if (!button) { return; }
+    var source = document.getElementById(button.dataset.copyTarget);
+    if (!source) { return; }
+    if (navigator.clipboard && window.isSecureContext) {
+      navigator.clipboard.writeText(source.textContent).then(
+        function () { copyFeedback(button, "Copied"); },
+        function () { selectText(source, button); }
+      );
+    } else {
+      selectText(source, button);
+    }
+  });
 })();

@@ -101,16 +101,17 @@ def test_cleared_only_after_clear_after_then_reopened_when_it_returns(server):
 def test_acknowledge_then_resolve_by_a_user_with_a_grace_period(server, dba):
     apply(server, [finding()], T0)
     rec = Recommendation.objects.get(server=server)
-    recommendation_acknowledge(recommendation=rec, user=dba)
+    recommendation_acknowledge(recommendation_id=rec.pk, user=dba)
     with pytest.raises(LifecycleError):
-        recommendation_acknowledge(recommendation=rec, user=dba)
+        recommendation_acknowledge(recommendation_id=rec.pk, user=dba)
     # Still seen: stays acknowledged (not reopened, not re-acknowledged).
     apply(server, [finding()], T0 + timedelta(minutes=5))
     rec.refresh_from_db()
     assert rec.status == Status.ACKNOWLEDGED and rec.acknowledged_by == dba
-    recommendation_resolve(recommendation=rec, user=dba)
+    recommendation_resolve(recommendation_id=rec.pk, user=dba)
     with pytest.raises(LifecycleError):
-        recommendation_resolve(recommendation=rec, user=dba)
+        recommendation_resolve(recommendation_id=rec.pk, user=dba)
+    rec.refresh_from_db()
     resolved_at = rec.resolved_at
     # The condition is still in the windows just after the fix: not reopened within clear_after ...
     apply(server, [finding()], resolved_at + timedelta(minutes=10))

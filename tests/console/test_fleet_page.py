@@ -25,7 +25,7 @@ pytestmark = pytest.mark.django_db
 
 URL = "/fleet/"
 N_STATEMENTS = 20
-QUERIES = 5  # per request of the page, besides the selector's one read of the history
+QUERIES = 6  # per request of the page (one reads the advisor counts), besides the selector's one read of the history
 MAX = 10_000  # pg_stat_statements.max of the synthetic servers
 
 
