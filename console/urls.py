@@ -16,6 +16,7 @@ urlpatterns = [
     path("", include(manage.urlpatterns)),
     path("", include(organizations.urlpatterns)),
     path("", include(advisor.urlpatterns)),
+    path("", include("console.api.urls")),
     path("admin/", admin.site.urls),
 ]
 

@@ -1,0 +1,52 @@
+"""One error shape for every API error: {"status", "code", "message", "errors"} (field errors by field)."""
+
+from __future__ import annotations
+
+from django.core.exceptions import PermissionDenied
+from django.http import Http404
+from rest_framework import exceptions, status
+from rest_framework.response import Response
+from rest_framework.views import exception_handler as drf_handler
+
+
+def _flatten(detail) -> dict[str, list[str]]:
+    if isinstance(detail, dict):
+        return {str(k): [str(m) for m in (v if isinstance(v, list) else [v])] for k, v in detail.items()}
+    if isinstance(detail, list):
+        return {"non_field_errors": [str(m) for m in detail]}
+    return {}
+
+
+def _message(detail) -> str:
+    if isinstance(detail, dict):
+        first = next(iter(detail.items()), None)
+        if first is None:
+            return "invalid request"
+        field, value = first
+        value = value[0] if isinstance(value, list) and value else value
+        return str(value) if field == "non_field_errors" else f"{field}: {value}"
+    if isinstance(detail, list):
+        return str(detail[0]) if detail else "invalid request"
+    return str(detail)
+
+
+def error_response(status_code: int, code: str, message: str, errors: dict | None = None, headers=None) -> Response:
+    body = {"status": status_code, "code": code, "message": message, "errors": errors or {}}
+    return Response(body, status=status_code, headers=headers)
+
+
+def exception_handler(exc, context):
+    if isinstance(exc, Http404):
+        exc = exceptions.NotFound(str(exc) or "not found")
+    elif isinstance(exc, PermissionDenied):
+        exc = exceptions.PermissionDenied(str(exc) or "permission denied")
+    response = drf_handler(exc, context)
+    if response is None:  # not an API exception: a 500, reported by Django
+        return None
+    detail = exc.detail if isinstance(exc, exceptions.APIException) else str(exc)
+    code = exc.get_codes() if isinstance(exc, exceptions.APIException) else "error"
+    if isinstance(code, dict | list):
+        code = "invalid" if response.status_code == status.HTTP_400_BAD_REQUEST else "error"
+    errors = _flatten(detail) if isinstance(exc, exceptions.ValidationError) else {}
+    headers = {k: v for k, v in response.items() if k in ("Retry-After", "WWW-Authenticate", "Allow")}
+    return error_response(response.status_code, str(code), _message(detail), errors, headers)

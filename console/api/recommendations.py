@@ -1,0 +1,3 @@
+"""/api/v1/ endpoints: recommendations (being built)."""
+
+urlpatterns: list = []

@@ -1,0 +1,3 @@
+"""/api/v1/ endpoints: servers (being built)."""
+
+urlpatterns: list = []

@@ -1,0 +1,3 @@
+"""/api/v1/ endpoints: statements (being built)."""
+
+urlpatterns: list = []

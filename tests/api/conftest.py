@@ -1,0 +1,49 @@
+"""API test world: two organizations, a user per role, tokens, and a client that sends a token."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.cache import cache
+from django.test import Client
+
+from console.api.tokens import token_create
+from inventory.models import Membership, Organization
+
+
+@dataclass
+class ApiWorld:
+    acme: Organization
+    other: Organization
+    users: dict  # role -> user (viewer, dba, admin of acme; "outsider": admin of other)
+
+    def client(self, role: str, *, read_only: bool = False) -> Client:
+        _, secret = token_create(user=self.users[role], name=f"test-{role}", read_only=read_only)
+        return Client(HTTP_AUTHORIZATION=f"Bearer {secret}")
+
+
+@pytest.fixture
+def api_world(db) -> ApiWorld:
+    cache.clear()  # throttling counters of earlier tests
+    acme = Organization.objects.create(name="acme")
+    other = Organization.objects.create(name="other")
+    users = {}
+    for role in ("viewer", "dba", "admin"):
+        users[role] = get_user_model().objects.create_user(role, password="x")
+        Membership.objects.create(organization=acme, user=users[role], role=role)
+    users["outsider"] = get_user_model().objects.create_user("outsider", password="x")
+    Membership.objects.create(organization=other, user=users["outsider"], role="admin")
+    return ApiWorld(acme, other, users)
+
+
+def assert_error(response, status: int, code: str | None = None) -> dict:
+    """The one error shape: status, code, message, errors."""
+    assert response.status_code == status, response.content
+    body = response.json()
+    assert set(body) == {"status", "code", "message", "errors"}, body
+    assert body["status"] == status and body["message"]
+    if code is not None:
+        assert body["code"] == code, body
+    return body
