@@ -7,10 +7,10 @@ from dataclasses import dataclass
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.cache import cache
-from django.test import Client
 
 from console.api.tokens import token_create
 from inventory.models import Membership, Organization
+from tests.api.schema_check import CheckedClient
 
 
 @dataclass
@@ -19,9 +19,10 @@ class ApiWorld:
     other: Organization
     users: dict  # role -> user (viewer, dba, admin of acme; "outsider": admin of other)
 
-    def client(self, role: str, *, read_only: bool = False) -> Client:
+    def client(self, role: str, *, read_only: bool = False) -> CheckedClient:
+        """A client with a new token of that role's user; every response is checked against the schema."""
         _, secret = token_create(user=self.users[role], name=f"test-{role}", read_only=read_only)
-        return Client(HTTP_AUTHORIZATION=f"Bearer {secret}")
+        return CheckedClient(HTTP_AUTHORIZATION=f"Bearer {secret}")
 
 
 @pytest.fixture

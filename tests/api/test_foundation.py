@@ -129,3 +129,15 @@ def test_schema_and_docs_page(api_world):
     assert b"cdn" not in docs.content.lower()  # served by the app (the CSP allows only 'self')
     r = Client().get("/api/schema/", {"format": "json"})
     assert r.status_code == 401 and yaml.safe_load(r.content)["code"] == "not_authenticated"
+
+
+def test_a_response_that_does_not_match_the_schema_is_caught(api_world):
+    from django.http import JsonResponse
+
+    from tests.api.schema_check import check_response
+
+    check_response("GET", ORGS, JsonResponse({"count": 0, "page": 1, "page_size": 50, "pages": 1, "results": []}))
+    with pytest.raises(AssertionError, match="violates the schema"):
+        check_response("GET", ORGS, JsonResponse({"count": "many", "results": [{"id": "x"}]}))
+    with pytest.raises(AssertionError, match="violates the schema"):
+        check_response("GET", ORGS, JsonResponse({"status": 404}, status=404))  # not the error shape
