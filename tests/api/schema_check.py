@@ -33,7 +33,7 @@ def check_response(method: str, path: str, response) -> None:
     )
     try:
         operation.validate_response(st)
-    except Exception as exc:  # schemathesis raises a group of failures
+    except (Exception, BaseExceptionGroup) as exc:  # schemathesis raises a group of failures
         failures = getattr(exc, "exceptions", [exc])
         text = "; ".join(str(f).splitlines()[0] for f in failures)
         raise AssertionError(f"{method} {path} ({response.status_code}) violates the schema: {text}") from exc
