@@ -5,13 +5,85 @@ from __future__ import annotations
 import csv
 import io
 import math
+import re
+from datetime import datetime, timedelta
 
+from django.conf import settings
+from django.contrib.auth.decorators import login_not_required
+from django.utils import timezone
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter
 from rest_framework import exceptions, renderers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 500
+DEFAULT_SINCE = timedelta(hours=1)
+LONGEST_WINDOW = timedelta(days=31)  # the console's longest range too
+_SINCE = re.compile(r"^(\d+)\s*(m|min|h|d)$")
+_UNITS = {"m": "minutes", "min": "minutes", "h": "hours", "d": "days"}
+
+
+def api(view):
+    """An API view: it authenticates itself (token or session), so the console's login redirect is off."""
+    return login_not_required(view)
+
+
+WINDOW_PARAMETERS = [
+    OpenApiParameter("from", OpenApiTypes.DATETIME, description="window start (ISO 8601 with a UTC offset)"),
+    OpenApiParameter("to", OpenApiTypes.DATETIME, description="window end (default: now)"),
+    OpenApiParameter("since", OpenApiTypes.STR, description="instead of from/to: the last 15m, 6h, 7d... (default 1h)",
+                     pattern=r"^\d+\s*(m|min|h|d)$"),
+]  # fmt: skip
+PAGE_PARAMETERS = [
+    OpenApiParameter("page", OpenApiTypes.INT, description="1 and up (default 1)"),
+    OpenApiParameter("page_size", OpenApiTypes.INT, description=f"1 to {MAX_PAGE_SIZE} (default {DEFAULT_PAGE_SIZE})"),
+]
+
+
+def _time(name: str, raw: str) -> datetime:
+    try:
+        value = datetime.fromisoformat(raw.strip().replace("Z", "+00:00").replace(" ", "+"))
+    except ValueError:
+        raise exceptions.ValidationError(
+            {name: [f"{raw!r} is not an ISO 8601 time (e.g. 2026-11-23T10:00:00Z)"]}
+        ) from None
+    if value.tzinfo is None:
+        raise exceptions.ValidationError({name: [f"{raw!r} has no UTC offset (add Z or +01:00)"]})
+    return value
+
+
+def window_params(request: Request, *, now: datetime | None = None):
+    """The window of ?from=&to= or ?since= (default: the last hour); a 400 saying what to fix otherwise."""
+    from collectors.selectors.windows import Window
+
+    now = now or timezone.now()
+    q = request.query_params
+    if q.get("since") and (q.get("from") or q.get("to")):
+        raise exceptions.ValidationError({"since": ["give either since or from/to, not both"]})
+    if q.get("from") or q.get("to"):
+        if not q.get("from"):
+            raise exceptions.ValidationError({"from": ["to needs from"]})
+        start = _time("from", q["from"])
+        end = _time("to", q["to"]) if q.get("to") else now
+        if start >= end:
+            raise exceptions.ValidationError({"from": ["from must be before to"]})
+    else:
+        raw = q.get("since") or ""
+        m = _SINCE.match(raw.strip()) if raw else None
+        if raw and (m is None or int(m.group(1)) < 1):
+            raise exceptions.ValidationError({"since": [f"{raw!r}: a length such as 15m, 6h or 7d"]})
+        length = timedelta(**{_UNITS[m.group(2)]: int(m.group(1))}) if m else DEFAULT_SINCE
+        if length > LONGEST_WINDOW:
+            raise exceptions.ValidationError({"since": [f"at most {LONGEST_WINDOW.days}d"]})
+        start, end = now - length, now
+    if end - start > LONGEST_WINDOW:
+        raise exceptions.ValidationError({"from": [f"a window is at most {LONGEST_WINDOW.days} days"]})
+    retention = timedelta(days=settings.HISTORY["DAILY_RETENTION_DAYS"])
+    if start < now - retention:
+        raise exceptions.ValidationError({"from": [f"before the history's retention ({retention.days} days)"]})
+    return Window(start, end)
 
 
 def page_params(request: Request, *, default: int = DEFAULT_PAGE_SIZE) -> tuple[int, int]:

@@ -1,16 +1,11 @@
 """/api/v1/ and the OpenAPI schema (/api/schema/) with its docs page (/api/docs/). API views handle
 their own authentication (token or session), so the console's login redirect does not apply."""
 
-from django.contrib.auth.decorators import login_not_required
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from console.api import organizations, recommendations, servers, statements
-
-
-def api(view):
-    return login_not_required(view)
-
+from console.api.common import api
 
 urlpatterns = [
     path("api/schema/", api(SpectacularAPIView.as_view()), name="api-schema"),
