@@ -4,13 +4,14 @@ their own authentication (token or session), so the console's login redirect doe
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
-from console.api import organizations, recommendations, servers, statements
+from console.api import fleet, organizations, recommendations, servers, statements
 from console.api.common import api
 
 urlpatterns = [
     path("api/schema/", api(SpectacularAPIView.as_view()), name="api-schema"),
     path("api/docs/", api(SpectacularSwaggerSplitView.as_view(url_name="api-schema")), name="api-docs"),
     path("api/v1/organizations/", api(organizations.Organizations.as_view()), name="api-organizations"),
+    path("api/v1/fleet/", api(fleet.Fleet.as_view()), name="api-fleet"),
     # Each module's urlpatterns are relative to /api/v1/ and wrap their views with api().
     path("api/v1/", include(servers.urlpatterns)),
     path("api/v1/", include(statements.urlpatterns)),
