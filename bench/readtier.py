@@ -188,8 +188,14 @@ def _advisor_calls(h: longhistory.LongHistory, fl: fleet_history.Fleet | None, e
     if fl is not None:
         for sid in fl.server_ids:
             findings = [
-                found.Recommendation(rule=f"rule{k}", severity=("info", "warning", "critical")[k], server=str(sid),
-                                     subject="server", title="t", explanation="e")  # fmt: skip
+                found.Recommendation(
+                    rule=f"rule{k}",
+                    severity=("info", "warning", "critical")[k],
+                    server=str(sid),
+                    subject="server",
+                    title="t",
+                    explanation="e",
+                )  # fmt: skip
                 for k in range(ADVICE_PER_SERVER)
             ]
             recommendations_apply(server=Server(pk=sid), found_now=findings, now=end, clear_after=timedelta(hours=2))
@@ -314,6 +320,12 @@ def run(*, size: Size = FULL, log=print) -> dict:
     page_calls += pages.run_browser(server_id=h.server_id, end=end, runs=3 if size is QUICK else pages.BROWSER_RUNS,
                                     log=log)  # fmt: skip
     pages_s = time.perf_counter() - t0
+    from bench import api as api_bench
+
+    log("  REST API (bench/api.py)")
+    hot, _ = _hot_and_rare(h)
+    page_calls += api_bench.run(server_id=h.server_id, statement_id=hot[0], fleet_ids=fl.server_ids if fl else None,
+                                end=end, runs=size.runs, warmup=size.warmup, log=log)  # fmt: skip
     t0 = time.perf_counter()
     base = _baseline_calls(h, end, size)
     baseline_s = time.perf_counter() - t0

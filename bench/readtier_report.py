@@ -55,9 +55,20 @@ def _page_checks(pages: list[Measured]) -> list[tuple[str, str, str, bool | None
                          f"≤ {BROWSER_TARGET_MS} ms", f"{worst.p95:.0f} ms ({worst.window}, median {worst.median:.0f})",
                          worst.p95 <= BROWSER_TARGET_MS and len(ok) == len(ms)))  # fmt: skip
             continue
-        rows.append((f"{page}, server-side, every range 1 h – 30 d: worst p95", f"p95 ≤ {TARGET_MS} ms",
-                     f"{worst.p95:.1f} ms ({worst.window}, {worst.queries} queries)",
-                     worst.p95 <= TARGET_MS and len(ok) == len(ms)))  # fmt: skip
+        target = worst.target_ms or TARGET_MS
+        where = "through the HTTP stack with a token" if page.startswith("api") else "server-side"
+        ranges = "every range 1 h – 30 d" if len(ms) > 1 else ms[0].label
+        rows.append((f"{page}, {where}, {ranges}: worst p95", f"p95 ≤ {target:g} ms",
+                     f"{worst.p95:.1f} ms ({worst.window}"
+                     + (f", {worst.queries} queries)" if worst.queries is not None else ")"),
+                     worst.p95 <= target and len(ok) == len(ms)))  # fmt: skip
+        if page == "api top statements":
+            from bench.api import PAGE_TARGET_BYTES
+
+            biggest = max(ok, key=lambda m: m.bytes)
+            rows.append((f"{page}: JSON size of a page of 100, largest over the ranges",
+                         f"≤ {PAGE_TARGET_BYTES // 1024} KB", f"{biggest.bytes / 1024:.1f} KB ({biggest.window})",
+                         biggest.bytes <= PAGE_TARGET_BYTES))  # fmt: skip
         if "fragment" in page:
             biggest = max(ok, key=lambda m: m.bytes)
             rows.append((f"{page}: HTML size, largest over the ranges", f"≤ {FRAGMENT_TARGET_BYTES // 1024} KB",
@@ -180,7 +191,13 @@ def markdown(res: dict, table) -> list[str]:
               "(headless, Playwright, 1440×900) on a live server thread of the benchmark process, milliseconds "
               "from the start of the navigation until every chart of the page is drawn (devenv/browser.py "
               "fully_drawn_ms), one warm-up then 10 navigations per range.", ""]  # fmt: skip
-        L += table(rows, ["page", "range", "median / p95 ms", "queries", "HTML bytes"])
+        L += table(rows, ["page", "range", "median / p95 ms", "queries", "bytes"])
+        L += [
+            "",
+            'Rows starting with "api" are bench/api.py: the REST API through Django\'s test client with a '
+            "personal token (token authentication, throttling in Redis, selectors, JSON), 2 warm-ups, "
+            f"{res['size'].runs} runs each; top statements a page of 100.",
+        ]
     return L
 
 

@@ -1,0 +1,69 @@
+"""Benchmark 6: the REST API over the read-tier benchmark's history, end to end through the HTTP stack:
+Django's test client sends a personal token (`Authorization: Bearer`), so every request runs the
+middleware, DRF's token authentication and throttling (counters in Redis), the selectors and the JSON
+serialization. Top statements for every window from 1 hour to 30 days (a page of 100, with its size in
+bytes), a statement's 30-day series, and the fleet summary of 200 servers."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from bench.readtier import WINDOWS, Measured, _measure
+
+TOP_TARGET_MS = 100
+SERIES_TARGET_MS = 60
+FLEET_TARGET_MS = 200
+PAGE_TARGET_BYTES = 100 * 1024
+TOP_PAGE_SIZE = 100
+
+
+def _window(length: timedelta, end: datetime) -> dict[str, str]:
+    return {"from": (end - length).isoformat(), "to": end.isoformat()}
+
+
+def run(*, server_id: int, statement_id: int, fleet_ids: list[int] | None, end: datetime, runs: int, warmup: int,
+        log=print) -> list[Measured]:  # fmt: skip
+    import os
+
+    from django.contrib.auth import get_user_model
+    from django.test import Client
+
+    from console.api.tokens import token_create
+
+    os.environ.setdefault("API_THROTTLE_RATE", "100000/min")
+    user, _ = get_user_model().objects.get_or_create(username="bench-api", defaults={"is_staff": True})
+    _, secret = token_create(user=user, name="bench")
+    client = Client(HTTP_HOST="localhost", HTTP_AUTHORIZATION=f"Bearer {secret}")
+    calls: list[tuple[Measured, str, dict]] = []
+    for label, length, _ in WINDOWS:
+        calls.append((Measured("api top statements", f"{label}, page of {TOP_PAGE_SIZE}", TOP_TARGET_MS, window=label),
+                      f"/api/v1/servers/{server_id}/statements/",
+                      {**_window(length, end), "order_by": "total", "page_size": TOP_PAGE_SIZE}))  # fmt: skip
+    month = _window(timedelta(days=30), end)
+    calls.append((Measured("api statement series", "30 d", SERIES_TARGET_MS, window="30 d"),
+                  f"/api/v1/statements/{statement_id}/series/", month))  # fmt: skip
+    if fleet_ids:
+        calls.append((Measured("api fleet", f"{len(fleet_ids)} servers, 24 h", FLEET_TARGET_MS, window="24 h"),
+                      "/api/v1/fleet/", {**_window(timedelta(days=1), end), "page_size": 500}))  # fmt: skip
+    out = []
+    for m, url, params in calls:
+        sizes: list[int] = []
+
+        def get(url=url, params=params, sizes=sizes):
+            response = client.get(url, params)
+            if response.status_code != 200:
+                raise RuntimeError(f"{url} answered {response.status_code}: {response.content[:300]!r}")
+            sizes.append(len(response.content))
+            return response
+
+        try:
+            _measure(m, get, warmup=warmup, runs=runs, counting=None)
+        except RuntimeError as exc:  # an endpoint not there (yet): a finding, not a crash
+            m.missing = str(exc)
+        if sizes:
+            m.bytes = max(sizes)
+            over = m.selector == "api top statements" and m.bytes > PAGE_TARGET_BYTES
+            m.info = f"{m.bytes:,} bytes" + (f" (over {PAGE_TARGET_BYTES // 1024} KB)" if over else "")
+        out.append(m)
+        log(f"    {m.selector} {m.label}: " + (f"p95 {m.p95:.0f} ms, {m.info}" if m.ms else m.missing))
+    return out
