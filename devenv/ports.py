@@ -19,6 +19,8 @@ TEST_PORT_BASE = 55400
 TEST_EXTRA_PORT_BASE = 55500
 #: The extra PG 14 test cluster with a tiny pg_stat_statements.max (55514).
 TEST_EVICT_PORT = TEST_EXTRA_PORT_BASE + 14
+#: Throwaway clusters of tests/advisor/test_changes_apply.py (ALTER SYSTEM checks): 55600 + major.
+TEST_ALTER_PORT_BASE = 55600
 #: Monitored clusters of the demo: 56400 + major (56412 ... 56418).
 DEMO_PORT_BASE = 56400
 
