@@ -70,9 +70,12 @@ def server_evidence(*, server: Server, now: datetime) -> Gathered:
     day, week = rows["24h"], rows["7d"]
     if week.span_s < WINDOWS["24h"].total_seconds():
         notes.append(f"The history holds {_duration(week.span_s)}: day and week figures cover that much.")
-    series = server_series(server_id=server.pk, window=w["24h"], top_events=50)
     facts_day = server_facts(server_id=server.pk, window=w["24h"])
     facts_week = server_facts(server_id=server.pk, window=w["7d"])
+    # The charts cover the day, or the history when it is younger (then drawn from its snapshots).
+    began = facts_week.read_from
+    chart = Window(max(w["24h"].start, began), now) if began is not None and began < now else w["24h"]
+    series = server_series(server_id=server.pk, window=chart, top_events=50)
     sees_all = facts_day.reads_all_stats is not False
     if facts_day.reads_all_stats is False:
         notes.append(
@@ -97,11 +100,11 @@ def server_evidence(*, server: Server, now: datetime) -> Gathered:
     if hottest is not None and hottest.calls > 0:
         peaks = []
         recent = Window(max(now - timedelta(hours=6), w["24h"].start), now)
-        for win in (recent, w["24h"]):
+        for win in (recent, w["24h"], chart):
             points = statement_series(statement_id=hottest.statement_id, window=win).points
             peaks += [p.calls_per_s for p in points if p.calls_per_s is not None]
         hottest_peak = max(peaks, default=None)
-        hottest_series = tuple((p.start, p.calls_per_s) for p in points)  # the day's
+        hottest_series = tuple((p.start, p.calls_per_s) for p in points)  # over the charts' window
         if version >= 16 and waits.rows:
             hot_waits = wait_events(server_id=server.pk, window=w["24h"], statement_id=hottest.statement_id, top=50)
             spindelay_hot = _share(hot_waits.rows, SPINDELAY_EVENT) > 0

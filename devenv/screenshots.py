@@ -6,8 +6,10 @@ Debian's headless chromium (devenv/browser.py) logs in through the login form, t
 page at 1440×900 (the full page where it is taller), once every chart on it is drawn: login, fleet, the
 server page of the demo's dealloc-storm server (24h, and the last --recent minutes), its top statements
 by calls compared with the previous period, the hottest statement of the planning server (first by total
-time), planning vs execution, server management with a "test connection" result, the organization and
-the preferences. Run it after a few minutes of demo (more than --recent), so that the seed cases show."""
+time), planning vs execution, the advisor (the fleet's and the dealloc-storm server's recommendations),
+server management with a "test connection" result, the organization and
+the preferences. Run it after a few minutes of demo (more than --recent, and five minutes for the advisor's
+two-phase-commit family), so that the seed cases show."""
 
 from __future__ import annotations
 
@@ -138,6 +140,11 @@ def take(
 
         go(f"/servers/{planning}/planning/?{recent}")
         shot("planning")
+
+        go("/advisor/")
+        shot("advisor")
+        go(f"/servers/{dealloc}/advisor/")
+        shot("advisor-server")
 
         go(f"/manage/servers/{dealloc}/edit/")
         page.get_by_role("button", name="Test connection").click()

@@ -49,7 +49,8 @@ def _raise(evidence: Evidence, thresholds: Thresholds, severity: str, why: str) 
         explanation=(
             f"{why} Distinct statement keys seen: {evidence.distinct_keys_1d or 0:,} over a day, "
             f"{evidence.distinct_keys_7d or 0:,} over a week; {value:,} keeps them with "
-            f"×{thresholds.max_headroom_factor:g} headroom.{partial_note(evidence)}"
+            f"×{thresholds.max_headroom_factor:g} headroom.{_below_default(evidence, thresholds)}"
+            f"{partial_note(evidence)}"
         ),
         change=Change(f"ALTER SYSTEM SET pg_stat_statements.max = {value};", "restart"),
         effect="Entries stop being evicted: no full-table sort under the exclusive lock on every eviction.",
@@ -59,31 +60,44 @@ def _raise(evidence: Evidence, thresholds: Thresholds, severity: str, why: str) 
     )
 
 
+def _below_default(evidence: Evidence, thresholds: Thresholds) -> str:
+    """The "never lower it" note for a max below the default (part of the raise when there is one)."""
+    if evidence.settings.max >= thresholds.pss_max_default:
+        return ""
+    return (
+        f" max = {evidence.settings.max:,} is below the default {thresholds.pss_max_default:,}: never lower it "
+        "(seed 000 traced slow `select 1`/COMMIT on a 30k tx/s server to max = 1000)."
+    )
+
+
 def check(evidence: Evidence, thresholds: Thresholds) -> list[Recommendation]:
-    """Rule 1."""
+    """Rule 1: a raise when entries are evicted (with the below-default note when it applies); a max below the
+    default on its own when nothing is evicted (yet)."""
+    raised = _evictions(evidence, thresholds)
+    if raised or evidence.settings.max >= thresholds.pss_max_default:
+        return raised
+    value = max(recommended_max(evidence, thresholds), thresholds.pss_max_default)
+    return [
+        Recommendation(
+            rule=CODE,
+            severity="warning",
+            server=evidence.server,
+            subject="below-default",
+            title=f"pg_stat_statements.max is {evidence.settings.max:,}, below the default "
+            f"{thresholds.pss_max_default:,}",
+            explanation=_below_default(evidence, thresholds).strip(),
+            change=Change(f"ALTER SYSTEM SET pg_stat_statements.max = {value};", "restart"),
+            effect="Fewer evictions and their exclusive-lock sorts.",
+            cost=cost_of(value, evidence),
+            references=(SEED_DEALLOC,),
+        )
+    ]
+
+
+def _evictions(evidence: Evidence, thresholds: Thresholds) -> list[Recommendation]:
+    """Deallocation (14+) or inferred eviction (13): raise max."""
     out: list[Recommendation] = []
     s = evidence.settings
-    if s.max < thresholds.pss_max_default:
-        out.append(
-            Recommendation(
-                rule=CODE,
-                severity="warning",
-                server=evidence.server,
-                subject="below-default",
-                title=f"pg_stat_statements.max is {s.max:,}, below the default {thresholds.pss_max_default:,}",
-                explanation=(
-                    f"max = {s.max:,} < {thresholds.pss_max_default:,}. Never lower it: the audit in seed 000 "
-                    "traced slow `select 1`/COMMIT on a 30k tx/s server to max = 1000."
-                ),
-                change=Change(
-                    f"ALTER SYSTEM SET pg_stat_statements.max = {max(recommended_max(evidence, thresholds), 5000)};",
-                    "restart",
-                ),
-                effect="Fewer evictions and their exclusive-lock sorts.",
-                cost=cost_of(recommended_max(evidence, thresholds), evidence),
-                references=(SEED_DEALLOC,),
-            )
-        )
     if evidence.dealloc_per_s is not None:
         # Sustained = every window the evidence has shows it; the lowest window rate is the sustained rate.
         rates = [r for r in evidence.dealloc_per_s.values() if r is not None]

@@ -10,6 +10,11 @@ from advisor.thresholds import Thresholds
 CODE = "planning_dominated"
 
 
+def _snippet(query: str, length: int = 100) -> str:
+    text = " ".join(query.split())
+    return text if len(text) <= length else text[: length - 1] + "…"
+
+
 def check(evidence: Evidence, thresholds: Thresholds) -> list[Recommendation]:
     """Rule 7; needs track_planning on and a role that sees every statement."""
     if not evidence.settings.track_planning or not evidence.sees_all_statements:
@@ -29,7 +34,7 @@ def check(evidence: Evidence, thresholds: Thresholds) -> list[Recommendation]:
                 subject=subject,
                 title=f"Planning is {st.plan_share:.0%} of this statement's time",
                 explanation=(
-                    f"queryid {st.queryid}: {st.total_plan_ms:,.0f} ms planning vs "
+                    f"`{_snippet(st.query)}` (queryid {st.queryid}): {st.total_plan_ms:,.0f} ms planning vs "
                     f"{st.total_exec_ms:,.0f} ms execution "
                     f"over {st.calls:,} calls; {total / db:.1%} of the server's db time."
                 ),

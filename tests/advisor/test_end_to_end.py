@@ -70,8 +70,9 @@ def test_dealloc_storm_at_max_100_is_critical_with_a_value_and_its_rate(evict_cl
     # The evidence series is the dealloc/s chart.
     assert rec.evidence and rec.evidence[0]["unit"] == "dealloc/s"
     assert any(v and v > 10 for _, v in rec.evidence[0]["points"])
-    # max = 100 is also flagged on its own.
-    assert [r.severity for r in _rule(server, "pgss_max") if r.subject == "below-default"] == ["warning"]
+    # max = 100 is below the default: the raise says so (one recommendation, not two with the same change).
+    assert "never lower it" in rec.explanation
+    assert [r.subject for r in _rule(server, "pgss_max")] == ["server"]
 
     # On demand: `manage.py advise` evaluates again and prints the same advice with its numbers ...
     text = StringIO()

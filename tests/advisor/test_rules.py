@@ -66,8 +66,16 @@ def test_rule1_critical_with_value_and_numbers() -> None:
     assert crit[0].change and crit[0].change.text == "ALTER SYSTEM SET pg_stat_statements.max = 5000;"
     assert crit[0].change.apply == "restart"
     assert "MB of shared memory" in crit[0].cost
-    assert any(r.subject == "below-default" for r in recs)
+    # max = 100 is below the default: said in the raise, not as a second recommendation with the same change.
+    assert [r.subject for r in recs] == ["server"] and "never lower it" in crit[0].explanation
     assert_sane(recs)
+
+
+def test_rule1_below_default_on_its_own_when_nothing_is_evicted() -> None:
+    (r,) = r1_max.check(ev(settings=Settings(max=1000), dealloc_per_s={"1h": 0.0, "24h": 0.0, "7d": 0.0}), TH)
+    assert r.subject == "below-default" and r.severity == "warning" and "never lower it" in r.explanation
+    assert r.change and r.change.text == "ALTER SYSTEM SET pg_stat_statements.max = 5000;"
+    assert r1_max.check(ev(settings=Settings(max=5000), dealloc_per_s={"1h": 0.0, "24h": 0.0, "7d": 0.0}), TH) == []
 
 
 @pytest.mark.parametrize(
