@@ -52,7 +52,9 @@ def run(*, server_id: int, statement_id: int, fleet_ids: list[int] | None, end: 
         def get(url=url, params=params, sizes=sizes):
             response = client.get(url, params)
             if response.status_code != 200:
-                raise RuntimeError(f"{url} answered {response.status_code}: {response.content[:300]!r}")
+                kind = response.get("Content-Type", "")
+                detail = response.json().get("message", "") if kind.startswith("application/json") else "no such URL"
+                raise RuntimeError(f"{url} answered {response.status_code}: {detail[:200]}")
             sizes.append(len(response.content))
             return response
 

@@ -85,5 +85,7 @@ class Fleet(APIView):
             item = {name: getattr(r, name) for name in FleetServer().fields if name != "recommendations"}
             item["recommendations"] = {"critical": c.critical, "warning": c.warning, "info": c.info}
             results.append(item)
-        body = paged(FleetServer(results, many=True).data, count=len(ids), page=page, page_size=size)
+        # Plain dicts (FleetServer describes them in the schema): serializing 500 rows through DRF fields costs more
+        # than reading them.
+        body = paged(results, count=len(ids), page=page, page_size=size)
         return Response({**body, "window_start": window.start, "window_end": window.end})
