@@ -98,6 +98,10 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
     "POSTPROCESSING_HOOKS": ["console.api.schema.add_error_responses"],
+    "ENUM_NAME_OVERRIDES": {
+        "ServerStatusEnum": ["ok", "failing", "stale", "disabled", "never collected"],
+        "RecommendationStatusEnum": ["open", "acknowledged", "resolved"],
+    },
 }
 # Throttling counters are shared by every web process: in Redis.
 CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}

@@ -24,6 +24,8 @@ STATUSES = {
     "429": "throttled: retry after the Retry-After header's seconds",
 }
 
+WRITE_STATUSES = {"409": "the action does not apply to the object's state (e.g. resolving a resolved one)"}
+
 
 def add_error_responses(result, generator, request, public):
     """Postprocessing hook: every operation may answer each error status with the Error shape."""
@@ -35,6 +37,7 @@ def add_error_responses(result, generator, request, public):
             if method not in ("get", "post", "put", "patch", "delete"):
                 continue
             responses = operation.setdefault("responses", {})
-            for code, text in STATUSES.items():
+            codes = {**STATUSES, **(WRITE_STATUSES if method != "get" else {})}
+            for code, text in codes.items():
                 responses.setdefault(code, {"description": text, "content": {"application/json": {"schema": ref}}})
     return result
