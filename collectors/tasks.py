@@ -4,6 +4,7 @@ import logging
 from dataclasses import asdict
 
 from celery import shared_task
+from django.core.cache import cache
 from django.db import close_old_connections
 
 from collectors import backfill, partitions, rollups
@@ -15,19 +16,40 @@ log = logging.getLogger(__name__)
 MAX_BACKOFF_S = 120
 
 
+TRACK_TTL_S = 3600  # how long a tracked collection's status stays readable
+
+
+def tracked_key(task_id: str) -> str:
+    """The cache key of a collection asked for through the API (its status is polled there)."""
+    return f"collect-task:{task_id}"
+
+
+def track(task_id: str | None, server_id: int, status: str, result: dict | None = None) -> None:
+    if task_id:
+        cache.set(tracked_key(task_id), {"server_id": server_id, "status": status, "result": result}, TRACK_TTL_S)
+
+
 @shared_task(bind=True, max_retries=6, acks_late=True)
-def collect_server(self, server_id: int) -> dict:
+def collect_server(self, server_id: int, tracked: bool = False) -> dict:
+    """One collection; `tracked`: its status is kept in the cache for whoever asked (the API's collect now)."""
     close_old_connections()
+    task_id = self.request.id if tracked else None
+    track(task_id, server_id, "running")
     try:
         result = server_collect(server_id=server_id)
     except HistoryUnavailable as exc:
         countdown = min(2**self.request.retries, MAX_BACKOFF_S)
         log.warning("history store unavailable, retrying collection of server %s in %ss", server_id, countdown)
         raise self.retry(exc=exc, countdown=countdown) from exc
+    except Exception as exc:
+        track(task_id, server_id, "failed", {"ok": False, "kind": "error", "error_code": type(exc).__name__})
+        raise
     finally:
         close_old_connections()
     log.info(result.summary())
-    return {"ok": result.ok, "kind": result.kind, "error_code": result.error_code}
+    out = {"ok": result.ok, "kind": result.kind, "error_code": result.error_code}
+    track(task_id, server_id, "succeeded" if result.ok else "failed", out)
+    return out
 
 
 def _enqueue(server_id: int, expires_s: int) -> None:

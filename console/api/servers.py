@@ -1,3 +1,370 @@
-"""/api/v1/ endpoints: servers (being built)."""
+"""/api/v1/servers/: the caller's servers — list, create, read, update, delete, test the connection,
+collect now (202 and a task to poll), their snapshots and recent collection errors. Writes go through
+inventory.services and console.services (DBA or admin of the server's organization); the monitoring
+password is write-only: never in a response, cleared when host, port, user or database change without it."""
 
-urlpatterns: list = []
+from __future__ import annotations
+
+import uuid
+
+from django.core.cache import cache
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.urls import path, reverse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from psycopg.conninfo import make_conninfo
+from rest_framework import exceptions, serializers, status
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from collectors.check import server_check
+from collectors.selectors.fleet import server_status
+from collectors.selectors.server import recent_errors, version_text
+from collectors.selectors.snapshots import SnapshotRow, latest_snapshot, snapshots
+from collectors.selectors.statements import Page
+from collectors.tasks import collect_server, track, tracked_key
+from console.access import MANAGE_SERVERS, require_role, server_for, visible_organizations, visible_servers
+from console.api.common import (
+    PAGE_PARAMETERS,
+    TABLE_RENDERERS,
+    WINDOW_PARAMETERS,
+    api,
+    page_of,
+    page_params,
+    paged,
+    window_params,
+)
+from console.services import server_delete
+from inventory.models import Server
+from inventory.services import server_create, server_update
+
+SSLMODES = [c for c, _ in Server.SslMode.choices]
+
+
+class ServerOut(serializers.Serializer):
+    id = serializers.IntegerField()
+    organization_id = serializers.IntegerField()
+    organization = serializers.CharField()
+    name = serializers.CharField()
+    host = serializers.CharField()
+    port = serializers.IntegerField()
+    database = serializers.CharField()
+    user = serializers.CharField()
+    sslmode = serializers.ChoiceField(choices=SSLMODES)
+    has_password = serializers.BooleanField(help_text="a password is stored (it is never returned)")
+    enabled = serializers.BooleanField()
+    interval_s = serializers.IntegerField()
+    cpu_count = serializers.IntegerField(allow_null=True)
+    tags = serializers.ListField(child=serializers.CharField())
+    status = serializers.ChoiceField(choices=["ok", "failing", "stale", "disabled", "never collected"])
+    last_attempt_at = serializers.DateTimeField(allow_null=True)
+    last_success_at = serializers.DateTimeField(allow_null=True)
+    last_error_class = serializers.CharField(allow_blank=True)
+    last_error_message = serializers.CharField(allow_blank=True)
+    consecutive_failures = serializers.IntegerField()
+    server_version = serializers.CharField(allow_null=True)
+    extension_version = serializers.CharField(allow_blank=True)
+
+
+class ServerPage(serializers.Serializer):
+    count = serializers.IntegerField()
+    page = serializers.IntegerField()
+    page_size = serializers.IntegerField()
+    pages = serializers.IntegerField()
+    results = ServerOut(many=True)
+
+
+class ServerIn(serializers.Serializer):
+    organization = serializers.IntegerField(help_text="the organization's id (create only)")
+    name = serializers.CharField(max_length=200)
+    host = serializers.CharField(max_length=255)
+    port = serializers.IntegerField(min_value=1, max_value=65535, default=5432)
+    database = serializers.CharField(max_length=255, default="postgres")
+    user = serializers.CharField(max_length=255)
+    password = serializers.CharField(write_only=True, required=False, allow_blank=True, trim_whitespace=False,
+                                     style={"input_type": "password"})  # fmt: skip
+    sslmode = serializers.ChoiceField(choices=SSLMODES, default="prefer")
+    enabled = serializers.BooleanField(default=True)
+    interval_s = serializers.IntegerField(min_value=5, default=60)
+    cpu_count = serializers.IntegerField(min_value=1, allow_null=True, required=False)
+    tags = serializers.ListField(child=serializers.CharField(max_length=50), required=False)
+
+
+class ServerPatch(ServerIn):
+    """PUT and PATCH (PATCH: only the fields sent, no defaults filled in); a server keeps its organization."""
+
+    organization = None
+
+
+def _out(s: Server, now=None) -> dict:
+    from django.utils import timezone
+
+    return {
+        "id": s.pk, "organization_id": s.organization_id, "organization": s.organization.name, "name": s.name,
+        "host": s.host, "port": s.port, "database": s.database, "user": s.user, "sslmode": s.sslmode,
+        "has_password": bool(s.password_encrypted), "enabled": s.enabled, "interval_s": s.interval_s,
+        "cpu_count": s.cpu_count, "tags": list(s.tags or []), "status": server_status(s, now or timezone.now()),
+        "last_attempt_at": s.last_attempt_at, "last_success_at": s.last_success_at,
+        "last_error_class": s.last_error_class, "last_error_message": s.last_error_message,
+        "consecutive_failures": s.consecutive_failures, "server_version": version_text(s.server_version_num),
+        "extension_version": s.extension_version,
+    }  # fmt: skip
+
+
+def _valid(serializer_class, request, **kwargs) -> dict:
+    if not isinstance(request.data, dict):
+        raise exceptions.ValidationError({"non_field_errors": ["a JSON object is expected"]})
+    s = serializer_class(data=request.data, **kwargs)
+    s.is_valid(raise_exception=True)
+    return dict(s.validated_data)
+
+
+def _django_error(exc: DjangoValidationError) -> exceptions.ValidationError:
+    if hasattr(exc, "error_dict"):
+        return exceptions.ValidationError({k: [str(m) for m in v] for k, v in exc.message_dict.items()})
+    return exceptions.ValidationError({"non_field_errors": exc.messages})
+
+
+def _managed(request, server_id: int) -> Server:
+    server = server_for(request.user, server_id)
+    require_role(request.user, server.organization_id, MANAGE_SERVERS)
+    return server
+
+
+class Servers(APIView):
+    renderer_classes = TABLE_RENDERERS
+
+    @extend_schema(operation_id="servers_list", parameters=[
+        OpenApiParameter("organization", OpenApiTypes.INT), OpenApiParameter("tag", OpenApiTypes.STR),
+        *PAGE_PARAMETERS], responses=ServerPage)  # fmt: skip
+    def get(self, request):
+        servers = visible_servers(request.user).select_related("organization").order_by("organization__name", "name")
+        org = request.query_params.get("organization")
+        if org:
+            if not org.isdigit():
+                raise exceptions.ValidationError({"organization": ["an organization id"]})
+            servers = servers.filter(organization_id=int(org))
+        rows = [_out(s) for s in servers]
+        if request.query_params.get("tag"):
+            rows = [r for r in rows if request.query_params["tag"] in r["tags"]]
+        return page_of(rows, request)
+
+    @extend_schema(operation_id="servers_create", request=ServerIn, responses={201: ServerOut})
+    def post(self, request):
+        data = _valid(ServerIn, request)
+        org = visible_organizations(request.user).filter(pk=data.pop("organization")).first()
+        if org is None:
+            raise exceptions.ValidationError({"organization": ["not one of your organizations"]})
+        require_role(request.user, org.pk, MANAGE_SERVERS)
+        dsn = make_conninfo(host=data["host"], port=data["port"], dbname=data["database"], user=data["user"],
+                            password=data.get("password") or None, sslmode=data["sslmode"])  # fmt: skip
+        try:
+            server = server_create(name=data["name"], dsn=dsn, organization_name=org.name,
+                                   interval_s=data["interval_s"], cpu_count=data.get("cpu_count"),
+                                   tags=data.get("tags") or [])  # fmt: skip
+            if not data["enabled"]:
+                server = server_update(server=server, data={"enabled": False})
+        except DjangoValidationError as exc:
+            raise _django_error(exc) from None
+        return Response(_out(server), status=status.HTTP_201_CREATED)
+
+
+class ServerView(APIView):
+    @extend_schema(operation_id="server_read", responses=ServerOut)
+    def get(self, request, server_id: int):
+        return Response(_out(server_for(request.user, server_id)))
+
+    def _update(self, request, server_id: int, *, partial: bool):
+        server = _managed(request, server_id)
+        # partial: only the fields sent (a default filled in would look like a move and clear the password).
+        data = _valid(ServerPatch, request, partial=partial)
+        data.pop("organization", None)
+        password = data.pop("password", None)
+        try:
+            server = server_update(server=server, data=data, password=password or None)
+        except DjangoValidationError as exc:
+            raise _django_error(exc) from None
+        return Response(_out(server))
+
+    @extend_schema(operation_id="server_update", request=ServerPatch, responses=ServerOut,
+                   description="All fields. host, port, user or database changed without a password: the stored "
+                   "password is cleared (never sent to the new destination).")  # fmt: skip
+    def put(self, request, server_id: int):
+        return self._update(request, server_id, partial=False)
+
+    @extend_schema(operation_id="server_partial_update", request=ServerPatch, responses=ServerOut)
+    def patch(self, request, server_id: int):
+        return self._update(request, server_id, partial=True)
+
+    @extend_schema(operation_id="server_delete", responses={204: None})
+    def delete(self, request, server_id: int):
+        server_delete(server=_managed(request, server_id))
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class FindingOut(serializers.Serializer):
+    level = serializers.CharField()
+    topic = serializers.CharField()
+    text = serializers.CharField()
+    fix = serializers.CharField(allow_blank=True, help_text="the exact SQL or configuration line")
+
+
+class CheckOut(serializers.Serializer):
+    target = serializers.CharField(help_text="user@host:port/database (never the password)")
+    connected = serializers.BooleanField()
+    failure = serializers.CharField(allow_blank=True)
+    server_version = serializers.CharField(allow_blank=True)
+    extension_version = serializers.CharField(allow_null=True)
+    preloaded = serializers.BooleanField(allow_null=True)
+    reads_all_stats = serializers.BooleanField(allow_null=True)
+    findings = FindingOut(many=True)
+    elapsed_ms = serializers.FloatField()
+
+
+class TestConnection(APIView):
+    @extend_schema(operation_id="server_test", request=None, responses=CheckOut)
+    def post(self, request, server_id: int):
+        s = _managed(request, server_id)
+        r = server_check(host=s.host, port=s.port, database=s.database, user=s.user, password=s.get_password(),
+                         sslmode=s.sslmode)  # fmt: skip
+        return Response({
+            "target": r.target, "connected": r.connected, "failure": r.failure, "server_version": r.server_version,
+            "extension_version": r.extension_version, "preloaded": r.preloaded, "reads_all_stats": r.reads_all_stats,
+            "findings": [{"level": f.level, "topic": f.topic, "text": f.text, "fix": f.fix} for f in r.findings],
+            "elapsed_ms": r.elapsed_ms,
+        })  # fmt: skip
+
+
+class TaskOut(serializers.Serializer):
+    task_id = serializers.CharField()
+    server_id = serializers.IntegerField()
+    status = serializers.ChoiceField(choices=["queued", "running", "succeeded", "failed"])
+    status_url = serializers.CharField()
+    result = serializers.DictField(allow_null=True, help_text="ok, kind, error_code once it ran")
+
+
+def _task(task_id: str, data: dict) -> dict:
+    url = reverse("api-task", args=[task_id])
+    return {"task_id": task_id, "server_id": data["server_id"], "status": data["status"], "status_url": url,
+            "result": data.get("result")}  # fmt: skip
+
+
+class CollectNow(APIView):
+    @extend_schema(operation_id="server_collect", request=None, responses={202: TaskOut})
+    def post(self, request, server_id: int):
+        server = _managed(request, server_id)
+        task_id = str(uuid.uuid4())
+        track(task_id, server.pk, "queued")
+        collect_server.apply_async((server.pk,), {"tracked": True}, task_id=task_id, expires=max(server.interval_s, 60))
+        return Response(_task(task_id, cache.get(tracked_key(task_id))), status=status.HTTP_202_ACCEPTED)
+
+
+class TaskView(APIView):
+    @extend_schema(operation_id="task_read", responses=TaskOut)
+    def get(self, request, task_id: str):
+        data = cache.get(tracked_key(task_id))
+        if data is None or not visible_servers(request.user).filter(pk=data["server_id"]).exists():
+            raise exceptions.NotFound("no such task (or it ended more than an hour ago)")
+        return Response(_task(task_id, data))
+
+
+class SnapshotOut(serializers.Serializer):
+    taken_at = serializers.DateTimeField()
+    prev_taken_at = serializers.DateTimeField(allow_null=True)
+    interval_s = serializers.FloatField(allow_null=True)
+    kind = serializers.CharField()
+    server_version_num = serializers.IntegerField()
+    extension_version = serializers.CharField()
+    entries = serializers.IntegerField()
+    entries_hidden = serializers.IntegerField()
+    entries_max = serializers.IntegerField(allow_null=True)
+    changed = serializers.IntegerField()
+    new_entries = serializers.IntegerField()
+    gone_entries = serializers.IntegerField()
+    dealloc = serializers.IntegerField(allow_null=True, help_text="null before PostgreSQL 14")
+    dealloc_delta = serializers.IntegerField(allow_null=True)
+    dealloc_per_s = serializers.FloatField(allow_null=True)
+    stats_reset_at = serializers.DateTimeField(allow_null=True)
+    full_reset = serializers.BooleanField()
+    track = serializers.CharField(allow_null=True)
+    track_utility = serializers.BooleanField(allow_null=True)
+    track_planning = serializers.BooleanField(allow_null=True, help_text="null: the GUC does not exist")
+    save = serializers.BooleanField(allow_null=True)
+    sample_rate = serializers.FloatField(allow_null=True, help_text="null: the GUC does not exist")
+    waits_source = serializers.CharField(allow_null=True)
+    waits_samples = serializers.IntegerField(allow_null=True)
+
+
+class SnapshotPageOut(serializers.Serializer):
+    count = serializers.IntegerField()
+    page = serializers.IntegerField()
+    page_size = serializers.IntegerField()
+    pages = serializers.IntegerField()
+    results = SnapshotOut(many=True)
+
+
+def _snapshot(row: SnapshotRow) -> dict:
+    return {n: getattr(row, n) for n in SnapshotOut().fields}
+
+
+class Snapshots(APIView):
+    renderer_classes = TABLE_RENDERERS
+
+    @extend_schema(operation_id="server_snapshots", parameters=[*WINDOW_PARAMETERS, *PAGE_PARAMETERS],
+                   responses=SnapshotPageOut,
+                   description="Newest first; the whole history unless a window is given.")  # fmt: skip
+    def get(self, request, server_id: int):
+        server = server_for(request.user, server_id)
+        q = request.query_params
+        window = window_params(request) if any(q.get(k) for k in ("from", "to", "since")) else None
+        page, size = page_params(request)
+        found = snapshots(server_id=server.pk, window=window, page=Page(page, size))
+        return Response(paged([_snapshot(r) for r in found.rows], count=found.total_count, page=page,
+                              page_size=size))  # fmt: skip
+
+
+class LatestSnapshot(APIView):
+    @extend_schema(operation_id="server_snapshot_latest", responses=SnapshotOut)
+    def get(self, request, server_id: int):
+        row = latest_snapshot(server_id=server_for(request.user, server_id).pk)
+        if row is None:
+            raise exceptions.NotFound("no snapshot yet")
+        return Response(_snapshot(row))
+
+
+class ErrorOut(serializers.Serializer):
+    at = serializers.DateTimeField()
+    error_class = serializers.CharField(help_text="unreachable, auth_failed, timeout, ...")
+    message = serializers.CharField()
+
+
+class ErrorPage(serializers.Serializer):
+    count = serializers.IntegerField()
+    page = serializers.IntegerField()
+    page_size = serializers.IntegerField()
+    pages = serializers.IntegerField()
+    results = ErrorOut(many=True)
+
+
+class Errors(APIView):
+    renderer_classes = TABLE_RENDERERS
+
+    @extend_schema(operation_id="server_errors", parameters=PAGE_PARAMETERS, responses=ErrorPage,
+                   description="The latest failed collections, newest first (the collector keeps 50).")  # fmt: skip
+    def get(self, request, server_id: int):
+        server = server_for(request.user, server_id)
+        rows = [{"at": e.at, "error_class": e.error_class, "message": e.message}
+                for e in recent_errors(server_id=server.pk, limit=50)]  # fmt: skip
+        return page_of(rows, request)
+
+
+urlpatterns = [
+    path("servers/", api(Servers.as_view()), name="api-servers"),
+    path("servers/<int:server_id>/", api(ServerView.as_view()), name="api-server"),
+    path("servers/<int:server_id>/test/", api(TestConnection.as_view()), name="api-server-test"),
+    path("servers/<int:server_id>/collect/", api(CollectNow.as_view()), name="api-server-collect"),
+    path("servers/<int:server_id>/snapshots/", api(Snapshots.as_view()), name="api-server-snapshots"),
+    path("servers/<int:server_id>/snapshots/latest/", api(LatestSnapshot.as_view()), name="api-server-snapshot-latest"),
+    path("servers/<int:server_id>/errors/", api(Errors.as_view()), name="api-server-errors"),
+    path("tasks/<str:task_id>/", api(TaskView.as_view()), name="api-task"),
+]  # fmt: skip

@@ -1,0 +1,154 @@
+"""Servers through the API: list, create, read, update, delete, test the connection, collect now through a
+real Celery worker, snapshots and errors — by role, with the password never in a response."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from django.conf import settings as django_settings
+from django.db import connection
+
+from inventory.models import Server
+from tests.api.conftest import assert_error
+from tests.conftest import MONITOR_PASSWORD, MONITOR_USER
+
+pytestmark = pytest.mark.django_db(transaction=True)
+ROOT = Path(__file__).resolve().parents[2]
+SECRET = "s3cr3t-pw-never-shown"
+
+
+def _body(c, major: int, **extra) -> dict:
+    return {"organization": extra.pop("organization"), "name": extra.pop("name", f"api-pg{major}"),
+            "host": "127.0.0.1", "port": c.port, "database": "app", "user": MONITOR_USER,
+            "password": extra.pop("password", MONITOR_PASSWORD), **extra}  # fmt: skip
+
+
+def _post(client, url, body):
+    return client.post(url, json.dumps(body), content_type="application/json")
+
+
+def _patch(client, url, body):
+    return client.patch(url, json.dumps(body), content_type="application/json")
+
+
+def test_create_read_update_delete_by_role(api_world, pg_clusters):
+    c = pg_clusters[17]
+    acme = api_world.acme.pk
+    assert_error(_post(api_world.client("viewer"), "/api/v1/servers/", _body(c, 17, organization=acme)), 403)
+    r = _post(api_world.client("outsider"), "/api/v1/servers/", _body(c, 17, organization=acme))
+    assert "organization" in assert_error(r, 400)["errors"]
+    assert_error(_post(api_world.client("dba", read_only=True), "/api/v1/servers/", _body(c, 17, organization=acme)),
+                 403, "read_only_token")  # fmt: skip
+    dba = api_world.client("dba")
+    r = _post(dba, "/api/v1/servers/", _body(c, 17, organization=acme, password=SECRET, tags=["prod"]))
+    assert r.status_code == 201, r.content
+    created = r.json()
+    assert created["has_password"] is True and created["tags"] == ["prod"] and SECRET not in r.content.decode()
+    url = f"/api/v1/servers/{created['id']}/"
+    assert Server.objects.get(pk=created["id"]).get_password() == SECRET  # stored (encrypted), never shown
+    dup = _post(dba, "/api/v1/servers/", _body(c, 17, organization=acme))
+    assert "already exists" in assert_error(dup, 400)["message"]
+    assert "port" in assert_error(_post(dba, "/api/v1/servers/", _body(c, 17, organization=acme, name="x", port=0)),
+                                  400)["errors"]  # fmt: skip
+    bad = dba.post("/api/v1/servers/", "{not json", content_type="application/json")
+    assert assert_error(bad, 400, "parse_error")["message"]
+
+    for role in ("viewer", "dba", "admin"):
+        got = api_world.client(role).get(url)
+        assert got.status_code == 200 and SECRET not in got.content.decode()
+    assert_error(api_world.client("outsider").get(url), 404)
+    assert [s["name"] for s in api_world.client("viewer").get("/api/v1/servers/").json()["results"]] == ["api-pg17"]
+    assert api_world.client("outsider").get("/api/v1/servers/").json()["count"] == 0
+
+    assert_error(_patch(api_world.client("viewer"), url, {"interval_s": 30}), 403)
+    r = _patch(dba, url, {"interval_s": 30})
+    assert r.json()["interval_s"] == 30 and r.json()["has_password"] is True  # same destination: kept
+    r = _patch(dba, url, {"host": "localhost"})
+    assert r.json()["has_password"] is False  # moved without a password: cleared, never sent elsewhere
+    r = _patch(dba, url, {"host": "127.0.0.1", "password": MONITOR_PASSWORD})
+    assert r.json()["has_password"] is True and MONITOR_PASSWORD not in r.content.decode()
+    assert "interval_s" in assert_error(_patch(dba, url, {"interval_s": 1}), 400)["errors"]
+
+    assert_error(api_world.client("viewer").delete(url), 403)
+    assert api_world.client("admin").delete(url).status_code == 204
+    assert_error(dba.get(url), 404)
+
+
+def test_test_connection_says_what_is_wrong(api_world, pg_clusters):
+    c = pg_clusters[16]
+    dba = api_world.client("dba")
+    created = _post(dba, "/api/v1/servers/", _body(c, 16, organization=api_world.acme.pk, password="wrong")).json()
+    r = dba.post(f"/api/v1/servers/{created['id']}/test/")
+    body = r.json()
+    assert body["connected"] is False and body["failure"] == "authentication" and "wrong" not in r.content.decode()
+    assert body["findings"] and body["findings"][0]["text"]
+    _patch(dba, f"/api/v1/servers/{created['id']}/", {"password": MONITOR_PASSWORD})
+    body = dba.post(f"/api/v1/servers/{created['id']}/test/").json()
+    assert body["connected"] is True and body["server_version"].startswith("16") and body["extension_version"]
+    assert_error(api_world.client("viewer").post(f"/api/v1/servers/{created['id']}/test/"), 403)
+
+
+@pytest.fixture
+def worker(tmp_path):
+    """A real Celery worker on the tests' Redis database and the test database."""
+    db = connection.settings_dict
+    env = {**os.environ, "DATABASE_URL": f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
+           "REDIS_URL": django_settings.REDIS_URL, "CREDENTIALS_KEY": django_settings.CREDENTIALS_KEY,
+           "COLLECTOR_ACTIVITY_SAMPLES": "2", "COLLECTOR_ACTIVITY_SPAN_S": "0.1", "PYTHONUNBUFFERED": "1"}  # fmt: skip
+    log = tmp_path / "worker.log"
+    proc = subprocess.Popen([sys.executable, "-m", "celery", "-A", "console", "worker", "--pool", "threads",
+                             "--concurrency", "2", "--loglevel", "info"], cwd=ROOT, env=env,
+                            stdout=open(log, "w"), stderr=subprocess.STDOUT)  # fmt: skip
+    yield log
+    proc.terminate()
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+def test_collect_now_then_poll_then_snapshots(api_world, pg_clusters, worker):
+    c = pg_clusters[15]
+    dba = api_world.client("dba")
+    created = _post(dba, "/api/v1/servers/", _body(c, 15, organization=api_world.acme.pk)).json()
+    base = f"/api/v1/servers/{created['id']}/"
+    assert_error(api_world.client("viewer").post(f"{base}collect/"), 403)
+    assert_error(dba.get(f"{base}snapshots/latest/"), 404)
+    r = dba.post(f"{base}collect/")
+    assert r.status_code == 202 and r.json()["status"] in ("queued", "running", "succeeded")
+    status_url = r.json()["status_url"]
+    deadline = time.monotonic() + 60
+    while (state := dba.get(status_url).json())["status"] in ("queued", "running") and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert state["status"] == "succeeded", (state, worker.read_text()[-2000:])
+    assert state["result"]["kind"] == "baseline"
+    assert_error(api_world.client("outsider").get(status_url), 404)
+    assert_error(dba.get("/api/v1/tasks/no-such-task/"), 404)
+
+    latest = dba.get(f"{base}snapshots/latest/").json()
+    assert latest["kind"] == "baseline" and latest["track_planning"] is False and latest["sample_rate"] is None
+    page = api_world.client("viewer").get(f"{base}snapshots/").json()
+    assert page["count"] == 1 and page["results"][0]["taken_at"] == latest["taken_at"]
+    assert api_world.client("viewer").get(f"{base}errors/").json()["count"] == 0
+    csv = api_world.client("viewer").get(f"{base}snapshots/", {"format": "csv"}).content.decode().splitlines()
+    assert csv[0].startswith("taken_at,") and len(csv) == 2
+    assert_error(api_world.client("outsider").get(f"{base}snapshots/"), 404)
+
+
+def test_put_replaces_every_field_and_keeps_the_organization(api_world, pg_clusters):
+    c = pg_clusters[17]
+    dba = api_world.client("dba")
+    created = _post(dba, "/api/v1/servers/", _body(c, 17, organization=api_world.acme.pk, name="put-me")).json()
+    body = {k: v for k, v in _body(c, 17, organization=0, name="put-me-2").items() if k != "organization"}
+    r = dba.put(f"/api/v1/servers/{created['id']}/", json.dumps({**body, "interval_s": 120}),
+                content_type="application/json")  # fmt: skip
+    assert r.status_code == 200, r.content
+    assert (r.json()["name"], r.json()["interval_s"], r.json()["organization"]) == ("put-me-2", 120, "acme")
+    missing = dba.put(f"/api/v1/servers/{created['id']}/", json.dumps({"name": "x"}), content_type="application/json")
+    assert {"host", "user"} <= set(assert_error(missing, 400)["errors"])
