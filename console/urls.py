@@ -8,6 +8,8 @@ urlpatterns = [
     path("", account.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("preferences/", account.preferences, name="preferences"),
+    path("preferences/tokens/", account.tokens, name="tokens"),
+    path("preferences/tokens/<str:prefix>/revoke/", account.token_revoke_view, name="token-revoke"),
     path("", include(fleet.urlpatterns)),
     path("", include(servers.urlpatterns)),
     path("", include(top.urlpatterns)),

@@ -1,0 +1,55 @@
+"""API tokens in the console: created with the secret shown once, listed without it, revoked at once."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.test import Client
+
+from console.api.tokens import token_hash
+from console.models import ApiToken
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def alice():
+    user = get_user_model().objects.create_user("alice", password="x")
+    c = Client()
+    c.force_login(user)
+    return user, c
+
+
+def test_create_shows_the_secret_once_then_revoke_stops_it(alice):
+    user, c = alice
+    r = c.post("/preferences/tokens/", {"name": "ci-checks", "read_only": "on", "expires_days": "30"})
+    assert r.status_code == 200 and r["Cache-Control"] == "no-store"
+    secret = re.search(r'id="token-secret">(pgc_[^<]+)<', r.content.decode()).group(1)
+    row = ApiToken.objects.get(user=user)
+    assert row.secret_hash == token_hash(secret) and row.read_only and row.expires_at is not None
+    page = c.get("/preferences/tokens/").content.decode()
+    assert secret not in page and f"pgc_{row.prefix}_…" in page and "read-only" in page
+    api = Client(HTTP_AUTHORIZATION=f"Bearer {secret}")
+    assert api.get("/api/v1/organizations/").status_code == 200
+    r = c.post(f"/preferences/tokens/{row.prefix}/revoke/")
+    assert r.status_code == 302
+    assert api.get("/api/v1/organizations/").status_code == 401
+    assert "revoked" in c.get("/preferences/tokens/").content.decode()
+
+
+def test_bad_input_and_other_users_tokens(alice):
+    user, c = alice
+    r = c.post("/preferences/tokens/", {"name": "", "expires_days": "0"})
+    assert r.status_code == 400 and not ApiToken.objects.exists()
+    bob = get_user_model().objects.create_user("bob", password="x")
+    other = Client()
+    other.force_login(bob)
+    other.post("/preferences/tokens/", {"name": "bob's"})
+    theirs = ApiToken.objects.get(user=bob)
+    assert c.post(f"/preferences/tokens/{theirs.prefix}/revoke/").status_code == 404
+    theirs.refresh_from_db()
+    assert theirs.revoked_at is None
+    assert c.get(f"/preferences/tokens/{theirs.prefix}/revoke/").status_code == 405
+    assert "bob's" not in c.get("/preferences/tokens/").content.decode()
