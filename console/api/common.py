@@ -37,8 +37,12 @@ WINDOW_PARAMETERS = [
                      pattern=r"^\d+\s*(m|min|h|d)$"),
 ]  # fmt: skip
 PAGE_PARAMETERS = [
-    OpenApiParameter("page", OpenApiTypes.INT, description="1 and up (default 1)"),
-    OpenApiParameter("page_size", OpenApiTypes.INT, description=f"1 to {MAX_PAGE_SIZE} (default {DEFAULT_PAGE_SIZE})"),
+    OpenApiParameter("page", {"type": "integer", "minimum": 1}, description="1 and up (default 1)"),
+    OpenApiParameter(
+        "page_size",
+        {"type": "integer", "minimum": 1, "maximum": MAX_PAGE_SIZE},
+        description=f"1 to {MAX_PAGE_SIZE} (default {DEFAULT_PAGE_SIZE})",
+    ),
 ]
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
 from rest_framework import exceptions, status
+from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_handler
 
@@ -49,4 +50,8 @@ def exception_handler(exc, context):
         code = "invalid" if response.status_code == status.HTTP_400_BAD_REQUEST else "error"
     errors = _flatten(detail) if isinstance(exc, exceptions.ValidationError) else {}
     headers = {k: v for k, v in response.items() if k in ("Retry-After", "WWW-Authenticate", "Allow")}
+    request = context.get("request")
+    if request is not None and getattr(getattr(request, "accepted_renderer", None), "format", None) == "csv":
+        # An error is never a table: it keeps its JSON shape whatever format the table was asked in.
+        request.accepted_renderer, request.accepted_media_type = JSONRenderer(), JSONRenderer.media_type
     return error_response(response.status_code, str(code), _message(detail), errors, headers)

@@ -261,7 +261,8 @@ class CollectNow(APIView):
 
 class TaskView(APIView):
     @extend_schema(operation_id="task_read", responses=TaskOut)
-    def get(self, request, task_id: str):
+    def get(self, request, task_id: uuid.UUID):
+        task_id = str(task_id)
         data = cache.get(tracked_key(task_id))
         if data is None or not visible_servers(request.user).filter(pk=data["server_id"]).exists():
             raise exceptions.NotFound("no such task (or it ended more than an hour ago)")
@@ -366,5 +367,5 @@ urlpatterns = [
     path("servers/<int:server_id>/snapshots/", api(Snapshots.as_view()), name="api-server-snapshots"),
     path("servers/<int:server_id>/snapshots/latest/", api(LatestSnapshot.as_view()), name="api-server-snapshot-latest"),
     path("servers/<int:server_id>/errors/", api(Errors.as_view()), name="api-server-errors"),
-    path("tasks/<str:task_id>/", api(TaskView.as_view()), name="api-task"),
+    path("tasks/<uuid:task_id>/", api(TaskView.as_view()), name="api-task"),
 ]  # fmt: skip

@@ -129,7 +129,8 @@ def test_collect_now_then_poll_then_snapshots(api_world, pg_clusters, worker):
     assert state["status"] == "succeeded", (state, worker.read_text()[-2000:])
     assert state["result"]["kind"] == "baseline"
     assert_error(api_world.client("outsider").get(status_url), 404)
-    assert_error(dba.get("/api/v1/tasks/no-such-task/"), 404)
+    assert_error(dba.get("/api/v1/tasks/no-such-task/"), 404)  # not a task id: the API's 404, not a page
+    assert_error(dba.get("/api/v1/tasks/7c4d2b9e-0000-4000-8000-000000000000/"), 404)
 
     latest = dba.get(f"{base}snapshots/latest/").json()
     assert latest["kind"] == "baseline" and latest["track_planning"] is False and latest["sample_rate"] is None
