@@ -10,7 +10,9 @@ SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 
 PYTHON := .venv/bin/python
-DEBIAN_PACKAGES := postgresql postgresql-contrib postgresql-15-pg-wait-sampling redis-server chromium fonts-dejavu-core
+# WeasyPrint needs Pango (audit PDFs); the tests read PDFs with poppler-utils (pdftotext, pdftoppm).
+DEBIAN_PACKAGES := postgresql postgresql-contrib postgresql-15-pg-wait-sampling redis-server chromium fonts-dejavu-core \
+	libpango-1.0-0 libpangoft2-1.0-0 poppler-utils
 PYTEST_ARGS ?=
 
 .PHONY: install system-packages fetch services lint test demo bench

@@ -174,3 +174,53 @@ def threshold_overrides(*, organization_id: int) -> dict[str, float | int | None
     names = [*OrganizationThresholds.OVERRIDABLE, "clear_after_minutes"]
     row = OrganizationThresholds.objects.filter(organization_id=organization_id).values(*names).first()
     return row or dict.fromkeys(names)
+
+
+@dataclass(frozen=True)
+class ActivityRow:
+    """A recommendation opened or resolved inside a window (the weekly report's "what the advisor did")."""
+
+    recommendation_id: int
+    server_id: int
+    server: str
+    rule: str
+    subject: str
+    title: str
+    severity: str  # at that moment
+    kind: str  # opened (first time or again) | resolved (by a user or automatically)
+    at: datetime
+    by: str | None  # the user who resolved it; None: opened by the advisor, or resolved automatically
+
+
+_ACTIVITY = {
+    RecommendationEvent.Kind.OPENED: "opened",
+    RecommendationEvent.Kind.REOPENED: "opened",
+    RecommendationEvent.Kind.RESOLVED: "resolved",
+    RecommendationEvent.Kind.CLEARED: "resolved",
+}
+
+
+def recommendation_activity(*, server_ids: Iterable[int], start: datetime, end: datetime) -> list[ActivityRow]:
+    """Recommendations opened (or reopened) and resolved (by a user or cleared) in [start, end), oldest first."""
+    events = (
+        RecommendationEvent.objects.filter(
+            recommendation__server_id__in=list(server_ids), at__gte=start, at__lt=end, kind__in=list(_ACTIVITY)
+        )
+        .select_related("recommendation__server", "user")
+        .order_by("at", "id")
+    )
+    return [
+        ActivityRow(
+            recommendation_id=e.recommendation_id,
+            server_id=e.recommendation.server_id,
+            server=e.recommendation.server.name,
+            rule=e.recommendation.rule,
+            subject=e.recommendation.subject,
+            title=e.recommendation.title,
+            severity=e.severity,
+            kind=_ACTIVITY[e.kind],
+            at=e.at,
+            by=e.user.get_username() if e.user else None,
+        )  # fmt: skip
+        for e in events
+    ]

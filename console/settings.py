@@ -50,6 +50,7 @@ INSTALLED_APPS = [
     "console",
     "collectors",
     "advisor",
+    "reports",
 ]
 
 MIDDLEWARE = [

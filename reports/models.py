@@ -1,0 +1,162 @@
+"""What the weekly reports and the audit exports keep: each organization's report schedule and
+recipients, every weekly send (one per organization and week, claimed before it is sent) with its
+deliveries, the unsubscribed addresses, the audit exports with their files, and the audit log."""
+
+from django.conf import settings
+from django.core.validators import MaxValueValidator
+from django.db import models
+
+from console.models import validate_time_zone
+from inventory.models import Organization
+
+
+class ReportSchedule(models.Model):
+    """An organization's weekly report: when (in its time zone) and to whom besides the members who opted in."""
+
+    organization = models.OneToOneField(
+        Organization, on_delete=models.CASCADE, primary_key=True, related_name="report_schedule"
+    )
+    enabled = models.BooleanField(default=True)
+    weekday = models.PositiveSmallIntegerField(default=0, validators=[MaxValueValidator(6)])  # 0 = Monday
+    hour = models.PositiveSmallIntegerField(default=7, validators=[MaxValueValidator(23)])
+    time_zone = models.CharField(max_length=64, default="UTC", validators=[validate_time_zone])
+    # Client stakeholders without an account.
+    extra_recipients = models.JSONField(default=list, blank=True)
+
+    def __str__(self) -> str:
+        return f"weekly report of {self.organization}"
+
+
+class ReportOptIn(models.Model):
+    """A member who wants the organization's weekly report."""
+
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="report_opt_ins")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="report_opt_ins")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["organization", "user"], name="report_opt_in_unique")]
+
+
+class Unsubscribed(models.Model):
+    """An address that followed its unsubscribe link: the organization's report is not sent to it again."""
+
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="report_unsubscribed")
+    address = models.EmailField()  # lower-cased
+    at = models.DateTimeField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["organization", "address"], name="report_unsubscribed_unique")]
+
+
+class WeeklySend(models.Model):
+    """One report of one organization for one ISO week. A weekly send is claimed by inserting this row
+    (unique per organization and week) before anything is mailed, so a re-run never sends twice; a test
+    send ("send me a test now", `reports send --to`) is recorded too, but is not unique."""
+
+    class Kind(models.TextChoices):
+        WEEKLY = "weekly"
+        TEST = "test"
+
+    class Status(models.TextChoices):
+        SENDING = "sending"
+        SENT = "sent"
+        PARTIAL = "partial"  # some recipients failed after every retry
+        FAILED = "failed"
+        EMPTY = "empty"  # nobody to send to
+
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="weekly_sends")
+    kind = models.CharField(max_length=8, choices=Kind.choices, default=Kind.WEEKLY)
+    week = models.CharField(max_length=8)  # ISO week, e.g. 2026-W47
+    window_start = models.DateTimeField()
+    window_end = models.DateTimeField()
+    status = models.CharField(max_length=8, choices=Status.choices, default=Status.SENDING)
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    claimed_at = models.DateTimeField()
+    finished_at = models.DateTimeField(null=True, blank=True)
+    error = models.TextField(blank=True, default="")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["organization", "week"], condition=models.Q(kind="weekly"), name="weekly_send_once_a_week"
+            ),
+        ]
+        indexes = [models.Index(fields=["organization", "-claimed_at"], name="weekly_send_recent")]
+
+    def __str__(self) -> str:
+        return f"{self.organization} {self.week} ({self.kind}, {self.status})"
+
+
+class Delivery(models.Model):
+    """One recipient of one send, with its attempts (SMTP failures are retried with backoff)."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        SENT = "sent"
+        FAILED = "failed"
+
+    send = models.ForeignKey(WeeklySend, on_delete=models.CASCADE, related_name="deliveries")
+    address = models.EmailField()
+    status = models.CharField(max_length=8, choices=Status.choices, default=Status.PENDING)
+    attempts = models.PositiveIntegerField(default=0)
+    last_error = models.TextField(blank=True, default="")
+    sent_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["send", "address"], name="delivery_unique")]
+        indexes = [models.Index(fields=["address", "status"], name="delivery_address_status")]
+
+
+class AuditExport(models.Model):
+    """A consultant's audit bundle of some servers over a pinned window, built by a Celery task."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        DONE = "done"
+        FAILED = "failed"
+
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="audit_exports")
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    server_ids = models.JSONField(default=list)
+    window_start = models.DateTimeField()
+    window_end = models.DateTimeField()
+    formats = models.JSONField(default=list)  # pdf, xlsx, csv, json
+    status = models.CharField(max_length=8, choices=Status.choices, default=Status.QUEUED)
+    progress = models.PositiveSmallIntegerField(default=0)  # percent
+    step = models.CharField(max_length=200, blank=True, default="")  # what it is doing now
+    error = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    file_name = models.CharField(max_length=255, blank=True, default="")  # under settings.EXPORT_ROOT
+    sha256 = models.CharField(max_length=64, blank=True, default="")
+    size_bytes = models.PositiveBigIntegerField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["organization", "-created_at"], name="audit_export_recent")]
+
+
+class AuditLogEntry(models.Model):
+    """Who generated or downloaded what, and when (kept with the organization)."""
+
+    class Action(models.TextChoices):
+        EXPORT_REQUESTED = "export_requested"
+        EXPORT_GENERATED = "export_generated"
+        EXPORT_FAILED = "export_failed"
+        EXPORT_DOWNLOADED = "export_downloaded"
+
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="audit_log")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                             related_name="+")  # fmt: skip
+    action = models.CharField(max_length=20, choices=Action.choices)
+    export = models.ForeignKey(AuditExport, null=True, blank=True, on_delete=models.SET_NULL, related_name="log")
+    at = models.DateTimeField()
+    detail = models.TextField(blank=True, default="")
+
+    class Meta:
+        indexes = [models.Index(fields=["organization", "-at"], name="audit_log_recent")]
+        ordering = ["-at", "-id"]
