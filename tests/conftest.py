@@ -19,15 +19,16 @@ from __future__ import annotations
 
 import fcntl
 import os
+import tempfile
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from devenv.binaries import library_available
 from devenv.cluster import Cluster
 from devenv.fleet import ClusterSpec, monitored_setup, start_many, stop_many
-from devenv.paths import RUN_DIR
 from devenv.ports import TEST_EVICT_PORT, port_for_test
 
 MONITORED_MAJORS = (13, 14, 15, 16, 17, 18)
@@ -78,8 +79,9 @@ def cluster_lock() -> Iterator[None]:
     so a second pytest session would wipe the first one's clusters: it waits
     for the lock instead (and fails clearly after a while).
     """
-    RUN_DIR.mkdir(parents=True, exist_ok=True)
-    path = RUN_DIR / "test-clusters.lock"
+    # Machine-wide, not in this checkout's .run: the ports are the machine's, so a session of another
+    # checkout (a CI clone beside a work tree) would otherwise re-create the clusters under this one.
+    path = Path(tempfile.gettempdir()) / "pgconsole-test-clusters.lock"
     with open(path, "a+") as f:
         # Several sessions may queue for the clusters (TEST_CLUSTER_LOCK_WAIT_S, default 240 s).
         deadline = time.monotonic() + float(os.environ.get("TEST_CLUSTER_LOCK_WAIT_S", "240"))
