@@ -111,8 +111,13 @@ def test_eviction_dealloc_delta_matches_the_server(evict_cluster):
     result = collect(server)
     (after,) = c.execute("SELECT dealloc FROM pg_stat_statements_info", dbname="app")[0]
     assert after > before
-    assert result.dealloc_delta == after - before
-    assert snapshots(server)[-1].dealloc_delta == after - before
+    # The counter as each snapshot read it: when the cluster is already full (an earlier test filled it),
+    # a new entry from the test's own reads or the collector's queries evicts too, so the server's count
+    # moves a little outside the snapshots' instants. The delta is exact between the two readings.
+    previous, latest = snapshots(server)[-2:]
+    assert previous.dealloc <= before < latest.dealloc <= after
+    assert result.dealloc_delta == latest.dealloc_delta == latest.dealloc - previous.dealloc
+    assert latest.dealloc - previous.dealloc >= (150 - 100) // 10  # each pass evicts at least 10 entries
     assert result.gone_entries > 0
     survivor = server_entry(c, "SELECT count(*) FROM ev_149%")
     assert snapshots(server)[-1].deltas_of(survivor["queryid"])["calls"] == survivor["calls"] == 7
