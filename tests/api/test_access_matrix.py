@@ -1,0 +1,274 @@
+"""Who may call what: every route of the API with every kind of caller — anonymous, each role of acme, a DBA's
+read-only token, and an admin of another organization — against one small world. A route the matrix does not
+list fails the suite, so a new endpoint cannot escape it; a refused call must leave everything as it was."""
+
+from __future__ import annotations
+
+import functools
+import json
+import uuid
+from dataclasses import dataclass
+from datetime import timedelta
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.cache import cache
+from django.urls import URLPattern, URLResolver, get_resolver, reverse
+from django.utils import timezone
+
+from advisor import recommendation as found
+from advisor.models import Recommendation, RecommendationEvent
+from advisor.services import recommendations_apply
+from bench import synthetic
+from collectors.models import Statement
+from collectors.services import server_collect
+from collectors.tasks import track
+from console.services import organizations_delete
+from inventory.models import Membership, Organization, Server
+from inventory.services import server_create
+from tests.api.conftest import ApiWorld, assert_error
+from tests.api.schema_check import CheckedClient
+from tests.world import history_counts
+
+pytestmark = pytest.mark.django_db
+UNREACHABLE = "postgresql://m:pw@127.0.0.1:1/app"  # refused at once: no access decision may wait on it
+NOT_IN_MATRIX = {"api-schema", "api-docs"}  # not /api/v1/: anonymous 401 is checked below, roles do not apply
+CALLERS = ["anonymous", "viewer", "dba", "admin", "dba-read-only", "outsider"]
+
+
+@dataclass(frozen=True)
+class Call:
+    route: str
+    method: str = "get"
+    ok: int = 200  # the status of a caller who may
+    body: str | None = None  # a key of _bodies()
+    changes: bool = False  # a successful call changes acme's state
+    outsider: int | None = None  # default: 404 for an acme object's URL, `ok` for a list (without acme's rows)
+
+    def __str__(self) -> str:
+        return f"{self.method.upper()} {self.route}"
+
+    @property
+    def write(self) -> bool:
+        return self.method != "get"
+
+
+MATRIX = [
+    Call("api-organizations"),
+    Call("api-fleet"),
+    Call("api-servers"),
+    # The organization is in the body: a field error, the same as for an organization that does not exist.
+    Call("api-servers", "post", 201, body="create", changes=True, outsider=400),
+    Call("api-server"),
+    Call("api-server", "put", body="put", changes=True),
+    Call("api-server", "patch", body="patch", changes=True),
+    Call("api-server", "delete", 204, changes=True),
+    Call("api-server-test", "post"),
+    Call("api-server-collect", "post", 202),
+    Call("api-server-snapshots"),
+    Call("api-server-snapshot-latest"),
+    Call("api-server-errors"),
+    Call("api-task"),
+    Call("api-server-statements"),
+    Call("api-server-series"),
+    Call("api-organization-statements"),
+    Call("api-statement"),
+    Call("api-statement-series"),
+    Call("api-statement-waits"),
+    Call("api-recommendations"),
+    Call("api-recommendation"),
+    Call("api-recommendation-acknowledge", "post", changes=True),
+    Call("api-recommendation-resolve", "post", changes=True),
+]
+
+
+@functools.cache
+def api_routes() -> dict[str, tuple[set[str], set[str]]]:
+    """name -> (path parameters, methods) of every route under /api/, from the URL resolver."""
+    out = {}
+
+    def walk(patterns, prefix: str, converters: dict) -> None:
+        for p in patterns:
+            here = prefix + str(p.pattern)
+            params = {**converters, **p.pattern.converters}
+            if isinstance(p, URLResolver):
+                walk(p.url_patterns, here, params)
+            elif isinstance(p, URLPattern) and here.startswith("api/"):
+                view = getattr(p.callback, "view_class", None)
+                methods = {m for m in getattr(view, "http_method_names", ["?"]) if hasattr(view, m)}
+                out[p.name or f"(unnamed) {here}"] = (set(params), methods - {"options", "head"})
+
+    walk(get_resolver().url_patterns, "", {})
+    return out
+
+
+@dataclass
+class MatrixWorld:
+    api: ApiWorld
+    server: Server  # acme-db: snapshots, statements, a recommendation; its host refuses connections
+    ids: dict  # path parameter -> acme's object
+
+    def url(self, route: str) -> str:
+        params, _ = api_routes()[route]
+        return reverse(route, kwargs={p: self.ids[p] for p in params})
+
+
+def _build() -> MatrixWorld:
+    """acme: a server with three snapshots and a recommendation, a tracked collection; other: a server with
+    a recommendation (so that the outsider's lists are not empty); a user per role."""
+    cache.clear()  # throttling counters of earlier tests
+    acme = Organization.objects.create(name="acme")
+    other = Organization.objects.create(name="other")
+    users = {}
+    for role in ("viewer", "dba", "admin"):
+        users[role] = get_user_model().objects.create_user(role, password="x")
+        Membership.objects.create(organization=acme, user=users[role], role=role)
+    users["outsider"] = get_user_model().objects.create_user("outsider", password="x")
+    Membership.objects.create(organization=other, user=users["outsider"], role="admin")
+    server = server_create(name="acme-db", dsn=UNREACHABLE, organization_name="acme")
+    theirs = server_create(name="other-db", dsn=UNREACHABLE, organization_name="other")
+    # Three snapshots of a synthetic reading (nothing connects): statements, series and a latest snapshot.
+    synth = synthetic.SyntheticServer(n=12, change_fraction=0.5, start=timezone.now() - timedelta(minutes=10))
+    with synthetic.reading_from(synth):
+        for _ in range(3):
+            synth.step()
+            assert server_collect(server_id=server.pk).ok
+    for s in (server, theirs):
+        finding = found.Recommendation(rule="pgss_max", severity="critical", server=s.name, subject="server",
+                                       title=f"{s.name} deallocates", explanation="dealloc 40/s")  # fmt: skip
+        recommendations_apply(server=s, found_now=[finding], now=timezone.now(), clear_after=timedelta(hours=2))
+    task_id = str(uuid.uuid4())
+    track(task_id, server.pk, "queued")  # what POST .../collect/ leaves for its caller to poll
+    ids = {
+        "server_id": server.pk,
+        "organization_id": acme.pk,
+        "statement_id": Statement.objects.filter(server=server).order_by("pk").first().pk,
+        "recommendation_id": Recommendation.objects.get(server=server).pk,
+        "task_id": task_id,
+    }
+    return MatrixWorld(ApiWorld(acme, other, users), Server.objects.get(pk=server.pk), ids)
+
+
+@pytest.fixture(scope="module")
+def world(django_db_setup, django_db_blocker):
+    """Built once for the module (committed; each test's own writes are rolled back) and removed after it."""
+    with django_db_blocker.unblock():
+        try:
+            yield _build()
+        finally:  # also after a setup that failed half-way: the next modules expect an empty database
+            organizations_delete(organizations=Organization.objects.filter(name__in=["acme", "other"]))
+            get_user_model().objects.filter(username__in=["viewer", "dba", "admin", "outsider"]).delete()
+
+
+def _bodies(world: MatrixWorld) -> dict:
+    destination = {"host": "127.0.0.1", "port": 1, "database": "app", "user": "m"}
+    return {
+        "create": {"organization": world.api.acme.pk, "name": "acme-db-2", **destination},
+        "put": {"name": "acme-db", **destination, "interval_s": 120},
+        "patch": {"interval_s": 30, "tags": ["prod"]},
+    }
+
+
+def _client(world: MatrixWorld, caller: str) -> CheckedClient:
+    if caller == "anonymous":
+        return CheckedClient()
+    if caller == "dba-read-only":
+        return world.api.client("dba", read_only=True)
+    return world.api.client(caller)
+
+
+def _send(client, call: Call, url: str, body: dict | None):
+    if body is None:
+        return getattr(client, call.method)(url)
+    return getattr(client, call.method)(url, json.dumps(body), content_type="application/json")
+
+
+def acme_state(world: MatrixWorld) -> dict:
+    """Everything of acme a write could touch: its servers' rows, recommendations, events, history, members."""
+    acme = world.api.acme
+    return {
+        "servers": list(Server.objects.filter(organization=acme).order_by("pk").values()),
+        "recommendations": list(Recommendation.objects.filter(server__organization=acme).order_by("pk").values()),
+        "events": RecommendationEvent.objects.filter(recommendation__server__organization=acme).count(),
+        "history": history_counts(world.server),
+        "members": list(Membership.objects.filter(organization=acme).order_by("pk").values()),
+    }
+
+
+def expected(call: Call, caller: str) -> tuple[int, str | None]:
+    """(status, error code) the matrix promises for `caller` on `call`."""
+    if caller == "anonymous":
+        return 401, "not_authenticated"
+    if caller == "outsider":
+        params, _ = api_routes()[call.route]
+        status = call.outsider or (404 if params else call.ok)
+        return status, {400: "invalid", 404: "not_found"}.get(status)
+    if not call.write:
+        return call.ok, None
+    if caller == "viewer":
+        return 403, "permission_denied"
+    if caller == "dba-read-only":
+        return 403, "read_only_token"
+    return call.ok, None
+
+
+def test_the_matrix_covers_every_route():
+    routes = {name: methods for name, (_, methods) in api_routes().items() if name not in NOT_IN_MATRIX}
+    covered: dict[str, set[str]] = {}
+    for call in MATRIX:
+        covered.setdefault(call.route, set()).add(call.method)
+    assert routes == covered, "a route or method of the API is missing from (or stale in) the access matrix"
+    assert len(MATRIX) == len({str(c) for c in MATRIX})
+
+
+@pytest.mark.parametrize("caller", CALLERS)
+@pytest.mark.parametrize("call", MATRIX, ids=str)
+def test_access(world, call, caller):
+    before = acme_state(world)
+    body = _bodies(world)[call.body] if call.body else None
+    response = _send(_client(world, caller), call, world.url(call.route), body)
+    status, code = expected(call, caller)
+    if status >= 400:
+        errors = assert_error(response, status, code)["errors"]
+        if status == 400:
+            assert set(errors) == {"organization"}, errors
+        assert acme_state(world) == before, "a refused call changed something"
+        return
+    assert response.status_code == status, response.content
+    content = response.content.decode() if status != 204 else ""
+    if caller == "outsider":
+        # A list: the outsider's own rows ("other"), none of acme's.
+        assert "acme" not in content and "other" in content, content
+    elif not api_routes()[call.route][0]:
+        assert "acme" in content, content  # a list: acme's own rows
+    if call.route == "api-server-test":
+        result = response.json()
+        assert result["connected"] is False and result["failure"], result  # the refusal described, not a 5xx
+    if call.route == "api-server-collect":
+        polled = _client(world, caller).get(response.json()["status_url"])  # no worker: it stays queued
+        assert polled.status_code == 200 and polled.json()["server_id"] == world.server.pk, polled.content
+    if call.changes:
+        assert acme_state(world) != before, "the call succeeded but changed nothing"
+    else:
+        assert acme_state(world) == before, "a call that should change nothing changed something"
+
+
+@pytest.mark.parametrize(
+    ("route", "filters"),
+    [
+        ("api-fleet", {"organization": "organization_id"}),
+        ("api-servers", {"organization": "organization_id"}),
+        ("api-recommendations", {"organization": "organization_id"}),
+        ("api-recommendations", {"server": "server_id"}),
+    ],
+)
+def test_an_outsider_filtering_a_list_by_acme_finds_nothing(world, route, filters):
+    query = {name: world.ids[param] for name, param in filters.items()}
+    response = world.api.client("outsider").get(world.url(route), query)
+    assert response.status_code == 200 and response.json()["count"] == 0, response.content
+
+
+@pytest.mark.parametrize("route", sorted(NOT_IN_MATRIX))
+def test_the_schema_and_docs_need_a_login(world, route):
+    response = CheckedClient().get(reverse(route))
+    assert response.status_code == 401 and b"/api/v1/" not in response.content, response.content
