@@ -22,6 +22,13 @@ def beat_schedule() -> dict:
             "schedule": float(settings.ADVISOR_INTERVAL_S),
             "options": {"expires": settings.ADVISOR_INTERVAL_S * 0.9},
         },
+        # Weekly reports: organizations whose day and hour have come (in their time zone) and whose last
+        # complete week is not claimed yet; running it again finds nothing more to do.
+        "weekly-reports": {
+            "task": "reports.tasks.send_due_reports",
+            "schedule": 300.0,
+            "options": {"expires": 290},
+        },
         "history-partitions": {
             "task": "collectors.tasks.maintain_partitions",
             "schedule": 3600.0,

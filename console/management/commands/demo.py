@@ -22,9 +22,11 @@ from django.utils import timezone
 
 from devenv import demo
 from devenv.errors import ClusterError
+from devenv.mailsink import MailSink
 
 STATUS_EVERY_S = 15.0
 ADMIN_USER = "admin"
+ADMIN_EMAIL = "admin@demo.example"
 
 
 class _Stop(Exception):
@@ -97,6 +99,8 @@ class Command(BaseCommand):
             raise CommandError("--scale must be positive")
         self.stop = threading.Event()
         self.reason = ""
+        self.mail_sink: MailSink | None = None
+        self.admin_email = ADMIN_EMAIL
         previous = {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
         try:
             with demo.demo_lock():
@@ -141,6 +145,7 @@ class Command(BaseCommand):
             self._check_stop()
             servers = self._register(clusters)
             password = self._admin()
+            self._start_mail_sink()
             self._check_stop()
             failure = self._start_children(children, web=web, web_port=web_port)
             if failure:
@@ -230,17 +235,33 @@ class Command(BaseCommand):
         password = secrets.token_urlsafe(12)
         user = User.objects.filter(username=ADMIN_USER).first() or User(username=ADMIN_USER)
         user.is_staff = user.is_superuser = user.is_active = True
+        user.email = user.email or ADMIN_EMAIL
         user.set_password(password)
         user.save()
+        self.admin_email = user.email
         # Staff sees every organization anyway; as a member the demo's organization page lists them too.
         organization, _ = Organization.objects.get_or_create(name=demo.ORGANIZATION)
         Membership.objects.update_or_create(organization=organization, user=user,
                                             defaults={"role": Membership.Role.ADMIN})  # fmt: skip
+        # The weekly report goes to the admin too (into the demo's SMTP sink).
+        from reports.models import ReportOptIn
+
+        ReportOptIn.objects.get_or_create(organization=organization, user=user)
         return password
+
+    def _start_mail_sink(self) -> None:
+        """The weekly reports and test sends of the demo go to files under .run/mail/ (nothing leaves the host)."""
+        try:
+            self.mail_sink = MailSink().start()
+        except Exception as exc:  # noqa: BLE001 - the demo runs on without mail
+            self.say(f"note: no local SMTP sink ({exc}); mail goes where EMAIL_* says", self.style.WARNING)
 
     def _start_children(self, children: demo.Children, *, web: bool, web_port: int) -> str:
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         env.setdefault("ADVISOR_INTERVAL_S", str(demo.ADVISOR_INTERVAL_S))
+        if self.mail_sink is not None:
+            env["EMAIL_URL"] = self.mail_sink.url
+            env.setdefault("CONSOLE_URL", f"http://127.0.0.1:{web_port}")
         if os.geteuid() == 0:
             # `make demo` runs as root on a fresh Debian machine (PostgreSQL itself runs as the
             # user pgconsole): celery's "running the worker with superuser privileges" warning
@@ -310,6 +331,17 @@ class Command(BaseCommand):
         say(f"    {env}{py} manage.py advise --all   (the advisor evaluates every {demo.ADVISOR_INTERVAL_S}s too)")
         for spec in demo.SERVERS:
             say(f"    psql {clusters[spec.name].dsn(demo.APP_DB, demo.APP_USER)}")
+        if self.mail_sink is not None:
+            say(
+                f"    EMAIL_URL={self.mail_sink.url} {env}{py} manage.py reports send --org {demo.ORGANIZATION} "
+                "--to you@example.com"
+            )
+            say()
+            say(
+                f"  mail     an SMTP sink on 127.0.0.1:{self.mail_sink.port} writes every message to "
+                f"{os.path.relpath(self.mail_sink.folder)}/*.eml (nothing is relayed); the weekly report of "
+                f'"{demo.ORGANIZATION}" goes to {self.admin_email}, and "Send me a test now" on its report page too'
+            )
         say()
         say(f"  status every {STATUS_EVERY_S:.0f}s:")
 
@@ -389,6 +421,10 @@ class Command(BaseCommand):
         if children.items:
             results = children.terminate()
             self.say("  " + ", ".join(f"{c.name} {_ended(rc)}" for c, rc in results))
+        if self.mail_sink is not None:
+            self.mail_sink.stop()
+            folder = os.path.relpath(self.mail_sink.folder)
+            self.say(f"  mail sink stopped ({self.mail_sink.received} messages in {folder})")
         demo.stop_clusters(clusters)
         still = [c.name for c in clusters.values() if c.is_running()]
         if still:
