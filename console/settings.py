@@ -187,6 +187,32 @@ DISPATCH_TICK_S = env.float("DISPATCH_TICK_S", default=5.0)
 # How often beat has the advisor evaluate every enabled server (seconds).
 ADVISOR_INTERVAL_S = env.int("ADVISOR_INTERVAL_S", default=300)
 
+# --- Mail (the weekly reports) ------------------------------------------------------------------
+# Standard Django email settings from the environment: EMAIL_URL (smtp://user:pass@host:25,
+# smtp+tls://... for STARTTLS, smtp+ssl://... for TLS from the start, consolemail:// to print them) or
+# the separate EMAIL_* variables; EMAIL_URL wins where both are set.
+EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+EMAIL_HOST = env("EMAIL_HOST", default="localhost")
+EMAIL_PORT = env.int("EMAIL_PORT", default=25)
+EMAIL_HOST_USER = env("EMAIL_HOST_USER", default="")
+EMAIL_HOST_PASSWORD = env("EMAIL_HOST_PASSWORD", default="")
+EMAIL_USE_TLS = env.bool("EMAIL_USE_TLS", default=False)
+EMAIL_USE_SSL = env.bool("EMAIL_USE_SSL", default=False)
+if env("EMAIL_URL", default=""):
+    _mail = env.email_url("EMAIL_URL")
+    EMAIL_BACKEND = _mail["EMAIL_BACKEND"]
+    EMAIL_HOST = _mail["EMAIL_HOST"] or EMAIL_HOST
+    EMAIL_PORT = _mail["EMAIL_PORT"] or EMAIL_PORT
+    EMAIL_HOST_USER = _mail["EMAIL_HOST_USER"] or ""
+    EMAIL_HOST_PASSWORD = _mail["EMAIL_HOST_PASSWORD"] or ""
+    EMAIL_USE_TLS = _mail.get("EMAIL_USE_TLS", False)
+    EMAIL_USE_SSL = _mail.get("EMAIL_USE_SSL", False)
+# A mail server that stops answering must not hold a worker for ever (seconds).
+EMAIL_TIMEOUT = env.int("EMAIL_TIMEOUT", default=30)
+DEFAULT_FROM_EMAIL = env("DEFAULT_FROM_EMAIL", default="pgconsole <reports@localhost>")
+# Where the console is reached from a mail: its links (absolute) and the unsubscribe URLs.
+CONSOLE_URL = env("CONSOLE_URL", default="http://127.0.0.1:8000").rstrip("/")
+
 # --- Collection -------------------------------------------------------------
 COLLECTOR = {
     "CONNECT_TIMEOUT_S": env.int("COLLECTOR_CONNECT_TIMEOUT_S", default=5),
@@ -217,3 +243,7 @@ HISTORY = {
     "HOURLY_RETENTION_DAYS": env.int("HISTORY_HOURLY_RETENTION_DAYS", default=60),
     "DAILY_RETENTION_DAYS": env.int("HISTORY_DAILY_RETENTION_DAYS", default=730),
 }
+
+# --- Audit exports ------------------------------------------------------------------------------
+# Where the built bundles are kept (one folder per export, each zip with its sha256 on its row).
+EXPORT_ROOT = env.path("EXPORT_ROOT", default=BASE_DIR / ".run" / "exports")

@@ -2,7 +2,19 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from console.views import account, advisor, fleet, manage, organizations, planning, servers, statements, top
+from console.views import (
+    account,
+    advisor,
+    exports,
+    fleet,
+    manage,
+    organizations,
+    planning,
+    reports,
+    servers,
+    statements,
+    top,
+)
 
 urlpatterns = [
     path("", account.LoginView.as_view(), name="login"),
@@ -18,6 +30,8 @@ urlpatterns = [
     path("", include(manage.urlpatterns)),
     path("", include(organizations.urlpatterns)),
     path("", include(advisor.urlpatterns)),
+    path("", include(exports.urlpatterns)),
+    path("", include(reports.urlpatterns)),
     path("", include("console.api.urls")),
     path("admin/", admin.site.urls),
 ]

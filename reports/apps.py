@@ -5,3 +5,7 @@ class ReportsConfig(AppConfig):
     name = "reports"
     verbose_name = "Weekly reports and audit exports"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        # Celery's autodiscovery imports each app's tasks.py only: the audit export's task is registered here.
+        from reports import export_tasks  # noqa: F401

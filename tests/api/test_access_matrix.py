@@ -26,13 +26,18 @@ from collectors.tasks import track
 from console.services import organizations_delete
 from inventory.models import Membership, Organization, Server
 from inventory.services import server_create
+from reports.models import AuditExport
 from tests.api.conftest import ApiWorld, assert_error
 from tests.api.schema_check import CheckedClient
 from tests.world import history_counts
 
 pytestmark = pytest.mark.django_db
 UNREACHABLE = "postgresql://m:pw@127.0.0.1:1/app"  # refused at once: no access decision may wait on it
-NOT_IN_MATRIX = {"api-schema", "api-docs"}  # not /api/v1/: anonymous 401 is checked below, roles do not apply
+NOT_IN_MATRIX = {
+    "api-schema",
+    "api-docs",
+    "api-export-schema",
+}  # not /api/v1/: anonymous 401 is checked below, roles do not apply
 CALLERS = ["anonymous", "viewer", "dba", "admin", "dba-read-only", "outsider"]
 
 
@@ -44,6 +49,7 @@ class Call:
     body: str | None = None  # a key of _bodies()
     changes: bool = False  # a successful call changes acme's state
     outsider: int | None = None  # default: 404 for an acme object's URL, `ok` for a list (without acme's rows)
+    viewer: int | None = None  # a read a viewer may not make (an export's file: 403)
 
     def __str__(self) -> str:
         return f"{self.method.upper()} {self.route}"
@@ -79,6 +85,10 @@ MATRIX = [
     Call("api-recommendation"),
     Call("api-recommendation-acknowledge", "post", changes=True),
     Call("api-recommendation-resolve", "post", changes=True),
+    Call("api-exports"),
+    Call("api-exports", "post", 202, body="export", changes=True, outsider=400),
+    Call("api-export"),
+    Call("api-export-download", viewer=403),
 ]
 
 
@@ -137,6 +147,23 @@ def _build() -> MatrixWorld:
         finding = found.Recommendation(rule="pgss_max", severity="critical", server=s.name, subject="server",
                                        title=f"{s.name} deallocates", explanation="dealloc 40/s")  # fmt: skip
         recommendations_apply(server=s, found_now=[finding], now=timezone.now(), clear_after=timedelta(hours=2))
+    from collectors.selectors import Window
+    from reports.export_services import audit_export_build, export_spec
+    from reports.models import AuditExport
+
+    window = Window(timezone.now() - timedelta(hours=1), timezone.now())
+    for org, s in ((acme, server), (other, theirs)):
+        spec = export_spec(organization_id=org.pk, server_ids=[s.pk], window=window, formats=["json"])
+        e = AuditExport.objects.create(
+            organization=org,
+            server_ids=spec.server_ids,
+            window_start=window.start,
+            window_end=window.end,
+            formats=spec.formats,
+        )
+        audit_export_build(export_id=e.pk)
+        if org == acme:
+            export_id = e.pk
     task_id = str(uuid.uuid4())
     track(task_id, server.pk, "queued")  # what POST .../collect/ leaves for its caller to poll
     ids = {
@@ -145,6 +172,7 @@ def _build() -> MatrixWorld:
         "statement_id": Statement.objects.filter(server=server).order_by("pk").first().pk,
         "recommendation_id": Recommendation.objects.get(server=server).pk,
         "task_id": task_id,
+        "export_id": export_id,
     }
     return MatrixWorld(ApiWorld(acme, other, users), Server.objects.get(pk=server.pk), ids)
 
@@ -166,6 +194,11 @@ def _bodies(world: MatrixWorld) -> dict:
         "create": {"organization": world.api.acme.pk, "name": "acme-db-2", **destination},
         "put": {"name": "acme-db", **destination, "interval_s": 120},
         "patch": {"interval_s": 30, "tags": ["prod"]},
+        "export": {
+            "organization": world.api.acme.pk,
+            "window_start": (timezone.now() - timedelta(hours=1)).isoformat(),
+            "window_end": timezone.now().isoformat(),
+        },
     }
 
 
@@ -192,6 +225,7 @@ def acme_state(world: MatrixWorld) -> dict:
         "events": RecommendationEvent.objects.filter(recommendation__server__organization=acme).count(),
         "history": history_counts(world.server),
         "members": list(Membership.objects.filter(organization=acme).order_by("pk").values()),
+        "exports": list(AuditExport.objects.filter(organization=acme).order_by("pk").values_list("pk", flat=True)),
     }
 
 
@@ -203,6 +237,8 @@ def expected(call: Call, caller: str) -> tuple[int, str | None]:
         params, _ = api_routes()[call.route]
         status = call.outsider or (404 if params else call.ok)
         return status, {400: "invalid", 404: "not_found"}.get(status)
+    if caller == "viewer" and call.viewer is not None:
+        return call.viewer, "permission_denied"
     if not call.write:
         return call.ok, None
     if caller == "viewer":
@@ -235,7 +271,7 @@ def test_access(world, call, caller):
         assert acme_state(world) == before, "a refused call changed something"
         return
     assert response.status_code == status, response.content
-    content = response.content.decode() if status != 204 else ""
+    content = response.content.decode(errors="replace") if status != 204 else ""
     if caller == "outsider":
         # A list: the outsider's own rows ("other"), none of acme's.
         assert "acme" not in content and "other" in content, content

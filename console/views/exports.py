@@ -1,0 +1,110 @@
+"""An organization's audit exports (DBA and admin members; a viewer gets a 403, anyone else a 404): request
+one (servers, a window that has ended, formats), follow its progress (the list polls itself with htmx while
+one is queued or running), download it (checked and recorded), and read the audit log."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from django import forms
+from django.contrib import messages
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect
+from django.urls import path
+from django.utils import timezone
+
+from console.access import MANAGE_SERVERS, organization_for, require_role
+from console.views.common import render_page
+from inventory.models import Organization
+from reports.export_formats.bundle import FORMATS
+from reports.export_selectors import audit_export, audit_exports, audit_log
+from reports.export_services import (
+    ExportError,
+    ExportFile,
+    ExportNotReady,
+    audit_export_download,
+    audit_export_request,
+    export_window,
+)
+
+FORMAT_LABELS = {"pdf": "PDF report", "xlsx": "XLSX workbook", "csv": "CSV files", "json": "JSON (with its schema)"}
+LOCAL = "%Y-%m-%dT%H:%M"  # what <input type="datetime-local"> sends and shows
+
+
+class ExportForm(forms.Form):
+    servers = forms.MultipleChoiceField(required=False, widget=forms.CheckboxSelectMultiple,
+                                        help_text="None ticked: every server of the organization.")  # fmt: skip
+    # Read in the user's time zone (the middleware activates it), stored in UTC.
+    window_start = forms.DateTimeField(label="From", widget=forms.DateTimeInput(attrs={"type": "datetime-local"},
+                                                                                  format=LOCAL))  # fmt: skip
+    window_end = forms.DateTimeField(label="To", widget=forms.DateTimeInput(attrs={"type": "datetime-local"},
+                                                                              format=LOCAL),
+                                     help_text="The window must have ended: its figures no longer change.")  # fmt: skip
+    formats = forms.MultipleChoiceField(choices=list(FORMAT_LABELS.items()), widget=forms.CheckboxSelectMultiple)
+
+    def __init__(self, *args, organization: Organization, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["servers"].choices = [(str(s.pk), s.name) for s in organization.servers.order_by("name")]
+
+
+def _initial(now: datetime) -> dict:
+    """The last seven whole days, in the user's zone."""
+    today = timezone.localtime(now).replace(hour=0, minute=0, second=0, microsecond=0)
+    return {"window_start": today - timedelta(days=7), "window_end": today, "formats": list(FORMATS)}
+
+
+def exports(request: HttpRequest, organization_id: int) -> HttpResponse:
+    org = organization_for(request.user, organization_id)
+    require_role(request.user, org.pk, MANAGE_SERVERS)
+    if request.method == "POST":
+        form = ExportForm(request.POST, organization=org)
+        if form.is_valid():
+            data = form.cleaned_data
+            try:
+                window = export_window(start=data["window_start"], end=data["window_end"])
+                export = audit_export_request(organization_id=org.pk, user=request.user,
+                                              server_ids=[int(i) for i in data["servers"]] or None, window=window,
+                                              formats=data["formats"])  # fmt: skip
+            except ExportError as exc:
+                form.add_error(exc.field if exc.field in form.fields else None, str(exc))
+            else:
+                messages.success(request, f"Export #{export.pk} is queued: its progress shows below.")
+                return redirect("exports", org.pk)
+    else:
+        form = ExportForm(initial=_initial(timezone.now()), organization=org)
+    rows = audit_exports(organization_ids=[org.pk])
+    context = {
+        "organization": org, "form": form, "exports": rows, "busy": any(r.busy for r in rows),
+        "log": audit_log(organization_id=org.pk), "format_labels": FORMAT_LABELS,
+    }  # fmt: skip
+    return render_page(request, "console/exports.html", context, fragment="exports-list",
+                       status=400 if form.is_bound else 200)  # fmt: skip
+
+
+def export_download(request: HttpRequest, organization_id: int, export_id: int) -> HttpResponse:
+    org = organization_for(request.user, organization_id)
+    require_role(request.user, org.pk, MANAGE_SERVERS)
+    if audit_export(export_id=export_id, organization_ids=[org.pk]) is None:
+        raise Http404("no such export")
+    try:
+        found = audit_export_download(export_id=export_id, user=request.user)
+    except ExportNotReady as exc:
+        messages.error(request, f"Export #{export_id}: {exc}.")
+        return redirect("exports", org.pk)
+    return zip_response(found)
+
+
+def zip_response(found: ExportFile) -> HttpResponse:
+    """A built export as the console and the API send it: an attachment with its checksum in a header."""
+    response = HttpResponse(found.data, content_type="application/zip")
+    response["Content-Disposition"] = f'attachment; filename="{found.name}"'
+    response["X-Checksum-SHA256"] = found.sha256
+    return response
+
+
+urlpatterns = [
+    path("organizations/<int:organization_id>/exports/", exports, name="exports"),
+    path(
+        "organizations/<int:organization_id>/exports/<int:export_id>/download/", export_download, name="export-download"
+    ),  # fmt: skip
+]

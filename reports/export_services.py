@@ -1,0 +1,233 @@
+"""Audit exports: request one (validated, queued, logged), build it (the worker's job, with progress on its
+row), write one into a folder (manage.py export), and hand a built one to a DBA or admin of its
+organization (logged). Every generation and every download lands in the organization's audit log."""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Q
+from django.http import Http404
+from django.utils import timezone
+
+from collectors.selectors import Window, WindowError
+from console.access import MANAGE_SERVERS, require_role
+from inventory.models import Organization, Server
+from reports.audit import audit_content
+from reports.export_formats.bundle import FORMATS, bundle_files, bundle_name, sha256, zip_bytes
+from reports.models import AuditExport, AuditLogEntry
+
+logger = logging.getLogger(__name__)
+Status = AuditExport.Status
+Action = AuditLogEntry.Action
+# The task's hard time limit is under this (reports/export_tasks.py): an export still "running" after it was
+# requested this long ago lost its worker (the broker hands its task out again), and may be claimed again.
+STALE_RUNNING_AFTER = timedelta(minutes=30)
+
+
+class ExportError(ValueError):
+    """A request that cannot be served, with the field to fix (the API's 400, the command's error)."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(message)
+        self.field = field
+
+
+class ExportNotReady(Exception):
+    """A download of an export that is not built (yet), or whose file is gone."""
+
+
+@dataclass(frozen=True)
+class ExportSpec:
+    organization_id: int
+    server_ids: list[int]
+    window: Window
+    formats: list[str]  # in FORMATS order
+
+
+@dataclass(frozen=True)
+class ExportFile:
+    name: str
+    data: bytes  # the bytes checked against the sha256: what is served is what was checked
+    sha256: str
+
+
+def export_window(*, start: datetime, end: datetime) -> Window:
+    try:
+        return Window(start, end)
+    except WindowError as exc:
+        raise ExportError("window_start", str(exc)) from None
+
+
+def export_spec(*, organization_id: int, server_ids: list[int] | None, window: Window, formats: list[str],
+                now: datetime | None = None) -> ExportSpec:  # fmt: skip
+    """The request checked: the servers are the organization's (all of them when none is named), the window
+    has ended and is inside the daily tier's retention, the formats are known."""
+    now = now or timezone.now()
+    unknown = sorted(set(formats) - set(FORMATS))
+    if unknown or not formats:
+        raise ExportError("formats", f"{', '.join(unknown) or 'none'}: choose among {', '.join(FORMATS)}")
+    own = dict(Server.objects.filter(organization_id=organization_id).values_list("pk", "name"))
+    if not own:
+        raise ExportError("servers", "the organization has no server to export")
+    ids = sorted(set(server_ids)) if server_ids else sorted(own)
+    # The same words whether a server does not exist or is another organization's: nothing is confirmed.
+    if foreign := [i for i in ids if i not in own]:
+        raise ExportError("servers", f"not servers of this organization: {', '.join(map(str, foreign))}")
+    if window.end > now:
+        raise ExportError("window_end", "the window must have ended (its figures would change): at most now")
+    retention = timedelta(days=settings.HISTORY["DAILY_RETENTION_DAYS"])
+    if window.start < now - retention:
+        raise ExportError("window_start", f"before the history's retention ({retention.days} days)")
+    return ExportSpec(organization_id, ids, window, [f for f in FORMATS if f in formats])
+
+
+def _log(*, organization_id: int, action: str, user=None, export: AuditExport | None = None, detail: str = "") -> None:
+    AuditLogEntry.objects.create(organization_id=organization_id, user=user, action=action, export=export,
+                                 at=timezone.now(), detail=detail)  # fmt: skip
+
+
+def _describe(spec: ExportSpec) -> str:
+    """What was asked, as the audit log keeps it (names as they were: a server may be renamed or removed later)."""
+    names = Server.objects.filter(pk__in=spec.server_ids).order_by("name").values_list("name", flat=True)
+    return (f"{', '.join(names)}; {spec.window.start.isoformat()} to {spec.window.end.isoformat()}; "
+            f"{', '.join(spec.formats)}")  # fmt: skip
+
+
+def audit_export_request(*, organization_id: int, user, server_ids: list[int] | None, window: Window,
+                         formats: list[str], now: datetime | None = None) -> AuditExport:  # fmt: skip
+    """Queue an export (DBA or admin of the organization: 404 for others, 403 for a viewer); the worker
+    builds it once the row is committed."""
+    from reports.export_tasks import audit_export_build_task
+
+    require_role(user, organization_id, MANAGE_SERVERS)
+    spec = export_spec(organization_id=organization_id, server_ids=server_ids, window=window, formats=formats,
+                       now=now)  # fmt: skip
+    with transaction.atomic():
+        export = AuditExport.objects.create(
+            organization_id=organization_id, requested_by=user, server_ids=spec.server_ids,
+            window_start=spec.window.start, window_end=spec.window.end, formats=spec.formats, step="queued",
+        )  # fmt: skip
+        _log(organization_id=organization_id, action=Action.EXPORT_REQUESTED, user=user, export=export,
+             detail=_describe(spec))  # fmt: skip
+        transaction.on_commit(lambda: audit_export_build_task.delay(export.pk))
+    return export
+
+
+def _time_zone(user) -> str:
+    from console.models import UserPreference
+
+    pref = UserPreference.objects.filter(user=user).first() if user is not None else None
+    return pref.time_zone if pref else "UTC"
+
+
+def _bundle(spec: ExportSpec, *, requested_by: str | None, time_zone: str, progress) -> dict[str, bytes]:
+    """Read (5-50%) and write (50-95%) the bundle's files."""
+    content = audit_content(
+        organization_id=spec.organization_id, server_ids=spec.server_ids, window=spec.window,
+        requested_by=requested_by, time_zone=time_zone,
+        progress=lambda done, total: progress(5 + 45 * done // total, f"read {done} of {total} servers"),
+    )  # fmt: skip
+    return bundle_files(content, spec.formats, step=lambda what, pct: progress(50 + 45 * pct // 100, what))
+
+
+def audit_export_build(*, export_id: int) -> AuditExport:
+    """Build a queued export: claimed with a conditional UPDATE (a second delivery of the task does nothing,
+    unless the first one's worker died: see STALE_RUNNING_AFTER), its progress written as it goes, the zip
+    stored under EXPORT_ROOT with its sha256, the outcome logged."""
+    stale = Q(status=Status.RUNNING, created_at__lt=timezone.now() - STALE_RUNNING_AFTER)
+    claimed = AuditExport.objects.filter(Q(status=Status.QUEUED) | stale, pk=export_id).update(
+        status=Status.RUNNING, progress=1, step="reading the history"
+    )
+    export = AuditExport.objects.select_related("organization", "requested_by").get(pk=export_id)
+    if not claimed:
+        return export
+
+    def progress(percent: int, step: str) -> None:
+        AuditExport.objects.filter(pk=export_id).update(progress=min(99, percent), step=step[:200])
+
+    spec = ExportSpec(export.organization_id, list(export.server_ids), Window(export.window_start, export.window_end),
+                      list(export.formats))  # fmt: skip
+    try:
+        files = _bundle(spec, requested_by=export.requested_by.get_username() if export.requested_by else None,
+                        time_zone=_time_zone(export.requested_by), progress=progress)  # fmt: skip
+        data = zip_bytes(files)
+        name = bundle_name(organization=export.organization.name, start=spec.window.start, end=spec.window.end)
+        relative = f"{export.organization_id}/{export.pk}/{name}"
+        _store(Path(settings.EXPORT_ROOT) / relative, data)
+    except Exception as exc:  # whatever failed, the row says so and the log keeps it
+        logger.exception("audit export %s failed", export_id)
+        error = f"{type(exc).__name__}: {exc}"[:2000]
+        AuditExport.objects.filter(pk=export_id).update(status=Status.FAILED, step="failed", error=error,
+                                                        finished_at=timezone.now())  # fmt: skip
+        _log(organization_id=export.organization_id, action=Action.EXPORT_FAILED, export=export, detail=error)
+    else:
+        digest = sha256(data)
+        AuditExport.objects.filter(pk=export_id).update(
+            status=Status.DONE, progress=100, step="done", file_name=relative, sha256=digest, size_bytes=len(data),
+            finished_at=timezone.now(),
+        )  # fmt: skip
+        _log(organization_id=export.organization_id, action=Action.EXPORT_GENERATED, export=export,
+             detail=f"{name} sha256 {digest} ({len(data)} bytes)")  # fmt: skip
+    export.refresh_from_db()
+    return export
+
+
+def _store(path: Path, data: bytes) -> None:
+    """Written beside, then renamed: a download never sees half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(path.name + ".partial")
+    partial.write_bytes(data)
+    os.replace(partial, path)
+
+
+def audit_export_download(*, export_id: int, user) -> ExportFile:
+    """The built file of an export, for a DBA or admin of its organization (404 for a non-member, 403 for a
+    viewer); checked against its sha256 and logged."""
+    export = AuditExport.objects.filter(pk=export_id).first()
+    if export is None:
+        raise Http404("no such export")
+    require_role(user, export.organization_id, MANAGE_SERVERS)
+    if export.status != Status.DONE or not export.file_name:
+        raise ExportNotReady(f"the export is {export.status}: its file is not ready")
+    path = Path(settings.EXPORT_ROOT) / export.file_name
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise ExportNotReady("the export's file is no longer stored: request it again") from None
+    if sha256(data) != export.sha256:
+        raise ExportNotReady("the stored file does not match its checksum: request it again")
+    _log(organization_id=export.organization_id, action=Action.EXPORT_DOWNLOADED, user=user, export=export,
+         detail=path.name)  # fmt: skip
+    return ExportFile(name=path.name, data=data, sha256=export.sha256)
+
+
+@dataclass(frozen=True)
+class WrittenFile:
+    name: str  # relative to the folder
+    sha256: str
+    size_bytes: int
+
+
+def audit_export_write(*, organization_id: int, server_ids: list[int] | None, window: Window, formats: list[str],
+                       out_dir: Path, time_zone: str = "UTC", operator: str = "") -> list[WrittenFile]:  # fmt: skip
+    """The bundle's files into `out_dir` (and the zip itself, as the console would give it), for manage.py
+    export; logged in the organization's audit log without a user."""
+    spec = export_spec(organization_id=organization_id, server_ids=server_ids, window=window, formats=formats)
+    organization = Organization.objects.get(pk=organization_id)
+    files = _bundle(spec, requested_by=operator or None, time_zone=time_zone, progress=lambda percent, step: None)
+    files[bundle_name(organization=organization.name, start=window.start, end=window.end)] = zip_bytes(files)
+    written = []
+    for name in sorted(files):
+        _store(out_dir / name, files[name])
+        written.append(WrittenFile(name, sha256(files[name]), len(files[name])))
+    by = f" by {operator}" if operator else ""
+    _log(organization_id=organization_id, action=Action.EXPORT_GENERATED,
+         detail=f"manage.py export{by} into {out_dir}: {_describe(spec)}")  # fmt: skip
+    return written

@@ -1,0 +1,133 @@
+"""Requesting, building and downloading an audit export: what is refused and why, the build run as the task
+runs it (progress to 100, the zip stored with its sha256), who may download it, and the audit log."""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import timedelta
+
+import pytest
+from django.core.exceptions import PermissionDenied
+from django.http import Http404
+from django.utils import timezone
+
+from collectors.selectors import Window
+from reports.export_services import (
+    ExportError,
+    ExportNotReady,
+    audit_export_build,
+    audit_export_download,
+    audit_export_request,
+    export_window,
+)
+from reports.export_tasks import audit_export_build_task
+from reports.models import AuditExport, AuditLogEntry
+from tests.reports.export_world import members, unzip
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def world(known_history, settings, tmp_path):
+    settings.EXPORT_ROOT = tmp_path / "exports"
+    return known_history, members(known_history)
+
+
+def _request(history, user, **kwargs):
+    args = {"organization_id": history.organization.pk, "user": user, "server_ids": None,
+            "window": history.week.window, "formats": ["pdf", "xlsx", "csv", "json"], **kwargs}  # fmt: skip
+    return audit_export_request(**args)
+
+
+def test_what_a_request_refuses(world):
+    history, users = world
+    w = history.week.window
+    with pytest.raises(Http404):
+        _request(history, users["outsider"])
+    with pytest.raises(PermissionDenied):
+        _request(history, users["viewer"])
+    cases = {
+        "servers": {"server_ids": [history.other.pk]},  # another organization's: as if it did not exist
+        "formats": {"formats": ["pdf", "docx"]},
+        "window_end": {"window": Window(w.start, timezone.now() + timedelta(hours=1))},
+        "window_start": {"window": Window(timezone.now() - timedelta(days=800), w.end)},
+    }
+    for field, kwargs in cases.items():
+        with pytest.raises(ExportError) as err:
+            _request(history, users["dba"], **kwargs)
+        assert err.value.field == field and str(err.value)
+    # Another organization's server and one that does not exist read the same.
+    messages = []
+    for sid in (history.other.pk, 10**12):
+        with pytest.raises(ExportError) as err:
+            _request(history, users["dba"], server_ids=[sid])
+        messages.append(str(err.value).replace(str(sid), "N"))
+    assert messages[0] == messages[1] == "not servers of this organization: N"
+    with pytest.raises(ExportError, match="is not before its end") as err:
+        export_window(start=w.end, end=w.start)
+    assert err.value.field == "window_start"
+    assert not AuditExport.objects.exists()
+
+
+def test_the_task_builds_it_and_a_dba_downloads_it(world, settings, django_capture_on_commit_callbacks):
+    history, users = world
+    with django_capture_on_commit_callbacks() as queued:
+        export = _request(history, users["dba"], server_ids=[history.server.pk])
+    assert len(queued) == 1  # the task is sent once the row is committed
+    assert (export.status, export.progress, export.server_ids) == ("queued", 0, [history.server.pk])
+    audit_export_build_task.apply(args=(export.pk,)).get()  # the task itself, in this process
+    export.refresh_from_db()
+    assert (export.status, export.progress, export.step, export.error) == ("done", 100, "done", "")
+    assert export.file_name.startswith(f"{history.organization.pk}/{export.pk}/audit-rep-acme-")
+    found = audit_export_download(export_id=export.pk, user=users["dba"])
+    path = settings.EXPORT_ROOT / export.file_name
+    data = path.read_bytes()
+    assert found.data == data
+    assert hashlib.sha256(data).hexdigest() == export.sha256 == found.sha256 and len(data) == export.size_bytes
+    w = history.week.window
+    assert found.name == f"audit-rep-acme-{w.start:%Y%m%dT%H%MZ}-{w.end:%Y%m%dT%H%MZ}.zip"
+    members_ = unzip(data)
+    assert {"audit.pdf", "audit.xlsx", "audit.json", "audit-export.schema.json", "SHA256SUMS",
+            "csv/top_total.csv"} <= set(members_)  # fmt: skip
+    # Built once: a second delivery of the task finds it claimed and leaves it alone.
+    assert audit_export_build(export_id=export.pk).sha256 == export.sha256
+    log = list(AuditLogEntry.objects.filter(export=export).order_by("at", "id").values_list("action", "user"))
+    assert log == [("export_requested", users["dba"].pk), ("export_generated", None),
+                   ("export_downloaded", users["dba"].pk)]  # fmt: skip
+    audit_export_download(export_id=export.pk, user=users["admin"])
+    with pytest.raises(PermissionDenied):
+        audit_export_download(export_id=export.pk, user=users["viewer"])
+    with pytest.raises(Http404):
+        audit_export_download(export_id=export.pk, user=users["outsider"])
+    assert AuditLogEntry.objects.filter(export=export, action="export_downloaded").count() == 2
+    # A file changed on disk is not handed out.
+    path.write_bytes(data + b"x")
+    with pytest.raises(ExportNotReady, match="checksum"):
+        audit_export_download(export_id=export.pk, user=users["dba"])
+
+
+def test_a_failed_build_says_why(world, monkeypatch):
+    history, users = world
+    export = _request(history, users["admin"], formats=["json"])
+    with pytest.raises(ExportNotReady, match="queued"):
+        audit_export_download(export_id=export.pk, user=users["admin"])
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("the history store went away")
+
+    monkeypatch.setattr("reports.export_services.bundle_files", broken)
+    audit_export_build(export_id=export.pk)
+    export.refresh_from_db()
+    assert export.status == "failed" and "the history store went away" in export.error
+    assert AuditLogEntry.objects.filter(export=export, action="export_failed").exists()
+    with pytest.raises(ExportNotReady, match="failed"):
+        audit_export_download(export_id=export.pk, user=users["admin"])
+
+
+def test_a_running_export_whose_worker_died_is_built_again(world):
+    history, users = world
+    export = _request(history, users["dba"], formats=["json"])
+    AuditExport.objects.filter(pk=export.pk).update(status="running", progress=40)
+    assert audit_export_build(export_id=export.pk).progress == 40  # another worker is on it: left alone
+    AuditExport.objects.filter(pk=export.pk).update(created_at=timezone.now() - timedelta(hours=1))
+    assert audit_export_build(export_id=export.pk).status == "done"  # long past the task's time limit

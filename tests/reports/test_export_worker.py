@@ -1,0 +1,87 @@
+"""An audit export built by a real Celery worker (its own process, the tests' Redis database and the test
+database): requested as the console and the API request it, polled until done, then downloaded by role."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from django.conf import settings as django_settings
+from django.contrib.auth import get_user_model
+from django.core.exceptions import PermissionDenied
+from django.db import connection
+from django.http import Http404
+from django.test import override_settings
+
+from reports.export_services import audit_export_download, audit_export_request
+from reports.models import AuditExport, AuditLogEntry
+from tests.reports.export_world import members
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _worker(log: Path, export_root: Path) -> subprocess.Popen:
+    db = connection.settings_dict
+    env = {**os.environ, "DATABASE_URL": f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
+           "REDIS_URL": django_settings.REDIS_URL, "CREDENTIALS_KEY": django_settings.CREDENTIALS_KEY,
+           "EXPORT_ROOT": str(export_root), "PYTHONUNBUFFERED": "1"}  # fmt: skip
+    return subprocess.Popen([sys.executable, "-m", "celery", "-A", "console", "worker", "--pool", "threads",
+                             "--concurrency", "2", "--loglevel", "info"], cwd=ROOT, env=env,
+                            stdout=open(log, "w"), stderr=subprocess.STDOUT)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def built(known_history, django_db_blocker, tmp_path_factory):
+    """An export requested (and committed, so that the worker sees it) outside any test transaction, built by
+    the worker; (export, users, the progress values seen while polling, the worker's EXPORT_ROOT)."""
+    tmp = tmp_path_factory.mktemp("export-worker")
+    root = tmp / "exports"
+    with override_settings(EXPORT_ROOT=root), django_db_blocker.unblock():
+        users = members(known_history, suffix="-worker")
+        proc = _worker(tmp / "worker.log", root)
+        try:
+            export = audit_export_request(organization_id=known_history.organization.pk, user=users["dba"],
+                                          server_ids=None, window=known_history.week.window,
+                                          formats=["pdf", "xlsx", "csv", "json"])  # fmt: skip
+            seen = []
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline:
+                export.refresh_from_db()
+                seen.append(export.progress)
+                if export.status in ("done", "failed"):
+                    break
+                time.sleep(0.2)
+            else:
+                pytest.fail(f"not built in 120 s; worker log:\n{(tmp / 'worker.log').read_text()[-4000:]}")
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        yield export, users, seen, root
+        AuditLogEntry.objects.filter(export_id=export.pk).delete()
+        AuditExport.objects.filter(pk=export.pk).delete()
+        get_user_model().objects.filter(pk__in=[u.pk for u in users.values()]).delete()
+
+
+@pytest.mark.django_db
+def test_the_worker_builds_it_with_progress(built, settings):
+    export, users, seen, root = built
+    assert (export.status, export.progress, export.error) == ("done", 100, ""), export.error
+    # Seen moving forward while it was built (the PDF alone takes seconds), never back.
+    assert seen == sorted(seen) and seen[-1] == 100 and any(0 < p < 100 for p in seen), seen
+    assert hashlib.sha256((root / export.file_name).read_bytes()).hexdigest() == export.sha256
+    settings.EXPORT_ROOT = root
+    assert audit_export_download(export_id=export.pk, user=users["dba"]).sha256 == export.sha256
+    with pytest.raises(PermissionDenied):
+        audit_export_download(export_id=export.pk, user=users["viewer"])
+    with pytest.raises(Http404):
+        audit_export_download(export_id=export.pk, user=users["outsider"])
+    actions = list(AuditLogEntry.objects.filter(export=export).order_by("at", "id").values_list("action", flat=True))
+    assert actions == ["export_requested", "export_generated", "export_downloaded"]
