@@ -326,6 +326,13 @@ def run(*, size: Size = FULL, log=print) -> dict:
     hot, _ = _hot_and_rare(h)
     page_calls += api_bench.run(server_id=h.server_id, statement_id=hot[0], fleet_ids=fl.server_ids if fl else None,
                                 end=end, runs=size.runs, warmup=size.warmup, log=log)  # fmt: skip
+    builds = []
+    if fl:
+        from bench import reports as reports_bench
+
+        log("  weekly report and audit export (bench/reports.py)")
+        builds = reports_bench.run(long_server_id=h.server_id, fleet_ids=fl.server_ids, end=end,
+                                   runs=1 if size is QUICK else reports_bench.RUNS, log=log)  # fmt: skip
     t0 = time.perf_counter()
     base = _baseline_calls(h, end, size)
     baseline_s = time.perf_counter() - t0
@@ -337,6 +344,7 @@ def run(*, size: Size = FULL, log=print) -> dict:
         "end": end,
         "measured": measured,
         "pages": page_calls,
+        "builds": builds,
         "baseline": base,
         "agreement": agreement,
         "tier_rows": _tier_rows(h.server_id),

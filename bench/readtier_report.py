@@ -33,7 +33,9 @@ def checks(res: dict) -> list[tuple[str, str, str, bool | None]]:
             continue
         got = f"{m.p95:.1f} ms (median {m.median:.1f}, {m.queries} queries)" if m.ms else m.missing
         rows.append((f"`{m.selector}`, {m.label}", f"p95 ≤ {m.target_ms:g} ms", got, m.passed or False))
-    return rows + _page_checks(res.get("pages", []))
+    from bench import reports as reports_bench
+
+    return rows + _page_checks(res.get("pages", [])) + reports_bench.checks(res.get("builds", []))
 
 
 def _page_checks(pages: list[Measured]) -> list[tuple[str, str, str, bool | None]]:
@@ -198,6 +200,10 @@ def markdown(res: dict, table) -> list[str]:
             "personal token (token authentication, throttling in Redis, selectors, JSON), 2 warm-ups, "
             f"{res['size'].runs} runs each; top statements a page of 100.",
         ]
+    if res.get("builds"):
+        from bench import reports as reports_bench
+
+        L += reports_bench.markdown(res["builds"])
     return L
 
 
