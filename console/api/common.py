@@ -78,7 +78,10 @@ def window_params(request: Request, *, now: datetime | None = None):
         m = _SINCE.match(raw.strip()) if raw else None
         if raw and (m is None or int(m.group(1)) < 1):
             raise exceptions.ValidationError({"since": [f"{raw!r}: a length such as 15m, 6h or 7d"]})
-        length = timedelta(**{_UNITS[m.group(2)]: int(m.group(1))}) if m else DEFAULT_SINCE
+        try:
+            length = timedelta(**{_UNITS[m.group(2)]: int(m.group(1))}) if m else DEFAULT_SINCE
+        except OverflowError:  # more days than a timedelta holds: far over the longest window anyway
+            length = timedelta.max
         if length > LONGEST_WINDOW:
             raise exceptions.ValidationError({"since": [f"at most {LONGEST_WINDOW.days}d"]})
         start, end = now - length, now

@@ -47,3 +47,20 @@ def known_history(django_db_setup, django_db_blocker):
         yield KnownHistory(organization, server, other, week, outage)
         server_delete(server=server)
         server_delete(server=other)
+
+
+@pytest.fixture
+def readers(known_history):
+    """Members of rep-acme by role, with addresses and opt-ins (tests/reports/weekly_world.py)."""
+    from tests.reports.weekly_world import make_readers
+
+    return make_readers(known_history)
+
+
+@pytest.fixture
+def smtp(settings):
+    """A real SMTP server on loopback (aiosmtpd) that the console's mail settings point at."""
+    from tests.reports.weekly_world import running_smtp
+
+    with running_smtp(settings) as server:
+        yield server

@@ -11,20 +11,8 @@ from django.utils import timezone
 
 from reports.models import WeeklySend
 from reports.weeks import week_of
-from tests.reports.weekly_world import make_readers, running_smtp
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def readers(known_history):
-    return make_readers(known_history)
-
-
-@pytest.fixture
-def smtp(settings):
-    with running_smtp(settings) as server:
-        yield server
 
 
 def run(*args: str) -> str:

@@ -16,20 +16,9 @@ from inventory.models import Membership
 from reports.models import Delivery, ReportOptIn, ReportSchedule, WeeklySend
 from reports.services import report_send_weekly
 from reports.weekly import console_url
-from tests.reports.weekly_world import make_readers, running_smtp, week_after
+from tests.reports.weekly_world import week_after
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def readers(known_history):
-    return make_readers(known_history)
-
-
-@pytest.fixture
-def smtp(settings):
-    with running_smtp(settings) as server:
-        yield server
 
 
 @pytest.fixture

@@ -18,20 +18,9 @@ from reports.mail import render, weekly_context
 from reports.models import Delivery, WeeklySend
 from reports.services import report_send_weekly
 from reports.weekly import server_section, weekly_report
-from tests.reports.weekly_world import CONSOLE, PNG, cids, mail_parts, make_readers, running_smtp
+from tests.reports.weekly_world import CONSOLE, PNG, cids, mail_parts
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def readers(known_history):
-    return make_readers(known_history)
-
-
-@pytest.fixture
-def smtp(settings):
-    with running_smtp(settings) as server:
-        yield server
 
 
 @pytest.fixture

@@ -13,20 +13,9 @@ from reports.models import ReportOptIn, Unsubscribed
 from reports.selectors import report_recipients
 from reports.services import report_opt_in_set, report_send_weekly
 from reports.unsubscribe import read_token, unsubscribe_token
-from tests.reports.weekly_world import make_readers, running_smtp, week_after
+from tests.reports.weekly_world import week_after
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def readers(known_history):
-    return make_readers(known_history)
-
-
-@pytest.fixture
-def smtp(settings):
-    with running_smtp(settings) as server:
-        yield server
 
 
 def _link(smtp, address: str) -> str:
