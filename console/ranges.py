@@ -50,6 +50,14 @@ def _local(at: datetime, tz: tzinfo) -> str:
 
 
 def _parse_local(value: str, tz: tzinfo) -> datetime:
+    """A time in the reader's zone; one written with its UTC offset (a link from a mail, made in the report's
+    zone) is taken as written, whoever reads it."""
+    try:
+        at = datetime.fromisoformat(value.strip())
+    except ValueError:
+        at = None
+    if at is not None and at.tzinfo is not None:
+        return at
     for fmt in _LOCAL_FORMATS:
         try:
             return timezone.make_aware(datetime.strptime(value.strip(), fmt), tz)

@@ -116,11 +116,11 @@ class WeeklyReport:
 
 
 def _window_params(week: ReportWeek) -> dict[str, str]:
-    # The console reads a custom range in the reader's time zone; the report's own is the best guess.
+    # With their UTC offset: the console reads them as written, whatever the reader's own time zone.
     tz = zoneinfo.ZoneInfo(week.time_zone)
     w = week.window
-    return {"range": "custom", "start": f"{w.start.astimezone(tz):%Y-%m-%dT%H:%M}",
-            "end": f"{w.end.astimezone(tz):%Y-%m-%dT%H:%M}"}  # fmt: skip
+    return {"range": "custom", "start": w.start.astimezone(tz).isoformat(timespec="minutes"),
+            "end": w.end.astimezone(tz).isoformat(timespec="minutes")}  # fmt: skip
 
 
 def _statement_text(s: StatementTotals) -> str:

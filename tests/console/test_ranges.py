@@ -26,6 +26,17 @@ def test_custom_ranges_are_local_times_of_the_user():
         assert r.params == {"range": "custom", "start": "2026-11-20T08:00", "end": "2026-11-21T08:30"}
 
 
+def test_a_time_with_its_offset_is_read_as_written_in_any_zone():
+    """The weekly mail's links carry the report's zone: a reader in New York sees the same week."""
+    params = {"range": "custom", "start": "2026-11-16T00:00+01:00", "end": "2026-11-23T00:00+01:00"}
+    for zone in ("Europe/Paris", "America/New_York", "UTC"):
+        with timezone.override(zoneinfo.ZoneInfo(zone)):
+            r = parse_range(params, now=NOW)
+            assert r.error == ""
+            assert (r.window.start, r.window.end) == (
+                datetime(2026, 11, 15, 23, 0, tzinfo=UTC), datetime(2026, 11, 22, 23, 0, tzinfo=UTC))  # fmt: skip
+
+
 def test_bad_ranges_fall_back_to_the_default_and_say_why():
     cases = {
         "unknown range": {"range": "2w"},
