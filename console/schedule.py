@@ -29,6 +29,12 @@ def beat_schedule() -> dict:
             "schedule": 300.0,
             "options": {"expires": 290},
         },
+        # Audit exports: bundles past EXPORT_RETENTION_DAYS deleted, lost or abandoned builds sent again.
+        "audit-exports-tidy": {
+            "task": "reports.tidy_audit_exports",
+            "schedule": 600.0,
+            "options": {"expires": 590},
+        },
         "history-partitions": {
             "task": "collectors.tasks.maintain_partitions",
             "schedule": 3600.0,

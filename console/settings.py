@@ -247,3 +247,6 @@ HISTORY = {
 # --- Audit exports ------------------------------------------------------------------------------
 # Where the built bundles are kept (one folder per export, each zip with its sha256 on its row).
 EXPORT_ROOT = env.path("EXPORT_ROOT", default=BASE_DIR / ".run" / "exports")
+# A built bundle's file is deleted this many days after it was built (the row, its checksum and the audit
+# log stay, marked expired); the window can be exported again as long as the history keeps it.
+EXPORT_RETENTION_DAYS = env.int("EXPORT_RETENTION_DAYS", default=30)

@@ -23,7 +23,7 @@ class ExportRow:
     window_start: datetime
     window_end: datetime
     formats: list[str]
-    status: str  # queued | running | done | failed
+    status: str  # queued | running | done | failed | expired
     progress: int  # percent
     step: str
     error: str

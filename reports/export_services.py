@@ -4,11 +4,12 @@ organization (logged). Every generation and every download lands in the organiza
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from django.conf import settings
 from django.db import transaction
@@ -29,6 +30,11 @@ Action = AuditLogEntry.Action
 # The task's hard time limit is under this (reports/export_tasks.py): an export still "running" after it was
 # requested this long ago lost its worker (the broker hands its task out again), and may be claimed again.
 STALE_RUNNING_AFTER = timedelta(minutes=30)
+# A queued export no worker has claimed this long after it was requested lost its broker message (Redis
+# restarted or flushed): the tidy task sends it again, as often as it runs, until it is built or given up.
+RESEND_QUEUED_AFTER = timedelta(minutes=10)
+# ... and one still not built a day later is failed with the reason, so nobody waits on it for ever.
+GIVE_UP_AFTER = timedelta(hours=24)
 
 
 class ExportError(ValueError):
@@ -187,6 +193,50 @@ def _store(path: Path, data: bytes) -> None:
     os.replace(partial, path)
 
 
+@dataclass(frozen=True)
+class TidyOutcome:
+    expired: list[int]  # built ones whose file was deleted (retention)
+    resend: list[int]  # queued or abandoned ones to hand to a worker again
+    given_up: list[int]  # not built within GIVE_UP_AFTER: failed with the reason
+
+
+def audit_exports_tidy(*, now: datetime | None = None) -> TidyOutcome:
+    """The periodic care of the exports (reports.export_tasks.tidy_audit_exports): delete the files of those
+    built more than EXPORT_RETENTION_DAYS ago (the row, its checksum and the log stay; it reads "expired"),
+    fail those no worker built within GIVE_UP_AFTER, and name those to send to a worker again."""
+    now = now or timezone.now()
+    retention = timedelta(days=settings.EXPORT_RETENTION_DAYS)
+    expired = []
+    for export in AuditExport.objects.filter(status=Status.DONE, finished_at__lt=now - retention).order_by("pk"):
+        # ORG/EXPORT/NAME.zip: the file, then its export's own folder (not ORG's: a build may write there).
+        if export.file_name:
+            path = Path(settings.EXPORT_ROOT) / export.file_name
+            path.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                path.parent.rmdir()
+        step = f"expired: its file was deleted {retention.days} days after it was built"
+        if AuditExport.objects.filter(pk=export.pk, status=Status.DONE).update(status=Status.EXPIRED, step=step):
+            _log(organization_id=export.organization_id, action=Action.EXPORT_EXPIRED, export=export,
+                 detail=f"{PurePosixPath(export.file_name).name} deleted after {retention.days} days")  # fmt: skip
+            expired.append(export.pk)
+    unfinished = Q(status=Status.QUEUED) | Q(status=Status.RUNNING)
+    given_up = []
+    for export in AuditExport.objects.filter(unfinished, created_at__lt=now - GIVE_UP_AFTER).order_by("pk"):
+        hours = int(GIVE_UP_AFTER.total_seconds() // 3600)
+        error = (
+            f"no worker built it within {hours} hours of the request (is a Celery worker running?): request it again"
+        )
+        if AuditExport.objects.filter(unfinished, pk=export.pk).update(status=Status.FAILED, step="failed",
+                                                                       error=error, finished_at=now):  # fmt: skip
+            _log(organization_id=export.organization_id, action=Action.EXPORT_FAILED, export=export, detail=error)
+            given_up.append(export.pk)
+    resend = AuditExport.objects.filter(
+        Q(status=Status.QUEUED, created_at__lt=now - RESEND_QUEUED_AFTER)
+        | Q(status=Status.RUNNING, created_at__lt=now - STALE_RUNNING_AFTER)
+    ).order_by("pk")  # fmt: skip
+    return TidyOutcome(expired, list(resend.values_list("pk", flat=True)), given_up)
+
+
 def audit_export_download(*, export_id: int, user) -> ExportFile:
     """The built file of an export, for a DBA or admin of its organization (404 for a non-member, 403 for a
     viewer); checked against its sha256 and logged."""
@@ -194,6 +244,8 @@ def audit_export_download(*, export_id: int, user) -> ExportFile:
     if export is None:
         raise Http404("no such export")
     require_role(user, export.organization_id, MANAGE_SERVERS)
+    if export.status == Status.EXPIRED:
+        raise ExportNotReady(f"the export has expired ({export.step.removeprefix('expired: ')}): request it again")
     if export.status != Status.DONE or not export.file_name:
         raise ExportNotReady(f"the export is {export.status}: its file is not ready")
     path = Path(settings.EXPORT_ROOT) / export.file_name

@@ -1,9 +1,14 @@
-"""The audit export's Celery task: it takes the export's primary key and calls the service. Registered by
-reports.apps.ReportsConfig.ready() (Celery's autodiscovery looks at each app's tasks.py only)."""
+"""The audit exports' Celery tasks: the build (it takes the export's primary key and calls the service) and
+beat's tidy. Registered by reports.apps.ReportsConfig.ready() (Celery's autodiscovery looks at each app's
+tasks.py only)."""
+
+import logging
 
 from celery import shared_task
 
-from reports.export_services import STALE_RUNNING_AFTER, audit_export_build
+from reports.export_services import RESEND_QUEUED_AFTER, STALE_RUNNING_AFTER, audit_export_build, audit_exports_tidy
+
+logger = logging.getLogger(__name__)
 
 # Past the soft limit the build fails cleanly (its row says so); the hard limit stops a stuck one, well before
 # a "running" export counts as abandoned.
@@ -14,3 +19,14 @@ SOFT_TIME_LIMIT_S = TIME_LIMIT_S - 60
 @shared_task(name="reports.audit_export_build", soft_time_limit=SOFT_TIME_LIMIT_S, time_limit=TIME_LIMIT_S)
 def audit_export_build_task(export_id: int) -> None:
     audit_export_build(export_id=export_id)
+
+
+@shared_task(name="reports.tidy_audit_exports")
+def tidy_audit_exports() -> dict:
+    """Beat's: expire old bundles, give up on exports never built, and send again those whose broker message
+    was lost (the build's claim makes a second delivery harmless)."""
+    outcome = audit_exports_tidy()
+    for export_id in outcome.resend:
+        logger.warning("audit export %s not built yet: sent to a worker again", export_id)
+        audit_export_build_task.apply_async((export_id,), expires=RESEND_QUEUED_AFTER.total_seconds())
+    return {"expired": outcome.expired, "resent": outcome.resend, "given_up": outcome.given_up}

@@ -117,6 +117,7 @@ class AuditExport(models.Model):
         RUNNING = "running"
         DONE = "done"
         FAILED = "failed"
+        EXPIRED = "expired"  # built, then its file deleted after settings.EXPORT_RETENTION_DAYS
 
     organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="audit_exports")
     requested_by = models.ForeignKey(
@@ -148,6 +149,7 @@ class AuditLogEntry(models.Model):
         EXPORT_GENERATED = "export_generated"
         EXPORT_FAILED = "export_failed"
         EXPORT_DOWNLOADED = "export_downloaded"
+        EXPORT_EXPIRED = "export_expired"
 
     organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="audit_log")
     user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,

@@ -7,6 +7,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from django import forms
+from django.conf import settings
 from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
@@ -76,6 +77,7 @@ def exports(request: HttpRequest, organization_id: int) -> HttpResponse:
     context = {
         "organization": org, "form": form, "exports": rows, "busy": any(r.busy for r in rows),
         "log": audit_log(organization_id=org.pk), "format_labels": FORMAT_LABELS,
+        "retention_days": settings.EXPORT_RETENTION_DAYS,
     }  # fmt: skip
     return render_page(request, "console/exports.html", context, fragment="exports-list",
                        status=400 if form.is_bound else 200)  # fmt: skip

@@ -6,15 +6,17 @@ from __future__ import annotations
 
 import hashlib
 import json
+from datetime import timedelta
 
 import jsonschema
 import pytest
 from django.core.cache import cache
 from django.test import Client
+from django.utils import timezone
 
 from console.api.tokens import token_create
-from reports.export_services import audit_export_build
-from reports.models import AuditLogEntry
+from reports.export_services import audit_export_build, audit_exports_tidy
+from reports.models import AuditExport, AuditLogEntry
 from tests.api.conftest import assert_error
 from tests.api.schema_check import CheckedClient
 from tests.reports.export_world import members, unzip
@@ -77,6 +79,13 @@ def test_request_poll_download(api):
     assert [e["id"] for e in dba.get("/api/v1/exports/").json()["results"]] == [created["id"]]
     assert AuditLogEntry.objects.filter(export_id=created["id"], action="export_downloaded",
                                         user=users["dba"]).count() == 1  # fmt: skip
+    # Past the retention: "expired" in the schema's enum, no download URL, and the old one says why.
+    AuditExport.objects.filter(pk=created["id"]).update(finished_at=timezone.now() - timedelta(days=31))
+    audit_exports_tidy()
+    expired = dba.get(created["status_url"]).json()
+    assert (expired["status"], expired["download_url"], expired["sha256"]) == ("expired", None, status["sha256"])
+    error = assert_error(dba.get(f"{created['status_url']}download/"), 409, "not_ready")
+    assert error["message"].startswith("the export has expired (its file was deleted 30 days after it was built)")
 
 
 def test_roles_and_organizations(api):

@@ -11,7 +11,7 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from reports.export_services import audit_export_build
+from reports.export_services import audit_export_build, audit_exports_tidy
 from reports.models import AuditExport, AuditLogEntry
 from tests.reports.export_world import members
 
@@ -82,6 +82,14 @@ def test_request_follow_and_download(page, django_capture_on_commit_callbacks):
                    ("export_downloaded", users["dba"].pk)]  # fmt: skip
     html = dba.get(url).content.decode()
     assert "downloaded" in html and "generated" in html and "exp-dba" in html
+    # Past the retention its file goes: the list says so, without a link, and the old link explains.
+    AuditExport.objects.filter(pk=export.pk).update(finished_at=timezone.now() - timedelta(days=31))
+    assert audit_exports_tidy().expired == [export.pk]
+    fragment = dba.get(url, headers={"HX-Request": "true"}).content.decode()
+    assert "expired" in fragment and "its file was deleted 30 days after it was built" in fragment
+    assert download not in fragment
+    r = dba.get(download, follow=True)
+    assert "has expired (its file was deleted 30 days after it was built): request it again" in r.content.decode()
 
 
 def test_a_bad_request_says_what_to_fix(page):

@@ -18,6 +18,7 @@ from reports.export_services import (
     audit_export_build,
     audit_export_download,
     audit_export_request,
+    audit_exports_tidy,
     export_window,
 )
 from reports.export_tasks import audit_export_build_task
@@ -131,3 +132,52 @@ def test_a_running_export_whose_worker_died_is_built_again(world):
     assert audit_export_build(export_id=export.pk).progress == 40  # another worker is on it: left alone
     AuditExport.objects.filter(pk=export.pk).update(created_at=timezone.now() - timedelta(hours=1))
     assert audit_export_build(export_id=export.pk).status == "done"  # long past the task's time limit
+
+
+def test_old_bundles_expire_and_their_files_go(world, settings):
+    history, users = world
+    old, recent = (_request(history, users["dba"], formats=["json"]) for _ in range(2))
+    for export in (old, recent):
+        audit_export_build(export_id=export.pk)
+        export.refresh_from_db()
+    now = timezone.now()
+    settings.EXPORT_RETENTION_DAYS = 30
+    AuditExport.objects.filter(pk=old.pk).update(finished_at=now - timedelta(days=30, minutes=1))
+    AuditExport.objects.filter(pk=recent.pk).update(finished_at=now - timedelta(days=29, hours=23))
+    old_file = settings.EXPORT_ROOT / old.file_name
+    assert old_file.is_file()
+    outcome = audit_exports_tidy(now=now)
+    assert (outcome.expired, outcome.resend, outcome.given_up) == ([old.pk], [], [])
+    assert not old_file.exists() and not old_file.parent.exists()  # its export's folder too
+    assert settings.EXPORT_ROOT.is_dir() and (settings.EXPORT_ROOT / recent.file_name).is_file()
+    old.refresh_from_db()
+    assert (old.status, old.step) == ("expired", "expired: its file was deleted 30 days after it was built")
+    assert old.sha256 and old.size_bytes  # what it was stays on record
+    with pytest.raises(ExportNotReady, match=r"^the export has expired \(its file was deleted 30 days"):
+        audit_export_download(export_id=old.pk, user=users["dba"])
+    assert audit_export_download(export_id=recent.pk, user=users["dba"]).sha256 == recent.sha256
+    log = AuditLogEntry.objects.filter(export=old, action="export_expired").values_list("detail", flat=True)
+    assert list(log) == [f"{old_file.name} deleted after 30 days"]
+    assert audit_exports_tidy(now=now).expired == []  # once
+
+
+def test_exports_no_worker_took_are_sent_again_then_given_up(world):
+    history, users = world
+    now = timezone.now()
+    ages = {"fresh": timedelta(minutes=5), "lost": timedelta(minutes=11), "running": timedelta(minutes=20),
+            "abandoned": timedelta(minutes=31), "day-old": timedelta(hours=24, minutes=1)}  # fmt: skip
+    exports = {}
+    for name, age in ages.items():
+        exports[name] = _request(history, users["dba"], formats=["json"])
+        status = "running" if name in ("running", "abandoned") else "queued"
+        AuditExport.objects.filter(pk=exports[name].pk).update(status=status, created_at=now - age)
+    outcome = audit_exports_tidy(now=now)
+    assert outcome.resend == [exports["lost"].pk, exports["abandoned"].pk]
+    assert outcome.given_up == [exports["day-old"].pk]
+    given_up = AuditExport.objects.get(pk=exports["day-old"].pk)
+    assert given_up.status == "failed" and "no worker built it within 24 hours" in given_up.error
+    assert AuditLogEntry.objects.filter(export=given_up, action="export_failed").exists()
+    # What the task does with them: the lost one is built (a second delivery would find it claimed).
+    audit_export_build(export_id=exports["lost"].pk)
+    assert AuditExport.objects.get(pk=exports["lost"].pk).status == "done"
+    assert audit_exports_tidy(now=now).resend == [exports["abandoned"].pk]

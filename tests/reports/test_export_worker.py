@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import time
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -17,8 +18,10 @@ from django.core.exceptions import PermissionDenied
 from django.db import connection
 from django.http import Http404
 from django.test import override_settings
+from django.utils import timezone
 
 from reports.export_services import audit_export_download, audit_export_request
+from reports.export_tasks import tidy_audit_exports
 from reports.models import AuditExport, AuditLogEntry
 from tests.reports.export_world import members
 
@@ -35,10 +38,24 @@ def _worker(log: Path, export_root: Path) -> subprocess.Popen:
                             stdout=open(log, "w"), stderr=subprocess.STDOUT)  # fmt: skip
 
 
+def _wait(export: AuditExport, log: Path, *, seen: list[int] | None = None) -> AuditExport:
+    """Polled until built or failed (the progress values seen go into `seen`)."""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        export.refresh_from_db()
+        if seen is not None:
+            seen.append(export.progress)
+        if export.status in ("done", "failed"):
+            return export
+        time.sleep(0.2)
+    pytest.fail(f"export {export.pk} not built in 120 s; worker log:\n{log.read_text()[-4000:]}")
+
+
 @pytest.fixture(scope="module")
 def built(known_history, django_db_blocker, tmp_path_factory):
     """An export requested (and committed, so that the worker sees it) outside any test transaction, built by
-    the worker; (export, users, the progress values seen while polling, the worker's EXPORT_ROOT)."""
+    the worker; then one whose broker message was lost, sent again by the tidy task; (export, users, the
+    progress values seen while polling, the worker's EXPORT_ROOT, (the lost export, the ids the task resent))."""
     tmp = tmp_path_factory.mktemp("export-worker")
     root = tmp / "exports"
     with override_settings(EXPORT_ROOT=root), django_db_blocker.unblock():
@@ -49,30 +66,31 @@ def built(known_history, django_db_blocker, tmp_path_factory):
                                           server_ids=None, window=known_history.week.window,
                                           formats=["pdf", "xlsx", "csv", "json"])  # fmt: skip
             seen = []
-            deadline = time.monotonic() + 120
-            while time.monotonic() < deadline:
-                export.refresh_from_db()
-                seen.append(export.progress)
-                if export.status in ("done", "failed"):
-                    break
-                time.sleep(0.2)
-            else:
-                pytest.fail(f"not built in 120 s; worker log:\n{(tmp / 'worker.log').read_text()[-4000:]}")
+            export = _wait(export, tmp / "worker.log", seen=seen)
+            # One whose broker message was lost (the row alone, requested 11 minutes ago): beat's tidy task
+            # sends it to the worker again.
+            lost = AuditExport.objects.create(organization=known_history.organization, requested_by=users["dba"],
+                                              server_ids=[known_history.server.pk], formats=["json"],
+                                              window_start=known_history.week.window.start,
+                                              window_end=known_history.week.window.end)  # fmt: skip
+            AuditExport.objects.filter(pk=lost.pk).update(created_at=timezone.now() - timedelta(minutes=11))
+            resent = tidy_audit_exports.apply().get()["resent"]
+            lost = _wait(lost, tmp / "worker.log")
         finally:
             proc.terminate()
             try:
                 proc.wait(timeout=20)
             except subprocess.TimeoutExpired:
                 proc.kill()
-        yield export, users, seen, root
-        AuditLogEntry.objects.filter(export_id=export.pk).delete()
-        AuditExport.objects.filter(pk=export.pk).delete()
+        yield export, users, seen, root, (lost, resent)
+        AuditLogEntry.objects.filter(export_id__in=[export.pk, lost.pk]).delete()
+        AuditExport.objects.filter(pk__in=[export.pk, lost.pk]).delete()
         get_user_model().objects.filter(pk__in=[u.pk for u in users.values()]).delete()
 
 
 @pytest.mark.django_db
 def test_the_worker_builds_it_with_progress(built, settings):
-    export, users, seen, root = built
+    export, users, seen, root, _ = built
     assert (export.status, export.progress, export.error) == ("done", 100, ""), export.error
     # Seen moving forward while it was built (the PDF alone takes seconds), never back.
     assert seen == sorted(seen) and seen[-1] == 100 and any(0 < p < 100 for p in seen), seen
@@ -85,3 +103,10 @@ def test_the_worker_builds_it_with_progress(built, settings):
         audit_export_download(export_id=export.pk, user=users["outsider"])
     actions = list(AuditLogEntry.objects.filter(export=export).order_by("at", "id").values_list("action", flat=True))
     assert actions == ["export_requested", "export_generated", "export_downloaded"]
+
+
+@pytest.mark.django_db
+def test_an_export_whose_message_was_lost_is_sent_again(built):
+    export, users, seen, root, (lost, resent) = built
+    assert lost.pk in resent and export.pk not in resent
+    assert (lost.status, lost.error) == ("done", "") and (root / lost.file_name).is_file()
