@@ -1,7 +1,7 @@
 """Benchmark 7: the weekly report and the audit export over the read-tier benchmark's history.
 
 Each build runs in a fresh worker process pinned to one core (`python -m bench.reports worker ...`), as a
-Celery worker would run it, so its peak memory (getrusage's ru_maxrss) is its own. The organization holds
+Celery worker would run it, so its peak memory (VmHWM) is its own. The organization holds
 the 5,000-statement server and servers of the fleet (moved into it once the other benchmarks are done):
 - weekly report: 20 servers, ISO week 2025-W01 (the read tier's last, partly covered week), charts
   rendered and the MIME message of one recipient built;
@@ -97,7 +97,7 @@ def checks(results: list[BuildRun]) -> list[tuple[str, str, str, bool | None]]:
         rows.append((f"{r.name}: {r.label}, one core, worst of {len(r.seconds)} fresh processes",
                      f"≤ {r.target_s:g} s", f"{r.worst_s:.2f} s (selectors alone {max(r.baseline_s):.2f} s)",
                      r.worst_s <= r.target_s))  # fmt: skip
-        rows.append((f"{r.name}: peak memory of the worker process (ru_maxrss)", f"≤ {MEMORY_TARGET_MB:g} MB",
+        rows.append((f"{r.name}: peak memory of the worker process (VmHWM)", f"≤ {MEMORY_TARGET_MB:g} MB",
                      f"{r.worst_mb:.0f} MB", r.worst_mb <= MEMORY_TARGET_MB))  # fmt: skip
     return rows
 
@@ -167,6 +167,20 @@ def _export(org_id: int, start: datetime, end: datetime, server_ids: list[int]) 
     return {"seconds": seconds, "baseline_seconds": baseline, "info": info}
 
 
+def _peak_rss_mb() -> float:
+    """This process's own peak resident set: VmHWM, the high-water mark of the memory it exec'd into.
+    getrusage's ru_maxrss is no good here: Linux carries the parent's peak across fork/vfork and exec (a
+    child of the benchmark, which holds the fleet's history, read 489 MB for every build)."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024  # kB
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+
+
 def worker(argv: list[str]) -> None:
     _one_core()
     import django
@@ -178,7 +192,7 @@ def worker(argv: list[str]) -> None:
     else:
         got = _export(org_id, datetime.fromisoformat(argv[2]), datetime.fromisoformat(argv[3]),
                       [int(i) for i in argv[4].split(",")])  # fmt: skip
-    got["peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+    got["peak_mb"] = _peak_rss_mb()
     print(json.dumps(got))
 
 
