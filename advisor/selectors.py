@@ -26,6 +26,16 @@ _RANK = Case(
 )  # fmt: skip
 
 
+# What applying a change needs (RecommendationRow.change_apply), in a DBA's words: the console, the weekly mail
+# and the audit PDF say it the same way.
+CHANGE_APPLY_TEXT = {
+    "restart": "needs a server restart",
+    "reload": "needs a configuration reload (SELECT pg_reload_conf())",
+    "none": "takes effect at once",
+    "client": "a change in the application or its connection settings",
+}
+
+
 @dataclass(frozen=True)
 class RecommendationRow:
     id: int

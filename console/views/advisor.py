@@ -14,6 +14,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
 from advisor.selectors import (
+    CHANGE_APPLY_TEXT,
     EvaluationRow,
     RecommendationRow,
     evaluations,
@@ -34,13 +35,6 @@ from console.views.common import render_page
 
 SEVERITIES = ("critical", "warning", "info")
 HISTORY_LIMIT = 50
-# What applying the change needs, in a DBA's words (Recommendation.change_apply).
-APPLY_TEXT = {
-    "restart": "needs a server restart",
-    "reload": "needs a configuration reload (SELECT pg_reload_conf())",
-    "none": "takes effect at once",
-    "client": "a change in the application or its connection settings",
-}
 
 
 @dataclass(frozen=True)
@@ -87,7 +81,7 @@ def _card(rec: RecommendationRow, acting: set[int], organization_of: dict[int, i
     return Card(
         rec=rec,
         can_act=organization_of.get(rec.server_id) in acting,
-        apply_text=APPLY_TEXT.get(rec.change_apply, rec.change_apply),
+        apply_text=CHANGE_APPLY_TEXT.get(rec.change_apply, rec.change_apply),
         references=_references(rec),
         charts=evidence_charts(rec) if charts else [],
     )

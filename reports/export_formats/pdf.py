@@ -11,6 +11,7 @@ from datetime import datetime
 
 from django.template.loader import render_to_string
 
+from advisor.selectors import CHANGE_APPLY_TEXT
 from collectors.selectors import StatementTotals
 from reports import formatting as fmt
 from reports.audit import NOT_TRACKED, QUERY_MAX_CHARS, TOP_N, AuditContent, Finding, ServerAudit
@@ -19,12 +20,6 @@ from reports.charts import Line, chart_png
 QUERY_PDF_CHARS = 200  # a statement's text in a table; the data files carry up to QUERY_MAX_CHARS
 ORDER_TITLES = {"total": "total time (execution + planning)", "exec": "execution time", "plan": "planning time",
                 "calls": "calls"}  # fmt: skip
-APPLY_TEXT = {
-    "restart": "needs a server restart",
-    "reload": "needs a configuration reload (SELECT pg_reload_conf())",
-    "none": "takes effect at once",
-    "client": "a change in the application or its connection settings",
-}
 
 
 @dataclass(frozen=True)
@@ -146,8 +141,8 @@ def pdf_context(c: AuditContent) -> dict:
         "overall": _overall(c),
         "servers": [_server_view(s, tz) for s in c.servers],
         "gaps": gaps,
-        "findings": [FindingView(f, APPLY_TEXT.get(f.rec.change_apply, f.rec.change_apply), evidence_charts(f, tz))
-                     for f in c.findings],
+        "findings": [FindingView(f, CHANGE_APPLY_TEXT.get(f.rec.change_apply, f.rec.change_apply),
+                                 evidence_charts(f, tz)) for f in c.findings],
         "top_n": TOP_N, "query_pdf_chars": QUERY_PDF_CHARS, "query_max_chars": f"{QUERY_MAX_CHARS:,}",
     }  # fmt: skip
 

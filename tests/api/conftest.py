@@ -25,8 +25,7 @@ class ApiWorld:
         return CheckedClient(HTTP_AUTHORIZATION=f"Bearer {secret}")
 
 
-@pytest.fixture
-def api_world(db) -> ApiWorld:
+def build_api_world() -> ApiWorld:
     cache.clear()  # throttling counters of earlier tests
     acme = Organization.objects.create(name="acme")
     other = Organization.objects.create(name="other")
@@ -37,6 +36,11 @@ def api_world(db) -> ApiWorld:
     users["outsider"] = get_user_model().objects.create_user("outsider", password="x")
     Membership.objects.create(organization=other, user=users["outsider"], role="admin")
     return ApiWorld(acme, other, users)
+
+
+@pytest.fixture
+def api_world(db) -> ApiWorld:
+    return build_api_world()
 
 
 def assert_error(response, status: int, code: str | None = None) -> dict:

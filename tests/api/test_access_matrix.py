@@ -12,7 +12,6 @@ from datetime import timedelta
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.core.cache import cache
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.utils import timezone
 
@@ -27,7 +26,7 @@ from console.services import organizations_delete
 from inventory.models import Membership, Organization, Server
 from inventory.services import server_create
 from reports.models import AuditExport
-from tests.api.conftest import ApiWorld, assert_error
+from tests.api.conftest import ApiWorld, assert_error, build_api_world
 from tests.api.schema_check import CheckedClient
 from tests.world import history_counts
 
@@ -126,15 +125,8 @@ class MatrixWorld:
 def _build() -> MatrixWorld:
     """acme: a server with three snapshots and a recommendation, a tracked collection; other: a server with
     a recommendation (so that the outsider's lists are not empty); a user per role."""
-    cache.clear()  # throttling counters of earlier tests
-    acme = Organization.objects.create(name="acme")
-    other = Organization.objects.create(name="other")
-    users = {}
-    for role in ("viewer", "dba", "admin"):
-        users[role] = get_user_model().objects.create_user(role, password="x")
-        Membership.objects.create(organization=acme, user=users[role], role=role)
-    users["outsider"] = get_user_model().objects.create_user("outsider", password="x")
-    Membership.objects.create(organization=other, user=users["outsider"], role="admin")
+    api = build_api_world()
+    acme, other = api.acme, api.other
     server = server_create(name="acme-db", dsn=UNREACHABLE, organization_name="acme")
     theirs = server_create(name="other-db", dsn=UNREACHABLE, organization_name="other")
     # Three snapshots of a synthetic reading (nothing connects): statements, series and a latest snapshot.
@@ -174,7 +166,7 @@ def _build() -> MatrixWorld:
         "task_id": task_id,
         "export_id": export_id,
     }
-    return MatrixWorld(ApiWorld(acme, other, users), Server.objects.get(pk=server.pk), ids)
+    return MatrixWorld(api, Server.objects.get(pk=server.pk), ids)
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ from reports.selectors import due_at, failing_recipients, next_due, reports_due
 from reports.services import MAX_ATTEMPTS, report_send_retry, report_send_test, report_send_weekly
 from reports.tasks import retry_delay_s, send_due_reports
 from reports.weeks import parse_week
-from tests.reports.weekly_world import eager_tasks, make_readers, monday_after, running_smtp, week_after
+from tests.reports.weekly_world import eager_tasks, monday_after, week_after
 
 pytestmark = pytest.mark.django_db
 
@@ -22,17 +22,6 @@ pytestmark = pytest.mark.django_db
 def eager_celery():
     with eager_tasks():
         yield
-
-
-@pytest.fixture
-def readers(known_history):
-    return make_readers(known_history)
-
-
-@pytest.fixture
-def smtp(settings):
-    with running_smtp(settings) as server:
-        yield server
 
 
 def test_the_service_twice_sends_once(known_history, readers, smtp):
