@@ -28,6 +28,7 @@ class ExportRow:
     step: str
     error: str
     created_at: datetime
+    started_at: datetime | None  # when a worker claimed it
     finished_at: datetime | None
     file_name: str  # the bundle's name ("" until done)
     sha256: str
@@ -57,6 +58,7 @@ def _rows(exports: list[AuditExport]) -> list[ExportRow]:
             step=e.step,
             error=e.error,
             created_at=e.created_at,
+            started_at=e.started_at,
             finished_at=e.finished_at,
             file_name=PurePosixPath(e.file_name).name if e.file_name else "",
             sha256=e.sha256,

@@ -27,8 +27,9 @@ from reports.models import AuditExport, AuditLogEntry
 logger = logging.getLogger(__name__)
 Status = AuditExport.Status
 Action = AuditLogEntry.Action
-# The task's hard time limit is under this (reports/export_tasks.py): an export still "running" after it was
-# requested this long ago lost its worker (the broker hands its task out again), and may be claimed again.
+# The task's hard time limit is under this (reports/export_tasks.py): an export still "running" this long after
+# a worker claimed it lost that worker, and may be claimed again (the tidy task sends it again). Counted from
+# the claim, not the request: one that waited in a long queue is not taken from the worker building it.
 STALE_RUNNING_AFTER = timedelta(minutes=30)
 # A queued export no worker has claimed this long after it was requested lost its broker message (Redis
 # restarted or flushed): the tidy task sends it again, as often as it runs, until it is built or given up.
@@ -147,9 +148,10 @@ def audit_export_build(*, export_id: int) -> AuditExport:
     """Build a queued export: claimed with a conditional UPDATE (a second delivery of the task does nothing,
     unless the first one's worker died: see STALE_RUNNING_AFTER), its progress written as it goes, the zip
     stored under EXPORT_ROOT with its sha256, the outcome logged."""
-    stale = Q(status=Status.RUNNING, created_at__lt=timezone.now() - STALE_RUNNING_AFTER)
+    now = timezone.now()
+    stale = Q(status=Status.RUNNING, started_at__lt=now - STALE_RUNNING_AFTER)
     claimed = AuditExport.objects.filter(Q(status=Status.QUEUED) | stale, pk=export_id).update(
-        status=Status.RUNNING, progress=1, step="reading the history"
+        status=Status.RUNNING, progress=1, step="reading the history", started_at=now
     )
     export = AuditExport.objects.select_related("organization", "requested_by").get(pk=export_id)
     if not claimed:
@@ -232,7 +234,7 @@ def audit_exports_tidy(*, now: datetime | None = None) -> TidyOutcome:
             given_up.append(export.pk)
     resend = AuditExport.objects.filter(
         Q(status=Status.QUEUED, created_at__lt=now - RESEND_QUEUED_AFTER)
-        | Q(status=Status.RUNNING, created_at__lt=now - STALE_RUNNING_AFTER)
+        | Q(status=Status.RUNNING, started_at__lt=now - STALE_RUNNING_AFTER)
     ).order_by("pk")  # fmt: skip
     return TidyOutcome(expired, list(resend.values_list("pk", flat=True)), given_up)
 

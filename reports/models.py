@@ -132,6 +132,7 @@ class AuditExport(models.Model):
     step = models.CharField(max_length=200, blank=True, default="")  # what it is doing now
     error = models.TextField(blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)  # claimed by a worker (the last one, if claimed again)
     finished_at = models.DateTimeField(null=True, blank=True)
     file_name = models.CharField(max_length=255, blank=True, default="")  # under settings.EXPORT_ROOT
     sha256 = models.CharField(max_length=64, blank=True, default="")

@@ -62,6 +62,7 @@ class ExportOut(serializers.Serializer):
     step = serializers.CharField(allow_blank=True, help_text="what the worker is doing now")
     error = serializers.CharField(allow_blank=True)
     created_at = serializers.DateTimeField()
+    started_at = serializers.DateTimeField(allow_null=True, help_text="when a worker took it")
     finished_at = serializers.DateTimeField(allow_null=True)
     file_name = serializers.CharField(allow_blank=True)
     sha256 = serializers.CharField(allow_blank=True, help_text="of the zip, once done")

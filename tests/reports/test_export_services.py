@@ -128,10 +128,16 @@ def test_a_failed_build_says_why(world, monkeypatch):
 def test_a_running_export_whose_worker_died_is_built_again(world):
     history, users = world
     export = _request(history, users["dba"], formats=["json"])
-    AuditExport.objects.filter(pk=export.pk).update(status="running", progress=40)
-    assert audit_export_build(export_id=export.pk).progress == 40  # another worker is on it: left alone
-    AuditExport.objects.filter(pk=export.pk).update(created_at=timezone.now() - timedelta(hours=1))
-    assert audit_export_build(export_id=export.pk).status == "done"  # long past the task's time limit
+    # Requested an hour ago, claimed a minute ago (it waited in a long queue): another worker is on it.
+    AuditExport.objects.filter(pk=export.pk).update(status="running", progress=40,
+                                                    created_at=timezone.now() - timedelta(hours=1),
+                                                    started_at=timezone.now() - timedelta(minutes=1))  # fmt: skip
+    assert audit_export_build(export_id=export.pk).progress == 40  # left alone
+    assert audit_exports_tidy().resend == []
+    AuditExport.objects.filter(pk=export.pk).update(started_at=timezone.now() - timedelta(minutes=31))
+    assert audit_exports_tidy().resend == [export.pk]
+    built = audit_export_build(export_id=export.pk)  # claimed long past the task's time limit: built again
+    assert built.status == "done" and built.started_at > timezone.now() - timedelta(minutes=1)
 
 
 def test_old_bundles_expire_and_their_files_go(world, settings):
@@ -169,8 +175,9 @@ def test_exports_no_worker_took_are_sent_again_then_given_up(world):
     exports = {}
     for name, age in ages.items():
         exports[name] = _request(history, users["dba"], formats=["json"])
-        status = "running" if name in ("running", "abandoned") else "queued"
-        AuditExport.objects.filter(pk=exports[name].pk).update(status=status, created_at=now - age)
+        # The running ones were claimed at once: their age is also their claim's.
+        fields = {"status": "running", "started_at": now - age} if name in ("running", "abandoned") else {}
+        AuditExport.objects.filter(pk=exports[name].pk).update(created_at=now - age, **fields)
     outcome = audit_exports_tidy(now=now)
     assert outcome.resend == [exports["lost"].pk, exports["abandoned"].pk]
     assert outcome.given_up == [exports["day-old"].pk]
