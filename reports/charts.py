@@ -73,7 +73,7 @@ def chart_png(lines: list[Line], *, title: str, unit: str, stacked: bool = False
     ax.xaxis.get_offset_text().set_fontsize(7)
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)
-    locator = mdates.AutoDateLocator(tz=time_zone, maxticks=8)
+    locator = mdates.AutoDateLocator(tz=time_zone, minticks=3, maxticks=8)
     ax.xaxis.set_major_locator(locator)
     ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator, tz=time_zone))
     # Fixed margins in pixels, not tight_layout (which measured every text first: a third of a chart's time):
