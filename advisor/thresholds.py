@@ -1,7 +1,8 @@
 """Every threshold of the advisor in one place, each with the public figure it comes from.
 
 Seeds are the texts in ../shared/seeds/ (see its README); the reference is ../shared/reference/pg_stat_statements.md.
-`Thresholds` holds the defaults; a later increment overrides fields per organization (dataclasses.replace).
+`Thresholds` holds the defaults; an organization overrides some of them (advisor.models.OrganizationThresholds, set on
+its page in the console; advisor.services.organization_thresholds applies them with dataclasses.replace).
 """
 
 from __future__ import annotations
