@@ -221,7 +221,8 @@ def audit_exports_tidy(*, now: datetime | None = None) -> TidyOutcome:
             _log(organization_id=export.organization_id, action=Action.EXPORT_EXPIRED, export=export,
                  detail=f"{PurePosixPath(export.file_name).name} deleted after {retention.days} days")  # fmt: skip
             expired.append(export.pk)
-    unfinished = Q(status=Status.QUEUED) | Q(status=Status.RUNNING)
+    # Not one a worker is building right now, however long it waited for one.
+    unfinished = Q(status=Status.QUEUED) | Q(status=Status.RUNNING, started_at__lt=now - STALE_RUNNING_AFTER)
     given_up = []
     for export in AuditExport.objects.filter(unfinished, created_at__lt=now - GIVE_UP_AFTER).order_by("pk"):
         hours = int(GIVE_UP_AFTER.total_seconds() // 3600)

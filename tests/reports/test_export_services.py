@@ -171,16 +171,22 @@ def test_exports_no_worker_took_are_sent_again_then_given_up(world):
     history, users = world
     now = timezone.now()
     ages = {"fresh": timedelta(minutes=5), "lost": timedelta(minutes=11), "running": timedelta(minutes=20),
-            "abandoned": timedelta(minutes=31), "day-old": timedelta(hours=24, minutes=1)}  # fmt: skip
+            "abandoned": timedelta(minutes=31), "day-old": timedelta(hours=24, minutes=1),
+            "day-old-building": timedelta(hours=24, minutes=1)}  # fmt: skip
     exports = {}
     for name, age in ages.items():
         exports[name] = _request(history, users["dba"], formats=["json"])
         # The running ones were claimed at once: their age is also their claim's.
         fields = {"status": "running", "started_at": now - age} if name in ("running", "abandoned") else {}
         AuditExport.objects.filter(pk=exports[name].pk).update(created_at=now - age, **fields)
+    # One that waited a day for a worker and has just been claimed: being built, not given up.
+    AuditExport.objects.filter(pk=exports["day-old-building"].pk).update(
+        status="running", started_at=now - timedelta(minutes=2)
+    )
     outcome = audit_exports_tidy(now=now)
     assert outcome.resend == [exports["lost"].pk, exports["abandoned"].pk]
     assert outcome.given_up == [exports["day-old"].pk]
+    assert AuditExport.objects.get(pk=exports["day-old-building"].pk).status == "running"
     given_up = AuditExport.objects.get(pk=exports["day-old"].pk)
     assert given_up.status == "failed" and "no worker built it within 24 hours" in given_up.error
     assert AuditLogEntry.objects.filter(export=given_up, action="export_failed").exists()
