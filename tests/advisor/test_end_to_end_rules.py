@@ -127,22 +127,30 @@ def _three_table_joins() -> list[str]:
     ]
 
 
-def _joins_work(dsn: str, joins: list[str], *, per_client_per_s: float) -> Work:
-    def work(stop: threading.Event) -> None:
-        def client(k: int) -> None:
-            with psycopg.connect(dsn, autocommit=True) as conn:
-                for i, text in enumerate(joins[k::JOIN_CLIENTS]):
-                    if stop.wait(0 if i == 0 else 1 / per_client_per_s):
-                        return
-                    conn.execute(text).fetchall()
+def _joins_collected(server: Server, dsn: str, joins: list[str], *, batch: int = 50) -> None:
+    """The joins in batches of `batch` new statements, each run by JOIN_CLIENTS clients at once, with a
+    collection after each batch: every snapshot finds the batch before the next one evicts it, however slow
+    the machine (timed collections beside a timed workload caught from 42 to over 500 of the 1,000 keys)."""
+    conns = [psycopg.connect(dsn, autocommit=True) for _ in range(JOIN_CLIENTS)]
 
-        threads = [threading.Thread(target=client, args=(k,), daemon=True) for k in range(JOIN_CLIENTS)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+    def client(conn: psycopg.Connection, texts: list[str]) -> None:
+        for text in texts:
+            conn.execute(text).fetchall()
 
-    return work
+    try:
+        collect(server)  # baseline
+        for start in range(0, len(joins), batch):
+            part = joins[start : start + batch]
+            threads = [threading.Thread(target=client, args=(conns[k], part[k::JOIN_CLIENTS]), daemon=True)
+                       for k in range(JOIN_CLIENTS)]  # fmt: skip
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(60)
+            collect(server)
+    finally:
+        for conn in conns:
+            conn.close()
 
 
 def test_distinct_joins_at_max_100_churn_and_raise_rule_1(evict_cluster):
@@ -153,8 +161,7 @@ def test_distinct_joins_at_max_100_churn_and_raise_rule_1(evict_cluster):
             conn.execute(f"INSERT INTO j3_{k} VALUES (1, 'test') ON CONFLICT DO NOTHING")
         dealloc_before = conn.execute("SELECT dealloc FROM pg_stat_statements_info").fetchone()[0]
     server = register(evict_cluster, name=_name("joins"))
-    # 4 clients × 15/s = 60 new keys a second; a collection every ~1.5 s sees most of them before eviction.
-    _collect_during(server, _joins_work(app, _three_table_joins(), per_client_per_s=15.0), seconds=25)
+    _joins_collected(server, app, _three_table_joins())
     with psycopg.connect(app, autocommit=True) as conn:
         dealloc_after = conn.execute("SELECT dealloc FROM pg_stat_statements_info").fetchone()[0]
     assert dealloc_after - dealloc_before >= (JOINS - 100) // 10  # each deallocation evicts at least 10 entries
@@ -162,9 +169,8 @@ def test_distinct_joins_at_max_100_churn_and_raise_rule_1(evict_cluster):
     gathered = _gathered(server)
     ev = gathered.evidence
     assert ev.settings.max == 100
-    # The history saw several times the keys the server can hold (how many of the 1,000 it catches before
-    # their eviction depends on how fast the collections run: 415 in a CI run on a busy machine).
-    assert ev.distinct_keys_1d > 3 * ev.settings.max, ev.distinct_keys_1d
+    # The history saw most of the 1,000 keys: ten times what the server can hold at once.
+    assert ev.distinct_keys_1d > 500, ev.distinct_keys_1d
     assert ev.dealloc_per_s is not None and set(ev.dealloc_per_s) == {"1h", "24h", "7d"}
     assert all(rate > 0 for rate in ev.dealloc_per_s.values()), ev.dealloc_per_s
     assert ev.keys_disappeared_1d is not None and ev.keys_disappeared_1d > 0
