@@ -224,11 +224,9 @@ def audit_exports_tidy(*, now: datetime | None = None) -> TidyOutcome:
     # Not one a worker is building right now, however long it waited for one.
     unfinished = Q(status=Status.QUEUED) | Q(status=Status.RUNNING, started_at__lt=now - STALE_RUNNING_AFTER)
     given_up = []
+    hours = int(GIVE_UP_AFTER.total_seconds() // 3600)
+    error = f"no worker built it within {hours} hours of the request (is a Celery worker running?): request it again"
     for export in AuditExport.objects.filter(unfinished, created_at__lt=now - GIVE_UP_AFTER).order_by("pk"):
-        hours = int(GIVE_UP_AFTER.total_seconds() // 3600)
-        error = (
-            f"no worker built it within {hours} hours of the request (is a Celery worker running?): request it again"
-        )
         if AuditExport.objects.filter(unfinished, pk=export.pk).update(status=Status.FAILED, step="failed",
                                                                        error=error, finished_at=now):  # fmt: skip
             _log(organization_id=export.organization_id, action=Action.EXPORT_FAILED, export=export, detail=error)
