@@ -17,7 +17,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from console.access import MANAGE_SERVERS, require_role, visible_organizations
-from console.api.common import PAGE_PARAMETERS, api, page_params, paged
+from console.api.common import PAGE_PARAMETERS, api, field_names, page_params, paged
 from console.api.errors import error_response
 from console.views.exports import zip_response
 from reports.audit_data import SCHEMA_PATH
@@ -87,7 +87,7 @@ class ErrorShape(serializers.Serializer):
 
 
 def _out(e: ExportRow) -> dict:
-    names = [n for n in ExportOut().fields if n not in ("status_url", "download_url")]
+    names = [n for n in field_names(ExportOut) if n not in ("status_url", "download_url")]
     out = {n: getattr(e, n) for n in names}
     out["status_url"] = reverse("api-export", args=[e.id])
     out["download_url"] = reverse("api-export-download", args=[e.id]) if e.status == AuditExport.Status.DONE else None

@@ -16,7 +16,7 @@ from advisor.models import Severity, Status
 from advisor.selectors import RecommendationRow, recommendation_history, recommendations
 from advisor.services import LifecycleError, recommendation_acknowledge, recommendation_resolve
 from console.access import MANAGE_SERVERS, require_role, visible_servers
-from console.api.common import PAGE_PARAMETERS, TABLE_RENDERERS, api, page_params, paged
+from console.api.common import PAGE_PARAMETERS, TABLE_RENDERERS, api, field_names, page_params, paged
 from console.api.errors import error_response
 
 
@@ -83,7 +83,7 @@ class RecommendationDetailOut(RecommendationOut):
 
 
 def _out(r: RecommendationRow) -> dict:
-    fields = [n for n in RecommendationOut().fields if n != "change"]
+    fields = [n for n in field_names(RecommendationOut) if n != "change"]
     out = {n: getattr(r, n) for n in fields}
     out["change"] = {"text": r.change_text, "apply": r.change_apply} if r.change_text else None
     return out
@@ -157,7 +157,7 @@ def _history(request, recommendation_id: int):
 
 
 def _detail(found) -> dict:
-    names = list(EventOut().fields)
+    names = field_names(EventOut)
     return {**_out(found.recommendation), "events": [{n: getattr(e, n) for n in names} for e in found.events]}
 
 

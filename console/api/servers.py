@@ -29,6 +29,7 @@ from console.api.common import (
     TABLE_RENDERERS,
     WINDOW_PARAMETERS,
     api,
+    field_names,
     page_of,
     page_params,
     paged,
@@ -305,7 +306,7 @@ class SnapshotPageOut(serializers.Serializer):
 
 
 def _snapshot(row: SnapshotRow) -> dict:
-    return {n: getattr(row, n) for n in SnapshotOut().fields}
+    return {n: getattr(row, n) for n in field_names(SnapshotOut)}
 
 
 class Snapshots(APIView):

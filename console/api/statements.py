@@ -34,6 +34,7 @@ from console.api.common import (
     TABLE_RENDERERS,
     WINDOW_PARAMETERS,
     api,
+    field_names,
     page_params,
     paged,
     window_params,
@@ -107,7 +108,7 @@ class AcrossPage(serializers.Serializer):
 
 
 def _row(s) -> dict:
-    names = [n for n in StatementRow().fields]
+    names = field_names(StatementRow)
     return {n: getattr(s, n) for n in names}
 
 
@@ -244,7 +245,7 @@ class StatementSeriesOut(serializers.Serializer):
 
 
 def _points(points, serializer) -> list[dict]:
-    names = list(serializer().fields)
+    names = field_names(serializer)
     return [{n: getattr(p, n) for n in names} for p in points]
 
 
