@@ -213,7 +213,7 @@ METHOD = """- **Read tier (4).** `bench/readtier.py`. One synthetic server (`ben
   generator, blocks encoded exactly as `codec.encode` does, checked on a sample of each batch, rows
   COPYed) with the project's `rollups.roll_up` and `partitions.drop_expired` once per synthetic day.
   A fleet of 200 servers x 500 statements over the last 2 days (bulk writer; one roll_up). Every
-  selector call is timed in the benchmark process (2 warm-ups, then 20 runs; median and p95 by linear
-  interpolation); queries counted with `selectors.db.counting()`. The baseline is the pre-tier
+  selector call is timed in the benchmark process (2 warm-ups, then 40 runs, 100 for the REST API's calls;
+  median and p95 by linear interpolation); queries counted with `selectors.db.counting()`. The baseline is the pre-tier
   `top_statements` (commit 5b72573) over the same raw snapshots and blob rollups it would have had,
   built here from the same blocks in bench-only tables."""
