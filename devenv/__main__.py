@@ -16,6 +16,7 @@ from .redis import RedisError, ensure_redis, stop_redis
 
 def cmd_up_history(args: argparse.Namespace) -> None:
     t0 = time.monotonic()
+    ports.reserve_ports()  # before any cluster of ours starts: see ports.RESERVED_RANGES
     c, what = history.up_history()
     print(
         f"history store: {what} PostgreSQL {c.major} at {c.datadir} "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import socket
 import time
@@ -10,6 +11,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from devenv import ports
 from devenv.binaries import MAJORS, NPM_VERSIONS, debian_available, ensure_binaries
 from devenv.fleet import ClusterSpec, start_many
 from devenv.ports import PORTS, _port_in_use, _wait_for_port, port_for_extra_test
@@ -178,3 +180,27 @@ def test_evict_cluster(evict_cluster, monitor_dsn):
     assert c.port == PORTS["test-evict"]
     with psycopg.connect(monitor_dsn(c), connect_timeout=10) as conn:
         conn.execute("SELECT count(*) FROM pg_stat_statements").fetchone()
+
+
+def test_reserved_ports_are_merged_not_replaced(tmp_path):
+    assert ports.merge_reserved("\n") == "54320,55400-55699,56400-56499,57000-57199"
+    assert ports.merge_reserved("8080,55400-55699\n").split(",") == [
+        "8080", "55400-55699", "54320", "56400-56499", "57000-57199"
+    ]  # fmt: skip
+    f = tmp_path / "reserved"
+    f.write_text("9000\n")
+    assert ports.reserve_ports(str(f))
+    assert f.read_text() == "9000,54320,55400-55699,56400-56499,57000-57199"
+    assert not ports.reserve_ports(str(tmp_path / "missing" / "file"))
+
+
+def test_the_kernel_keeps_our_ports_out_of_its_ephemeral_choice():
+    """`make services` (devenv up-history) ran before the tests; where it may (root), the kernel has our ranges."""
+    path = ports.RESERVED_PORTS_FILE
+    if os.geteuid() != 0 or not os.access(path, os.W_OK):
+        pytest.skip("not root here: the reservation is best effort")
+    ports.reserve_ports()
+    with open(path) as f:
+        reserved = f.read().strip().split(",")
+    for low, high in ports.RESERVED_RANGES:
+        assert (str(low) if low == high else f"{low}-{high}") in reserved
