@@ -48,13 +48,23 @@ def port_for_demo(major: int) -> int:
 #: client connection of the machine may take one as its local port and hold it while a cluster wants to
 #: start there (seen once: the demo's 56418 "in use" for 70 s in a full test run). Reserved from the
 #: kernel's choice where we may (root, a writable /proc/sys).
-RESERVED_RANGES = ((HISTORY_PORT, HISTORY_PORT), (55400, 55699), (56400, 56499), (57000, 57199))
+RESERVED_RANGES = (
+    (HISTORY_PORT, HISTORY_PORT),
+    (TEST_PORT_BASE, TEST_ALTER_PORT_BASE + 99),
+    (DEMO_PORT_BASE, DEMO_PORT_BASE + 99),
+    (57000, 57199),  # bench/env.py's BENCH_PORT_BASE and its history store (devenv does not import bench)
+)
 RESERVED_PORTS_FILE = "/proc/sys/net/ipv4/ip_local_reserved_ports"
 
 
+def _reserved_items(text: str) -> list[str]:
+    """The kernel's reserved-ports list (``"1000,2000-2010\\n"``) as its items."""
+    return [part.strip() for part in text.replace("\n", ",").split(",") if part.strip()]
+
+
 def merge_reserved(current: str, ranges=RESERVED_RANGES) -> str:
-    """The kernel's reserved-ports list (``"1000,2000-2010"``) with ``ranges`` added; nothing removed."""
-    items = [part.strip() for part in current.replace("\n", ",").split(",") if part.strip()]
+    """The kernel's reserved-ports list with ``ranges`` added; nothing removed."""
+    items = _reserved_items(current)
     for low, high in ranges:
         item = str(low) if low == high else f"{low}-{high}"
         if item not in items:
@@ -68,7 +78,7 @@ def reserve_ports(path: str = RESERVED_PORTS_FILE) -> bool:
         with open(path) as f:
             current = f.read()
         wanted = merge_reserved(current)
-        if wanted != ",".join(p.strip() for p in current.replace("\n", ",").split(",") if p.strip()):
+        if wanted != ",".join(_reserved_items(current)):
             with open(path, "w") as f:
                 f.write(wanted)
     except OSError:
