@@ -148,6 +148,7 @@ def _calls(h: longhistory.LongHistory, fl: fleet_history.Fleet | None, end: date
     for name, sid in (("hot", hot), ("rare", rare)):
         out.append((Measured("statement_series", f"30 d, {name} statement ({sid[1]})", 30, window="30 d"),
                     lambda sid=sid: s.statement_series(statement_id=sid[0], window=month)))  # fmt: skip
+    out += _statement_calls(h, hot, rare)
     out.append((Measured("server_series", "30 d", 50, window="30 d"),
                 lambda: s.server_series(server_id=h.server_id, window=month)))  # fmt: skip
     week = s.Window(end - timedelta(days=7), end)
@@ -164,6 +165,24 @@ def _calls(h: longhistory.LongHistory, fl: fleet_history.Fleet | None, end: date
         out.append((Measured("wait_events", f"{label}, hot statement", None, window=label),
                     lambda w=w: s.wait_events(server_id=h.server_id, window=w, statement_id=hot[0])))  # fmt: skip
     out += _advisor_calls(h, fl, end)
+    return out
+
+
+def _statement_calls(h: longhistory.LongHistory, hot: tuple[int, str], rare: tuple[int, str]):
+    """One statement's own reads: its page's header (with the search for when it last ran), whose it is (the
+    API's series and waits), and the same queryid on the organization's other servers."""
+    from collectors.selectors.statement import same_queryid_elsewhere, statement_detail, statement_owner
+    from inventory.models import Server
+
+    org = Server.objects.values_list("organization_id", flat=True).get(pk=h.server_id)
+    out = []
+    for name, sid in (("hot", hot), ("rare", rare)):
+        out.append((Measured("statement_detail", f"{name} statement ({sid[1]})", 50),
+                    lambda sid=sid: statement_detail(statement_id=sid[0], organization_ids=[org])))  # fmt: skip
+    out.append((Measured("statement_owner", "hot statement", 10),
+                lambda: statement_owner(statement_id=hot[0], organization_ids=[org])))  # fmt: skip
+    out.append((Measured("same_queryid_elsewhere", "hot statement", 20),
+                lambda: same_queryid_elsewhere(statement_id=hot[0], organization_id=org)))  # fmt: skip
     return out
 
 

@@ -80,7 +80,7 @@ REST_FRAMEWORK = {
     "DEFAULT_THROTTLE_CLASSES": ["console.api.throttling.TokenRateThrottle"],
     "DEFAULT_THROTTLE_RATES": {"token": env("API_THROTTLE_RATE", default="600/min")},
     "DEFAULT_RENDERER_CLASSES": [
-        "rest_framework.renderers.JSONRenderer",
+        "console.api.common.JSONRenderer",
         "rest_framework.renderers.BrowsableAPIRenderer",
     ],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",

@@ -1,5 +1,6 @@
-"""One statement, for its page: the dimension row with its server and organization, when it was last
-seen running, and the same queryid on the organization's other servers."""
+"""One statement: whose it is (for the API's series and waits); for its page, the dimension row with its
+server and organization, when it was last seen running, and the same queryid on the organization's other
+servers."""
 
 from __future__ import annotations
 
@@ -38,18 +39,40 @@ class StatementDetail:
     last_seen_precision: str | None  # snapshot | hour | day
 
 
-def statement_detail(*, statement_id: int, organization_ids: Iterable[int] | None = None) -> StatementDetail:
-    """The statement's dimension row, its server's organization and when it last ran (at most 6 queries).
-    LookupError if there is no such statement, or (organization_ids given) its server belongs to none of
-    them: nothing more is read for a statement the caller may not see."""
+@dataclass(frozen=True)
+class StatementOwner:
+    statement_id: int
+    server_id: int
+    organization_id: int
+
+
+def _visible(statement_id: int, organization_ids: Iterable[int] | None) -> tuple[str, list]:
+    """The statement's row joined to its server, limited to the organizations given (None: any)."""
     where, params = "st.id = %s", [statement_id]
     if organization_ids is not None:
         where += " AND s.organization_id = ANY(%s)"
         params.append(list(organization_ids))
+    return f"FROM {tables.STATEMENT.name} st JOIN {_SERVER_TABLE} s ON s.id = st.server_id WHERE {where}", params
+
+
+def statement_owner(*, statement_id: int, organization_ids: Iterable[int] | None = None) -> StatementOwner:
+    """Whose the statement is (one indexed query): what a series or a wait list needs before reading, without
+    the search for when it last ran that the statement's page shows. LookupError as statement_detail."""
+    source, params = _visible(statement_id, organization_ids)
+    found = db.fetchall(f"SELECT st.id, st.server_id, s.organization_id {source}", params)
+    if not found:
+        raise LookupError(f"no statement {statement_id}")
+    return StatementOwner(*found[0])
+
+
+def statement_detail(*, statement_id: int, organization_ids: Iterable[int] | None = None) -> StatementDetail:
+    """The statement's dimension row, its server's organization and when it last ran (at most 6 queries).
+    LookupError if there is no such statement, or (organization_ids given) its server belongs to none of
+    them: nothing more is read for a statement the caller may not see."""
+    source, params = _visible(statement_id, organization_ids)
     found = db.fetchall(
         "SELECT st.id, st.server_id, s.organization_id, st.queryid, st.userid, st.dbid, st.database_name, "
-        "st.user_name, st.toplevel, st.query, st.query_truncated, st.text_status, st.first_seen_at "
-        f"FROM {tables.STATEMENT.name} st JOIN {_SERVER_TABLE} s ON s.id = st.server_id WHERE {where}",
+        f"st.user_name, st.toplevel, st.query, st.query_truncated, st.text_status, st.first_seen_at {source}",
         params,
     )
     if not found:

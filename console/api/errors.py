@@ -5,9 +5,10 @@ from __future__ import annotations
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
 from rest_framework import exceptions, status
-from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_handler
+
+from console.api.common import JSONRenderer
 
 
 def _flatten(detail) -> dict[str, list[str]]:

@@ -12,12 +12,11 @@ from django.urls import path, reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import exceptions, negotiation, serializers, status
-from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from console.access import MANAGE_SERVERS, require_role, visible_organizations
-from console.api.common import PAGE_PARAMETERS, api, field_names, page_params, paged
+from console.api.common import PAGE_PARAMETERS, JSONRenderer, api, field_names, page_params, paged
 from console.api.errors import error_response
 from console.views.exports import zip_response
 from reports.audit_data import SCHEMA_PATH

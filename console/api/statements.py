@@ -27,7 +27,7 @@ from collectors.selectors.across import MAX_PAGES as ACROSS_PAGES
 from collectors.selectors.across import SORT_KEYS, statements_across
 from collectors.selectors.series import RESOLUTIONS
 from collectors.selectors.server import statements_in
-from collectors.selectors.statement import statement_detail
+from collectors.selectors.statement import statement_detail, statement_owner
 from console.access import server_for, visible_organizations, visible_servers
 from console.api.common import (
     PAGE_PARAMETERS,
@@ -168,14 +168,16 @@ class OrganizationStatements(APIView):
                          "planning_tracked": across.planning_tracked})  # fmt: skip
 
 
-def _statement(request, statement_id: int):
+def _statement(request, statement_id: int, selector=statement_detail):
+    """The statement (statement_detail, or statement_owner where only whose it is matters) and its server,
+    a 404 unless the caller sees it."""
     user = request.user
     organizations = None if user.is_staff else list(visible_organizations(user).values_list("pk", flat=True))
     try:
-        detail = statement_detail(statement_id=statement_id, organization_ids=organizations)
+        found = selector(statement_id=statement_id, organization_ids=organizations)
     except LookupError:
         raise Http404("no such statement") from None
-    return detail, server_for(user, detail.server_id)
+    return found, server_for(user, found.server_id)
 
 
 class StatementOut(serializers.Serializer):
@@ -253,7 +255,7 @@ class StatementSeriesView(APIView):
     @extend_schema(operation_id="statement_series", parameters=[*WINDOW_PARAMETERS, RESOLUTION_PARAMETER],
                    responses=StatementSeriesOut)  # fmt: skip
     def get(self, request, statement_id: int):
-        detail, _ = _statement(request, statement_id)
+        detail, _ = _statement(request, statement_id, statement_owner)
         window = window_params(request)
         try:
             series = statement_series(statement_id=detail.statement_id, window=window, resolution=_resolution(request))
@@ -287,7 +289,7 @@ class StatementWaitsView(APIView):
 
     @extend_schema(operation_id="statement_waits", parameters=WINDOW_PARAMETERS, responses=WaitsOut)
     def get(self, request, statement_id: int):
-        detail, server = _statement(request, statement_id)
+        detail, server = _statement(request, statement_id, statement_owner)
         window = window_params(request)
         base = {"statement_id": detail.statement_id, "window_start": window.start, "window_end": window.end}
         version = server.server_version_num

@@ -16,7 +16,12 @@ from collectors import pgss, rollups, tiers
 from collectors.columns import COUNTER_NAMES, TOTAL_NAMES
 from collectors.models import Statement, TextStatus
 from collectors.selectors import Page, Window, db, top_statements
-from collectors.selectors.statement import last_seen_at, same_queryid_elsewhere, statement_detail
+from collectors.selectors.statement import (
+    last_seen_at,
+    same_queryid_elsewhere,
+    statement_detail,
+    statement_owner,
+)
 from collectors.services import server_collect
 from console.services import server_delete
 from inventory.models import Organization, Server
@@ -190,6 +195,22 @@ def test_detail_of_an_unknown_statement_or_another_organization(planned):
         statement_detail(statement_id=sid, organization_ids=[other.organization_id])
     assert c.queries == 1  # nothing more is read for a statement the caller may not see
     assert statement_detail(statement_id=sid, organization_ids=[other.organization_id, server.organization_id])
+
+
+def test_owner_is_one_query_with_the_same_visibility(planned):
+    server, synth, _, other = planned
+    sid = _statement_id(server, synth.hostile_key)
+    with db.counting() as c:
+        owner = statement_owner(statement_id=sid, organization_ids=[other.organization_id, server.organization_id])
+    assert c.queries == 1  # no search for when it last ran
+    assert (owner.statement_id, owner.server_id, owner.organization_id) == (sid, server.pk, server.organization_id)
+    assert statement_owner(statement_id=sid) == owner
+    with pytest.raises(LookupError):
+        statement_owner(statement_id=10**12)
+    with pytest.raises(LookupError):
+        statement_owner(statement_id=sid, organization_ids=[other.organization_id])
+    with pytest.raises(LookupError):
+        statement_owner(statement_id=sid, organization_ids=[])
 
 
 # -- last seen ------------------------------------------------------------------------------------
