@@ -166,11 +166,12 @@ def code_version() -> str:
 
     def git(*args: str) -> str:
         proc = subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, text=True)
-        return proc.stdout.strip() if proc.returncode == 0 else ""
+        return proc.stdout.rstrip() if proc.returncode == 0 else ""  # leading spaces are porcelain's status
 
     head = git("rev-parse", "--short=12", "HEAD") or "unknown commit"
-    dirty = git("status", "--porcelain", "--", "collectors", "console", "devenv", "inventory")
+    code = ("advisor", "bench", "collectors", "console", "devenv", "inventory", "reports")
+    dirty = git("status", "--porcelain", "--", *code)
     if not dirty:
-        return f"commit {head}, collectors/console/devenv unmodified"
+        return f"commit {head}, {'/'.join(code)} unmodified"
     files = [line[3:] for line in dirty.splitlines()]
     return f"commit {head} plus uncommitted changes in {', '.join(files[:8])}" + (" ..." if len(files) > 8 else "")
