@@ -255,13 +255,13 @@ class StatementSeriesView(APIView):
     @extend_schema(operation_id="statement_series", parameters=[*WINDOW_PARAMETERS, RESOLUTION_PARAMETER],
                    responses=StatementSeriesOut)  # fmt: skip
     def get(self, request, statement_id: int):
-        detail, _ = _statement(request, statement_id, statement_owner)
+        owner, _ = _statement(request, statement_id, statement_owner)
         window = window_params(request)
         try:
-            series = statement_series(statement_id=detail.statement_id, window=window, resolution=_resolution(request))
+            series = statement_series(statement_id=owner.statement_id, window=window, resolution=_resolution(request))
         except WindowError as exc:
             raise exceptions.ValidationError({"resolution": [str(exc)]}) from None
-        return Response({"statement_id": detail.statement_id, "resolution": series.resolution,
+        return Response({"statement_id": owner.statement_id, "resolution": series.resolution,
                          "window_start": window.start, "window_end": window.end,
                          "points": _points(series.points, StatementPointOut)})  # fmt: skip
 
@@ -289,15 +289,15 @@ class StatementWaitsView(APIView):
 
     @extend_schema(operation_id="statement_waits", parameters=WINDOW_PARAMETERS, responses=WaitsOut)
     def get(self, request, statement_id: int):
-        detail, server = _statement(request, statement_id, statement_owner)
+        owner, server = _statement(request, statement_id, statement_owner)
         window = window_params(request)
-        base = {"statement_id": detail.statement_id, "window_start": window.start, "window_end": window.end}
+        base = {"statement_id": owner.statement_id, "window_start": window.start, "window_end": window.end}
         version = server.server_version_num
         if version is None or version < WAITS_BY_QUERY_FROM:
             why = "the server's version is not known yet" if version is None else f"the server runs {version}"
             return Response({**base, "available": False, "reason": f"wait events by query need PostgreSQL 14 ({why})",
                              "span_s": None, "results": []})  # fmt: skip
-        waits = wait_events(server_id=server.pk, window=window, statement_id=detail.statement_id)
+        waits = wait_events(server_id=server.pk, window=window, statement_id=owner.statement_id)
         return Response({**base, "available": True, "reason": "", "span_s": waits.span_s,
                          "results": _points(waits.rows, WaitRow)})  # fmt: skip
 
