@@ -213,30 +213,45 @@ def hot_statement(server_id: int, window: Window) -> int:
     return everything(server_id, window, order="calls").rows[0].statement_id
 
 
-@pytest.mark.parametrize("resolution, step", [("hourly", timedelta(hours=1)), ("daily", timedelta(days=1))])
-def test_statement_series_matches_the_raw_snapshots_with_gaps_as_gaps(history, resolution, step):
-    window = Window(datetime(2026, 10, 30, 21, 40, tzinfo=UTC), datetime(2026, 11, 2, 3, 10, tzinfo=UTC))
-    sid = hot_statement(history.pk, window)
-    series = statement_series(statement_id=sid, window=window, resolution=resolution)
-    assert series.resolution == resolution and series.server_id == history.pk
-    rows = raw_rows(history.pk, series.points[0].start, series.points[-1].end)
-    for p in series.points:
-        inside = [r for r in rows if p.start <= r[0] < p.end]
-        if not inside:
-            assert p.span_s is None and p.calls_per_s is None, p.start  # a gap stays a gap
-            continue
-        span = sum(r[1] for r in inside)
-        calls = sum(int(r[2][sid][0]) for r in inside if sid in r[2])
-        exec_us = sum(int(r[2][sid][2]) for r in inside if sid in r[2])
-        assert p.span_s == pytest.approx(span) and p.calls == calls, p.start
-        assert p.calls_per_s == pytest.approx(calls / span)
-        assert p.mean_exec_ms == (pytest.approx(exec_us / 1000 / calls) if calls else None)
-        assert p.mean_plan_ms is None and p.planning_tracked is False  # track_planning off: not 0
-    if resolution == "hourly":
-        gaps = [p.start.hour for p in series.points if p.span_s is None]
-        assert gaps == [14, 15, 16]  # the outage
-        after = next(p for p in series.points if p.start == datetime(2026, 10, 31, 17, tzinfo=UTC))
-        assert after.span_s > 3 * 3600  # the first snapshot after the outage spans it: averaged, no spike
+# Over the outage, the end of October and two UTC days; and from just after the outage, where the
+# boundary before the window's first hour has no rows (the previous ones are earlier in the day).
+WINDOWS = {
+    "3 days": Window(datetime(2026, 10, 30, 21, 40, tzinfo=UTC), datetime(2026, 11, 2, 3, 10, tzinfo=UTC)),
+    "after the outage": Window(datetime(2026, 10, 31, 17, 5, tzinfo=UTC), datetime(2026, 10, 31, 23, 0, tzinfo=UTC)),
+}
+
+
+@pytest.mark.parametrize("resolution", ["hourly", "daily"])
+@pytest.mark.parametrize("name", WINDOWS)
+def test_statement_series_matches_the_raw_snapshots_with_gaps_as_gaps(history, resolution, name):
+    """Every statement that ran in the window (the hot one, and those that first run in the middle of a
+    day or a month), point by point against the raw snapshots."""
+    window = WINDOWS[name]
+    hot = hot_statement(history.pk, window)
+    ran = [r.statement_id for r in everything(history.pk, window).rows]
+    assert hot in ran and len(ran) > 10
+    rows = None
+    for sid in ran:
+        series = statement_series(statement_id=sid, window=window, resolution=resolution)
+        assert series.resolution == resolution and series.server_id == history.pk
+        rows = rows or raw_rows(history.pk, series.points[0].start, series.points[-1].end)
+        for p in series.points:
+            inside = [r for r in rows if p.start <= r[0] < p.end]
+            if not inside:
+                assert p.span_s is None and p.calls_per_s is None, p.start  # a gap stays a gap
+                continue
+            span = sum(r[1] for r in inside)
+            calls = sum(int(r[2][sid][0]) for r in inside if sid in r[2])
+            exec_us = sum(int(r[2][sid][2]) for r in inside if sid in r[2])
+            assert p.span_s == pytest.approx(span) and p.calls == calls, (sid, p.start)
+            assert p.calls_per_s == pytest.approx(calls / span)
+            assert p.mean_exec_ms == (pytest.approx(exec_us / 1000 / calls) if calls else None)
+            assert p.mean_plan_ms is None and p.planning_tracked is False  # track_planning off: not 0
+        if resolution == "hourly" and sid == hot and name == "3 days":
+            gaps = [p.start.hour for p in series.points if p.span_s is None]
+            assert gaps == [14, 15, 16]  # the outage
+            after = next(p for p in series.points if p.start == datetime(2026, 10, 31, 17, tzinfo=UTC))
+            assert after.span_s > 3 * 3600  # the first snapshot after the outage spans it: averaged, no spike
 
 
 def test_statement_series_raw_is_per_snapshot(history):
