@@ -16,6 +16,13 @@ from collectors.selectors.windows import Window
 from inventory.models import Server
 
 STALE_AFTER_INTERVALS = 3  # no snapshot for this many intervals (plus a minute): stale
+# A server's hours (rows of _BUCKET_FIGURES) added up, in bucket_totals' order.
+_SERVER_FIGURES = (
+    "sum(snapshots)::int8, sum(span_s), sum(planning_tracked_s), "
+    + ", ".join(f"sum({c})::int8" for c in TOTAL_NAMES)
+    + ", sum(dealloc_delta)::int8, sum(dealloc_span_s), max(entries_peak), "
+    "(array_agg(entries_max ORDER BY bucket DESC) FILTER (WHERE entries_max IS NOT NULL))[1], sum(wait_session_s)"
+)
 
 
 @dataclass(frozen=True)
@@ -97,16 +104,26 @@ def fleet_summary(*, server_ids: list[int], window: Window, now: datetime | None
             FROM upto u CROSS JOIN LATERAL (SELECT * FROM {tables.SNAPSHOT.name} s WHERE s.server_id = u.server_id
                 AND s.taken_at >= u.since AND s.taken_at >= %(lo)s AND s.taken_at < %(end)s AND kind = 'delta'
                 OFFSET 0) s  -- OFFSET 0: kept a subquery, or the planner flattens it into a hash join
+        ), b (server_id, bucket, n, snapshots, span_s, planning_tracked_s, {", ".join(TOTAL_NAMES)}, dealloc_delta,
+              dealloc_span_s, entries_peak, entries_max, wait_session_s) AS (
+            SELECT server_id, bucket, {_BUCKET_FIGURES} FROM (SELECT * FROM h UNION ALL SELECT * FROM r) parts
+            GROUP BY server_id, bucket
         )
-        SELECT server_id, bucket, {_BUCKET_FIGURES} FROM (SELECT * FROM h UNION ALL SELECT * FROM r) parts
-        GROUP BY server_id, bucket ORDER BY server_id, bucket
+        -- Per server, its hours added up as ServerTotals.add does (entries_max: the latest hour that knew it),
+        -- and the hours' calls and seconds for the trend: 200 rows for 200 servers, not one per hour.
+        SELECT server_id, {_SERVER_FIGURES}, array_agg(bucket ORDER BY bucket), array_agg(calls ORDER BY bucket),
+               array_agg(span_s ORDER BY bucket)
+        FROM b GROUP BY server_id
         """,
         {"ids": ids, "lo": lo, "start": window.start, "end": window.end},
         binary=True,
     )
-    per_server: dict[int, dict[datetime, ServerTotals]] = {}
-    for server_id, bucket, _, *figures in rows:
-        per_server.setdefault(server_id, {})[bucket] = bucket_totals(figures)
+    totals: dict[int, ServerTotals] = {}
+    rates: dict[int, dict[datetime, float | None]] = {}
+    for server_id, *figures, buckets, calls, spans in rows:
+        totals[server_id] = bucket_totals(figures)
+        # calls/s of each hour, as ServerTotals.per_s("calls") has it
+        rates[server_id] = {b: c / span if span else None for b, c, span in zip(buckets, calls, spans, strict=True)}
     hours = []
     at = windows.floor_hour(window.start)
     while at < window.end:
@@ -115,10 +132,7 @@ def fleet_summary(*, server_ids: list[int], window: Window, now: datetime | None
     out = []
     for sid in ids:
         s = servers[sid]
-        buckets = per_server.get(sid, {})
-        total = ServerTotals()
-        for t in buckets.values():
-            total.add(t)
+        total, rate = totals.get(sid) or ServerTotals(), rates.get(sid, {})
         span = total.span_s
         out.append(
             FleetRow(
@@ -141,7 +155,7 @@ def fleet_summary(*, server_ids: list[int], window: Window, now: datetime | None
                 dealloc_per_s=total.dealloc_per_s,
                 entries_peak=total.entries_peak,
                 entries_max=total.entries_max,
-                trend_calls_per_s=[buckets[h].per_s("calls") if h in buckets else None for h in hours],
+                trend_calls_per_s=[rate.get(h) for h in hours],
             )  # fmt: skip
         )
     return out

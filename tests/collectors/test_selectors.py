@@ -309,6 +309,13 @@ def test_fleet_summary_agrees_with_top_statements(history):
     assert row.calls_per_s == pytest.approx(calls / row.span_s)
     assert row.planning == "not tracked" and row.plan_ms_per_s is None
     assert row.status == "ok" and len(row.trend_calls_per_s) == 25 and all(v is not None for v in row.trend_calls_per_s)
+    # Each hour of the trend: the snapshots taken in that hour and in the window (the edges are part hours).
+    rows = raw_rows(history.pk, window.start, window.end)
+    for i, rate in enumerate(row.trend_calls_per_s):
+        hour = windows.floor_hour(window.start) + timedelta(hours=i)
+        inside = [r for r in rows if hour <= r[0] < hour + timedelta(hours=1)]
+        calls = sum(int(f[0]) for r in inside for f in r[2].values())
+        assert rate == pytest.approx(calls / sum(r[1] for r in inside)), hour
 
 
 def test_the_hour_in_progress_is_read_from_its_bucket_and_the_snapshots_since(django_db_blocker):
