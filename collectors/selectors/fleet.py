@@ -11,18 +11,14 @@ from django.utils import timezone
 from collectors import tables
 from collectors.columns import TOTAL_NAMES
 from collectors.selectors import db, windows
-from collectors.selectors.parts import _BUCKET_FIGURES, ServerTotals, bucket_totals
+from collectors.selectors.parts import _BUCKET_FIGURES, ServerTotals, bucket_sums, bucket_totals
 from collectors.selectors.windows import Window
 from inventory.models import Server
 
 STALE_AFTER_INTERVALS = 3  # no snapshot for this many intervals (plus a minute): stale
-# A server's hours (rows of _BUCKET_FIGURES) added up, in bucket_totals' order.
-_SERVER_FIGURES = (
-    "sum(snapshots)::int8, sum(span_s), sum(planning_tracked_s), "
-    + ", ".join(f"sum({c})::int8" for c in TOTAL_NAMES)
-    + ", sum(dealloc_delta)::int8, sum(dealloc_span_s), max(entries_peak), "
-    "(array_agg(entries_max ORDER BY bucket DESC) FILTER (WHERE entries_max IS NOT NULL))[1], sum(wait_session_s)"
-)
+# A server's hours (rows of _BUCKET_FIGURES) added up as ServerTotals.add does: entries_max, the latest
+# hour that knew it.
+_SERVER_FIGURES = bucket_sums("(array_agg(entries_max ORDER BY bucket DESC) FILTER (WHERE entries_max IS NOT NULL))[1]")
 
 
 @dataclass(frozen=True)
@@ -109,8 +105,8 @@ def fleet_summary(*, server_ids: list[int], window: Window, now: datetime | None
             SELECT server_id, bucket, {_BUCKET_FIGURES} FROM (SELECT * FROM h UNION ALL SELECT * FROM r) parts
             GROUP BY server_id, bucket
         )
-        -- Per server, its hours added up as ServerTotals.add does (entries_max: the latest hour that knew it),
-        -- and the hours' calls and seconds for the trend: 200 rows for 200 servers, not one per hour.
+        -- Per server, its hours added up (_SERVER_FIGURES) and their calls and seconds for the trend:
+        -- 200 rows for 200 servers, not one per hour.
         SELECT server_id, {_SERVER_FIGURES}, array_agg(bucket ORDER BY bucket), array_agg(calls ORDER BY bucket),
                array_agg(span_s ORDER BY bucket)
         FROM b GROUP BY server_id

@@ -136,14 +136,19 @@ def read_raw(server_id: int, segments: list[tuple[datetime, datetime, int]], *, 
     return totals, tiers.add(plus, tiers.Sums(minus.statement_id, -minus.values))
 
 
-# Sums of server buckets (or snapshots shaped like them); int8 sums cast back from numeric, so that
-# thousands of rows (a fleet) load as plain ints.
-_BUCKET_FIGURES = (
-    "count(*), sum(snapshots)::int8, sum(span_s), sum(planning_tracked_s), "
-    + ", ".join(f"sum({c})::int8" for c in TOTAL_NAMES)
-    + ", sum(dealloc_delta)::int8, sum(dealloc_span_s), max(entries_peak), "
-    "(array_agg(entries_max ORDER BY bucket DESC))[1], sum(wait_session_s)"
-)
+def bucket_sums(entries_max: str) -> str:
+    """The select list that adds up server buckets (or snapshots shaped like them), in bucket_totals' order;
+    `entries_max` picks the setting. int8 sums are cast back from numeric, so that thousands of rows (a
+    fleet) load as plain ints."""
+    return (
+        "sum(snapshots)::int8, sum(span_s), sum(planning_tracked_s), "
+        + ", ".join(f"sum({c})::int8" for c in TOTAL_NAMES)
+        + f", sum(dealloc_delta)::int8, sum(dealloc_span_s), max(entries_peak), {entries_max}, sum(wait_session_s)"
+    )
+
+
+# Sums of server buckets with their count; entries_max: the latest bucket's.
+_BUCKET_FIGURES = "count(*), " + bucket_sums("(array_agg(entries_max ORDER BY bucket DESC))[1]")
 
 
 def bucket_totals(row) -> ServerTotals:
