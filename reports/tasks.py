@@ -8,7 +8,7 @@ import logging
 from datetime import datetime
 
 from celery import shared_task
-from django.db import connection
+from django.db import close_old_connections, connection
 from django.utils import timezone
 
 from reports.selectors import report_week, reports_due
@@ -26,9 +26,10 @@ def retry_delay_s(retries: int) -> int:
 
 
 def _fresh_connections() -> None:
-    # Not inside a caller's transaction (a task run eagerly, in a test): that connection is not ours to close.
+    """Drop database connections that are broken or past CONN_MAX_AGE, as Django does around a request; not
+    inside a caller's transaction (a task run eagerly, in a test): that connection is not ours to close."""
     if not connection.in_atomic_block:
-        _fresh_connections()
+        close_old_connections()
 
 
 @shared_task
