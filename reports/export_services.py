@@ -7,7 +7,10 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-from dataclasses import dataclass
+import secrets
+import shutil
+import tempfile
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path, PurePosixPath
 
@@ -149,16 +152,20 @@ def audit_export_build(*, export_id: int) -> AuditExport:
     unless the first one's worker died: see STALE_RUNNING_AFTER), its progress written as it goes, the zip
     stored under EXPORT_ROOT with its sha256, the outcome logged."""
     now = timezone.now()
+    claim = secrets.token_hex(16)
     stale = Q(status=Status.RUNNING, started_at__lt=now - STALE_RUNNING_AFTER)
     claimed = AuditExport.objects.filter(Q(status=Status.QUEUED) | stale, pk=export_id).update(
-        status=Status.RUNNING, progress=1, step="reading the history", started_at=now
+        status=Status.RUNNING, progress=1, step="reading the history", started_at=now, claim=claim
     )
     export = AuditExport.objects.select_related("organization", "requested_by").get(pk=export_id)
     if not claimed:
         return export
+    # Every write below holds only while this build holds the claim: one that outlived STALE_RUNNING_AFTER and
+    # was claimed again (its worker hung, a thread pool ignores time limits) changes nothing any more.
+    mine = AuditExport.objects.filter(pk=export_id, status=Status.RUNNING, claim=claim)
 
     def progress(percent: int, step: str) -> None:
-        AuditExport.objects.filter(pk=export_id).update(progress=min(99, percent), step=step[:200])
+        mine.update(progress=min(99, percent), step=step[:200])
 
     spec = ExportSpec(export.organization_id, list(export.server_ids), Window(export.window_start, export.window_end),
                       list(export.formats))  # fmt: skip
@@ -167,32 +174,63 @@ def audit_export_build(*, export_id: int) -> AuditExport:
                         time_zone=_time_zone(export.requested_by), progress=progress)  # fmt: skip
         data = zip_bytes(files)
         name = bundle_name(organization=export.organization.name, start=spec.window.start, end=spec.window.end)
-        relative = f"{export.organization_id}/{export.pk}/{name}"
+        # In a folder of this build's own: a build claimed again never writes the file of another.
+        relative = f"{export.organization_id}/{export.pk}/{claim}/{name}"
         _store(Path(settings.EXPORT_ROOT) / relative, data)
     except Exception as exc:  # whatever failed, the row says so and the log keeps it
         logger.exception("audit export %s failed", export_id)
         error = f"{type(exc).__name__}: {exc}"[:2000]
-        AuditExport.objects.filter(pk=export_id).update(status=Status.FAILED, step="failed", error=error,
-                                                        finished_at=timezone.now())  # fmt: skip
-        _log(organization_id=export.organization_id, action=Action.EXPORT_FAILED, export=export, detail=error)
+        if mine.update(status=Status.FAILED, step="failed", error=error, finished_at=timezone.now()):
+            _log(organization_id=export.organization_id, action=Action.EXPORT_FAILED, export=export, detail=error)
     else:
         digest = sha256(data)
-        AuditExport.objects.filter(pk=export_id).update(
-            status=Status.DONE, progress=100, step="done", file_name=relative, sha256=digest, size_bytes=len(data),
+        done = mine.update(
+            status=Status.DONE,
+            progress=100,
+            step="done",
+            file_name=relative,
+            sha256=digest,
+            size_bytes=len(data),
             finished_at=timezone.now(),
-        )  # fmt: skip
-        _log(organization_id=export.organization_id, action=Action.EXPORT_GENERATED, export=export,
-             detail=f"{name} sha256 {digest} ({len(data)} bytes)")  # fmt: skip
+        )
+        if done:
+            _log(
+                organization_id=export.organization_id,
+                action=Action.EXPORT_GENERATED,
+                export=export,
+                detail=f"{name} sha256 {digest} ({len(data)} bytes)",
+            )
+        else:
+            logger.warning(
+                "audit export %s: this build was claimed again by another one; its file is discarded", export_id
+            )
+            shutil.rmtree(Path(settings.EXPORT_ROOT) / relative.rsplit("/", 1)[0], ignore_errors=True)
     export.refresh_from_db()
     return export
 
 
+PARTIAL = ".partial"
+# mkstemp makes a file only its owner reads; a bundle gets the mode a plain write would give it (a web server
+# running as another user of the same group serves it). Read once, at import, before any thread runs.
+_UMASK = os.umask(0)
+os.umask(_UMASK)
+
+
 def _store(path: Path, data: bytes) -> None:
-    """Written beside, then renamed: a download never sees half a file."""
+    """Written beside under a name of its own, then renamed: a download never sees half a file, and two writers
+    never share one (a killed one leaves only its own .partial, which the tidy deletes)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(path.name + ".partial")
-    partial.write_bytes(data)
-    os.replace(partial, path)
+    fd, partial = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=PARTIAL)
+    try:
+        os.fchmod(fd, 0o666 & ~_UMASK)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())  # the rename must not outlive its content in a crash
+        os.replace(partial, path)
+    except BaseException:
+        Path(partial).unlink(missing_ok=True)
+        raise
 
 
 @dataclass(frozen=True)
@@ -200,22 +238,27 @@ class TidyOutcome:
     expired: list[int]  # built ones whose file was deleted (retention)
     resend: list[int]  # queued or abandoned ones to hand to a worker again
     given_up: list[int]  # not built within GIVE_UP_AFTER: failed with the reason
+    swept: list[str] = field(default_factory=list)  # what dead or superseded builds left, deleted (under EXPORT_ROOT)
 
 
 def audit_exports_tidy(*, now: datetime | None = None) -> TidyOutcome:
     """The periodic care of the exports (reports.export_tasks.tidy_audit_exports): delete the files of those
     built more than EXPORT_RETENTION_DAYS ago (the row, its checksum and the log stay; it reads "expired"),
-    fail those no worker built within GIVE_UP_AFTER, and name those to send to a worker again."""
+    fail those no worker built within GIVE_UP_AFTER, name those to send to a worker again, and delete what dead or
+    superseded builds left behind."""
     now = now or timezone.now()
+    root = Path(settings.EXPORT_ROOT)
     retention = timedelta(days=settings.EXPORT_RETENTION_DAYS)
     expired = []
     for export in AuditExport.objects.filter(status=Status.DONE, finished_at__lt=now - retention).order_by("pk"):
-        # ORG/EXPORT/NAME.zip: the file, then its export's own folder (not ORG's: a build may write there).
+        # ORG/EXPORT/CLAIM/NAME.zip (ORG/EXPORT/NAME.zip before builds had claims): the file, then its folders up
+        # to the export's own (not ORG's: a build may write there).
         if export.file_name:
-            path = Path(settings.EXPORT_ROOT) / export.file_name
+            path = root / export.file_name
             path.unlink(missing_ok=True)
-            with contextlib.suppress(OSError):
-                path.parent.rmdir()
+            for folder in path.parents[: len(PurePosixPath(export.file_name).parts) - 2]:
+                with contextlib.suppress(OSError):
+                    folder.rmdir()
         step = f"expired: its file was deleted {retention.days} days after it was built"
         if AuditExport.objects.filter(pk=export.pk, status=Status.DONE).update(status=Status.EXPIRED, step=step):
             _log(organization_id=export.organization_id, action=Action.EXPORT_EXPIRED, export=export,
@@ -235,7 +278,27 @@ def audit_exports_tidy(*, now: datetime | None = None) -> TidyOutcome:
         Q(status=Status.QUEUED, created_at__lt=now - RESEND_QUEUED_AFTER)
         | Q(status=Status.RUNNING, started_at__lt=now - STALE_RUNNING_AFTER)
     ).order_by("pk")  # fmt: skip
-    return TidyOutcome(expired, list(resend.values_list("pk", flat=True)), given_up)
+    return TidyOutcome(expired, list(resend.values_list("pk", flat=True)), given_up, _sweep(root, now=now))
+
+
+def _sweep(root: Path, *, now: datetime) -> list[str]:
+    """The folder (ORG/EXPORT/CLAIM) of a build that is not its export's (claimed again, or its export deleted) and
+    the .partial file of a build killed while writing, once older than STALE_RUNNING_AFTER: a build may still be
+    writing a younger one."""
+    cutoff = (now - STALE_RUNNING_AFTER).timestamp()
+    swept = []
+    folders = [f for f in root.glob("*/*/*") if f.is_dir() and f.parts[-2].isdigit()]
+    claims = dict(AuditExport.objects.filter(pk__in={int(f.parts[-2]) for f in folders}).values_list("pk", "claim"))
+    for folder in folders:
+        if claims.get(int(folder.parts[-2])) != folder.name and folder.stat().st_mtime < cutoff:
+            shutil.rmtree(folder, ignore_errors=True)
+            swept.append(str(folder.relative_to(root)))
+    for partial in root.glob(f"*/*/**/*{PARTIAL}"):
+        with contextlib.suppress(FileNotFoundError):
+            if partial.stat().st_mtime < cutoff:
+                partial.unlink()
+                swept.append(str(partial.relative_to(root)))
+    return swept
 
 
 def audit_export_download(*, export_id: int, user) -> ExportFile:

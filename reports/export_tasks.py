@@ -29,4 +29,6 @@ def tidy_audit_exports() -> dict:
     for export_id in outcome.resend:
         logger.warning("audit export %s not built yet: sent to a worker again", export_id)
         audit_export_build_task.apply_async((export_id,), expires=RESEND_QUEUED_AFTER.total_seconds())
-    return {"expired": outcome.expired, "resent": outcome.resend, "given_up": outcome.given_up}
+    for path in outcome.swept:
+        logger.warning("audit exports: %s was left by a build that died or was superseded: deleted", path)
+    return {"expired": outcome.expired, "resent": outcome.resend, "given_up": outcome.given_up, "swept": outcome.swept}

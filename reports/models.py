@@ -133,6 +133,9 @@ class AuditExport(models.Model):
     error = models.TextField(blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)  # claimed by a worker (the last one, if claimed again)
+    # The build that holds the export (a token each claim draws): a build claimed again after it outlived
+    # STALE_RUNNING_AFTER writes nothing more to the row, and its own folder is never the export's file.
+    claim = models.CharField(max_length=32, blank=True, default="")
     finished_at = models.DateTimeField(null=True, blank=True)
     file_name = models.CharField(max_length=255, blank=True, default="")  # under settings.EXPORT_ROOT
     sha256 = models.CharField(max_length=64, blank=True, default="")

@@ -4,6 +4,7 @@ runs it (progress to 100, the zip stored with its sha256), who may download it, 
 from __future__ import annotations
 
 import hashlib
+import os
 from datetime import timedelta
 
 import pytest
@@ -79,12 +80,16 @@ def test_the_task_builds_it_and_a_dba_downloads_it(world, settings, django_captu
     audit_export_build_task.apply(args=(export.pk,)).get()  # the task itself, in this process
     export.refresh_from_db()
     assert (export.status, export.progress, export.step, export.error) == ("done", 100, "done", "")
-    assert export.file_name.startswith(f"{history.organization.pk}/{export.pk}/audit-rep-acme-")
+    # In the folder of the build that made it (its claim).
+    assert export.file_name.startswith(f"{history.organization.pk}/{export.pk}/{export.claim}/audit-rep-acme-")
     found = audit_export_download(export_id=export.pk, user=users["dba"])
     path = settings.EXPORT_ROOT / export.file_name
     data = path.read_bytes()
     assert found.data == data
     assert hashlib.sha256(data).hexdigest() == export.sha256 == found.sha256 and len(data) == export.size_bytes
+    umask = os.umask(0)
+    os.umask(umask)
+    assert path.stat().st_mode & 0o777 == 0o666 & ~umask  # as a plain write makes it, not mkstemp's 0600
     w = history.week.window
     assert found.name == f"audit-rep-acme-{w.start:%Y%m%dT%H%MZ}-{w.end:%Y%m%dT%H%MZ}.zip"
     members_ = unzip(data)
@@ -154,7 +159,8 @@ def test_old_bundles_expire_and_their_files_go(world, settings):
     assert old_file.is_file()
     outcome = audit_exports_tidy(now=now)
     assert (outcome.expired, outcome.resend, outcome.given_up) == ([old.pk], [], [])
-    assert not old_file.exists() and not old_file.parent.exists()  # its export's folder too
+    assert not old_file.exists() and not old_file.parent.parent.exists()  # its build's and its export's folders too
+    assert old_file.parent.parent.parent.is_dir()  # not the organization's
     assert settings.EXPORT_ROOT.is_dir() and (settings.EXPORT_ROOT / recent.file_name).is_file()
     old.refresh_from_db()
     assert (old.status, old.step) == ("expired", "expired: its file was deleted 30 days after it was built")
@@ -194,3 +200,60 @@ def test_exports_no_worker_took_are_sent_again_then_given_up(world):
     audit_export_build(export_id=exports["lost"].pk)
     assert AuditExport.objects.get(pk=exports["lost"].pk).status == "done"
     assert audit_exports_tidy(now=now).resend == [exports["abandoned"].pk]
+
+
+def test_a_build_claimed_again_while_it_ran_changes_nothing(world, settings, monkeypatch):
+    """A build that outlived STALE_RUNNING_AFTER (a hung worker) is claimed again: the second build owns the
+    export; the first, when it finishes, writes nothing to the row and deletes its own folder."""
+    import reports.export_services as services
+
+    history, users = world
+    export = _request(history, users["dba"], formats=["json"])
+    real_bundle = services._bundle
+    claims = []
+
+    def first_hangs(spec, **kwargs):
+        files = real_bundle(spec, **kwargs)
+        if not claims:  # the first build, half-way: it is taken for dead and built again meanwhile
+            claims.append(AuditExport.objects.get(pk=export.pk).claim)
+            AuditExport.objects.filter(pk=export.pk).update(started_at=timezone.now() - timedelta(minutes=31))
+            second = audit_export_build(export_id=export.pk)
+            claims.append(second.claim)
+            assert second.status == "done"
+        return files
+
+    monkeypatch.setattr(services, "_bundle", first_hangs)
+    first = audit_export_build(export_id=export.pk)
+    assert claims[0] != claims[1] and first.claim == claims[1]
+    assert first.status == "done" and first.file_name.split("/")[2] == claims[1]
+    folder = settings.EXPORT_ROOT / str(history.organization.pk) / str(export.pk)
+    assert sorted(p.name for p in folder.iterdir()) == [claims[1]]  # the first build's folder is gone
+    data = (settings.EXPORT_ROOT / first.file_name).read_bytes()
+    assert hashlib.sha256(data).hexdigest() == first.sha256 and len(data) == first.size_bytes
+    actions = AuditLogEntry.objects.filter(export=export).values_list("action", flat=True)
+    assert list(actions).count("export_generated") == 1
+
+
+def test_the_tidy_deletes_what_dead_builds_left_once_they_are_old(world, settings):
+    history, users = world
+    export = _request(history, users["dba"], formats=["json"])
+    built = audit_export_build(export_id=export.pk)
+    root = settings.EXPORT_ROOT
+    folder = root / str(history.organization.pk) / str(export.pk)
+    dead = folder / "deadbeef" / ".audit.zip.x1y2.partial"  # a build killed while writing, claimed again since
+    dead.parent.mkdir(parents=True)
+    dead.write_bytes(b"PK half")
+    # One killed while writing before the export's own build: its .partial beside the export's file.
+    partial = (root / built.file_name).with_name(".audit.zip.a1b2.partial")
+    partial.write_bytes(b"PK half")
+    orphan = root / str(history.organization.pk) / "999999" / "cafe"  # an export that was deleted
+    orphan.mkdir(parents=True)
+    (orphan / "audit.zip").write_bytes(b"PK")
+    assert audit_exports_tidy().swept == []  # young: a build may still be writing
+    old = (timezone.now() - timedelta(minutes=31)).timestamp()
+    for path in (dead.parent, orphan, partial):
+        os.utime(path, (old, old))
+    swept = audit_exports_tidy().swept
+    assert sorted(swept) == sorted(str(p.relative_to(root)) for p in (dead.parent, orphan, partial))
+    assert not dead.parent.exists() and not orphan.exists() and not partial.exists()
+    assert (root / built.file_name).is_file()  # the export's own file stays, however old
