@@ -1,22 +1,34 @@
 # The console's image: web (gunicorn), worker, beat and one-shot commands (docker-compose.yml).
-FROM python:3.11-slim
-ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
+# Bookworm, as on the development machines, so the Debian package names below are the ones tests/test_image.py
+# checks against what the app really loads there.
+FROM python:3.11-slim-bookworm
+ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+# WeasyPrint (audit PDFs) loads Pango with its fontconfig/FreeType backend (HarfBuzz, GLib come with it) and
+# HarfBuzz's subsetter, which embeds only the glyphs a PDF uses; the PDF, the mail and the charts ask for DejaVu.
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends \
+        libpango-1.0-0 \
+        libpangoft2-1.0-0 \
+        libharfbuzz-subset0 \
+        fonts-dejavu-core \
+    && rm -rf /var/lib/apt/lists/*
+# The user the containers run as. Its home is its own: libpq looks for ~/.postgresql/root.crt (sslmode=verify-*),
+# matplotlib and fontconfig keep their caches there, gunicorn its control socket (~/.gunicorn/gunicorn.ctl).
+# Audit bundles go to a folder it owns, outside /app (root's): docker-compose.yml mounts the volume `exports`
+# there in web and worker, and a new named volume starts as a copy of this folder, ownership included.
+RUN useradd --system --uid 10001 --user-group --create-home --home-dir /home/pgconsole pgconsole \
+    && install -d -o pgconsole -g pgconsole -m 0750 /var/lib/pgconsole/exports
+ENV EXPORT_ROOT=/var/lib/pgconsole/exports
 WORKDIR /app
-COPY pyproject.toml ./
-COPY console console
-COPY collectors collectors
-COPY inventory inventory
-COPY advisor advisor
-COPY devenv devenv
-COPY templates templates
-COPY static static
-COPY manage.py ./
-# gunicorn serves the web console in the image (development uses runserver, so it is not a package dependency).
-RUN pip install --no-cache-dir -e . gunicorn==27.0.1
+# The whole build context, so a new app cannot be forgotten; .dockerignore keeps out what is not the product.
+COPY . .
+# Editable: settings.py finds templates/ and static/ next to the source (BASE_DIR), not in site-packages.
+RUN pip install --no-cache-dir -e .
 # Hashed, compressed static files, served by WhiteNoise from the app server. Loading the settings outside
 # DEBUG needs real keys: throwaway ones, for this step only (containers get theirs from the env file).
 RUN set -a && python console/keys.py /tmp/build-keys.env && . /tmp/build-keys.env \
     && python manage.py collectstatic --noinput -v0 && rm /tmp/build-keys.env
-RUN useradd --system --no-create-home --uid 10001 pgconsole
+# Set only now: the build steps above run as root and must leave nothing of root's in the user's home.
+ENV HOME=/home/pgconsole
 USER pgconsole
 EXPOSE 8000

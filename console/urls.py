@@ -7,6 +7,7 @@ from console.views import (
     advisor,
     exports,
     fleet,
+    health,
     manage,
     organizations,
     planning,
@@ -17,6 +18,7 @@ from console.views import (
 )
 
 urlpatterns = [
+    path("", include(health.urlpatterns)),
     path("", account.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("preferences/", account.preferences, name="preferences"),

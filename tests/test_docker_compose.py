@@ -1,6 +1,6 @@
 """docker-compose.yml and the Dockerfile stay consistent with the settings (no Docker engine here: they are
-parsed): no key in the file, migrations before anything starts, healthchecks, the demo server ready and
-registered."""
+parsed): no key in the file, migrations before anything starts, healthchecks, audit bundles shared by web and
+worker, the demo server ready and registered."""
 
 import re
 import shlex
@@ -12,6 +12,7 @@ import yaml
 
 from console.keys import DEV_CREDENTIALS_KEY, DEV_SECRET_KEY, env_file_text, key_problems
 from inventory.services import parse_dsn
+from tests.dockerfile import dockerfile_instructions
 
 ROOT = Path(__file__).resolve().parent.parent
 CONSOLE = ("migrate", "web", "worker", "beat", "register-demo")  # the services that run the console's image
@@ -106,7 +107,11 @@ def test_long_running_services_have_healthchecks(services):
         assert services[name].get("restart") == "unless-stopped", name
     assert "pg_isready" in _healthcheck(services["history"]) and "pg_isready" in _healthcheck(services["monitored"])
     assert "ping" in _healthcheck(services["redis"]) and "inspect ping" in _healthcheck(services["worker"])
-    assert "http://127.0.0.1:8000/admin/login/" in _healthcheck(services["web"])
+    # /healthz: no login, and answered over plain HTTP even with HTTPS=true (tests/console/test_health.py runs
+    # this very command against gunicorn) ...
+    assert "'http://127.0.0.1:8000/healthz'" in _healthcheck(services["web"])
+    web = _command(services["web"])
+    assert web[web.index("--bind") + 1] == "0.0.0.0:8000", "the port the check asks"
     # ... a host Django accepts whatever ALLOWED_HOSTS the user passes.
     assert "127.0.0.1" in services["web"]["environment"]["ALLOWED_HOSTS"].split("${")[0].split(",")
     # Beat's check reads the schedule file beat is told to write.
@@ -118,13 +123,54 @@ def test_web_serves_with_a_production_server_and_static_files():
     command = _command(yaml.safe_load((ROOT / "docker-compose.yml").read_text())["services"]["web"])
     assert command[0] == "gunicorn" and "runserver" not in command
     dockerfile = (ROOT / "Dockerfile").read_text()
-    assert re.search(r"pip install .*gunicorn==\d", dockerfile)
+    # gunicorn is a dependency of the package (pinned with the others), not something the image adds.
+    assert re.search(r'^\s*"gunicorn==[\d.]+",', (ROOT / "pyproject.toml").read_text(), re.MULTILINE)
+    assert "gunicorn" not in " ".join(i.args for i in dockerfile_instructions(dockerfile) if i.keyword == "RUN")
     assert "collectstatic --noinput" in dockerfile
     # WhiteNoise serves what collectstatic wrote; it must be installed with the package.
     settings = (ROOT / "console" / "settings.py").read_text()
     assert "whitenoise.middleware.WhiteNoiseMiddleware" in settings
     assert re.search(r'"whitenoise==[\d.]+"', (ROOT / "pyproject.toml").read_text()), "pin whitenoise in pyproject"
-    assert re.search(r"^USER (?!root)", dockerfile, re.MULTILINE), "the image runs as a non-root user"
+
+
+def test_the_image_runs_as_a_user_of_its_own():
+    instructions = dockerfile_instructions((ROOT / "Dockerfile").read_text())
+    users = [i.args for i in instructions if i.keyword == "USER"]
+    assert users and users[-1] not in ("root", "0") and not users[-1].startswith(("root:", "0:")), users
+    user = users[-1].split(":")[0]
+    created = [i.args for i in instructions if i.keyword == "RUN" and "useradd" in i.args]
+    assert len(created) == 1 and re.search(rf"--uid (\d+) .*{user}\b", created[0]), created
+    assert int(re.search(r"--uid (\d+)", created[0]).group(1)) >= 1000
+    # A home it owns: libpq reads ~/.postgresql/root.crt there, matplotlib and fontconfig keep caches.
+    home = _env(instructions)["HOME"]
+    assert "--create-home" in created[0] and re.search(rf"--home-dir {re.escape(home)}(\s|$)", created[0])
+
+
+def _env(instructions) -> dict[str, str]:
+    """The Dockerfile's ENV, as NAME -> value (the `NAME=value` form)."""
+    return dict(pair.split("=", 1) for i in instructions if i.keyword == "ENV" for pair in shlex.split(i.args))
+
+
+def test_audit_bundles_are_shared_by_web_and_worker(services):
+    """The worker builds a bundle, the web serves its download: the same volume at the same path, EXPORT_ROOT."""
+    instructions = dockerfile_instructions((ROOT / "Dockerfile").read_text())
+    export_root = _env(instructions)["EXPORT_ROOT"]
+    assert export_root.startswith("/") and not export_root.startswith("/app/"), "outside the (root's) source"
+    # The image's user owns the folder: a new named volume is initialized from it, ownership included.
+    user = [i.args for i in instructions if i.keyword == "USER"][-1]
+    made = rf"install -d -o {user} -g {user} .*{re.escape(export_root)}(\s|$)"
+    runs = [i.args for i in instructions if i.keyword == "RUN"]
+    assert any(re.search(made, args) for args in runs), "the exports folder belongs to the image's user"
+    mounts = {}
+    for name in ("web", "worker"):
+        assert services[name]["environment"]["EXPORT_ROOT"] == export_root, name
+        volumes = [v.split(":") for v in services[name].get("volumes", [])]
+        mounts[name] = [source for source, target, *_ in volumes if target == export_root]
+        assert len(mounts[name]) == 1, f"{name} must mount a volume at EXPORT_ROOT ({export_root})"
+    assert mounts["web"] == mounts["worker"], "web and worker share one volume"
+    volume = mounts["web"][0]
+    compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    assert volume in compose["volumes"], "a named volume (kept across restarts), not a bind mount"
 
 
 def test_the_demo_server_is_ready_to_monitor_and_registered(services):

@@ -1,0 +1,432 @@
+"""The image holds the whole product and every system library the app loads. There is no Docker engine here:
+the Dockerfile and .dockerignore are read (with Docker's own matching rules), and the app is run on this
+machine, Debian 12 like the image, to see which Debian packages it really maps."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import posixpath
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tomllib
+from collections.abc import Iterable
+from pathlib import Path
+
+import pytest
+
+from console import settings as console_settings
+from tests.dockerfile import (
+    Instruction,
+    apt_installed,
+    context_misses,
+    dockerfile,
+    dockerignore,
+    excluded,
+    ignore_patterns,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+APP_DIR = "/app"
+
+
+def product_paths() -> list[str]:
+    """What the image must hold: every package pyproject.toml installs, every app of INSTALLED_APPS that is a
+    folder here (not a library's), templates/, static/, manage.py and pyproject.toml."""
+    packages = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    apps = [app.split(".")[0] for app in console_settings.INSTALLED_APPS if (ROOT / app.split(".")[0]).is_dir()]
+    return sorted({*packages, *apps, "templates", "static", "manage.py", "pyproject.toml"})
+
+
+def files_under(name: str) -> list[str]:
+    """The files of `name` (a file, or a folder walked), relative to the repository; bytecode aside (it is not
+    the product: Python writes it again)."""
+    top = ROOT / name
+    if top.is_file():
+        return [name]
+    out = []
+    for folder, dirs, files in os.walk(top):
+        dirs[:] = [d for d in dirs if d != "__pycache__"]
+        out += [Path(folder, f).relative_to(ROOT).as_posix() for f in files if not f.endswith(".pyc")]
+    return out
+
+
+@pytest.mark.parametrize(
+    "patterns, path, out",
+    [
+        (["*.pyc"], "a.pyc", True),
+        (["*.pyc"], "console/a.pyc", False),  # `*` stays in its folder, and a pattern is from the root
+        (["**/*.pyc"], "console/views/a.pyc", True),
+        (["**/__pycache__"], "console/__pycache__/a.cpython-311.pyc", True),  # its folder matches
+        (["docs"], "docs/screenshots/fleet.png", True),
+        (["/docs/"], "docs/read-tier.md", True),
+        (["docs", "!docs/read-tier.md"], "docs/read-tier.md", False),
+        (["docs", "!docs/read-tier.md"], "docs/benchmarks.md", True),
+        (["!docs/read-tier.md", "docs"], "docs/read-tier.md", True),  # the last match wins
+        (["**", "!console"], "console/views/health.py", False),
+        (["**", "!console"], "tests/settings.py", True),
+        (["**", "!util/docker/web", "util/docker/web/foo"], "util/docker/web/foo", True),
+        ([".env*"], ".env.compose", True),
+        ([".env*"], "console/.env", False),
+        (["dir/**"], "dir", False),
+        (["dir/**"], "dir/dir2/file", True),
+        (["**/dir2/*"], "dir/dir2/file", True),
+        (["a[b-d]e"], "ace", True),
+        (["a[^b-d]e"], "ace", False),
+        (["abc?def"], "abcZdef", True),
+        (["abc.def"], "abcZdef", False),
+        (["a(b)c/def"], "a(b)c/def", True),
+        (["dist/*.whl"], "dist/proxy.py-2.4.0rc3.dev36+g08acad9-py3-none-any.whl", True),
+    ],
+)
+def test_dockerignore_matching_follows_docker(patterns, path, out):
+    # Hand cases and a few of moby/patternmatcher's own (patternmatcher_test.go), read as .dockerignore lines.
+    assert excluded(path, ignore_patterns("\n".join(patterns))) is out
+
+
+def test_dockerignore_patterns_are_read_as_docker_reads_them():
+    text = "\ufeff# a comment\n  .venv  \n\n/tests/\n! docs/keep.md\n  # not a comment: Docker trims after\n"
+    assert ignore_patterns(text) == [".venv", "tests", "!docs/keep.md", "# not a comment: Docker trims after"]
+    with pytest.raises(ValueError):
+        excluded("a", ["!"])
+
+
+def test_the_dockerfile_copies_the_whole_build_context_to_app_once():
+    instructions = dockerfile()
+    copies = [ins for ins in instructions if ins.keyword in ("COPY", "ADD")]
+    assert len(copies) == 1 and copies[0].keyword == "COPY", [f"{c.keyword} {c.args}" for c in copies]
+    words = shlex.split(copies[0].args)
+    assert not any(word.startswith("--from") for word in words), "the context, not another stage"
+    *sources, dest = [word for word in words if not word.startswith("--")]
+    assert sources == ["."], "one COPY of the whole context: a new app cannot be forgotten"
+    workdirs = [ins.args for ins in instructions[: instructions.index(copies[0])] if ins.keyword == "WORKDIR"]
+    assert posixpath.normpath(posixpath.join(workdirs[-1] if workdirs else "/", dest)) == APP_DIR
+    # settings.py's BASE_DIR is the folder above console/: templates/ and static/ are found next to it.
+    assert Path(console_settings.BASE_DIR) == ROOT and console_settings.STATICFILES_DIRS == [ROOT / "static"]
+    installs = [ins.args for ins in instructions if ins.keyword == "RUN" and "pip install" in ins.args]
+    assert any(re.search(r"pip install --no-cache-dir -e \.(\s|$)", args) for args in installs), installs
+
+
+def test_every_package_app_and_resource_is_in_the_build_context():
+    paths = product_paths()
+    assert {"console", "collectors", "inventory", "advisor", "reports", "devenv", "templates", "static"} <= set(paths)
+    for name in paths:
+        assert (ROOT / name).exists(), f"{name} is declared but not in the repository"
+    files = [f for name in paths for f in files_under(name)]
+    assert len(files) > 100 and "reports/schemas/audit-export.schema.json" in files
+    assert context_misses(files, dockerignore()) == []
+
+
+def test_a_new_app_would_be_copied_too():
+    new_app = [
+        "newapp/__init__.py",
+        "newapp/apps.py",
+        "newapp/migrations/0001_initial.py",
+        "newapp/templates/newapp/page.html",
+        "newapp/static/newapp/page.css",
+    ]
+    assert context_misses(new_app, dockerignore()) == []
+    # ... and the check sees a product folder left out.
+    assert context_misses(new_app + ["reports/models.py"], [*dockerignore(), "newapp", "reports"]) == [
+        *new_app,
+        "reports/models.py",
+    ]
+
+
+def test_what_is_not_the_product_stays_out():
+    kept_out = [
+        ".git/HEAD",
+        ".venv/bin/python",
+        ".env.compose",
+        ".run/exports/1/audit.zip",
+        ".cache/pg/bin/postgres",
+        ".ci/run",
+        "tests/settings.py",
+        "docs/read-tier.md",
+        "bench/env.py",
+        "staticfiles/staticfiles.json",
+        "pgconsole.egg-info/PKG-INFO",
+        "console/__pycache__/urls.cpython-311.pyc",
+        "reports/export_formats/pdf.pyc",
+        "node_modules/htmx.org/package.json",
+        "static/vendor/node_modules/htmx.org/package.json",
+    ]
+    assert context_misses(kept_out, dockerignore()) == kept_out
+
+
+# --- System libraries ---------------------------------------------------------------------------
+
+# debian:bookworm-slim is debuerreotype's build of `debootstrap --variant=minbase`: the packages of
+# `Priority: required` and apt, with their dependencies. Read from dpkg's database here (every Debian system
+# has the required packages), so the set can only be smaller than the image's: a library it lacks fails.
+BASE_IMAGE_ROOTS = ("apt",)
+# What python:3.11-slim-bookworm adds, from its Dockerfile (github.com/docker-library/python,
+# 3.11/slim-bookworm/Dockerfile): ca-certificates, netbase, tzdata, and the packages of the libraries its own
+# build links (it keeps what `ldd` finds for /usr/local, tkinter aside, and purges the rest). libexpat1 is not
+# one: Python 3.11 is configured without --with-system-expat, so pyexpat uses its bundled copy.
+PYTHON_IMAGE_PACKAGES = (
+    *("ca-certificates", "netbase", "tzdata"),
+    *("libbz2-1.0", "libc6", "libdb5.3", "libffi8", "libgdbm6", "libgdbm-compat4", "liblzma5", "libncursesw6"),
+    *("libreadline8", "libsqlite3-0", "libssl3", "libtinfo6", "libuuid1", "zlib1g"),
+)
+# Files no package ships but one makes when it is installed (fc-cache, run by fontconfig's trigger).
+GENERATED = {"/var/cache/fontconfig/": "fontconfig"}
+APT_DEPENDS = [
+    *("apt-cache", "depends", "--recurse", "--no-recommends", "--no-suggests"),
+    *("--no-conflicts", "--no-breaks", "--no-replaces", "--no-enhances"),
+]
+
+# What the app loads at start and when it renders: the settings and every app (django.setup()), what gunicorn
+# and the worker import, an audit PDF's text in its own fonts (WeasyPrint: Pango, HarfBuzz, fontconfig) and
+# a chart as reports/charts.py draws it (matplotlib). The document is kept until the maps are read: while a
+# font is in use its file stays mapped.
+PROBE = """
+import json, sys
+from datetime import datetime, timedelta, timezone
+
+import django
+django.setup()
+import console.wsgi
+from console.celery import app
+app.loader.import_default_modules()
+import weasyprint
+from django.template.loader import render_to_string
+from reports.charts import Line, chart_png
+
+css = render_to_string("reports/audit.css")
+html = (f"<html><head><style>{css}</style></head><body><h1>Audit</h1><p>Planning <b>not tracked</b> "
+        "(été, 42 µs)</p><pre>SELECT 1</pre></body></html>")
+document = weasyprint.HTML(string=html).render()
+pdf = document.write_pdf()
+start = datetime(2026, 11, 23, tzinfo=timezone.utc)
+png = chart_png([Line("calls/s", [(start, 1.0), (start + timedelta(hours=1), 3.0)])], title="Calls", unit="/s")
+assert pdf.startswith(b"%PDF") and png.startswith(b"\\x89PNG"), "nothing was rendered"
+mapped = set()
+for line in open("/proc/self/maps"):
+    fields = line.split(maxsplit=5)
+    if len(fields) == 6 and fields[5].startswith("/"):
+        mapped.add(fields[5].rstrip("\\n"))
+print(json.dumps({"python": [sys.prefix, sys.base_prefix], "mapped": sorted(mapped)}))
+"""
+
+
+def _require(*commands: str) -> None:
+    for command in commands:
+        if shutil.which(command) is None:
+            pytest.fail(
+                f"{command} is missing: this check maps the files the app loads to Debian packages, and needs "
+                "Debian 12 (the image's release) with dpkg and apt"
+            )
+
+
+@functools.cache
+def mapped_files() -> tuple[str, ...]:
+    """Every file the app maps once it has rendered, outside the virtualenv (wheels bring their own libraries)
+    and the Python installation (the image has its own)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LC_")}
+    # The image's environment: console.settings in DEBUG (its development keys), and python's LANG.
+    env.update(DEBUG="true", DJANGO_SETTINGS_MODULE="console.settings", LANG="C.UTF-8")
+    result = subprocess.run(
+        [sys.executable, "-c", PROBE], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stderr
+    probe = json.loads(result.stdout.splitlines()[-1])
+    python = tuple(os.path.realpath(p) + "/" for p in probe["python"])
+    return tuple(path for path in probe["mapped"] if not os.path.realpath(path).startswith(python))
+
+
+USR_MERGED = (("/usr/lib/", "/lib/"), ("/usr/lib64/", "/lib64/"), ("/usr/bin/", "/bin/"), ("/usr/sbin/", "/sbin/"))
+
+
+def _usr_merged(path: str) -> str | None:
+    """The path under its other name on merged /usr (/lib is /usr/lib): dpkg knows a file by the one its
+    package ships."""
+    for merged, old in USR_MERGED:
+        if path.startswith(merged):
+            return old + path[len(merged) :]
+        if path.startswith(old):
+            return merged + path[len(old) :]
+    return None
+
+
+def _dpkg_search(paths: list[str]) -> dict[str, str]:
+    result = subprocess.run(["dpkg-query", "--search", *paths], capture_output=True, text=True)
+    owners = {}
+    for line in result.stdout.splitlines():
+        if line.startswith("diversion "):
+            continue
+        packages, _, path = line.partition(": ")
+        owners[path] = packages.split(", ")[0].split(":")[0]
+    return owners
+
+
+def package_owners(paths: Iterable[str]) -> dict[str, str | None]:
+    """path -> the Debian package that ships it (or makes it, GENERATED); None for a file of no package."""
+    paths = list(paths)
+    owners = _dpkg_search(paths)
+    aliases = {_usr_merged(p): p for p in paths if p not in owners and _usr_merged(p)}
+    if aliases:
+        owners |= {aliases[alias]: package for alias, package in _dpkg_search(list(aliases)).items()}
+    for path in paths:
+        for prefix, package in GENERATED.items():
+            if path not in owners and path.startswith(prefix):
+                owners[path] = package
+    return {path: owners.get(path) for path in paths}
+
+
+class DependencyGraph:
+    """Debian dependencies (Depends, Pre-Depends) as apt-cache prints them recursively. `--recurse` follows
+    every alternative of an OR-dependency (fontconfig-config: fonts-dejavu-core | fonts-liberation | ...);
+    apt installs only the first, unless another is already there. `closure` follows apt's choice, so a font
+    or a library is counted only where apt would really install it."""
+
+    def __init__(self, text: str):
+        # package -> its dependencies, each a group of alternatives, each alternative the packages that would
+        # do (one, or the providers of a virtual package).
+        self.depends: dict[str, list[list[list[str]]]] = {}
+        package: str | None = None
+        group: list[list[str]] = []
+        alternative: list[str] = []
+        for line in text.splitlines():
+            if not line.startswith(" "):
+                # A virtual package (<name>) is satisfied by its providers, listed where it is depended on.
+                package, group = (None if line.startswith("<") else line), []
+                if package:
+                    self.depends[package] = []
+            elif line.startswith("    "):
+                alternative.append(line.strip().split(":")[0])  # a provider of the virtual package just named
+            elif package:
+                kind, _, name = line.strip().partition(": ")
+                if kind.lstrip("|") not in ("Depends", "PreDepends"):
+                    continue
+                if not group:
+                    self.depends[package].append(group)
+                name = name.split(":")[0]
+                alternative = [] if name.startswith("<") else [name]
+                group.append(alternative)
+                if not kind.startswith("|"):  # `|` joins this alternative with the next one
+                    group = []
+
+    def closure(self, roots: Iterable[str], *, installed: Iterable[str] = ()) -> set[str]:
+        """The packages apt installs for `roots` on a system that has `installed`."""
+        have, out, todo = set(installed), set(), list(roots)
+        while todo:
+            package = todo.pop()
+            if package in out:
+                continue
+            if package not in self.depends:
+                raise KeyError(f"apt-cache does not know {package!r} (a typo, or not in Debian 12?)")
+            out.add(package)
+            for group in self.depends[package]:
+                if not any(name in have or name in out for alternative in group for name in alternative):
+                    todo.append(next(alternative[0] for alternative in group if alternative))
+        return out
+
+
+def required_packages() -> list[str]:
+    fields = "--showformat=${Package}\t${Priority}\t${db:Status-Abbrev}\n"
+    result = subprocess.run(["dpkg-query", "--show", fields], capture_output=True, text=True, check=True)
+    rows = [line.split("\t") for line in result.stdout.splitlines()]
+    return sorted(name for name, priority, status in rows if priority == "required" and status.startswith("ii"))
+
+
+@functools.cache
+def dependency_graph(roots: tuple[str, ...]) -> DependencyGraph:
+    result = subprocess.run([*APT_DEPENDS, *roots], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    return DependencyGraph(result.stdout)
+
+
+def base_image_packages(graph: DependencyGraph) -> set[str]:
+    """What python:3.11-slim-bookworm has before the Dockerfile installs anything."""
+    return graph.closure([*required_packages(), *BASE_IMAGE_ROOTS, *PYTHON_IMAGE_PACKAGES])
+
+
+def unprovided(needed: dict[str, list[str]], apt_install: list[str], graph: DependencyGraph) -> dict[str, list[str]]:
+    """package -> the files of it the app maps, for each package neither the base image nor the Dockerfile's
+    `apt-get install` (with what apt brings along) puts in the image."""
+    base = base_image_packages(graph)
+    image = base | graph.closure(apt_install, installed=base)
+    return {package: files for package, files in needed.items() if package not in image}
+
+
+@pytest.fixture(scope="module")
+def needed() -> dict[str, list[str]]:
+    """Debian package -> the files of it the app maps."""
+    _require("dpkg-query", "apt-cache")
+    owners = package_owners(mapped_files())
+    orphans = sorted(path for path, package in owners.items() if package is None)
+    assert not orphans, f"mapped files of no Debian package (what puts them in the image?): {orphans}"
+    out: dict[str, list[str]] = {}
+    for path, package in sorted(owners.items()):
+        out.setdefault(package, []).append(path)
+    return out
+
+
+@pytest.fixture(scope="module")
+def graph() -> DependencyGraph:
+    _require("dpkg-query", "apt-cache")
+    roots = {*required_packages(), *BASE_IMAGE_ROOTS, *PYTHON_IMAGE_PACKAGES, *apt_installed(dockerfile())}
+    return dependency_graph(tuple(sorted(roots)))
+
+
+def test_the_image_is_debian_12_and_installs_without_recommends():
+    instructions = dockerfile()
+    assert instructions[0] == Instruction("FROM", "python:3.11-slim-bookworm")
+    assert Path("/etc/debian_version").read_text().startswith("12."), "the library check needs Debian 12"
+    installs = [ins.args for ins in instructions if ins.keyword == "RUN" and "apt-get install" in ins.args]
+    assert installs, "WeasyPrint's libraries come from Debian"
+    for args in installs:
+        assert "apt-get update" in args and "--no-install-recommends" in args
+        assert "rm -rf /var/lib/apt/lists/*" in args, "the package lists stay out of the layer"
+
+
+def test_the_app_really_renders_with_system_libraries(needed):
+    # What the check below must see, or it proves nothing: Pango and its fonts were loaded.
+    assert {"libpango-1.0-0", "libpangoft2-1.0-0", "libfontconfig1", "fonts-dejavu-core"} <= set(needed), needed
+    assert any(path.endswith(".ttf") for path in needed["fonts-dejavu-core"])
+
+
+def test_every_system_library_the_app_loads_is_in_the_image(needed, graph):
+    missing = unprovided(needed, apt_installed(dockerfile()), graph)
+    assert not missing, "add to the Dockerfile's apt-get install: " + "; ".join(
+        f"{package} ({', '.join(files)})" for package, files in sorted(missing.items())
+    )
+
+
+def test_the_check_sees_a_missing_package(needed, graph):
+    packages = apt_installed(dockerfile())
+    assert "libharfbuzz-subset0" in packages
+    without = [p for p in packages if p != "libharfbuzz-subset0"]
+    assert set(unprovided(needed, without, graph)) == {"libharfbuzz-subset0"}
+    # Pango stays while anything listed depends on it: both go, both are missing (with what only they bring).
+    without = [p for p in packages if p not in ("libpango-1.0-0", "libpangoft2-1.0-0")]
+    assert {"libpango-1.0-0", "libpangoft2-1.0-0"} <= set(unprovided(needed, without, graph))
+
+
+def test_the_closure_follows_apt_not_every_alternative():
+    graph = DependencyGraph(
+        "fontconfig-config\n"
+        " |Depends: debconf\n"
+        "  Depends: <debconf-2.0>\n"
+        "    cdebconf\n"
+        "    debconf\n"
+        " |Depends: fonts-dejavu-core\n"
+        "  Depends: fonts-liberation\n"
+        "debconf\n"
+        "  PreDepends: perl-base\n"
+        "perl-base\n"
+        "cdebconf\n"
+        "fonts-dejavu-core\n"
+        "fonts-liberation\n"
+        "<debconf-2.0>\n"
+    )
+    assert graph.closure(["fontconfig-config"]) == {"fontconfig-config", "debconf", "perl-base", "fonts-dejavu-core"}
+    # An alternative already there satisfies the dependency.
+    assert graph.closure(["fontconfig-config"], installed={"fonts-liberation", "cdebconf"}) == {"fontconfig-config"}
+    with pytest.raises(KeyError, match="libnothing"):
+        graph.closure(["libnothing"])
