@@ -74,6 +74,26 @@ class HistoryUnavailable(CollectionError):
     retryable = True
 
 
+class HistoryFull(CollectionError):
+    """The console's own database is out of disk space: nothing of the snapshot was stored. Not retried at once
+    (the space will not be back in seconds): the next interval tries again, and spans the gap exactly."""
+
+    code = "history_full"
+
+
+def history_full(exc: BaseException) -> HistoryFull | None:
+    """The failure as HistoryFull when it is the history store's disk filling up (SQLSTATE 53100), else None."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, pgerrors.DiskFull):
+            return HistoryFull(
+                f"the history store is out of disk space ({_first_line(seen)}): this snapshot was not stored; "
+                "collections resume by themselves once space is freed on the history store"
+            )
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
 class ClockWentBack(CollectionError):
     """The server's clock says this snapshot is not after the stored one."""
 

@@ -19,7 +19,7 @@ from django.utils import timezone
 from collectors import codec, history, lineage, partitions, pgss, tables, texts, waits
 from collectors import connection as monitored
 from collectors.deltas import DeltaResult, Entries, compute
-from collectors.errors import ClockWentBack, CollectionBusy, CollectionError, HistoryUnavailable
+from collectors.errors import ClockWentBack, CollectionBusy, CollectionError, HistoryUnavailable, history_full
 from collectors.history import LOCK_NAMESPACE
 from collectors.models import CollectionError as ErrorRecord  # the stored row (CollectionError here: the exception)
 from collectors.models import ServerState
@@ -382,7 +382,11 @@ def server_collect(*, server_id: int) -> CollectionResult:
     except (OperationalError, InterfaceError, psycopg.OperationalError) as exc:
         if connection.connection is not None and not connection.is_usable():
             connection.close()
-        raise HistoryUnavailable(f"history store unavailable: {exc}") from exc
+        if (full := history_full(exc)) is None:
+            raise HistoryUnavailable(f"history store unavailable: {exc}") from exc
+        log.warning("collection of %s not stored: %s", server, full.message)
+        result.kind, result.error_code, result.error = "failed", full.code, full.message
+        _record_failure(server, full)
     except CollectionError as exc:
         result.kind, result.error_code, result.error = "failed", exc.code, exc.message
         _record_failure(server, exc)

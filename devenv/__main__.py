@@ -85,6 +85,7 @@ def cmd_ports(args: argparse.Namespace) -> None:
         + f" (evict cluster: PostgreSQL 14 at {p['test-evict']})"
     )
     print("demo clusters:  " + ", ".join(f"{m}:{port}" for m, port in p["demo"].items()))
+    print(f"fault tests (their history store, clusters and Redis): {p['test-faults'][0]}-{p['test-faults'][-1]}")
     print(f"redis: {p['redis']}")
 
 

@@ -19,6 +19,9 @@ TEST_PORT_BASE = 55400
 TEST_EXTRA_PORT_BASE = 55500
 #: The extra PG 14 test cluster with a tiny pg_stat_statements.max (55514).
 TEST_EVICT_PORT = TEST_EXTRA_PORT_BASE + 14
+#: The fault tests' own world (tests/production/fault_world.py): their history store, monitored clusters and
+#: Redis, which they stop, kill and fill without touching anything the other tests share: 55540 + n.
+TEST_FAULT_PORT_BASE = TEST_EXTRA_PORT_BASE + 40
 #: Throwaway clusters of tests/advisor/test_changes_apply.py (ALTER SYSTEM checks): 55600 + major.
 TEST_ALTER_PORT_BASE = 55600
 #: Monitored clusters of the demo: 56400 + major (56412 ... 56418).
@@ -91,6 +94,7 @@ PORTS: dict[str, Any] = {
     "test": {m: port_for_test(m) for m in MAJORS},
     "test-extra": {m: port_for_extra_test(m) for m in MAJORS},
     "test-evict": TEST_EVICT_PORT,
+    "test-faults": tuple(range(TEST_FAULT_PORT_BASE, TEST_FAULT_PORT_BASE + 10)),
     "demo": {m: port_for_demo(m) for m in MAJORS},
     "redis": 6379,
 }

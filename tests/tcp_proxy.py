@@ -29,13 +29,15 @@ class TcpProxy:
 
     `go_silent()` drops everything from now on, on open and new connections; `go_silent_on(b"...")`
     does it the moment the client sends those bytes (they are dropped too), to cut a conversation at
-    a chosen step; `forward_again()` relays new connections normally (the silent ones stay silent)."""
+    a chosen step; `forward_again()` relays new connections normally (the silent ones stay silent);
+    `retarget(port)` sends new connections to another server."""
 
     def __init__(self, target_port: int, target_host: str = "127.0.0.1"):
         self.target = (target_host, target_port)
         self.silenced = threading.Event()  # set when the proxy went silent
         self._trigger: bytes | None = None
         self._silent = False
+        self._cut = False
         self._lock = threading.Lock()
         self._pairs: dict[socket.socket, _Pair] = {}
         self._stop = threading.Event()
@@ -61,6 +63,13 @@ class TcpProxy:
         with self._lock:
             self._trigger = trigger
 
+    def retarget(self, port: int, host: str = "127.0.0.1") -> None:
+        """New connections go to another server from now on (a virtual IP moved in a failover); the open ones
+        are cut, as a failover cuts them."""
+        with self._lock:
+            self.target = (host, port)
+            self._cut = True  # done by the proxy's own thread, which owns the sockets
+
     def forward_again(self) -> None:
         with self._lock:
             self._silent = False
@@ -84,6 +93,11 @@ class TcpProxy:
 
     def _run(self) -> None:
         while not self._stop.is_set():
+            with self._lock:
+                cut, self._cut = self._cut, False
+            if cut:
+                for pair in set(self._pairs.values()):
+                    self._drop(pair)
             for key, _ in self._selector.select(timeout=0.05):
                 sock = key.fileobj
                 if sock is self._listener:

@@ -26,6 +26,7 @@ def test_port_map_has_no_collisions():
         *PORTS["test"].values(),
         *PORTS["test-extra"].values(),
         *PORTS["demo"].values(),
+        *PORTS["test-faults"],
         PORTS["redis"],
     ]
     assert len(ports) == len(set(ports))

@@ -1,0 +1,143 @@
+"""Audit export builds that die or hang, on real workers: one killed half-way is built again whole, and one
+that outlives the resend delay (its worker frozen) is built again by another worker while it still runs. Never
+two writers of one file, never a corrupt zip or one that does not match its row."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import signal
+import zipfile
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from tests.processes import beat_argv, wait_for, worker_argv
+from tests.production.fault_world import FaultWorld
+
+from .test_faults_worker import _dsn
+
+STALE = "now() - interval '31 minutes'"  # reports.export_services.STALE_RUNNING_AFTER is 30 minutes
+
+
+def _send(world: FaultWorld, task: str, *args) -> None:
+    """A task message to the fault world's broker, as the console's web process sends one."""
+    from console.celery import app
+
+    with app.connection_for_write(world.redis.url) as conn:
+        app.send_task(task, args=args, connection=conn)
+
+
+def _export(world: FaultWorld, sid: int, start: datetime) -> int:
+    """A queued export of the server's history since `start` (the row the console's request writes)."""
+    org = world.history.sql("SELECT organization_id FROM console_server WHERE id = %s", [sid])[0][0]
+    return world.history.sql(
+        "INSERT INTO reports_auditexport (organization_id, server_ids, window_start, window_end, formats, status, "
+        "progress, step, error, created_at, file_name, sha256, claim) VALUES (%s, %s, %s, now(), %s, 'queued', 0, "
+        "'queued', '', now(), '', '', '') RETURNING id",
+        [org, f"[{sid}]", start, '["pdf", "json"]'],
+    )[0][0]
+
+
+def _row(world: FaultWorld, export_id: int) -> dict:
+    cols = ("status", "progress", "claim", "file_name", "sha256", "size_bytes", "error")
+    row = world.history.sql(f"SELECT {', '.join(cols)} FROM reports_auditexport WHERE id = %s", [export_id])[0]
+    return dict(zip(cols, row, strict=True))
+
+
+def _half_way(world: FaultWorld, export_id: int) -> bool:
+    row = _row(world, export_id)
+    return row["status"] == "running" and 1 < row["progress"] < 95
+
+
+def _build_half_way(faults, export_id: int, name: str):
+    """A worker of its own building the export, caught half-way through (its PDF takes a second or two)."""
+    worker = faults.procs.start(name, worker_argv(name=name, concurrency=1))
+    _send(faults.world, "reports.audit_export_build", export_id)
+    wait_for(lambda: _half_way(faults.world, export_id), 60, what="the build half-way", logs=faults.logs, every_s=0.02)
+    return worker
+
+
+def _check_bundle(world: FaultWorld, export_id: int) -> tuple[dict, Path]:
+    """The built export: its file matches its row, the zip is whole and every member matches SHA256SUMS; the
+    export's folder holds its own build's folder and nothing else."""
+    row = _row(world, export_id)
+    assert (row["status"], row["progress"], row["error"]) == ("done", 100, ""), row
+    root = world.folder / "exports"
+    path = root / row["file_name"]
+    data = path.read_bytes()
+    assert hashlib.sha256(data).hexdigest() == row["sha256"] and len(data) == row["size_bytes"]
+    with zipfile.ZipFile(io.BytesIO(data)) as z:
+        assert z.testzip() is None
+        members = {name: z.read(name) for name in z.namelist()}
+    sums = dict(line.split("  ")[::-1] for line in members.pop("SHA256SUMS").decode().splitlines())
+    assert sums == {name: hashlib.sha256(body).hexdigest() for name, body in members.items()}
+    assert {"audit.pdf", "audit.json"} <= set(members)
+    assert path.parent.name == row["claim"]
+    assert [p.name for p in path.parent.parent.iterdir()] == [row["claim"]]
+    return row, path
+
+
+def _world_with_history(faults, tmp_path, name: str) -> tuple[int, datetime]:
+    w = faults.world
+    start = datetime.now(UTC) - timedelta(minutes=1)
+    sid = w.register(name, _dsn(w.primary.port))
+    collector = faults.procs.start("collector", worker_argv(name="collector", concurrency=2))
+    beat = faults.procs.start("beat", beat_argv(tmp_path / "beat-schedule"))
+    wait_for(lambda: len(w.history.snapshots(sid)) >= 3, 60, what="some history to export", logs=faults.logs)
+    # Stopped: the builds below must run on the workers the tests start for them (one queue serves all tasks).
+    beat.stop()
+    collector.stop()
+    return sid, start
+
+
+def test_an_export_build_killed_half_way_is_built_again_whole(faults, tmp_path):
+    w = faults.world
+    sid, start = _world_with_history(faults, tmp_path, "export-killed")
+    export_id = _export(w, sid, start)
+    builder = _build_half_way(faults, export_id, "builder")
+    builder.kill()
+    killed = _row(w, export_id)
+    assert killed["status"] == "running" and killed["file_name"] == ""
+    # Half an hour later, beat's tidy finds it abandoned and sends it to a worker again.
+    w.history.sql(f"UPDATE reports_auditexport SET started_at = {STALE} WHERE id = %s", [export_id])
+    faults.procs.start("builder", worker_argv(name="again", concurrency=1))
+    _send(w, "reports.tidy_audit_exports")
+    wait_for(lambda: _row(w, export_id)["status"] == "done", 120, what="the export built again", logs=faults.logs)
+    row, _ = _check_bundle(w, export_id)
+    assert row["claim"] != killed["claim"]
+    assert f"audit export {export_id} not built yet: sent to a worker again" in "".join(
+        p.text() for p in faults.procs.started
+    )
+
+
+def test_a_build_that_outlives_the_resend_delay_never_writes_what_its_successor_wrote(faults, tmp_path):
+    w = faults.world
+    sid, start = _world_with_history(faults, tmp_path, "export-hung")
+    export_id = _export(w, sid, start)
+    hung = _build_half_way(faults, export_id, "hung")
+    os.kill(hung.pid, signal.SIGSTOP)  # a worker that hangs, as a thread pool ignores time limits
+    try:
+        first = _row(w, export_id)
+        w.history.sql(f"UPDATE reports_auditexport SET started_at = {STALE} WHERE id = %s", [export_id])
+        faults.procs.start("successor", worker_argv(name="successor", concurrency=1))
+        _send(w, "reports.tidy_audit_exports")
+        wait_for(lambda: _row(w, export_id)["status"] == "done", 120, what="the successor's build", logs=faults.logs)
+        built, path = _check_bundle(w, export_id)
+        data = path.read_bytes()
+    finally:
+        os.kill(hung.pid, signal.SIGCONT)
+    # The first build goes on, finds its claim taken, writes nothing to the row and deletes its own folder.
+    wait_for(
+        lambda: "was claimed again by another one; its file is discarded" in hung.text(),
+        120,
+        what="the hung build finishing",
+        logs=faults.logs,
+    )
+    assert first["claim"] != built["claim"]
+    row, after = _check_bundle(w, export_id)
+    assert row == built and after.read_bytes() == data
+    generated = w.history.sql(
+        "SELECT count(*) FROM reports_auditlogentry WHERE export_id = %s AND action = 'export_generated'", [export_id]
+    )[0][0]
+    assert generated == 1
