@@ -1,9 +1,13 @@
-"""python -m bench [--quick] [--only NAME ...] [--keep] [--no-docs] [--markdown PATH]
+"""python -m bench [--quick] [--only NAME ...] [--keep] [--no-docs] [--markdown PATH] [--soak DURATION]
 
 Runs the four benchmarks (collection time, history footprint, ingest throughput, read tier), prints
 the figures and writes docs/benchmarks.md. Starts its own history store with production durability
 (PostgreSQL 17 on port 57100, database pgconsole_bench) and its own monitored PostgreSQL 17 on
 port 57017 (bench/env.py), both stopped at the end.
+
+With --soak DURATION (2h, 10m, 600) only the soak runs (bench/soak.py): a worker, beat and gunicorn
+under the demo's workloads for that long, their memory, snapshot lag, errors and history growth; a
+run of 2 hours or more writes its own section of docs/benchmarks.md, a shorter one only --markdown PATH.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ import sys
 import time
 from datetime import UTC, datetime
 
-from bench import env
+from bench import env, soak
 
 NAMES = ("collection", "footprint", "ingest", "readtier")
 # Synthetic days (UTC) of the footprint and ingest runs: far from "now", so that their partitions
@@ -39,7 +43,17 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="do not measure the footprint again with a uniform 10%% (the worst case for rollups)",
     )
+    p.add_argument(
+        "--soak",
+        metavar="DURATION",
+        type=soak.parse_duration,
+        help="run only the soak for DURATION (2h, 10m, 600): worker, beat and gunicorn under load",
+    )
     args = p.parse_args(argv)
+    if args.soak is not None:
+        _run_keys()
+        command = " ".join([os.path.relpath(sys.executable), "-m", "bench", *(sys.argv[1:] if argv is None else argv)])
+        return soak.run(args.soak, markdown=args.markdown, no_docs=args.no_docs, keep=args.keep, command=command)
     only = set(args.only or NAMES)
 
     started = time.perf_counter()

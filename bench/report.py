@@ -405,8 +405,36 @@ METHOD = """
 """
 
 
+# The soak run (bench/soak.py) writes its own section of the same file, between these markers; each
+# run replaces only its part, so a `make bench` keeps the last 2-hour soak and a soak keeps the rest.
+SOAK_START = "<!-- soak:start -->"
+SOAK_END = "<!-- soak:end -->"
+
+
+def soak_section(text: str) -> str:
+    """The soak section of a benchmarks file, markers included; '' when it has none."""
+    start = text.find(SOAK_START)
+    end = text.find(SOAK_END, start)
+    if start < 0 or end < 0:
+        return ""
+    return text[start : end + len(SOAK_END)]
+
+
+def with_soak_section(text: str, section: str) -> str:
+    """``text`` with its soak section replaced by ``section`` (appended at the end when it has none)."""
+    old = soak_section(text)
+    if old:
+        return text.replace(old, section.strip(), 1)
+    return text.rstrip("\n") + "\n\n" + section.strip() + "\n"
+
+
 def write_markdown(r: dict, path: str | Path = DOC) -> Path:
+    """Write the report to ``path``, keeping the soak section it holds."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(markdown(r))
+    text = markdown(r)
+    kept = soak_section(path.read_text()) if path.exists() else ""
+    if kept:
+        text = with_soak_section(text, kept)
+    path.write_text(text)
     return path
