@@ -28,6 +28,9 @@ ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost"])
 
 DATABASES = {"default": env.db("DATABASE_URL", default="postgres://postgres@127.0.0.1:54320/pgconsole")}
 DATABASES["default"].setdefault("OPTIONS", {})
+# A history store behind a dead network path fails a connection in seconds instead of holding a web thread or
+# a worker until TCP gives up (libpq waits for ever by default); /healthz then answers 503 within its timeout.
+DATABASES["default"]["OPTIONS"].setdefault("connect_timeout", env.int("DATABASE_CONNECT_TIMEOUT_S", default=5))
 DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=300)
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 DATABASES["default"]["TEST"] = {"NAME": env("TEST_DATABASE_NAME", default="test_pgconsole")}
@@ -119,7 +122,13 @@ SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = HTTPS
 if HTTPS:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=True)
+    # The container healthcheck asks over plain HTTP from inside (console/views/health.py).
+    SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
     SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=3600)
+    # Choices about the operator's whole domain, not this console's: off unless asked for (check --deploy's
+    # security.W005 and W021 until then; README, Production).
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=False)
+    SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=False)
 SESSION_COOKIE_HTTPONLY = True
 
 ROOT_URLCONF = "console.urls"
@@ -172,15 +181,23 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env("LOG_LEVEL", default="WARNING")},
+    # A worker runs at INFO (celery --loglevel info): WeasyPrint would log every step of every audit PDF.
+    "loggers": {name: {"level": "WARNING"} for name in ("weasyprint", "fontTools")},
 }
 
 # --- Celery -----------------------------------------------------------------
 CELERY_BROKER_URL = REDIS_URL
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_IGNORE_RESULT = True
+# No results are kept, so nothing to clean: without this, beat adds a daily celery.backend_cleanup of its own to
+# the schedule (console/schedule.py is the whole schedule).
+CELERY_RESULT_EXPIRES = None
 CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# A worker that lost Redis keeps trying (every 2, 4, 6... up to 30 s) however long it is away, instead of
+# exiting after 100 attempts (about 50 minutes): collections resume by themselves once Redis is back.
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None
 # How often beat ticks the dispatcher that enqueues due collections (seconds).
 DISPATCH_TICK_S = env.float("DISPATCH_TICK_S", default=5.0)
 
