@@ -50,12 +50,13 @@ class Evidence:
     monitoring_role: str = "pgconsole"
     # dealloc/s over windows (14+): keys "1h", "24h", "7d"; None before 14.
     dealloc_per_s: dict[str, float] | None = None
-    dealloc_series: tuple[tuple[datetime, float | None], ...] = ()
+    # The series below: (start, value) or (start, value, end) of each point (advisor.recommendation.EvidenceSeries.of)
+    dealloc_series: tuple[tuple, ...] = ()
     # Series for the recommendations' charts (over the last day; None: no data at that point).
-    entries_series: tuple[tuple[datetime, float | None], ...] = ()  # entries (peak per point)
-    hottest_series: tuple[tuple[datetime, float | None], ...] = ()  # calls/s of the hottest queryid
-    lwlock_series: tuple[tuple[datetime, float | None], ...] = ()  # active sessions in LWLock:pg_stat_statements
-    spindelay_series: tuple[tuple[datetime, float | None], ...] = ()  # active sessions in Timeout:SpinDelay
+    entries_series: tuple[tuple, ...] = ()  # entries (peak per point)
+    hottest_series: tuple[tuple, ...] = ()  # calls/s of the hottest queryid
+    lwlock_series: tuple[tuple, ...] = ()  # active sessions in LWLock:pg_stat_statements
+    spindelay_series: tuple[tuple, ...] = ()  # active sessions in Timeout:SpinDelay
     distinct_keys_1d: int | None = None
     distinct_keys_7d: int | None = None
     entries_peak: int | None = None

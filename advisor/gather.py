@@ -39,7 +39,7 @@ def _share(rows, event: str) -> float:
 
 def _sessions(series, event: str) -> tuple:
     """Average active sessions in `event` per point (0 where sampled without it; None in gaps)."""
-    return tuple((p.start, p.active_sessions.get(event, 0.0) if p.span_s else None) for p in series.points)
+    return tuple((p.start, p.active_sessions.get(event, 0.0) if p.span_s else None, p.end) for p in series.points)
 
 
 def _duration(seconds: float) -> str:
@@ -104,7 +104,7 @@ def server_evidence(*, server: Server, now: datetime) -> Gathered:
             points = statement_series(statement_id=hottest.statement_id, window=win).points
             peaks += [p.calls_per_s for p in points if p.calls_per_s is not None]
         hottest_peak = max(peaks, default=None)
-        hottest_series = tuple((p.start, p.calls_per_s) for p in points)  # over the charts' window
+        hottest_series = tuple((p.start, p.calls_per_s, p.end) for p in points)  # over the charts' window
         if version >= 16 and waits.rows:
             hot_waits = wait_events(server_id=server.pk, window=w["24h"], statement_id=hottest.statement_id, top=50)
             spindelay_hot = _share(hot_waits.rows, SPINDELAY_EVENT) > 0
@@ -125,8 +125,8 @@ def server_evidence(*, server: Server, now: datetime) -> Gathered:
         sees_all_statements=sees_all,
         monitoring_role=server.user,
         dealloc_per_s=dealloc,
-        dealloc_series=tuple((p.start, p.dealloc_per_s) for p in series.points) if version >= 14 else (),
-        entries_series=tuple((p.start, p.entries_peak) for p in series.points),
+        dealloc_series=tuple((p.start, p.dealloc_per_s, p.end) for p in series.points) if version >= 14 else (),
+        entries_series=tuple((p.start, p.entries_peak, p.end) for p in series.points),
         hottest_series=hottest_series,
         lwlock_series=_sessions(series, LWLOCK_EVENT),
         spindelay_series=_sessions(series, SPINDELAY_EVENT) if version >= 16 else (),

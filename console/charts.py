@@ -38,6 +38,7 @@ def time_chart(
     *,
     x: Sequence[datetime],
     series: Sequence[Series],
+    x_end: Sequence[datetime] | None = None,
     unit: str,
     stacked: bool = False,
     kind: str = "line",
@@ -46,7 +47,9 @@ def time_chart(
     y_max: float | None = None,
     spark: bool = False,
 ) -> dict:
-    """The JSON for one chart (pass it to the template's json_script)."""
+    """The JSON for one chart (pass it to the template's json_script). `x_end`: where each value's span ends
+    (x is where it starts): the value is drawn flat across its span, and the line breaks where one span does
+    not meet the next (a collection gap), never a ramp through time nobody watched."""
     spec = {
         "kind": kind,
         "unit": unit,
@@ -59,6 +62,10 @@ def time_chart(
         ],
         "markers": [{"x": epoch_ms(t), "label": label} for t, label in markers],
     }
+    if x_end is not None:
+        if len(x_end) != len(x):
+            raise ValueError(f"{len(x_end)} span ends for {len(x)} points")
+        spec["xEnd"] = [epoch_ms(t) for t in x_end]
     if x_range is not None:
         spec["xMin"], spec["xMax"] = epoch_ms(x_range[0]), epoch_ms(x_range[1])
     if y_max is not None:

@@ -44,10 +44,26 @@ def _compact(value: float, _position=None) -> str:
 class Line:
     label: str
     points: list[tuple[datetime, float | None]]
+    # Where each point's span ends (its time is where it starts): the value is drawn flat across its span (an
+    # hour, or a snapshot's interval over an outage), and the line breaks where a span does not meet the next
+    # one, as the console draws it (static/console/console.js).
+    ends: list[datetime] | None = None
 
 
-def _values(points: list[tuple[datetime, float | None]]) -> tuple[list[datetime], list[float]]:
-    return [t for t, _ in points], [float("nan") if v is None else v for _, v in points]
+def _values(line: Line) -> tuple[list[datetime], list[float]]:
+    nan = float("nan")
+    if line.ends is None:
+        return [t for t, _ in line.points], [nan if v is None else v for _, v in line.points]
+    times: list[datetime] = []
+    values: list[float] = []
+    for i, ((start, v), end) in enumerate(zip(line.points, line.ends, strict=True)):
+        if i and start > line.ends[i - 1]:  # nothing between them: a hole
+            times.append(line.ends[i - 1] + (start - line.ends[i - 1]) / 2)
+            values.append(nan)
+        y = nan if v is None else v
+        times += [start, end]
+        values += [y, y]
+    return times, values
 
 
 def chart_png(lines: list[Line], *, title: str, unit: str, stacked: bool = False, width_px: int = 600,
@@ -57,13 +73,15 @@ def chart_png(lines: list[Line], *, title: str, unit: str, stacked: bool = False
     fig = Figure(figsize=(width_px / DPI, height_px / DPI), dpi=DPI)
     ax = fig.add_subplot()
     if stacked and lines:
-        times, _ = _values(lines[0].points)
-        ys = [_values(line.points)[1] for line in lines]  # NaN: a gap stays a hole, not a zero
-        ax.stackplot(times, ys, labels=[line.label for line in lines], colors=COLOURS[: len(lines)], alpha=0.85,
-                     step="post")  # fmt: skip
+        times, _ = _values(lines[0])
+        ys = [_values(line)[1] for line in lines]  # NaN: a gap stays a hole, not a zero
+        # Lines with their spans are steps already; without, each point holds until the next.
+        step = None if lines[0].ends is not None else "post"
+        labels = [line.label for line in lines]
+        ax.stackplot(times, ys, labels=labels, colors=COLOURS[: len(lines)], alpha=0.85, step=step)
     else:
         for i, line in enumerate(lines):
-            times, values = _values(line.points)
+            times, values = _values(line)
             ax.plot(times, values, label=line.label, color=COLOURS[i % len(COLOURS)], linewidth=1.4)
     ax.set_ylim(bottom=0)
     ax.margins(x=0)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 
@@ -21,8 +21,13 @@ from collectors.selectors.parts import _BUCKET_FIGURES, ServerTotals, bucket_tot
 from collectors.selectors.windows import Window, WindowError
 from collectors.waits import event_label
 
-RESOLUTIONS = ("raw", "hourly", "daily")
+RESOLUTIONS = ("raw", "10min", "hourly", "daily")  # a server's series
+STATEMENT_RESOLUTIONS = ("raw", "hourly", "daily")  # a statement's (10-minute bins would decode every snapshot)
 RAW_UP_TO = timedelta(hours=6)  # automatic resolution: raw points up to 6 h (360 at one a minute)
+# A server's series up to two days: its snapshots summed in 10-minute bins (144 points a day, read from the raw
+# snapshots' server totals, no statement decoded); a statement's series stays hourly there.
+FINE_UP_TO = timedelta(hours=48)
+FINE_STEP = timedelta(minutes=10)
 HOURLY_UP_TO = timedelta(days=31)  # hourly up to a month (744 points), daily beyond
 _STEP = {"hourly": tiers.HOUR, "daily": tiers.DAY}
 _TIERS = {
@@ -31,10 +36,12 @@ _TIERS = {
 }
 
 
-def choose_resolution(window: Window, cov: windows.Coverage, asked: str | None) -> str:
+def choose_resolution(window: Window, cov: windows.Coverage, asked: str | None, *, fine: bool = False) -> str:
+    """`fine`: the series can be read in 10-minute bins (a server's, from its snapshots' totals)."""
     if asked is not None:
-        if asked not in RESOLUTIONS:
-            raise WindowError(f"unknown resolution {asked!r}: one of {', '.join(RESOLUTIONS)}")
+        if asked not in RESOLUTIONS or (asked == "10min" and not fine):
+            allowed = [r for r in RESOLUTIONS if fine or r != "10min"]
+            raise WindowError(f"unknown resolution {asked!r}: one of {', '.join(allowed)}")
         return asked
     length = window.end - window.start
     # A history younger than the window (a new server) is judged from where it begins: its first hour
@@ -42,9 +49,17 @@ def choose_resolution(window: Window, cov: windows.Coverage, asked: str | None) 
     since = max(window.start, cov.data_from) if cov.data_from is not None else window.start
     if length <= RAW_UP_TO and cov.raw_from is not None and cov.raw_from <= since:
         return "raw"
+    if fine and length <= FINE_UP_TO and cov.raw_from is not None and cov.raw_from <= since and _dense(cov):
+        return "10min"
     if length <= HOURLY_UP_TO and (cov.hourly_from is None or cov.hourly_from <= since):
         return "hourly"
     return "daily"
+
+
+def _dense(cov: windows.Coverage) -> bool:
+    """Collected at least twice a bin: a server collected every 10 or 30 minutes would show bins without a
+    snapshot between the ones with one, gaps where nothing was missed; its day is drawn by the hour."""
+    return cov.recent_interval_s is not None and cov.recent_interval_s <= FINE_STEP.total_seconds() / 2
 
 
 def _floor(at: datetime, resolution: str) -> datetime:
@@ -121,21 +136,39 @@ def statement_series(*, statement_id: int, window: Window, resolution: str | Non
     if not found:
         raise LookupError(f"no statement {statement_id}")
     server_id = found[0][0]
-    resolution = choose_resolution(window, windows.coverage(server_id), resolution)
+    cov = windows.coverage(server_id)
+    automatic = resolution is None
+    resolution = choose_resolution(window, cov, resolution)
     if resolution == "raw":
         points = _statement_raw(server_id, statement_id, window)
     else:
-        points = _statement_buckets(server_id, statement_id, window, resolution)
+        points = _statement_buckets(server_id, statement_id, window, resolution, cov)
+        cut = _cut_bucket(points, window, resolution, cov) if automatic else None
+        if cut is not None and (tail := _statement_raw(server_id, statement_id, cut)):
+            points = points[:-1] + tail
     return StatementSeries(statement_id, server_id, window, resolution, points)
 
 
-def _statement_raw(server_id: int, statement_id: int, window: Window) -> list[StatementPoint]:
+def _cut_bucket(points: list, window: Window, resolution: str, cov: windows.Coverage) -> Window | None:
+    """The part of the last hour that the window holds, when the window ends inside it (the hour in progress,
+    on a range ending now) and its snapshots are kept: drawn snapshot by snapshot, so that what began a
+    minute ago shows at the right edge instead of averaged into its hour. Only where the resolution was
+    chosen for a chart (a caller that asks for hours gets hours), and only where that hour has snapshots
+    (an hour without any stays one gap)."""
+    if resolution != "hourly" or not points or points[-1].end <= window.end:
+        return None
+    last = points[-1].start
+    return Window(last, window.end) if cov.has_raw(last) and last < window.end else None
+
+
+def _statement_snapshots(server_id: int, statement_id: int, start: datetime, end: datetime):
+    """(prev_taken_at, taken_at, interval_s, track_planning, the statement's figures or None) of every delta
+    snapshot taken in [start, end), in order."""
     rows = db.fetchall(
         f"SELECT prev_taken_at, taken_at, interval_s, track_planning, statements FROM {tables.SNAPSHOT.name} "
         "WHERE server_id = %s AND kind = 'delta' AND taken_at >= %s AND taken_at < %s ORDER BY taken_at",
-        [server_id, window.start, window.end],
+        [server_id, start, end],
     )
-    points = []
     for prev, taken, interval_s, tracked, payload in rows:
         f = None
         if payload is not None:
@@ -143,8 +176,15 @@ def _statement_raw(server_id: int, statement_id: int, window: Window) -> list[St
             i = int(block.statement_id.searchsorted(statement_id))
             if i < len(block) and block.statement_id[i] == statement_id:
                 f = totals_of(block.counters[i : i + 1])[0].tolist()
-        points.append(_statement_point(prev, taken, interval_s, interval_s if tracked else 0.0, f))
-    return points
+        yield prev, taken, interval_s, tracked, f
+
+
+def _statement_raw(server_id: int, statement_id: int, window: Window) -> list[StatementPoint]:
+    snapshots = _statement_snapshots(server_id, statement_id, window.start, window.end)
+    return [
+        _statement_point(prev, taken, interval_s, interval_s if tracked else 0.0, f)
+        for prev, taken, interval_s, tracked, f in snapshots
+    ]
 
 
 _FIGURES = ", ".join(f"coalesce({c}, 0)" for c in TOTAL_NAMES)  # the statement tiers store 0 as NULL
@@ -167,7 +207,9 @@ def _running_sums(table: tables.HistoryTable, server_id: int, statement_id: int,
     )
 
 
-def _statement_buckets(server_id: int, statement_id: int, window: Window, resolution: str) -> list[StatementPoint]:
+def _statement_buckets(
+    server_id: int, statement_id: int, window: Window, resolution: str, cov: windows.Coverage
+) -> list[StatementPoint]:
     server_table, statement_table, period_of = _TIERS[resolution]
     step = _STEP[resolution]
     grid = _grid(window, resolution)
@@ -194,6 +236,18 @@ def _statement_buckets(server_id: int, statement_id: int, window: Window, resolu
         periods = [period_of(u - step) for u in untils]
         before[[i for i in range(len(rows)) if i == 0 or periods[i] != periods[i - 1]]] = 0
         deltas = dict(zip(untils, (sums - before).tolist(), strict=True))
+    if resolution == "hourly":
+        # The hour in progress (and any the rollup has not reached yet), from the snapshots taken since the
+        # tier was built, as server_series reads it: a statement that ran only in the last minutes is drawn.
+        built = max(grid[0], cov.hours_built_until or grid[0])
+        snapshots = _statement_snapshots(server_id, statement_id, built, grid[-1] + step) if built < window.end else ()
+        for _, taken, interval_s, tracked, f in snapshots:
+            b = _floor(taken, resolution)
+            span_s, tracked_s = buckets.get(b, (0.0, 0.0))
+            buckets[b] = (span_s + interval_s, tracked_s + (interval_s if tracked else 0.0))
+            if f is not None:
+                d = deltas.get(b + step, [0] * len(TOTAL_NAMES))
+                deltas[b + step] = [x + y for x, y in zip(d, f, strict=True)]
     out = []
     for b in grid:
         span_s, tracked_s = buckets.get(b, (None, 0.0))
@@ -264,9 +318,12 @@ def server_series(
     """A server's calls/s, execution and planning time per second, dealloc/s, entries against
     pg_stat_statements.max, hit ratio, and wait events as average active sessions (top N + other)."""
     cov = windows.coverage(server_id)
-    resolution = choose_resolution(window, cov, resolution)
+    automatic = resolution is None
+    resolution = choose_resolution(window, cov, resolution, fine=True)
     if resolution == "raw":
         return _server_raw(server_id, window, top_events)
+    if resolution == "10min":
+        return _server_binned(server_id, window, top_events)
     server_table = _TIERS[resolution][0]
     step = _STEP[resolution]
     grid = _grid(window, resolution)
@@ -307,10 +364,52 @@ def server_series(
             point[label] = point.get(label, 0.0) + seconds
     events = _top_events(waits, top_events)
     points = [_server_point(b, b + step, totals.get(b), _fold(waits.get(b, {}), events)) for b in grid]
+    cut = _cut_bucket(points, window, resolution, cov) if automatic else None
+    if cut is not None and (tail := _server_raw(server_id, cut, top_events, events=events).points):
+        points = points[:-1] + tail
     return ServerSeries(server_id, window, resolution, events, points)
 
 
-def _server_raw(server_id: int, window: Window, top_events: int) -> ServerSeries:
+_BIN = "date_bin(%(step)s::interval, taken_at, '2000-01-01 00:00+00'::timestamptz)"
+
+
+def _server_binned(server_id: int, window: Window, top_events: int) -> ServerSeries:
+    """The server's snapshots summed in FINE_STEP bins (their server totals, as the hourly tier sums them);
+    a bin without a snapshot is a gap. Bins at the window's edges are included whole, as hours are."""
+    step = FINE_STEP
+    lo = datetime.fromtimestamp(window.start.timestamp() // step.total_seconds() * step.total_seconds(), UTC)
+    grid = []
+    at = lo
+    while at < window.end:
+        grid.append(at)
+        at += step
+    params = {"s": server_id, "lo": lo, "hi": grid[-1] + step, "step": f"{int(step.total_seconds())} seconds"}
+    rows = db.fetchall(
+        f"SELECT {_BIN}, count(*), count(*), sum(interval_s), "
+        "sum(CASE WHEN track_planning THEN interval_s ELSE 0 END), "
+        + ", ".join(f"sum({c})" for c in TOTAL_NAMES)
+        + ", sum(dealloc_delta), sum(CASE WHEN dealloc_delta IS NOT NULL THEN interval_s ELSE 0 END), max(entries), "
+        "(array_agg(entries_max ORDER BY taken_at DESC))[1], 0 "
+        f"FROM {tables.SNAPSHOT.name} WHERE server_id = %(s)s AND kind = 'delta' AND taken_at >= %(lo)s "
+        "AND taken_at < %(hi)s GROUP BY 1",
+        params,
+    )
+    totals = {r[0]: bucket_totals(r[2:]) for r in rows}
+    waits: dict[datetime, dict[str, float]] = {}
+    for b, et, ev, s in db.fetchall(
+        f"SELECT {_BIN}, event_type, event, sum(session_s) FROM {tables.WAIT_EVENT.name} "
+        "WHERE server_id = %(s)s AND taken_at >= %(lo)s AND taken_at < %(hi)s GROUP BY 1, 2, 3",
+        params,
+    ):
+        point = waits.setdefault(b, {})
+        point[event_label(et, ev)] = point.get(event_label(et, ev), 0.0) + s
+    events = _top_events(waits, top_events)
+    points = [_server_point(b, b + step, totals.get(b), _fold(waits.get(b, {}), events)) for b in grid]
+    return ServerSeries(server_id, window, "10min", events, points)
+
+
+def _server_raw(server_id: int, window: Window, top_events: int, events: list[str] | None = None) -> ServerSeries:
+    """`events`: the wait events to chart (those of the series this joins); by default its own top N."""
     rows = db.fetchall(
         f"SELECT prev_taken_at, taken_at, interval_s, track_planning, {', '.join(TOTAL_NAMES)}, dealloc_delta, "
         f"entries, entries_max FROM {tables.SNAPSHOT.name} "
@@ -324,7 +423,7 @@ def _server_raw(server_id: int, window: Window, top_events: int) -> ServerSeries
         [server_id, window.start, window.end],
     ):
         waits.setdefault(taken, {})[event_label(et, ev)] = s
-    events = _top_events(waits, top_events)
+    events = events if events is not None else _top_events(waits, top_events)
     n = len(TOTAL_NAMES)
     points = []
     for prev, taken, interval_s, tracked, *rest in rows:

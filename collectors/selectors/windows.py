@@ -88,6 +88,7 @@ class Coverage:
     hours_built_until: datetime | None  # snapshots before this are in the hourly tier (< boundary: hour in progress)
     days_built_until: datetime | None  # end of the latest daily bucket
     daily_from: datetime | None = None  # oldest daily bucket
+    recent_interval_s: float | None = None  # the median interval of the last few snapshots: how often it is collected
 
     @property
     def data_from(self) -> datetime | None:
@@ -110,12 +111,14 @@ class Coverage:
 
 
 def coverage(server_id: int) -> Coverage:
-    raw_from, hourly_from, last_hour, built_until, first_day, last_day = db.fetchone(
+    raw_from, hourly_from, last_hour, built_until, first_day, last_day, recent = db.fetchone(
         f"SELECT (SELECT min(taken_at) FROM {tables.SNAPSHOT.name} WHERE server_id = %(s)s), "
         f"(SELECT min(bucket) FROM {tables.SERVER_HOURLY.name} WHERE server_id = %(s)s), "
         f"h.bucket, h.built_until, "
         f"(SELECT min(bucket) FROM {tables.SERVER_DAILY.name} WHERE server_id = %(s)s), "
-        f"(SELECT max(bucket) FROM {tables.SERVER_DAILY.name} WHERE server_id = %(s)s) "
+        f"(SELECT max(bucket) FROM {tables.SERVER_DAILY.name} WHERE server_id = %(s)s), "
+        "(SELECT percentile_disc(0.5) WITHIN GROUP (ORDER BY interval_s) FROM (SELECT interval_s "
+        f"FROM {tables.SNAPSHOT.name} WHERE server_id = %(s)s AND kind = 'delta' ORDER BY taken_at DESC LIMIT 5) r) "
         f"FROM (SELECT 1) one LEFT JOIN LATERAL (SELECT bucket, built_until FROM {tables.SERVER_HOURLY.name} "
         f"WHERE server_id = %(s)s ORDER BY bucket DESC LIMIT 1) h ON true",
         {"s": server_id},
@@ -127,6 +130,7 @@ def coverage(server_id: int) -> Coverage:
         hours_built_until=built_until,
         days_built_until=None if last_day is None else last_day + DAY,
         daily_from=first_day,
+        recent_interval_s=recent,
     )
 
 

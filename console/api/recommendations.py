@@ -33,6 +33,11 @@ class EvidenceOut(serializers.Serializer):
     label = serializers.CharField()
     unit = serializers.CharField()
     points = serializers.ListField(child=EvidencePoint(), help_text="[ISO time, value or null] pairs")
+    ends = serializers.ListField(
+        child=serializers.DateTimeField(),
+        required=False,
+        help_text="where each point's span ends (its time is where it starts): the value covers that span",
+    )
 
 
 class RecommendationOut(serializers.Serializer):

@@ -25,7 +25,7 @@ from collectors.selectors import (
 from collectors.selectors.across import MAX_PAGE_SIZE as ACROSS_MAX
 from collectors.selectors.across import MAX_PAGES as ACROSS_PAGES
 from collectors.selectors.across import SORT_KEYS, statements_across
-from collectors.selectors.series import RESOLUTIONS
+from collectors.selectors.series import RESOLUTIONS, STATEMENT_RESOLUTIONS
 from collectors.selectors.server import statements_in
 from collectors.selectors.statement import statement_detail, statement_owner
 from console.access import server_for, visible_organizations, visible_servers
@@ -213,15 +213,18 @@ class StatementView(APIView):
         })  # fmt: skip
 
 
-def _resolution(request) -> str | None:
+def _resolution(request, allowed: tuple[str, ...] = RESOLUTIONS) -> str | None:
     asked = request.query_params.get("resolution") or None
-    if asked is not None and asked not in RESOLUTIONS:
-        raise exceptions.ValidationError({"resolution": [f"one of {', '.join(RESOLUTIONS)}"]})
+    if asked is not None and asked not in allowed:
+        raise exceptions.ValidationError({"resolution": [f"one of {', '.join(allowed)}"]})
     return asked
 
 
 RESOLUTION_PARAMETER = OpenApiParameter("resolution", OpenApiTypes.STR, enum=list(RESOLUTIONS),
                                         description="default: chosen from the window")  # fmt: skip
+STATEMENT_RESOLUTION_PARAMETER = OpenApiParameter(
+    "resolution", OpenApiTypes.STR, enum=list(STATEMENT_RESOLUTIONS), description="default: chosen from the window"
+)
 
 
 class StatementPointOut(serializers.Serializer):
@@ -252,13 +255,14 @@ def _points(points, serializer) -> list[dict]:
 
 
 class StatementSeriesView(APIView):
-    @extend_schema(operation_id="statement_series", parameters=[*WINDOW_PARAMETERS, RESOLUTION_PARAMETER],
+    @extend_schema(operation_id="statement_series", parameters=[*WINDOW_PARAMETERS, STATEMENT_RESOLUTION_PARAMETER],
                    responses=StatementSeriesOut)  # fmt: skip
     def get(self, request, statement_id: int):
         owner, _ = _statement(request, statement_id, statement_owner)
         window = window_params(request)
         try:
-            series = statement_series(statement_id=owner.statement_id, window=window, resolution=_resolution(request))
+            resolution = _resolution(request, STATEMENT_RESOLUTIONS)
+            series = statement_series(statement_id=owner.statement_id, window=window, resolution=resolution)
         except WindowError as exc:
             raise exceptions.ValidationError({"resolution": [str(exc)]}) from None
         return Response({"statement_id": owner.statement_id, "resolution": series.resolution,

@@ -68,16 +68,13 @@ def change_markers(changes: list[ConfigChange]) -> list[tuple[datetime, str]]:
     return [(at, "; ".join(labels)) for at, labels in by_time.items()]
 
 
-def _mid(start: datetime, end: datetime) -> datetime:
-    return start + (end - start) / 2
-
-
 def server_charts(series: ServerSeries, markers: list[tuple[datetime, str]], settings: ServerSettings,
                   window: Window) -> list[Chart]:  # fmt: skip
     """The six charts of the server page, from one ServerSeries."""
     points = series.points
-    x = [_mid(p.start, p.end) for p in points]
-    common = {"x": x, "markers": markers, "x_range": (window.start, window.end)}
+    # Each point drawn flat across the time it covers (a bucket, or a snapshot's interval).
+    spans = {"x": [p.start for p in points], "x_end": [p.end for p in points]}
+    common = {**spans, "markers": markers, "x_range": (window.start, window.end)}
     states = {p.planning for p in points if p.planning is not None}
     if states and states <= {"not tracked"}:
         planning_note, plan_label = " (planning not tracked)", "planning (not tracked)"

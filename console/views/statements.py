@@ -5,7 +5,6 @@ wait events of its query_id (PostgreSQL 14+), and the same queryid on the organi
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
 from urllib.parse import urlencode
 
 from django.http import Http404, HttpRequest, HttpResponse
@@ -37,10 +36,6 @@ MISSING_TEXT: dict[str, tuple[str, str]] = {
 }  # fmt: skip
 
 
-def _mid(start: datetime, end: datetime) -> datetime:
-    return start + (end - start) / 2
-
-
 def planning_note(series: StatementSeries) -> str:
     """What the charts cannot show about planning ("" where it was tracked wherever there is data)."""
     states = {p.planning_tracked for p in series.points if p.planning_tracked is not None}
@@ -54,7 +49,7 @@ def planning_note(series: StatementSeries) -> str:
 def statement_charts(series: StatementSeries, window: Window) -> list[Chart]:
     """The five charts of the statement page from one StatementSeries (None stays a gap)."""
     points = series.points
-    common = {"x": [_mid(p.start, p.end) for p in points], "x_range": (window.start, window.end)}
+    common = {"x": [p.start for p in points], "x_end": [p.end for p in points], "x_range": (window.start, window.end)}
     note = planning_note(series)
     plan_label = "planning (not tracked)" if note.startswith("planning not tracked (") else "planning"
     temp_per_s = [p.temp_blks / p.span_s if p.span_s and p.temp_blks is not None else None for p in points]

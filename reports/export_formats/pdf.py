@@ -95,8 +95,10 @@ def evidence_charts(finding: Finding, tz) -> list[EvidenceChart]:
     by_unit: dict[str, list[Line]] = {}
     for series in finding.rec.evidence:
         points = [(datetime.fromisoformat(t), v) for t, v in series.get("points") or []]
+        ends = [datetime.fromisoformat(t) for t in series.get("ends") or []]
         if points and any(v is not None for _, v in points):
-            by_unit.setdefault(series.get("unit", ""), []).append(Line(series.get("label", ""), points))
+            line = Line(series.get("label", ""), points, ends if len(ends) == len(points) else None)
+            by_unit.setdefault(series.get("unit", ""), []).append(line)
     charts = []
     for unit, lines in by_unit.items():
         title = ", ".join(line.label for line in lines)
@@ -108,9 +110,10 @@ def evidence_charts(finding: Finding, tz) -> list[EvidenceChart]:
 def db_time_chart(s: ServerAudit, tz) -> str:
     """Execution (and tracked planning) time per second over the window: a gap stays a hole."""
     points = s.series.points
-    lines = [Line("execution", [(p.start, p.exec_ms_per_s) for p in points])]
+    ends = [p.end for p in points]  # each point drawn flat across what it covers (reports/charts.py)
+    lines = [Line("execution", [(p.start, p.exec_ms_per_s) for p in points], ends)]
     if s.planning_state != NOT_TRACKED:
-        lines.append(Line("planning", [(p.start, p.plan_ms_per_s) for p in points]))
+        lines.append(Line("planning", [(p.start, p.plan_ms_per_s) for p in points], ends))
     png = chart_png(lines, title=f"{s.name}: database time per second", unit="ms/s", stacked=len(lines) > 1,
                     time_zone=tz, width_px=900, height_px=240)  # fmt: skip
     return _png_uri(png)

@@ -1,18 +1,63 @@
 /* pgconsole: draws the charts whose data a page passes with json_script, on page load and after
    every htmx swap. A canvas names its data: <canvas data-chart="id-of-json-script">. The data:
-   {kind: "line"|"bar", unit, stacked, spark, x: [epoch ms], series: [{label, data, color}],
-    markers: [{x: epoch ms, label}], yMax, yMin}. null in data is a gap, drawn as a gap. */
+   {kind: "line"|"bar", unit, stacked, spark, x: [epoch ms], xEnd: [epoch ms] (optional),
+    series: [{label, data, color}], markers: [{x: epoch ms, label}], yMax, yMin}. null in data is a gap,
+    drawn as a gap. With xEnd, each value covers [x, xEnd] and is drawn flat across it. */
 (function () {
   "use strict";
   var PALETTE = ["#2f5fb3", "#d9822b", "#3c9a5f", "#b3261e", "#7b2fb3", "#0f8b8d", "#8a6d3b", "#6b7280"];
 
   function zone() { return document.body.dataset.timeZone || undefined; }
 
-  function timeLabel(ms, spanMs) {
+  var SECOND = 1000, MINUTE = 60 * SECOND, HOUR = 60 * MINUTE, DAY = 24 * HOUR;
+  // Tick steps a reader counts in: ticks fall on round times of their own clock.
+  var STEPS = [10 * SECOND, 30 * SECOND, MINUTE, 2 * MINUTE, 5 * MINUTE, 10 * MINUTE, 15 * MINUTE, 30 * MINUTE,
+               HOUR, 2 * HOUR, 3 * HOUR, 6 * HOUR, 12 * HOUR, DAY, 2 * DAY, 7 * DAY];
+
+  // The time label of a tick: its step decides what it names (seconds, minutes, hours or days).
+  function timeLabel(ms, spanMs, stepMs) {
     var opts = { timeZone: zone(), hour: "2-digit", minute: "2-digit", hourCycle: "h23" };
-    if (spanMs < 15 * 60 * 1000) { opts.second = "2-digit"; }  // minutes would repeat on a short range
-    if (spanMs > 36 * 3600 * 1000) { opts = { timeZone: zone(), month: "short", day: "numeric", hour: "2-digit", hourCycle: "h23" }; }
+    if ((stepMs || spanMs) < MINUTE || spanMs < 15 * MINUTE) { opts.second = "2-digit"; }
+    if (stepMs >= DAY) { opts = { timeZone: zone(), month: "short", day: "numeric" }; }
+    else if (spanMs > 36 * HOUR) { opts.month = "short"; opts.day = "numeric"; }
     return new Intl.DateTimeFormat(undefined, opts).format(new Date(ms));
+  }
+
+  // How far the reader's clock is ahead of UTC at `ms`, in ms (what Intl shows there, read back).
+  var partsFormat = null;
+  function offsetMs(ms) {
+    if (!partsFormat) {
+      partsFormat = new Intl.DateTimeFormat("en-US", { timeZone: zone(), hourCycle: "h23", year: "numeric",
+        month: "numeric", day: "numeric", hour: "numeric", minute: "numeric", second: "numeric" });
+    }
+    var p = {};
+    partsFormat.formatToParts(new Date(ms)).forEach(function (x) { p[x.type] = Number(x.value); });
+    return Date.UTC(p.year, p.month - 1, p.day, p.hour % 24, p.minute, p.second) - Math.floor(ms / SECOND) * SECOND;
+  }
+
+  // At most `most` ticks between min and max, at round times of the reader's clock (every 5 minutes, every
+  // 3 hours, at midnight...), each moved by a change of offset (summer time) so that it stays round.
+  function roundTicks(min, max, most) {
+    var span = max - min, step = STEPS[STEPS.length - 1];
+    for (var i = 0; i < STEPS.length; i++) { if (span / STEPS[i] <= most) { step = STEPS[i]; break; } }
+    var offset = offsetMs(min), out = [];
+    for (var t = Math.ceil((min + offset) / step) * step - offset; t <= max; t += step) {
+      var at = step >= HOUR ? t - (offsetMs(t) - offset) : t;
+      if (at >= min && at <= max) { out.push({ value: at }); }
+    }
+    return out;
+  }
+
+  // A y tick with as many decimals as its step needs, the same for every tick: labels never repeat
+  // after rounding (0.0025 and 0.002 both read "0.002" with a fixed three decimals).
+  function tickNumber(v, index, ticks) {
+    var step = ticks && ticks.length > 1 ? Math.abs(ticks[1].value - ticks[0].value) : 0;
+    if (!step) { return number(v); }
+    var digits = Math.max(0, Math.ceil(-Math.log10(step) - 1e-9));
+    while (digits < 8 && Math.abs(step * Math.pow(10, digits) - Math.round(step * Math.pow(10, digits))) > 1e-6) {
+      digits++;
+    }
+    return v.toLocaleString(undefined, { minimumFractionDigits: digits, maximumFractionDigits: digits });
   }
 
   function fullTime(ms) {
@@ -46,16 +91,28 @@
     }
   };
 
+  // Values that each cover a span (spec.xEnd: where each one ends) are drawn flat across it: a snapshot
+  // taken after an outage shows its average over the outage as a step, never a ramp between two points,
+  // and where a span does not meet the next one (nothing was collected between them) the line breaks.
+  function points(spec, values) {
+    if (!spec.xEnd) { return spec.x.map(function (t, j) { return { x: t, y: values[j] }; }); }
+    var out = [];
+    spec.x.forEach(function (t, j) {
+      if (j > 0 && t > spec.xEnd[j - 1]) { out.push({ x: (t + spec.xEnd[j - 1]) / 2, y: null }); }
+      out.push({ x: t, y: values[j] }, { x: spec.xEnd[j], y: values[j] });
+    });
+    return out;
+  }
+
   function config(spec) {
-    var span = spec.x.length > 1 ? spec.x[spec.x.length - 1] - spec.x[0] : 3600 * 1000;
     var datasets = spec.series.map(function (s, i) {
       var color = s.color || PALETTE[i % PALETTE.length];
       return {
-        label: s.label, data: spec.x.map(function (t, j) { return { x: t, y: s.data[j] }; }),
+        label: s.label, data: points(spec, s.data),
         borderColor: color, backgroundColor: spec.stacked || spec.kind === "bar" ? color + "cc" : color + "33",
         fill: spec.stacked ? (i === 0 ? "origin" : "-1") : false, spanGaps: false,
         // A value between two gaps (or a range holding one bucket) has no line to draw: show it as a dot.
-        pointRadius: function (c) {
+        pointRadius: spec.xEnd ? 0 : function (c) {
           var d = s.data, j = c.dataIndex;
           return d[j] !== null && (j === 0 || d[j - 1] === null) && (j === d.length - 1 || d[j + 1] === null) ? 2.5 : 0;
         },
@@ -63,11 +120,19 @@
       };
     });
     var scales = {
-      x: { type: "linear", min: spec.xMin, max: spec.xMax, ticks: { callback: function (v) { return timeLabel(v, span); }, maxTicksLimit: 8 }, display: !spec.spark },
+      // bounds "data": the axis spans the range (or the data), not Chart.js's rounder numbers of milliseconds.
+      x: { type: "linear", bounds: "data", min: spec.xMin, max: spec.xMax, display: !spec.spark,
+           afterBuildTicks: function (axis) {
+             if (axis.max > axis.min) { axis.ticks = roundTicks(axis.min, axis.max, 8); }
+           },
+           ticks: { autoSkip: false, maxRotation: 0, callback: function (v, i, ticks) {
+             var step = ticks.length > 1 ? ticks[1].value - ticks[0].value : 0;
+             return timeLabel(v, this.max - this.min, step);
+           } } },
       // grace: a line flat at its maximum stays off the top edge.
       y: { stacked: !!spec.stacked, beginAtZero: true, min: spec.yMin, max: spec.yMax, display: !spec.spark,
            grace: spec.yMax === undefined ? "5%" : 0,
-           title: { display: !!spec.unit, text: spec.unit }, ticks: { callback: number } }
+           title: { display: !!spec.unit, text: spec.unit }, ticks: { callback: tickNumber } }
     };
     return {
       type: spec.kind === "bar" ? "bar" : "line",

@@ -102,3 +102,79 @@ def test_another_organizations_server_is_not_found_in_the_consoles_look(console_
     expect(page.get_by_role("heading", name="Not found")).to_be_visible()
     expect(page.get_by_role("navigation").get_by_role("link", name="Fleet")).to_be_visible()
     expect(page.get_by_text("db-globex")).to_have_count(0)
+
+
+AXES = """() => [...document.querySelectorAll('canvas[data-chart]')].map(c => {
+    const chart = Chart.getChart(c);
+    return {id: c.dataset.chart, x: chart.scales.x.ticks.map(t => t.value),
+            xLabels: chart.scales.x.ticks.map(t => t.label), yLabels: chart.scales.y.ticks.map(t => t.label)};
+})"""
+
+# A chart added as a page's htmx swap adds one (its data in a json_script, its canvas naming it); resolves, once
+# drawn, to what Chart.js holds: the values it counts, the points it draws, and how many of them it skips.
+ADD_CHART = """([id, spec]) => {
+    const data = document.createElement('script');
+    data.type = 'application/json'; data.id = id;
+    data.textContent = JSON.stringify({kind: 'line', stacked: false, spark: false, markers: [], ...spec});
+    const box = document.createElement('div');
+    box.style.cssText = 'width: 640px; height: 240px';
+    box.innerHTML = `<canvas data-chart="${id}"></canvas>`;
+    document.body.append(data, box);
+    htmx.trigger(box, 'htmx:load', {elt: box});
+    return new Promise(done => requestAnimationFrame(() => {
+        const canvas = box.querySelector('canvas'), chart = Chart.getChart(canvas);
+        done({drawn: canvas.dataset.drawn, points: chart.data.datasets[0].data.map(p => [p.x, p.y]),
+              skipped: chart.getDatasetMeta(0).data.filter(e => e.skip).length});
+    }));
+}"""
+
+
+def add_chart(page, chart_id: str, *, x, values, unit: str, x_end=None) -> dict:
+    spec = {"unit": unit, "x": x, "series": [{"label": unit, "data": values, "color": None}]}
+    if x_end is not None:
+        spec["xEnd"] = x_end
+    return page.evaluate(ADD_CHART, [chart_id, spec])
+
+
+def test_axes_tick_at_round_times_with_labels_that_never_repeat(console_page, server):
+    page = console_page
+    page.goto(f"/servers/{server.pk}/")  # 24 h, the reader's time zone UTC
+    assert_charts_drawn(page, at_least=6)
+    end = int(page.evaluate("Date.now()") // 60_000 * 60_000 + 17 * 60_000)
+    x = [end - 24 * 3_600_000 + i * 3_600_000 for i in range(25)]
+    # Tiny values over 24 hours ending at an odd minute.
+    tiny = add_chart(page, "tiny", x=x, values=[0.0005 + 0.0001 * (i % 26) for i in range(25)], unit="dealloc/s")
+    assert tiny["drawn"] == "25"
+    axes = page.evaluate(AXES)
+    assert {a["id"] for a in axes} == CHARTS | {"tiny"}
+    for a in axes:
+        # Every three hours on the hour, at most 8 of them, each named once; y labels distinct.
+        assert 5 <= len(a["x"]) <= 8, a
+        assert all(v % (3 * 3_600_000) == 0 for v in a["x"]), a
+        assert all(re.fullmatch(r"\d\d:00", label) for label in a["xLabels"]), a
+        assert len(set(a["xLabels"])) == len(a["xLabels"]) and len(set(a["yLabels"])) == len(a["yLabels"]), a
+    tiny = next(a for a in axes if a["id"] == "tiny")
+    assert len(tiny["yLabels"]) >= 4 and all(re.fullmatch(r"0\.\d{4}", label) for label in tiny["yLabels"]), tiny
+
+
+def test_an_outage_is_drawn_as_a_step_across_it_or_a_break_never_a_ramp(console_page, server):
+    page = console_page
+    page.goto(f"/servers/{server.pk}/")
+    m = 60_000
+    # Across an outage (the third snapshot's interval covers it): drawn flat at its average, 40, from 2 to 32.
+    got = add_chart(
+        page,
+        "across",
+        x=[0, m, 2 * m, 32 * m],
+        x_end=[m, 2 * m, 32 * m, 33 * m],
+        values=[100, 110, 40, 120],
+        unit="calls/s",
+    )
+    assert got["drawn"] == "4"  # four values: what the chart shows, not the points it draws them with
+    steps = [[0, 100], [m, 100], [m, 110], [2 * m, 110], [2 * m, 40], [32 * m, 40], [32 * m, 120], [33 * m, 120]]
+    assert got["points"] == steps
+    # After a new baseline nothing covers the outage: a null point between the spans, the line broken there.
+    got = add_chart(page, "broken", x=[0, m, 32 * m], x_end=[m, 2 * m, 33 * m], values=[100, 110, 120], unit="calls/s")
+    steps = [[0, 100], [m, 100], [m, 110], [2 * m, 110], [17 * m, None], [32 * m, 120], [33 * m, 120]]
+    assert got["points"] == steps
+    assert got["skipped"] == 1

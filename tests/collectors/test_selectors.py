@@ -25,6 +25,7 @@ from collectors.selectors import (
     wait_events,
     windows,
 )
+from collectors.selectors.windows import WindowError
 from console.services import server_delete
 from tests.history_world import build, figures, raw_rows, raw_sums
 
@@ -266,7 +267,7 @@ def test_statement_series_raw_is_per_snapshot(history):
 
 def test_server_series_and_waits_match_the_raw_snapshots(history):
     window = Window(datetime(2026, 10, 31, 10, 0, tzinfo=UTC), datetime(2026, 11, 1, 10, 0, tzinfo=UTC))
-    series = server_series(server_id=history.pk, window=window, top_events=3)
+    series = server_series(server_id=history.pk, window=window, top_events=3, resolution="hourly")
     assert series.resolution == "hourly" and len(series.points) == 24
     with connection.cursor() as cur:
         cur.execute(
@@ -347,6 +348,79 @@ def test_the_hour_in_progress_is_read_from_its_bucket_and_the_snapshots_since(dj
     now = Window(datetime(2026, 6, 3, 11, 0, tzinfo=UTC), end)
     p = windows.plan(now, windows.coverage(server.pk))
     assert p.raw == [(built_until, end, 1)]  # only the snapshots since the last rollup
+    # A statement's hourly series reads the hour in progress the same way: each hour's calls are the raw
+    # snapshots', the last one included (rolled up only to 12:44), over the intervals they span.
+    day = Window(end - timedelta(hours=24), end)
+    top = everything(server.pk, Window(datetime(2026, 6, 3, 12, 0, tzinfo=UTC), end)).rows[0]
+    series = statement_series(statement_id=top.statement_id, window=day, resolution="hourly")
+    rows = raw_rows(server.pk, day.start, day.end)
+    for p in series.points:
+        inside = [r for r in rows if p.start <= r[0] < p.end]
+        if not inside:
+            assert p.span_s is None, p.start
+            continue
+        calls = sum(int(r[2][top.statement_id][0]) for r in inside if top.statement_id in r[2])
+        assert p.span_s == pytest.approx(sum(r[1] for r in inside)) and p.calls == calls, p.start
+    assert series.points[-1].start == datetime(2026, 6, 3, 12, 0, tzinfo=UTC) and series.points[-1].calls > 0
+    # A range ending inside an hour (a statement's 24-hour view, a server's 3-day one, at 12:50): that hour is
+    # drawn snapshot by snapshot, so what began minutes ago is not averaged into its hour; the hours before stay
+    # hourly.
+    at = datetime(2026, 6, 3, 12, 50, tzinfo=UTC)
+    hour = datetime(2026, 6, 3, 12, 0, tzinfo=UTC)
+    tail_rows = raw_rows(server.pk, hour, at)
+    for got, hours in (
+        (server_series(server_id=server.pk, window=Window(at - timedelta(days=3), at)), 72),
+        (statement_series(statement_id=top.statement_id, window=Window(at - timedelta(hours=24), at)), 24),
+    ):
+        assert got.resolution == "hourly"
+        assert [p.end - p.start for p in got.points if p.end <= hour] == [timedelta(hours=1)] * hours
+        assert [p.end for p in got.points if p.end > hour] == [r[0] for r in tail_rows]
+    three_days = server_series(server_id=server.pk, window=Window(at - timedelta(days=3), at))
+    server_tail = three_days.points[-len(tail_rows) :]
+    calls = [sum(int(f[0]) for f in r[2].values()) / r[1] for r in tail_rows]
+    assert [p.calls_per_s for p in server_tail] == pytest.approx(calls)
+
+
+def test_a_day_of_a_server_is_read_in_10_minute_bins_of_its_snapshots_with_the_outage_as_a_gap(
+    history, django_db_blocker
+):
+    """A server collected every 2 minutes, a day with a 1.5-hour outage: its day is drawn in 10-minute bins."""
+    start, outage = datetime(2026, 9, 1, 0, 1, tzinfo=UTC), (datetime(2026, 9, 1, 14, 0, tzinfo=UTC), None)
+    outage = (outage[0], outage[0] + timedelta(hours=1, minutes=30))
+    with django_db_blocker.unblock():
+        end = start + timedelta(hours=25)
+        server = build("ten-minute-bins", n=12, start=start, end=end, outage=outage, step=timedelta(minutes=2))
+    try:
+        window = Window(start + timedelta(hours=1), start + timedelta(hours=24, minutes=59))
+        series = server_series(server_id=server.pk, window=window)
+        assert series.resolution == "10min" and 100 <= len(series.points) <= 400
+        assert all(p.end - p.start == timedelta(minutes=10) for p in series.points)
+        rows = raw_rows(server.pk, series.points[0].start, series.points[-1].end)
+        gaps = []
+        for p in series.points:
+            inside = [r for r in rows if p.start <= r[0] < p.end]
+            if not inside:
+                assert p.span_s is None and p.calls_per_s is None, p.start
+                gaps.append(p.start)
+                continue
+            calls = sum(int(f[0]) for r in inside for f in r[2].values())
+            assert p.span_s == pytest.approx(sum(r[1] for r in inside)), p.start
+            assert p.calls_per_s == pytest.approx(calls / p.span_s), p.start
+        # The outage's 9 bins have no snapshot (the one after it, at 15:31, spans it from 13:59).
+        assert gaps == [outage[0] + i * timedelta(minutes=10) for i in range(9)]
+        # Asked for, the hours are still there; a statement has no 10-minute series.
+        assert server_series(server_id=server.pk, window=window, resolution="hourly").resolution == "hourly"
+        sid = hot_statement(server.pk, window)
+        with pytest.raises(WindowError, match="unknown resolution '10min'"):
+            statement_series(statement_id=sid, window=window, resolution="10min")
+    finally:
+        with django_db_blocker.unblock():
+            server_delete(server=server)
+    # A server collected every 10 minutes would have bins without a snapshot between those with one:
+    # its day is drawn by the hour (the 10-minute bins only when asked for).
+    day = Window(OUTAGE[0] - timedelta(hours=12, minutes=3), OUTAGE[0] + timedelta(hours=11, minutes=57))
+    assert server_series(server_id=history.pk, window=day).resolution == "hourly"
+    assert server_series(server_id=history.pk, window=day, resolution="10min").resolution == "10min"
 
 
 def test_an_edge_near_the_next_hour_is_its_whole_hour_less_the_minutes_outside(history):
@@ -379,7 +453,7 @@ def test_every_selector_runs_a_fixed_number_of_queries(history):
                 call()
             counts.setdefault(name, set()).add(c.queries)
     assert {name: max(n) for name, n in counts.items()} == {
-        "top_statements": 5, "statement_series": 4, "server_series": 3, "fleet_summary": 1, "wait_events": 4,
+        "top_statements": 5, "statement_series": 5, "server_series": 5, "fleet_summary": 1, "wait_events": 4,
         "compare_windows": 10,
     }  # fmt: skip
 

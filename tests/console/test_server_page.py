@@ -270,3 +270,36 @@ def test_charts_of_a_postgresql_13_server_say_why_dealloc_is_missing():
     assert charts["chart-time"].spec["series"][1]["data"] == [None, None]
     assert all(c.spec["markers"] == [{"x": int((t0 + step).timestamp() * 1000), "label": markers[0][1]}]
                for c in charts.values())  # fmt: skip
+
+
+def test_each_point_covers_its_interval_so_an_outage_is_a_step_or_a_break():
+    """A snapshot taken after an outage covers the outage (its prev_taken_at is before it): the chart gets its
+    span, drawn flat across it; after a new baseline nothing covers the outage, and the spans do not meet."""
+    from collectors.selectors import ServerPoint, ServerSeries
+    from collectors.selectors.server import ServerSettings
+    from console.views.servers import server_charts
+
+    t0 = datetime(2026, 1, 5, 10, 0, tzinfo=UTC)
+    m = timedelta(minutes=1)
+
+    def point(start, end, calls_per_s):
+        span = (end - start).total_seconds()
+        return ServerPoint(start, end, span, "tracked", calls_per_s, 1.0, 0.1, 0.0, 10, 5000, 0.99, {})
+
+    first = [point(t0, t0 + m, 100.0), point(t0 + m, t0 + 2 * m, 110.0)]
+    spanning = [*first, point(t0 + 2 * m, t0 + 32 * m, 40.0), point(t0 + 32 * m, t0 + 33 * m, 120.0)]
+    broken = [*first, point(t0 + 32 * m, t0 + 33 * m, 120.0)]
+    settings = ServerSettings(t0, 170004, "1.11", 5000, "top", True, True, True, None)
+    for points in (spanning, broken):
+        series = ServerSeries(1, Window(t0, t0 + 33 * m), "raw", [], points)
+        charts = {c.id: c for c in server_charts(series, [], settings, series.window)}
+        for chart in charts.values():
+            spec = chart.spec
+            assert spec["x"] == [int(p.start.timestamp() * 1000) for p in points], chart.id
+            assert spec["xEnd"] == [int(p.end.timestamp() * 1000) for p in points], chart.id
+        assert charts["chart-calls"].spec["series"][0]["data"] == [p.calls_per_s for p in points]
+    # Spanning: every span meets the next (the 30-minute one drawn flat at its average, 40 calls/s). Broken:
+    # the second ends 30 minutes before the third begins, where static/console/console.js breaks the line.
+    window = Window(t0, t0 + 33 * m)
+    spec = server_charts(ServerSeries(1, window, "raw", [], broken), [], settings, window)[1].spec
+    assert spec["x"][2] - spec["xEnd"][1] == 30 * 60_000

@@ -64,3 +64,27 @@ def test_a_gap_stays_a_hole():
 
 def _near(pixel: tuple[int, int, int], colour: tuple[int, int, int]) -> bool:
     return all(abs(a - b) <= 40 for a, b in zip(pixel, colour, strict=True))
+
+
+def _line_rows(image: Image.Image, x: int, colour) -> list[int]:
+    return [y for y in range(image.size[1]) if _near(image.getpixel((x, y)), colour)]
+
+
+def test_a_point_covering_an_outage_is_a_flat_step_across_it_and_spans_that_do_not_meet_are_a_hole():
+    colour = tuple(int(COLOURS[0][i : i + 2], 16) for i in (1, 3, 5))
+    hour = timedelta(hours=1)
+    before = [(T0 + i * hour, T0 + (i + 1) * hour, 5.0) for i in range(30)]
+    after = [(T0 + (60 + i) * hour, T0 + (61 + i) * hour, 5.0) for i in range(30)]
+    across = (T0 + 30 * hour, T0 + 60 * hour, 2.0)  # the snapshot after a 30-hour outage: its average over it
+    for spans, flat in ((before + [across] + after, True), (before + after, False)):
+        line = Line("calls/s", [(start, v) for start, _, v in spans], [end for _, end, _ in spans])
+        image = _image(chart_png([line], title="calls", unit="/s", width_px=900))
+        columns = [x for x in range(image.size[0]) if _line_rows(image, x, colour)]
+        left, right = min(columns), max(columns)
+        span = right - left
+        middle = range(left + span * 38 // 100, left + span * 62 // 100)
+        if flat:  # one height all across the outage, below the 5.0 on either side: a step, never a ramp
+            heights = {tuple(_line_rows(image, x, colour)) for x in middle}
+            assert len(heights) == 1 and min(next(iter(heights))) > max(_line_rows(image, left + span // 6, colour))
+        else:
+            assert not any(_line_rows(image, x, colour) for x in middle)
