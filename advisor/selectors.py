@@ -10,6 +10,7 @@ from datetime import datetime
 
 from django.db.models import Case, Count, IntegerField, Q, Value, When
 
+from advisor import sources
 from advisor.models import (
     Evaluation,
     OrganizationThresholds,
@@ -54,7 +55,7 @@ class RecommendationRow:
     effect: str
     cost: str
     evidence: list[dict]  # [{"label", "unit", "points": [[iso time, value|null], ...]}]
-    references: list[str]
+    references: list[str]  # public citations (advisor/sources.py), an address last when there is one
     first_seen_at: datetime
     opened_at: datetime
     last_seen_at: datetime
@@ -74,7 +75,7 @@ def _row(r: Recommendation) -> RecommendationRow:
         organization=r.server.organization.name,
         rule=r.rule, subject=r.subject, severity=r.severity, status=r.status, title=r.title,
         explanation=r.explanation, change_text=r.change_text, change_apply=r.change_apply, effect=r.effect,
-        cost=r.cost, evidence=r.evidence, references=r.references, first_seen_at=r.first_seen_at,
+        cost=r.cost, evidence=r.evidence, references=sources.public(r.references), first_seen_at=r.first_seen_at,
         opened_at=r.opened_at, last_seen_at=r.last_seen_at, acknowledged_at=r.acknowledged_at,
         acknowledged_by=r.acknowledged_by.get_username() if r.acknowledged_by else None,
         resolved_at=r.resolved_at, resolved_by=r.resolved_by.get_username() if r.resolved_by else None,

@@ -46,7 +46,12 @@ def subject_key(subject: str) -> str:
 
 def _evidence_json(rec: found.Recommendation) -> list[dict]:
     return [
-        {"label": s.label, "unit": s.unit, "points": [[at.isoformat(), value] for at, value in s.points]}
+        {
+            "label": s.label,
+            "unit": s.unit,
+            "points": [[at.isoformat(), value] for at, value in s.points],
+            **({"ends": [end.isoformat() for end in s.ends]} if s.ends else {}),
+        }
         for s in rec.evidence
     ]
 
@@ -110,15 +115,24 @@ def recommendations_apply(
             setattr(row, name, value)
         row.last_seen_at = now
         row.save()
+    # One recommendation per change: a row this evaluation no longer finds, whose setting another finding changes
+    # now (rule 1's "below the default" when the raise takes over, or the same advice with a value of another
+    # day), is cleared at once, not after clear_after.
+    asked = {found.change_target(rec.change.text): rec.title for rec in found_now if rec.change}
     for key, row in existing.items():
-        if key in seen or row.status == Status.RESOLVED or now - row.last_seen_at < clear_after:
+        if key in seen or row.status == Status.RESOLVED:
+            continue
+        if row.change_text and (target := found.change_target(row.change_text)) in asked:
+            detail = f'Now part of "{asked[target]}": one recommendation per change ({target}).'
+        elif now - row.last_seen_at >= clear_after:
+            detail = f"Not seen since {row.last_seen_at:%Y-%m-%d %H:%M} UTC (clear for {clear_after})."
+        else:
             continue
         row.status, row.resolved_at, row.resolved_by = Status.RESOLVED, now, None
         row.save(update_fields=["status", "resolved_at", "resolved_by"])
         RecommendationEvent.objects.create(
-            recommendation=row, at=now, kind=Kind.CLEARED, severity=row.severity,
-            detail=f"Not seen since {row.last_seen_at:%Y-%m-%d %H:%M} UTC (clear for {clear_after}).",
-        )  # fmt: skip
+            recommendation=row, at=now, kind=Kind.CLEARED, severity=row.severity, detail=detail
+        )
         out.cleared.append(row.pk)
     return out
 

@@ -1,24 +1,16 @@
-"""Helpers shared by the rules: references, number formatting, the spinlock-cliff model."""
+"""Helpers shared by the rules: the partial-view note, identifiers, the spinlock-cliff model."""
 
 from __future__ import annotations
 
 from advisor.evidence import Evidence
 from advisor.thresholds import Thresholds
 
-SEED_DEALLOC = "seeds/000_619f50110a6dd62f.txt"
-SEED_2PC = "seeds/001_31242232215ad13d.txt"
-SEED_PLANNING = "seeds/002_94d8f46cac7372a9.txt"
-SEED_TANTOR = "seeds/003_e849de0dc9fc603e.txt"
-TANTOR_URL = "https://habr.com/en/companies/tantor/articles/928588"
-REFERENCE = "reference/pg_stat_statements.md"
-PGSS_DOCS = "https://www.postgresql.org/docs/current/pgstatstatements.html"
-
 
 def cliff_calls_per_s(evidence: Evidence, thresholds: Thresholds, *, track_planning: bool) -> float | None:
     """Calls/s of one queryid at which its entry spinlock saturates; None when the CPU count is unknown.
 
-    Linear per-vCPU model calibrated on one public point (seed 002: ≈400k calls/s on 192 vCPUs);
-    track_planning doubles the spinlock updates per statement, so the cliff halves (≈200k).
+    Linear per-vCPU model calibrated on one public point (sources.POSTGRES_FM_TRACK_PLANNING: ≈400k calls/s
+    on 192 vCPUs); track_planning doubles the spinlock updates per statement, so the cliff halves (≈200k).
     """
     if not evidence.cpu_count:
         return None

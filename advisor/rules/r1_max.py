@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import math
 
+from advisor import sources
 from advisor.evidence import Evidence
 from advisor.recommendation import Change, EvidenceSeries, Recommendation
-from advisor.rules._common import PGSS_DOCS, REFERENCE, SEED_DEALLOC, partial_note
+from advisor.rules._common import partial_note
 from advisor.thresholds import Thresholds
 
 CODE = "pgss_max"
@@ -55,8 +56,8 @@ def _raise(evidence: Evidence, thresholds: Thresholds, severity: str, why: str) 
         change=Change(f"ALTER SYSTEM SET pg_stat_statements.max = {value};", "restart"),
         effect="Entries stop being evicted: no full-table sort under the exclusive lock on every eviction.",
         cost=cost_of(value, evidence),
-        evidence=(EvidenceSeries("deallocations", "dealloc/s", evidence.dealloc_series),),
-        references=(SEED_DEALLOC, REFERENCE, PGSS_DOCS),
+        evidence=(EvidenceSeries.of("deallocations", "dealloc/s", evidence.dealloc_series),),
+        references=(sources.DALIBO_SLOW_COMMIT, sources.PGSS_DOCS),
     )
 
 
@@ -66,7 +67,7 @@ def _below_default(evidence: Evidence, thresholds: Thresholds) -> str:
         return ""
     return (
         f" max = {evidence.settings.max:,} is below the default {thresholds.pss_max_default:,}: never lower it "
-        "(seed 000 traced slow `select 1`/COMMIT on a 30k tx/s server to max = 1000)."
+        "(a Dalibo audit traced slow `select 1`/COMMIT on a 30k tx/s server to max = 1000)."
     )
 
 
@@ -89,7 +90,7 @@ def check(evidence: Evidence, thresholds: Thresholds) -> list[Recommendation]:
             change=Change(f"ALTER SYSTEM SET pg_stat_statements.max = {value};", "restart"),
             effect="Fewer evictions and their exclusive-lock sorts.",
             cost=cost_of(value, evidence),
-            references=(SEED_DEALLOC,),
+            references=(sources.DALIBO_SLOW_COMMIT, sources.PGSS_DOCS),
         )
     ]
 
@@ -112,7 +113,8 @@ def _evictions(evidence: Evidence, thresholds: Thresholds) -> list[Recommendatio
                     thresholds,
                     "critical",
                     f"Sustained deallocation of {sustained:.1f}/s ({shown}) is above "
-                    f"{thresholds.dealloc_critical_per_s:g}/s (seed 000: ~1,450/s cost 25% of throughput).",
+                    f"{thresholds.dealloc_critical_per_s:g}/s (in Dalibo's pgbench reproduction, ~1,450/s cost 25% "
+                    "of throughput).",
                 )
             )
         elif sustained >= thresholds.dealloc_warning_per_s:

@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
+from advisor import sources
 from advisor.evidence import Evidence
 from advisor.recommendation import Change, EvidenceSeries, Recommendation
-from advisor.rules._common import REFERENCE, SEED_PLANNING, cliff_calls_per_s, headroom, partial_note
+from advisor.rules._common import cliff_calls_per_s, headroom, partial_note
 from advisor.thresholds import Thresholds
 
 CODE = "track_planning"
-MODEL = "cliff model: ≈400k calls/s of one queryid on 192 vCPUs (seed 002), scaled linearly per vCPU"
+MODEL = (
+    "cliff model: ≈400k calls/s of one queryid on 192 vCPUs (Postgres.FM, episode on track_planning), "
+    "scaled linearly per vCPU"
+)
 
 
 def _hottest(evidence: Evidence) -> tuple[EvidenceSeries, ...]:
     if not evidence.hottest_series:
         return ()
-    return (EvidenceSeries(f"queryid {evidence.hottest_queryid}", "calls/s", evidence.hottest_series),)
+    return (EvidenceSeries.of(f"queryid {evidence.hottest_queryid}", "calls/s", evidence.hottest_series),)
 
 
 def check(evidence: Evidence, thresholds: Thresholds) -> list[Recommendation]:
@@ -50,7 +54,7 @@ def check(evidence: Evidence, thresholds: Thresholds) -> list[Recommendation]:
                         + distance
                         + " track_planning doubles the spinlock updates per statement.",
                         evidence=_hottest(evidence),
-                        references=(SEED_PLANNING, REFERENCE),
+                        references=(sources.POSTGRES_FM_TRACK_PLANNING, sources.PGSS_DOCS),
                     )
                 ]
             severity = "warning"
@@ -68,7 +72,7 @@ def check(evidence: Evidence, thresholds: Thresholds) -> list[Recommendation]:
                 effect="Planning time per statement becomes visible (rule 7 can then name planning-heavy statements).",
                 cost="A second spinlock-protected update per statement: halves the distance to the cliff.",
                 evidence=_hottest(evidence),
-                references=(SEED_PLANNING, REFERENCE),
+                references=(sources.POSTGRES_FM_TRACK_PLANNING, sources.PGSS_DOCS),
             )
         ]
     h_on = headroom(evidence, thresholds, track_planning=True)
@@ -93,7 +97,7 @@ def check(evidence: Evidence, thresholds: Thresholds) -> list[Recommendation]:
                 effect="Halves the spinlock updates of the hottest statement.",
                 cost="Planning time becomes invisible.",
                 evidence=_hottest(evidence),
-                references=(SEED_PLANNING, REFERENCE),
+                references=(sources.POSTGRES_FM_TRACK_PLANNING, sources.PGSS_DOCS),
             )
         ]
     return []

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from advisor import sources
 from advisor.evidence import Evidence
 from advisor.recommendation import Change, EvidenceSeries, Recommendation
-from advisor.rules._common import REFERENCE, SEED_TANTOR, TANTOR_URL, headroom
+from advisor.rules._common import headroom
 from advisor.thresholds import Thresholds
 
 CODE = "sample_rate"
@@ -19,9 +20,9 @@ ALTERNATIVES = (
 def _series(evidence: Evidence) -> tuple[EvidenceSeries, ...]:
     out = []
     if evidence.spindelay_series:
-        out.append(EvidenceSeries("Timeout:SpinDelay", "active sessions", evidence.spindelay_series))
+        out.append(EvidenceSeries.of("Timeout:SpinDelay", "active sessions", evidence.spindelay_series))
     if evidence.hottest_series:
-        out.append(EvidenceSeries(f"queryid {evidence.hottest_queryid}", "calls/s", evidence.hottest_series))
+        out.append(EvidenceSeries.of(f"queryid {evidence.hottest_queryid}", "calls/s", evidence.hottest_series))
     return tuple(out)
 
 
@@ -59,7 +60,7 @@ def check(evidence: Evidence, thresholds: Thresholds) -> list[Recommendation]:
                 effect="Fewer spinlock updates on the hottest entry.",
                 cost="Planning time becomes invisible." if evidence.settings.track_planning else "",
                 evidence=_series(evidence),
-                references=(SEED_TANTOR, TANTOR_URL, REFERENCE),
+                references=(sources.TANTOR_SAMPLE_RATE, sources.PGSS_DOCS),
             )
         ]
     if contended and rate > thresholds.sample_rate_moderate:
@@ -73,14 +74,14 @@ def check(evidence: Evidence, thresholds: Thresholds) -> list[Recommendation]:
                 subject="server",
                 title=f"Sample statements: set pg_stat_statements.sample_rate to {target:g}",
                 explanation=(
-                    f"{why}. Tantor's table (seed 003, 192 CPUs, one hot statement): 484k TPS at 1.0, 1.02M at 0.5 "
+                    f"{why}. Tantor Labs' table (192 CPUs, one hot statement): 484k TPS at 1.0, 1.02M at 0.5 "
                     "(SpinDelay 11,107 → 174), none at 0.25."
                 ),
                 change=Change(f"ALTER SYSTEM SET pg_stat_statements.sample_rate = {target:g};", "reload"),
                 effect="Removes nearly all SpinDelay waits on the hot entry.",
                 cost="Rare statements may go unrecorded; counters become estimates (scale by 1/rate).",
                 evidence=_series(evidence),
-                references=(SEED_TANTOR, TANTOR_URL, REFERENCE),
+                references=(sources.TANTOR_SAMPLE_RATE, sources.PGSS_DOCS),
             )
         ]
     if not contended and rate < 1.0:
@@ -95,7 +96,7 @@ def check(evidence: Evidence, thresholds: Thresholds) -> list[Recommendation]:
                 change=Change("ALTER SYSTEM SET pg_stat_statements.sample_rate = 1;", "reload"),
                 effect="Every statement is recorded again.",
                 cost="One spinlock update per execution again.",
-                references=(SEED_TANTOR, REFERENCE),
+                references=(sources.TANTOR_SAMPLE_RATE, sources.PGSS_DOCS),
             )
         ]
     return []

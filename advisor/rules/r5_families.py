@@ -8,9 +8,9 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass
 
+from advisor import sources
 from advisor.evidence import Evidence, StatementFact
 from advisor.recommendation import Change, EvidenceSeries, Recommendation
-from advisor.rules._common import REFERENCE, SEED_2PC
 from advisor.thresholds import Thresholds
 
 CODE = "churn_family"
@@ -33,6 +33,15 @@ KINDS: dict[str, tuple[int | None, str, str]] = {
     ),
 }
 
+# Where a reader checks what each kind costs and which version normalizes it.
+REFERENCES: dict[str, tuple[str, ...]] = {
+    "gid": (sources.HACKERS_COMMIT_PREPARED, sources.PG17_RELEASE_NOTES, sources.PGSS_DOCS),
+    "savepoint": (sources.PG17_RELEASE_NOTES, sources.PGSS_DOCS),
+    "in_list": (sources.PG18_RELEASE_NOTES, sources.PGSS_DOCS),
+    "temp_table": (sources.PG18_RELEASE_NOTES, sources.PGSS_DOCS),
+    "set": (sources.PGSS_DOCS,),
+    "comment": (sources.PGSS_DOCS,),
+}
 LABELS = {
     "gid": "two-phase commit GID", "savepoint": "savepoint name", "in_list": "IN-list length",
     "temp_table": "temp table name", "set": "SET value", "comment": "comment",
@@ -66,7 +75,7 @@ def normalize(text: str) -> list[tuple[str, str]]:
         found.append(("comment", stripped))
     t = " ".join(stripped.split())
     if _GID.match(t):
-        # One family for the three verbs: the same GIDs make all of them distinct (seed 001).
+        # One family for the three verbs: the same GIDs make all of them distinct (sources.HACKERS_COMMIT_PREPARED).
         found.append(("gid", GID_FAMILY))
     elif _SAVEPOINT.match(t):
         found.append(("savepoint", _SAVEPOINT.sub(lambda m: f"{m.group(1).upper()} ?", t)))
@@ -94,7 +103,7 @@ def families(statements: tuple[StatementFact, ...], version: int) -> list[Family
 
 
 def _entries(evidence: Evidence) -> tuple[EvidenceSeries, ...]:
-    return (EvidenceSeries("entries", "entries", evidence.entries_series),) if evidence.entries_series else ()
+    return (EvidenceSeries.of("entries", "entries", evidence.entries_series),) if evidence.entries_series else ()
 
 
 def check(evidence: Evidence, thresholds: Thresholds) -> list[Recommendation]:
@@ -128,7 +137,7 @@ def check(evidence: Evidence, thresholds: Thresholds) -> list[Recommendation]:
                 effect="One entry instead of many: less entry creation under the exclusive lock, fewer evictions.",
                 cost="track_utility off hides every utility statement." if how == "track_utility" else "",
                 evidence=_entries(evidence),
-                references=(SEED_2PC, REFERENCE) if fam.kind == "gid" else (REFERENCE,),
+                references=REFERENCES[fam.kind],
             )
         )
     return out

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from advisor import sources
 from advisor.evidence import Evidence
 from advisor.recommendation import Change, Recommendation
-from advisor.rules._common import REFERENCE
 from advisor.thresholds import Thresholds
 
 CODE = "stats_resets"
@@ -34,6 +34,6 @@ def check(evidence: Evidence, thresholds: Thresholds, *, now: datetime | None = 
             ),
             change=Change("-- remove the scheduled SELECT pg_stat_statements_reset(); job", "client"),
             effect="Continuous counters; no burst of new entries after each reset.",
-            references=(REFERENCE,),
+            references=(sources.PGSS_DOCS,),
         )
     ]

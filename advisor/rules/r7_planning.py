@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from advisor import sources
 from advisor.evidence import Evidence
 from advisor.recommendation import Recommendation
-from advisor.rules._common import SEED_PLANNING
 from advisor.thresholds import Thresholds
 
 CODE = "planning_dominated"
@@ -40,7 +40,7 @@ def check(evidence: Evidence, thresholds: Thresholds) -> list[Recommendation]:
                 ),
                 effect="Use prepared statements or plan caching (e.g. driver-side prepare, plan_cache_mode); "
                 "check partition counts (planning grows with partitions and their locks).",
-                references=(SEED_PLANNING,),
+                references=(sources.POSTGRES_FM_TRACK_PLANNING, sources.PGSS_DOCS),
             )
         )
     return out

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from advisor import sources
 from advisor.evidence import Evidence
 from advisor.recommendation import Change, Recommendation
-from advisor.rules._common import REFERENCE, quote_ident
+from advisor.rules._common import quote_ident
 from advisor.thresholds import Thresholds
 
 CODE = "scope"
@@ -25,7 +26,7 @@ def check(evidence: Evidence, thresholds: Thresholds) -> list[Recommendation]:
                 explanation="save = off discards the table at shutdown; every restart starts from zero.",
                 change=Change("ALTER SYSTEM SET pg_stat_statements.save = on;", "reload"),
                 effect="Statistics survive restarts.",
-                references=(REFERENCE,),
+                references=(sources.PGSS_DOCS,),
             )
         )
     if s.track == "none":
@@ -39,7 +40,7 @@ def check(evidence: Evidence, thresholds: Thresholds) -> list[Recommendation]:
                 explanation="track = none records no statement, while the shared memory for max entries is still used.",
                 change=Change("ALTER SYSTEM SET pg_stat_statements.track = 'top';", "reload"),
                 effect="Top-level statements are recorded.",
-                references=(REFERENCE,),
+                references=(sources.PGSS_DOCS,),
             )
         )
     if not evidence.sees_all_statements:
@@ -53,7 +54,7 @@ def check(evidence: Evidence, thresholds: Thresholds) -> list[Recommendation]:
                 explanation="Without pg_read_all_stats the texts of other roles' statements are hidden; "
                 "statement-level advice (families, planning) is withheld.",
                 change=Change(f"GRANT pg_read_all_stats TO {quote_ident(evidence.monitoring_role)};", "none"),
-                references=(REFERENCE,),
+                references=(sources.PGSS_DOCS,),
             )
         )
     return out

@@ -13,6 +13,7 @@ from django.urls import path, reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
+from advisor import sources
 from advisor.selectors import (
     CHANGE_APPLY_TEXT,
     EvaluationRow,
@@ -63,8 +64,11 @@ def evidence_charts(rec: RecommendationRow) -> list[Chart]:
         if all(v is None for series in values for v in series):
             charts.append(Chart(f"evidence-{rec.id}-{i}", title, None, "No value was measured in this window."))
             continue
+        # Each value drawn flat across what it covers, where the evidence says (stored before: points only).
+        ends = group[0].get("ends")
         spec = time_chart(
             x=[datetime.fromisoformat(t) for t in times],
+            x_end=[datetime.fromisoformat(t) for t in ends] if ends and len(ends) == len(times) else None,
             series=[Series(s.get("label", ""), v) for s, v in zip(group, values, strict=True)],
             unit=unit,
         )
@@ -73,8 +77,7 @@ def evidence_charts(rec: RecommendationRow) -> list[Chart]:
 
 
 def _references(rec: RecommendationRow) -> list[tuple[str, str]]:
-    # Only web addresses become links: a reference is data, never a javascript: URL.
-    return [(r, r if r.startswith(("https://", "http://")) else "") for r in rec.references]
+    return [sources.link(r) for r in rec.references]
 
 
 def _card(rec: RecommendationRow, acting: set[int], organization_of: dict[int, int], *, charts: bool) -> Card:

@@ -19,7 +19,7 @@ import sqlparse
 import advisor.rules
 from advisor.evidence import Evidence, Settings, StatementFact
 from advisor.recommendation import Recommendation
-from advisor.rules import evaluate, r3_sample_rate
+from advisor.rules import RULES, evaluate, r3_sample_rate
 from advisor.thresholds import Thresholds
 from devenv.cluster import Cluster
 from devenv.fleet import ClusterSpec, start_many, stop_many
@@ -100,8 +100,10 @@ def client_scenarios(major: int) -> dict[str, Evidence]:
 
 
 def recommendations(major: int, built: dict[str, Evidence]) -> list[tuple[str, Recommendation]]:
-    """(scenario, recommendation) for every recommendation that carries a change."""
-    return [(name, r) for name, e in built.items() for r in evaluate(e) if r.change is not None]
+    """(scenario, recommendation) for every recommendation that carries a change, as each rule writes it
+    (`evaluate` then merges those asking for the same change into one card: each rule's SQL is run here)."""
+    th = Thresholds()
+    return [(name, r) for name, e in built.items() for rule in RULES for r in rule(e, th) if r.change is not None]
 
 
 def sql_changes(major: int) -> list[tuple[str, Recommendation]]:

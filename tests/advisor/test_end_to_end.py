@@ -11,6 +11,7 @@ import psycopg
 import pytest
 from django.core.management import CommandError, call_command
 
+from advisor import sources
 from advisor.models import Recommendation, Status
 from advisor.selectors import recommendations
 from advisor.services import server_advise
@@ -90,6 +91,7 @@ def test_dealloc_storm_at_max_100_is_critical_with_a_value_and_its_rate(evict_cl
     for name in ("title", "explanation", "change_apply", "effect", "cost", "evidence", "references", "status",
                  "first_seen_at", "last_seen_at"):  # fmt: skip
         assert full[name], name
+    assert full["references"] == [sources.DALIBO_SLOW_COMMIT, sources.PGSS_DOCS]
     with pytest.raises(CommandError, match="no server named"):
         call_command("advise", "--server", "no-such-server")
 

@@ -76,6 +76,51 @@ def test_one_row_per_server_rule_subject_updated_in_place(server):
     assert rec.change_text.startswith("ALTER SYSTEM") and rec.change_apply == "restart"
 
 
+def test_a_recommendation_for_a_change_another_one_now_asks_for_is_cleared_at_once(server):
+    below = found.Recommendation(
+        rule="pgss_max",
+        severity="warning",
+        server="db1",
+        subject="below-default",
+        title="pg_stat_statements.max is 100, below the default 5,000",
+        explanation="never lower it",
+        change=found.Change("ALTER SYSTEM SET pg_stat_statements.max = 5000;", "restart"),
+    )
+    apply(server, [below], T0)
+    # Five minutes later entries are evicted: the raise (another value of the same setting) takes over at once,
+    # not after clear_after; the raise's explanation carries the below-default reason (rule 1).
+    out = apply(server, [finding(severity="critical")], T0 + timedelta(minutes=5))
+    old = Recommendation.objects.get(server=server, subject="below-default")
+    assert out.cleared == [old.pk] and old.status == Status.RESOLVED and old.resolved_by is None
+    assert old.events.order_by("pk").last().detail == (
+        'Now part of "pgss_max critical": one recommendation per change (setting pg_stat_statements.max).'
+    )
+    active = Recommendation.objects.filter(server=server).exclude(status=Status.RESOLVED)
+    assert [r.subject for r in active] == ["server"]
+    # A recommendation with another change, or none, keeps its own clear_after.
+    others = [
+        found.Recommendation(
+            rule="scope",
+            severity="info",
+            server="db1",
+            subject="save",
+            title="save off",
+            explanation="",
+            change=found.Change("ALTER SYSTEM SET pg_stat_statements.save = on;", "reload"),
+        ),
+        found.Recommendation(
+            rule="resets", severity="info", server="db1", subject="server", title="resets", explanation=""
+        ),
+    ]
+    apply(server, [finding(severity="critical"), *others], T0 + timedelta(minutes=6))
+    out = apply(server, [finding(severity="critical")], T0 + timedelta(minutes=7))
+    assert out.cleared == []
+    assert {r.rule: r.status for r in Recommendation.objects.filter(rule__in=["scope", "resets"])} == {
+        "scope": Status.OPEN,
+        "resets": Status.OPEN,
+    }
+
+
 def test_a_long_subject_is_deduplicated_by_its_hash(server):
     subject = "family:in_list:" + "SELECT * FROM t WHERE id IN (...) AND x = $1 " * 200
     apply(server, [finding(subject=subject)], T0)

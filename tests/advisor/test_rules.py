@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 import sqlparse
 
+from advisor import sources
 from advisor.evidence import Evidence, Settings, StatementFact
 from advisor.recommendation import Recommendation
 from advisor.rules import (
@@ -38,9 +39,16 @@ def ev(**kw: object) -> Evidence:
     return Evidence(**kw)  # type: ignore[arg-type]
 
 
+INTERNAL = re.compile(r"\bseeds?\b|\.txt\b|reference/|pg_stat_statements\.md", re.I)
+
+
 def assert_sane(recs: list[Recommendation]) -> None:
-    """Every change is one well-formed statement of a known shape, or a client-side comment."""
+    """Every change is one well-formed statement of a known shape, or a client-side comment; every source is a
+    public citation, and no sentence names a file of ours a user cannot open."""
     for r in recs:
+        assert r.references and set(r.references) <= set(sources.CITATIONS), r.references
+        for text in (r.title, r.explanation, r.effect, r.cost, *r.references):
+            assert not INTERNAL.search(text), text
         if r.change is None:
             continue
         text = r.change.text
@@ -277,3 +285,57 @@ def test_evaluate_orders_and_dedups() -> None:
     assert {r.rule for r in recs} >= {"pgss_max", "churn_family", "scope", "track_planning"}
     assert_sane(recs)
     assert evaluate(ev(settings=Settings(track_planning=True))) == []
+
+
+def test_one_recommendation_per_change_with_every_reason() -> None:
+    # On 15, 2PC GIDs and savepoint names both ask for track_utility = off: one card, both reasons, both sources.
+    sts = gids(30) + tuple(StatementFact(queryid=1000 + i, query=f"SAVEPOINT sp_{i}") for i in range(25))
+    recs = [r for r in evaluate(ev(version=15, statements=sts)) if r.rule == "churn_family"]
+    (r,) = recs
+    assert r.change and r.change.text == "ALTER SYSTEM SET pg_stat_statements.track_utility = off;"
+    assert "30 entries" in r.explanation and "Also (25 entries differ only by savepoint name): 25 entries" in (
+        r.explanation
+    )
+    assert sources.HACKERS_COMMIT_PREPARED in r.references and sources.PG17_RELEASE_NOTES in r.references
+    assert len(r.references) == len(set(r.references))
+    assert_sane(recs)
+    # Different changes stay apart: IN lists (a client change) next to the GIDs.
+    in_lists = tuple(
+        StatementFact(queryid=2000 + i, query=f"SELECT 1 FROM t WHERE id IN ({', '.join(['$1'] * (i + 1))})")
+        for i in range(25)
+    )
+    found = evaluate(ev(version=15, statements=gids(30) + in_lists))
+    kinds = {r.subject.split(":")[1] for r in found if r.rule == "churn_family"}
+    assert kinds >= {"gid", "in_list"}
+    # Near the spinlock cliff with no sample_rate on this release: track_planning's rule and sample_rate's
+    # ("turn track_planning off instead") ask for the same line, at the same severity. The rule about the
+    # setting leads the one card; sample_rate's reason is in it.
+    near = ev(settings=Settings(track_planning=True), cpu_count=8, hottest_calls_per_s=9000.0)
+    busy = evaluate(near)
+    off = [r for r in busy if r.change and "track_planning = off" in r.change.text]
+    assert [(r.rule, r.subject) for r in off] == [("track_planning", "server")]
+    (reason,) = r3_sample_rate.check(near, Thresholds())
+    assert off[0].explanation.endswith(f" Also ({reason.title}): {reason.explanation}")
+    assert not [r for r in busy if r.rule == "sample_rate" and r.change]
+    assert_sane(busy)
+
+
+# Sources ------------------------------------------------------------------------------------------------------
+def test_stored_references_of_earlier_versions_read_as_public_citations() -> None:
+    stored = ["seeds/003_e849de0dc9fc603e.txt", sources.TANTOR_URL, "reference/pg_stat_statements.md"]
+    assert sources.public(stored) == [sources.TANTOR_SAMPLE_RATE, sources.PGSS_DOCS]
+    assert sources.public(["seeds/000_619f50110a6dd62f.txt"]) == [sources.DALIBO_SLOW_COMMIT]
+    assert sources.public(["Someone's notes"]) == ["Someone's notes"]  # unknown: kept as it is, never dropped
+
+
+def test_a_reference_links_only_to_a_web_address() -> None:
+    title = 'PostgreSQL documentation, "pg_stat_statements — track statistics of SQL planning and execution"'
+    assert sources.link(sources.PGSS_DOCS) == (title, sources.PGSS_DOCS_URL)
+    assert sources.link(sources.DALIBO_SLOW_COMMIT) == (sources.DALIBO_SLOW_COMMIT, "")
+    assert sources.link("https://example.org/a") == ("https://example.org/a", "https://example.org/a")
+    assert sources.link("javascript:alert(1)") == ("javascript:alert(1)", "")
+    assert sources.link("see javascript:alert(1)") == ("see javascript:alert(1)", "")
+    for citation in sources.CITATIONS:
+        text, url = sources.link(citation)
+        assert text and not INTERNAL.search(citation), citation
+        assert url == "" or url.startswith("https://www.postgresql.org/") or url == sources.TANTOR_URL

@@ -9,6 +9,7 @@ import pytest
 from django.utils import timezone
 
 from advisor import recommendation as found
+from advisor import sources
 from advisor.models import Recommendation, RecommendationEvent
 from advisor.services import recommendations_apply
 from inventory.services import server_create
@@ -50,6 +51,8 @@ def test_list_filters_and_scope(api_world, advice):
     assert first["change"] == {"text": "ALTER SYSTEM SET pg_stat_statements.max = 5000;", "apply": "restart"}
     assert first["evidence"][0]["points"][1][1] is None and first["server"] == "db1"
     assert body["results"][1]["change"] is None
+    # Stored by an earlier version with the team's file name: read as the public text it is.
+    assert first["references"] == [sources.DALIBO_SLOW_COMMIT]
     assert [r["id"] for r in api_world.client("outsider").get(LIST).json()["results"]] == [theirs.pk]
     c = api_world.client("viewer")
     assert [r["rule"] for r in c.get(LIST, {"severity": "critical"}).json()["results"]] == ["pgss_max"]

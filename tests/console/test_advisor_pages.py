@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -155,6 +155,18 @@ def test_the_server_advisor_page_has_the_evaluation_and_the_evidence_chart(clien
     spec = charts[cid]
     assert spec["unit"] == "dealloc/s" and spec["series"][0]["data"] == [12.0, 15.5, None, 40.0, 38.0]
     assert spec["x"][0] == int((NOW - timedelta(minutes=50)).timestamp() * 1000)
+    assert "xEnd" not in spec  # stored without its spans: points as they are
+    # With the spans the evidence was read over (the last one across a 30-minute outage), each value is drawn
+    # flat across its span.
+    m = timedelta(minutes=1)
+    spans = [(NOW - 40 * m, 3.0, NOW - 39 * m), (NOW - 39 * m, 2.0, NOW - 9 * m), (NOW - 9 * m, 4.0, NOW - 8 * m)]
+    series = found.EvidenceSeries.of("dealloc/s", "dealloc/s", spans)
+    spanned = replace(advice("pgss_max", "critical"), evidence=(series,))
+    recs = apply(world.db1, spanned)
+    assert recs["pgss_max"].evidence[0]["ends"] == [end.isoformat() for _, _, end in spans]
+    spec = charts_of(get(client, world.viewer, url))[cid]
+    assert spec["x"] == [int(t.timestamp() * 1000) for t, _, _ in spans]
+    assert spec["xEnd"] == [int(t.timestamp() * 1000) for _, _, t in spans]
     # A failed evaluation says so.
     Evaluation.objects.filter(server=world.db1).update(error="OperationalError: the history store is down")
     assert "The last evaluation failed: OperationalError: the history store is down" in get(client, world.viewer, url)
