@@ -39,6 +39,12 @@ class StatementFilters:
     user: str | None = None  # exact user name
     text: str | None = None  # case-insensitive substring of the normalized text (taken literally)
     toplevel: bool | None = None
+    # Only statements with at least this share (0-1) of the server's database time over the window: a ranking
+    # by a ratio (plan share) among statements that matter, not led by one run twice for 6 ms.
+    min_time_share: float | None = None
+    # Statements of these roles left out: the console's own monitoring role, whose statements are not the
+    # application's (a statement whose role is unknown stays).
+    exclude_users: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -162,15 +168,21 @@ def _parts_sql(server_id: int, resolved, raw: tiers.Sums) -> tuple[sql.Composabl
     return sql.SQL(" UNION ALL ").join(pieces), params
 
 
-def _filters_sql(filters: StatementFilters) -> tuple[sql.Composable, list]:
+def _filters_sql(filters: StatementFilters, min_time_us: float | None = None) -> tuple[sql.Composable, list]:
     clauses: list[sql.Composable] = []
     params: list = []
+    if min_time_us is not None:
+        clauses.append(sql.SQL("k.exec_us + k.plan_us >= %s"))
+        params.append(min_time_us)
     if filters.database is not None:
         clauses.append(sql.SQL("st.database_name = %s"))
         params.append(filters.database)
     if filters.user is not None:
         clauses.append(sql.SQL("st.user_name = %s"))
         params.append(filters.user)
+    if filters.exclude_users:
+        clauses.append(sql.SQL("(st.user_name IS NULL OR st.user_name <> ALL(%s))"))
+        params.append(list(filters.exclude_users))
     if filters.toplevel is not None:
         clauses.append(sql.SQL("st.toplevel = %s"))
         params.append(filters.toplevel)
@@ -189,8 +201,17 @@ def _sum(column: str, suffix: str, name: str) -> sql.Composable:
 _DIMENSION = "st.id, st.queryid, st.database_name, st.user_name, st.toplevel, st.query, st.text_status"
 
 
-def _aggregate(server_id: int, p: windows.Plan, raw: tiers.Sums, *, filters: StatementFilters, order: str,
-               limit: int | None, offset: int = 0) -> list[tuple]:  # fmt: skip
+def _aggregate(
+    server_id: int,
+    p: windows.Plan,
+    raw: tiers.Sums,
+    *,
+    filters: StatementFilters,
+    order: str,
+    limit: int | None,
+    offset: int = 0,
+    min_time_us: float | None = None,
+) -> list[tuple]:
     """Rows of (dimension..., figures..., total count), ordered, filtered and paged in SQL.
 
     A page is read in two steps over the same parts: the order key (and whether the statement ran at
@@ -200,7 +221,7 @@ def _aggregate(server_id: int, p: windows.Plan, raw: tiers.Sums, *, filters: Sta
     a figure of 0 as NULL: sum() skips it, coalesce() gives 0 where every part was NULL."""
     resolved = windows.resolve(server_id, p.terms)
     union, params = _parts_sql(server_id, resolved, raw)
-    where, fparams = _filters_sql(filters)
+    where, fparams = _filters_sql(filters, min_time_us)
     key, extra = ORDERS[order]
     if limit is None:  # every statement: sum everything once, then join the texts
         sums = sql.SQL(", ").join(_sum("{c}", "::int8 AS {c}", c) for c in TOTAL_NAMES)
@@ -258,12 +279,23 @@ def top_statements(*, server_id: int, window: Window, order: str = "total",
         raise ValueError(f"unknown order {order!r}: one of {', '.join(ORDERS)}")
     p, raw, totals = _read_window(server_id, window)
     planning = Planning(totals.planning_tracked_s, totals.span_s)
-    rows = _aggregate(server_id, p, raw, filters=filters, order=order, limit=page.size,
-                      offset=(page.number - 1) * page.size)  # fmt: skip
+    floor_us = None
+    if filters.min_time_share is not None:
+        floor_us = filters.min_time_share * (totals.get("exec_us") + totals.get("plan_us"))
+    rows = _aggregate(
+        server_id,
+        p,
+        raw,
+        filters=filters,
+        order=order,
+        limit=page.size,
+        offset=(page.number - 1) * page.size,
+        min_time_us=floor_us,
+    )
     if rows:
         count = rows[0][-1]
     elif page.number > 1:  # past the last page: the count still says how many there are
-        count = len(_aggregate(server_id, p, raw, filters=filters, order=order, limit=None))
+        count = len(_aggregate(server_id, p, raw, filters=filters, order=order, limit=None, min_time_us=floor_us))
     else:
         count = 0
     return TopStatements(

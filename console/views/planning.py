@@ -11,9 +11,11 @@ from urllib.parse import urlencode
 from django.http import HttpRequest, HttpResponse
 from django.urls import path, reverse
 
+from advisor.thresholds import Thresholds
 from collectors.selectors import (
     Page,
     ServerSeries,
+    StatementFilters,
     StatementTotals,
     TopStatements,
     Window,
@@ -27,10 +29,13 @@ from console.views.common import render_page
 from console.views.top import MISSING_TEXT, range_links, server_header
 
 RANKED = 20  # statements per ranking
+BUCKET = {"raw": "snapshot interval", "10min": "10 minutes", "hourly": "hour", "daily": "day"}  # what a point spans
 TEXT_CHARS = 120
+MATERIAL_SHARE = Thresholds().material_time_share  # the advisor's "material total time" (rule 7)
 SHARE_HELP = (
-    "Planning's share of each statement's time: planning / (execution + planning). A high share with material "
-    "total time points at statements worth preparing (or at lock-manager contention while planning)."
+    "Planning's share of each statement's time: planning / (execution + planning), among the statements with "
+    f"at least {MATERIAL_SHARE:.0%} of the server's database time in the range (material total time). A high "
+    "share there points at statements worth preparing (or at lock-manager contention while planning)."
 )
 PLAN_HELP = "The statements that spend the most time planning, in total."
 # What enabling track_planning costs (shared/seeds 002, the Postgres.FM episode on track_planning).
@@ -104,15 +109,11 @@ def plan_share_points(series: ServerSeries) -> list[float | None]:
     return out
 
 
-def _mid(start: datetime, end: datetime) -> datetime:
-    return start + (end - start) / 2
-
-
 def planning_charts(series: ServerSeries, window: Window, untracked: list[Untracked]) -> list[Chart]:
     """The plan share over time and the time split, from one ServerSeries. Where planning was never
     tracked in the range there is no share at all: that chart is not drawn (spec None), it says why."""
     points = series.points
-    common = {"x": [_mid(p.start, p.end) for p in points], "x_range": (window.start, window.end)}
+    common = {"x": [p.start for p in points], "x_end": [p.end for p in points], "x_range": (window.start, window.end)}
     never = bool(untracked) and all(p.planning in (None, "not tracked") for p in points)
     if never:
         share_note, time_note, plan_label = (
@@ -174,7 +175,10 @@ def planning(request: HttpRequest, server_id: int) -> HttpResponse:
     tr = parse_range(request.GET)
     base = reverse("planning", args=[server.pk])
     query = urlencode(tr.params)
-    by_share = top_statements(server_id=server.pk, window=tr.window, order="plan_share", page=Page(1, RANKED))
+    material = StatementFilters(min_time_share=MATERIAL_SHARE)
+    by_share = top_statements(
+        server_id=server.pk, window=tr.window, order="plan_share", filters=material, page=Page(1, RANKED)
+    )
     by_plan = top_statements(server_id=server.pk, window=tr.window, order="plan", page=Page(1, RANKED))
     series = server_series(server_id=server.pk, window=tr.window)
     untracked = untracked_intervals(series)
@@ -195,7 +199,7 @@ def planning(request: HttpRequest, server_id: int) -> HttpResponse:
         ],
         "series": series,
         # what a point of the series spans, for "partly tracked" buckets
-        "bucket": {"raw": "snapshot interval", "hourly": "hour", "daily": "day"}[series.resolution],
+        "bucket": BUCKET[series.resolution],
         "charts": planning_charts(series, tr.window, untracked),
         "text_chars": TEXT_CHARS,
     }

@@ -50,7 +50,7 @@ COLUMNS: dict[str, tuple[str, str]] = {
 
 @dataclass(frozen=True)
 class TableState:
-    """The table's part of the URL: ?order=&db=&user=&q=&page=&compare=1."""
+    """The table's part of the URL: ?order=&db=&user=&q=&page=&compare=1&own=1."""
 
     order: str = "total"
     database: str = ""
@@ -58,15 +58,27 @@ class TableState:
     text: str = ""
     page: int = 1
     compare: bool = False
+    own: bool = False  # the console's own statements (its monitoring role's) are listed too
     error: str = ""  # why a parameter asked for was not used
 
-    @property
-    def filters(self) -> StatementFilters:
-        return StatementFilters(database=self.database or None, user=self.user or None, text=self.text or None)
+    def filters(self, monitoring: tuple[str, ...] = ()) -> StatementFilters:
+        """`monitoring`: the console's monitoring roles, whose statements are left out unless asked for (or
+        unless the user filter names one of them)."""
+        hidden = () if self.own or self.user in monitoring else monitoring
+        return StatementFilters(
+            database=self.database or None, user=self.user or None, text=self.text or None, exclude_users=hidden
+        )
 
     def params(self, **changes) -> dict[str, str]:
-        values = {"order": self.order, "db": self.database, "user": self.user, "q": self.text, "page": self.page,
-                  "compare": "1" if self.compare else ""}  # fmt: skip
+        values = {
+            "order": self.order,
+            "db": self.database,
+            "user": self.user,
+            "q": self.text,
+            "page": self.page,
+            "compare": "1" if self.compare else "",
+            "own": "1" if self.own else "",
+        }
         values.update(changes)
         # Defaults stay out of the URL, so that a bookmark reads short.
         return {k: str(v) for k, v in values.items() if v not in ("", None) and not (k == "page" and v == 1)
@@ -83,6 +95,7 @@ def parse_table(params) -> TableState:
     return TableState(
         order=order, database=params.get("db", "").strip(), user=params.get("user", "").strip(),
         text=params.get("q", "").strip()[:200], page=page, compare=params.get("compare") == "1",
+        own=params.get("own") == "1",
         error="; ".join(errors),
     )  # fmt: skip
 
@@ -105,6 +118,7 @@ class Row:
     is_new: bool  # compare: did not run in the previous period
     cells: list[Cell]  # in the order of COLUMNS, then the plan share
     server: Server | None = None  # across servers: whose statement it is
+    own: bool = False  # run by the console's monitoring role (its collections), not by the application
 
 
 def _number(value: float | None, digits: int) -> str:
@@ -132,7 +146,7 @@ def figure_text(s: StatementTotals, order: str) -> str | None:
     return _number(value, 0)
 
 
-def _row(s: StatementTotals, previous: dict[int, StatementTotals] | None, server=None) -> Row:
+def _row(s: StatementTotals, previous: dict[int, StatementTotals] | None, server=None, *, own: bool = False) -> Row:
     text = s.query if s.query is not None else MISSING_TEXT.get(s.text_status, "<no text>")
     c = StatementChange(s, previous.get(s.statement_id)) if previous is not None else None
     cells = []
@@ -149,7 +163,7 @@ def _row(s: StatementTotals, previous: dict[int, StatementTotals] | None, server
         cells.append(Cell(shown, "num", change, css))
     share = s.plan_share
     cells.append(Cell("not tracked", "num not-tracked") if share is None else Cell(f"{share * 100:.1f}"))
-    return Row(s, text, s.query is not None, c is not None and c.is_new, cells, server)
+    return Row(s, text, s.query is not None, c is not None and c.is_new, cells, server, own)
 
 
 def _url(base: str, tr: TimeRange, params: dict[str, str]) -> str:
@@ -193,7 +207,8 @@ def _table(state: TableState, rows: list[Row], total_count: int, planning: str, 
 
 def statements_table(server, tr: TimeRange, state: TableState, base: str) -> dict:
     """The context of the table fragment for one server."""
-    top = top_statements(server_id=server.pk, window=tr.window, order=state.order, filters=state.filters,
+    monitoring = (server.user,)
+    top = top_statements(server_id=server.pk, window=tr.window, order=state.order, filters=state.filters(monitoring),
                          page=Page(state.page, PAGE_SIZE))  # fmt: skip
     previous = None
     coverage = ""
@@ -203,9 +218,15 @@ def statements_table(server, tr: TimeRange, state: TableState, base: str) -> dic
         coverage = _coverage(previous.span_s, before)
     pages = max(1, ceil(top.total_count / PAGE_SIZE))
     names = statement_names(server_id=server.pk)
-    rows = [_row(s, previous) for s in top.rows]
+    rows = [_row(s, previous, own=s.user in monitoring) for s in top.rows]
     table = _table(state, rows, top.total_count, top.planning.state, pages, (names.databases, names.users))
-    return {**_links(base, tr, state, pages), **table, "coverage": coverage}
+    return {
+        **_links(base, tr, state, pages),
+        **table,
+        "coverage": coverage,
+        "monitoring": ", ".join(monitoring),
+        "monitoring_roles": list(monitoring),
+    }
 
 
 def _hours(seconds: float) -> str:
@@ -232,7 +253,8 @@ def organization_table(servers: list, tr: TimeRange, state: TableState, base: st
     page = min(state.page, MAX_PAGES)
     if page != state.page:
         state = dataclasses.replace(state, page=page, error=f"across servers, the first {MAX_PAGES} pages are listed")
-    top = statements_across(server_ids=ids, window=tr.window, order=state.order, filters=state.filters,
+    monitoring = tuple(sorted({s.user for s in servers}))
+    top = statements_across(server_ids=ids, window=tr.window, order=state.order, filters=state.filters(monitoring),
                             page=Page(page, PAGE_SIZE))  # fmt: skip
     previous: dict[int, dict[int, StatementTotals]] = {}
     if state.compare:
@@ -242,15 +264,28 @@ def organization_table(servers: list, tr: TimeRange, state: TableState, base: st
         for server_id, statement_ids in wanted.items():
             previous[server_id] = statements_in(server_id=server_id, window=tr.window.previous(),
                                                 statement_ids=statement_ids)  # fmt: skip
-    rows = [_row(r.statement, previous.get(r.server_id, {}) if state.compare else None, by_id[r.server_id])
-            for r in top.rows]  # fmt: skip
+    rows = [
+        _row(
+            r.statement,
+            previous.get(r.server_id, {}) if state.compare else None,
+            by_id[r.server_id],
+            own=r.statement.user == by_id[r.server_id].user,
+        )
+        for r in top.rows
+    ]
     if top.planning_everywhere:
         planning = "tracked"
     else:
         planning = "partly tracked" if top.planning_tracked else "not tracked"
     pages = max(1, min(MAX_PAGES, ceil(top.total_count / PAGE_SIZE)))
     table = _table(state, rows, top.total_count, planning, pages, statement_names_across(server_ids=ids))
-    return {**_links(base, tr, state, pages), **table, "show_server": True}
+    return {
+        **_links(base, tr, state, pages),
+        **table,
+        "show_server": True,
+        "monitoring": ", ".join(monitoring),
+        "monitoring_roles": list(monitoring),
+    }
 
 
 def range_links(base: str, tr: TimeRange, extra: dict[str, str]) -> list[tuple[str, str, bool]]:

@@ -386,3 +386,37 @@ def test_an_htmx_table_update_swaps_the_range_links_out_of_band(client, world):
     assert "order=calls" in picker and "q=h2" in picker and "range=6h" in picker
     full = client.get(url, {"range": "24h", "order": "calls"}).content.decode()
     assert full.count('id="range-picker"') == 1 and "hx-swap-oob" not in full  # the page has it once, in place
+
+
+def test_the_consoles_own_statements_are_left_out_unless_asked_for(client, world):
+    """The statements of the server's monitoring role are the console's collections, not the application's:
+    left out of the table (and said so), listed with a badge on ?own=1 or when that role is filtered on."""
+    from inventory.models import Server
+
+    Server.objects.filter(pk=world.configured.pk).update(user="app_user1")  # rolled back with the test
+    client.force_login(world.alice)
+    params, window = custom(world, 6)
+    every = top_statements(server_id=world.configured.pk, window=window, page=Page(1, 500)).rows
+    theirs = {s.statement_id for s in every if s.user == "app_user1"}
+    assert theirs and len(theirs) < len(every)
+    mine = StatementFilters(exclude_users=("app_user1",))
+    apps = top_statements(server_id=world.configured.pk, window=window, page=Page(1, 500), filters=mine).rows
+    assert {s.statement_id for s in apps} == {s.statement_id for s in every} - theirs
+
+    html = get(client, world.configured, **params)
+    shown = table(html)
+    assert [r["id"] for r in shown] == [s.statement_id for s in apps][: top.PAGE_SIZE]
+    assert f"{len(apps)} statements ran in this range, not counting the console's own (monitoring role app_user1)" in (
+        " ".join(html.split())
+    )
+    assert 'name="own" value="1"' in html and "pgconsole</span>" not in html
+
+    html = get(client, world.configured, own="1", **params)
+    listed = table(html)
+    assert [r["id"] for r in listed] == [s.statement_id for s in every][: top.PAGE_SIZE]
+    badged = {r["id"] for r in listed if r["cells"][0].endswith("pgconsole")}
+    assert badged == theirs & {r["id"] for r in listed} and badged
+    assert "own=1" in html  # the sort links keep it
+
+    filtered = table(get(client, world.configured, user="app_user1", **params))
+    assert {r["id"] for r in filtered} == set(sorted(theirs, key=[s.statement_id for s in every].index)[:50])
