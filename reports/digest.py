@@ -42,6 +42,7 @@ class ServerDigest:
     name: str
     tags: list[str]
     version: str | None
+    major: int | None  # PostgreSQL's major version, for what the server can tell (None: never collected)
     status: str  # ok | failing | stale | disabled | never collected (now, as the fleet page says)
     error_message: str
     week: WindowSummary
@@ -119,12 +120,16 @@ def server_digest(*, server: Server, week: ReportWeek, status: str, error_messag
     window, previous = week.window, week.previous().window
     comparison = compare_windows(server_id=server.pk, window=window, previous=previous)
     top = [c for c in comparison.changes if c.current is not None][:TOP_STATEMENTS]
-    new = sorted(comparison.new, key=lambda c: -c.current.total_ms)
+    earlier = window_summary(server_id=server.pk, window=previous)
+    # Without history the week before, nothing is known to be new: it may all have run before it was watched.
+    new = sorted(comparison.new, key=lambda c: -c.current.total_ms) if earlier.snapshots else []
     return ServerDigest(
         server_id=server.pk, name=server.name, tags=list(server.tags or []),
-        version=version_text(server.server_version_num), status=status, error_message=error_message,
+        version=version_text(server.server_version_num),
+        major=server.server_version_num // 10000 if server.server_version_num else None,
+        status=status, error_message=error_message,
         week=window_summary(server_id=server.pk, window=window),
-        previous=window_summary(server_id=server.pk, window=previous),
+        previous=earlier,
         top=top, new=new[:LISTED], new_count=len(new),
         regressions=comparison.regressions[:LISTED], regression_count=len(comparison.regressions),
         waits=wait_events(server_id=server.pk, window=window, top=TOP_WAITS),

@@ -10,7 +10,8 @@ from datetime import datetime, timedelta
 from django.contrib.auth import get_user_model
 from django.db.models import Q
 
-from inventory.models import Organization
+from collectors.selectors.windows import coverage
+from inventory.models import Organization, Server
 from reports.models import Delivery, ReportOptIn, ReportSchedule, Unsubscribed, WeeklySend
 from reports.weeks import ReportWeek, WeekError, last_complete_week, parse_week, week_of
 
@@ -37,6 +38,17 @@ def report_week(*, organization_id: int, label: str | None = None, now: datetime
         raise WeekError(f"week {label} is not over yet: a report covers a whole week (the last complete one is "
                         f"{last.label})")  # fmt: skip
     return week
+
+
+def preview_week(*, organization_id: int, now: datetime) -> ReportWeek:
+    """The week a preview shows by default: the last complete one, or, where every server's history begins
+    after it (a new installation, before its first whole week), the week in progress so far."""
+    last = report_week(organization_id=organization_id, now=now)
+    servers = Server.objects.filter(organization_id=organization_id).values_list("pk", flat=True)
+    starts = [b for b in (coverage(pk).data_from for pk in servers) if b is not None]
+    if starts and min(starts) >= last.window.end:
+        return week_of(now, time_zone=last.time_zone).so_far(now)
+    return last
 
 
 def report_recipients(*, organization_id: int) -> list[str]:

@@ -96,6 +96,8 @@ class ServerSection:
     opened: list[AdviceLine]
     resolved: list[AdviceLine]
     charts: list[InlineImage] = field(default_factory=list)
+    history: bool = True  # False: no snapshot this week, so the lists say nothing of what ran
+    compared: bool = True  # False: no snapshot the week before, so nothing is new or slower
 
 
 @dataclass(frozen=True)
@@ -109,6 +111,7 @@ class WeeklyReport:
     highlights: list[str]  # plain sentences, most important first
     servers: list[ServerSection]
     settings_url: str  # the organization's report page
+    previous_label: str = "previous week"  # what the changes compare with (the week so far: the same days)
 
     @property
     def images(self) -> list[InlineImage]:
@@ -127,11 +130,13 @@ def _statement_text(s: StatementTotals) -> str:
     return f.shorten(s.query, TEXT_CHARS) if s.query else MISSING_TEXT
 
 
-def _statement_line(c: StatementChange, params: dict[str, str]) -> StatementLine:
+def _statement_line(c: StatementChange, params: dict[str, str], *, compared: bool = True) -> StatementLine:
+    """`compared`: the week before has history (else a statement's change is unknown, never "new")."""
     s = c.current
     return StatementLine(
         text=_statement_text(s), url=console_url(reverse("statement", args=[s.statement_id]), params),
-        total=f.duration_text(s.total_ms), change="new" if c.is_new else f.change_text(c.change("total_ms")),
+        total=f.duration_text(s.total_ms),
+        change=("new" if c.is_new else f.change_text(c.change("total_ms"))) if compared else "no week before",
         calls=f.calls_text(s.calls), mean=f.mean_text(s.total_ms / s.calls if s.calls else None),
     )  # fmt: skip
 
@@ -181,7 +186,11 @@ def _planning(d: ServerDigest) -> str:
 def _dealloc(d: ServerDigest) -> str:
     w = d.week
     if w.dealloc is None:
-        return "Deallocations: unknown (pg_stat_statements_info needs PostgreSQL 14 or later)."
+        if d.major is not None and d.major < 14:
+            return "Deallocations: unknown (pg_stat_statements_info needs PostgreSQL 14 or later)."
+        if not w.snapshots:
+            return "Deallocations: no history this week."
+        return "Deallocations: not measured this week (pg_stat_statements_info could not be read)."
     if w.dealloc == 0:
         return "No pg_stat_statements entry was deallocated: pg_stat_statements.max holds every statement."
     return (f"{f.count_text(w.dealloc)} deallocations ({f.rate_text(w.dealloc_per_s)} on average, peak "
@@ -189,15 +198,19 @@ def _dealloc(d: ServerDigest) -> str:
             "for the statements seen, so their figures are incomplete.")  # fmt: skip
 
 
-def _coverage(d: ServerDigest, tz) -> tuple[str, list[str], str]:
+def _coverage(d: ServerDigest, tz, *, so_far: bool = False) -> tuple[str, list[str], str]:
     cov = d.coverage
+    # A server whose history begins inside the week is covered since then, not over "the week".
+    since = f"{f.when_text(cov.history_from, tz)}, when its history begins" if _began_mid_week(d) else ""
     if cov.share is None:
         text = "No history this week."
     elif not cov.gaps:
-        text = "Collected the whole week, without a gap."
+        whole = "the whole week so far" if so_far else "the whole week"
+        text = f"Collected since {since}, without a gap." if since else f"Collected {whole}, without a gap."
     else:
-        text = (f"Collected {f.share_text(cov.share)} of the week: {len(cov.gaps)} "
-                f"gap{'s' if len(cov.gaps) > 1 else ''}, {f.hours_text(cov.gap_hours)} in all.")  # fmt: skip
+        gaps = f"{len(cov.gaps)} gap{'s' if len(cov.gaps) > 1 else ''}, {f.hours_text(cov.gap_hours)} in all"
+        of = f"the time since {since}" if since else ("the week so far" if so_far else "the week")
+        text = f"Collected {f.share_text(cov.share)} of {of}: {gaps}."
     gaps = [f"{f.span_text(g.start, g.end, tz)} ({f.hours_text(g.hours)})" for g in cov.gaps]
     errors = ""
     if d.status in ("failing", "stale"):
@@ -211,14 +224,19 @@ def _coverage(d: ServerDigest, tz) -> tuple[str, list[str], str]:
     return text, gaps, errors
 
 
-def _summary(d: ServerDigest) -> str:
+def previous_label(week: ReportWeek) -> str:
+    """What a week's changes compare with: the week before, or for the week so far, as much of the week before."""
+    return "previous week" if week.until is None else "same days and hours of the previous week"
+
+
+def _summary(d: ServerDigest, previous: str) -> str:
     w = d.week
     if not w.snapshots:
         return f"{d.name} has no history this week."
     text = f"{d.name} spent {f.duration_text(w.db_time_ms)} in the database over {f.calls_text(w.calls)}"
     change = d.db_time_change
     if change is not None:
-        text += f", {f.change_text(change)} in time on the previous week"
+        text += f", {f.change_text(change)} in time on the {previous}"
     text += "."
     if d.regression_count:
         text += f" {d.regression_count} statement{'s' if d.regression_count > 1 else ''} slowed down."
@@ -231,16 +249,18 @@ def _charts(d: ServerDigest, tz) -> list[InlineImage]:
         return []  # nothing to draw a line through
     # Narrower than the column: a phone scales it down less, so its labels stay readable there.
     width, height = CHART_SIZE
-    db_time = [Line("execution", [(p.start, p.exec_ms_per_s) for p in points])]
+    ends = [p.end for p in points]  # each point drawn flat across its hour (reports/charts.py)
+    db_time = [Line("execution", [(p.start, p.exec_ms_per_s) for p in points], ends)]
     if d.week.plan_ms is not None:
-        db_time.append(Line("planning", [(p.start, p.plan_ms_per_s) for p in points]))
+        db_time.append(Line("planning", [(p.start, p.plan_ms_per_s) for p in points], ends))
+    calls = [Line("calls", [(p.start, p.calls_per_s) for p in points], ends)]
     charts = [
         ("dbtime", "Database time per second" + ("" if d.week.plan_ms is not None else " (planning not tracked)"),
          db_time, "ms/s", True),
-        ("calls", "Calls per second", [Line("calls", [(p.start, p.calls_per_s) for p in points])], "calls/s", False),
+        ("calls", "Calls per second", calls, "calls/s", False),
     ]  # fmt: skip
     if d.week.dealloc:
-        dealloc = [Line("dealloc", [(p.start, p.dealloc_per_s) for p in points])]
+        dealloc = [Line("dealloc", [(p.start, p.dealloc_per_s) for p in points], ends)]
         charts.append(("dealloc", "Deallocations per second", dealloc, "dealloc/s", False))
     out = []
     for key, title, lines, unit, stacked in charts:
@@ -252,7 +272,7 @@ def _charts(d: ServerDigest, tz) -> list[InlineImage]:
 def server_section(d: ServerDigest, week: ReportWeek, *, charts: bool = True) -> ServerSection:
     tz = zoneinfo.ZoneInfo(week.time_zone)
     params = _window_params(week)
-    coverage, gaps, errors = _coverage(d, tz)
+    coverage, gaps, errors = _coverage(d, tz, so_far=week.until is not None)
     status = d.status if d.status != "ok" else ""
     note = ", ".join(x for x in (f"PostgreSQL {d.version}" if d.version else "", status) if x)
     waits = [WaitLine(r.event, f.sessions_text(r.active_sessions), f.share_text(r.share)) for r in d.waits.rows]
@@ -260,9 +280,10 @@ def server_section(d: ServerDigest, week: ReportWeek, *, charts: bool = True) ->
         name=d.name, url=console_url(reverse("server", args=[d.server_id]), params),
         statements_url=console_url(reverse("server-statements", args=[d.server_id]), {**params, "compare": "1"}),
         advisor_url=console_url(reverse("server-advisor", args=[d.server_id])),
-        heading_note=note, summary=_summary(d), figures=_figures(d), planning=_planning(d), dealloc=_dealloc(d),
+        heading_note=note, summary=_summary(d, previous_label(week)), figures=_figures(d),
+        planning=_planning(d), dealloc=_dealloc(d),
         coverage=coverage, gaps=gaps, errors=errors,
-        top=[_statement_line(c, params) for c in d.top],
+        top=[_statement_line(c, params, compared=bool(d.previous.snapshots)) for c in d.top],
         new=[_statement_line(c, params) for c in d.new], new_count=d.new_count,
         regressions=[_regression_line(c, params) for c in d.regressions], regression_count=d.regression_count,
         waits=waits, waits_note="" if waits else "No wait event was sampled this week.",
@@ -271,12 +292,51 @@ def server_section(d: ServerDigest, week: ReportWeek, *, charts: bool = True) ->
         resolved=[AdviceLine(a.title, console_url(reverse("advisor-recommendation", args=[a.recommendation_id])),
                              f"{'by ' + a.by if a.by else 'its condition cleared'}, {f.when_text(a.at, tz)}")
                   for a in d.resolved],
-        charts=_charts(d, tz) if charts else [],
+        charts=_charts(d, tz) if charts else [], history=bool(d.week.snapshots),
+        compared=bool(d.previous.snapshots),
     )  # fmt: skip
 
 
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _began_mid_week(d: ServerDigest) -> bool:
+    return d.coverage.history_from is not None and d.coverage.history_from > d.coverage.window.start
+
+
+def _failing_sentences(digest: OrganizationDigest) -> list[str]:
+    return [
+        f"{s.name} is {s.status} now" + (f": {f.shorten(s.error_message, 160)}" if s.error_message else ".")
+        for s in digest.failing
+    ]
+
+
+def _names(servers: list[ServerDigest]) -> str:
+    names = [s.name for s in servers]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def _coverage_sentences(digest: OrganizationDigest, tz) -> list[str]:
+    """What the week's figures rest on: which servers have no history, which began mid-week, which have gaps;
+    "collected the whole week" only when it is true of every server."""
+    empty = [s for s in digest.servers if s.coverage.share is None]
+    late = [s for s in digest.servers if s.coverage.share is not None and _began_mid_week(s)]
+    out = []
+    if empty:
+        one = len(empty) == 1
+        out.append(
+            f"{_names(empty)} {'has' if one else 'have'} no history this week: "
+            f"nothing of {'it' if one else 'them'} is in these figures."
+        )
+    for s in late:
+        out.append(f"{s.name} is counted from {f.when_text(s.coverage.history_from, tz)}, when its history begins.")
+    if digest.with_gaps:
+        gaps = ", ".join(f"{s.name} ({f.hours_text(s.coverage.gap_hours)})" for s in digest.with_gaps)
+        out.append(f"Collection gaps: {gaps}; the figures leave those hours out.")
+    elif not empty and not late:
+        out.append(f"Every server was collected the whole week{' so far' if digest.week.until else ''}.")
+    return out
 
 
 def highlights(digest: OrganizationDigest) -> list[str]:
@@ -285,18 +345,25 @@ def highlights(digest: OrganizationDigest) -> list[str]:
     n = len(digest.servers)
     if not n:
         return [f"{digest.organization} has no server: there is nothing to report."]
+    if all(s.coverage.share is None for s in digest.servers):
+        which = "your server" if n == 1 else f"any of your {n} servers"
+        return [
+            f"No history was collected this week for {which}: there are no figures to report yet. The first "
+            "report with figures is the one after the first collections.",
+            *_failing_sentences(digest),
+        ]
     change = _relative(digest.db_time_ms, digest.previous_db_time_ms)
     text = (f"Your {_plural(n, 'server')} spent {f.duration_text(digest.db_time_ms)} in the database over "
             f"{f.calls_text(digest.calls)}")  # fmt: skip
     if change is not None:
         calls = _relative(digest.calls, digest.previous_calls)
         text += (
-            f": {f.change_text(change)} in time and {f.change_text(calls)} in calls on the previous week "
+            f": {f.change_text(change)} in time and {f.change_text(calls)} in calls on the "
+            f"{previous_label(digest.week)} "
             f"({f.duration_text(digest.previous_db_time_ms)}, {f.calls_text(digest.previous_calls)})"
         )
     out.append(text + ".")
-    for s in digest.failing:
-        out.append(f"{s.name} is {s.status} now" + (f": {f.shorten(s.error_message, 160)}" if s.error_message else "."))
+    out.extend(_failing_sentences(digest))
     regressions = sum(s.regression_count for s in digest.servers)
     new = sum(s.new_count for s in digest.servers)
     if regressions or new:
@@ -306,11 +373,7 @@ def highlights(digest: OrganizationDigest) -> list[str]:
         if new:
             parts.append(f"{_plural(new, 'statement')} ran for the first time")
         out.append("; ".join(parts).capitalize() + ".")
-    if digest.with_gaps:
-        gaps = ", ".join(f"{s.name} ({f.hours_text(s.coverage.gap_hours)})" for s in digest.with_gaps)
-        out.append(f"Collection gaps: {gaps}; the figures leave those hours out.")
-    else:
-        out.append("Every server was collected the whole week.")
+    out.extend(_coverage_sentences(digest, zoneinfo.ZoneInfo(digest.week.time_zone)))
     if digest.opened or digest.resolved:
         out.append(f"The advisor opened {_plural(digest.opened, 'recommendation')} and "
                    f"{digest.resolved} {'was' if digest.resolved == 1 else 'were'} resolved.")  # fmt: skip
@@ -326,7 +389,8 @@ def weekly_report(*, organization_id: int, week: ReportWeek, now: datetime | Non
     headline = (f"{f.duration_text(digest.db_time_ms)} database time "
                 f"({f.change_text(_relative(digest.db_time_ms, digest.previous_db_time_ms))})")  # fmt: skip
     return WeeklyReport(
-        organization_id=organization_id, organization=digest.organization, week=week.label,
+        organization_id=organization_id, organization=digest.organization,
+        week=week.label if week.until is None else f"{week.label}, so far", previous_label=previous_label(week),
         span=f.week_span_text(w.start, w.end, tz), time_zone=week.time_zone, headline=headline,
         highlights=highlights(digest), servers=[server_section(s, week, charts=charts) for s in digest.servers],
         settings_url=console_url(reverse("organization-reports", args=[organization_id])),

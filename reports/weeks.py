@@ -22,6 +22,9 @@ class ReportWeek:
     year: int
     week: int
     time_zone: str
+    # The week so far: its window ends here (a preview before the first whole week; never sent as a report).
+    # Its previous week ends as far into that week, so that changes compare the same days and hours.
+    until: datetime | None = None
 
     @property
     def label(self) -> str:
@@ -37,11 +40,16 @@ class ReportWeek:
         tz = zoneinfo.ZoneInfo(self.time_zone)
         start = datetime.combine(self.first_day, datetime.min.time(), tz).astimezone(UTC)
         end = datetime.combine(self.first_day + timedelta(days=7), datetime.min.time(), tz).astimezone(UTC)
-        return Window(start, end)
+        return Window(start, min(end, self.until) if self.until is not None else end)
 
     def previous(self) -> ReportWeek:
         y, w, _ = (self.first_day - timedelta(days=7)).isocalendar()
-        return ReportWeek(y, w, self.time_zone)
+        until = None if self.until is None else self.until - timedelta(days=7)
+        return ReportWeek(y, w, self.time_zone, until)
+
+    def so_far(self, now: datetime) -> ReportWeek:
+        """This week up to `now` (a week in progress, previewed)."""
+        return ReportWeek(self.year, self.week, self.time_zone, now)
 
 
 def parse_week(text: str, *, time_zone: str) -> ReportWeek:

@@ -28,6 +28,7 @@ from reports.selectors import (
     failing_recipients,
     is_opted_in,
     next_due,
+    preview_week,
     report_schedule,
     report_week,
     send_history,
@@ -41,7 +42,7 @@ from reports.services import (
 )
 from reports.unsubscribe import read_token, unsubscribe_url
 from reports.weekly import weekly_report
-from reports.weeks import ReportWeek, WeekError
+from reports.weeks import ReportWeek, WeekError, week_of
 
 # The preview is the mail's HTML: its own inline styles and data: images, and nothing else (no script).
 PREVIEW_CSP = ("default-src 'none'; img-src data:; style-src 'unsafe-inline'; base-uri 'none'; "
@@ -49,12 +50,19 @@ PREVIEW_CSP = ("default-src 'none'; img-src data:; style-src 'unsafe-inline'; ba
 
 
 def _week(request: HttpRequest, organization_id: int, params) -> tuple[ReportWeek, str]:
-    """?week= (2026-W47) or the last complete week; a bad one gives the default and the reason."""
+    """?week= (2026-W47; the week in progress: so far), or the last complete week (the week so far before the
+    first whole week of history); a bad one gives the default and the reason."""
     now = timezone.now()
+    label = params.get("week") or None
+    if label is None:
+        return preview_week(organization_id=organization_id, now=now), ""
     try:
-        return report_week(organization_id=organization_id, label=params.get("week") or None, now=now), ""
+        return report_week(organization_id=organization_id, label=label, now=now), ""
     except WeekError as exc:
-        return report_week(organization_id=organization_id, now=now), str(exc)
+        current = week_of(now, time_zone=report_schedule(organization_id=organization_id).time_zone)
+        if label.strip() == current.label:
+            return current.so_far(now), ""
+        return preview_week(organization_id=organization_id, now=now), str(exc)
 
 
 def reports(request: HttpRequest, organization_id: int) -> HttpResponse:
@@ -68,6 +76,7 @@ def _page(request: HttpRequest, org: Organization, form: ReportScheduleForm, *, 
     can_manage = role in MANAGE_SERVERS
     week, error = _week(request, org.pk, request.GET)
     schedule = report_schedule(organization_id=org.pk)
+    history = send_history(organization_id=org.pk)
     context = {
         "organization": org,
         "role": role,
@@ -80,7 +89,9 @@ def _page(request: HttpRequest, org: Organization, form: ReportScheduleForm, *, 
         "errors": [error] if error else [],
         "week": week,
         "preview_url": reverse("organization-reports-preview", args=[org.pk]) + f"?week={week.label}",
-        "history": send_history(organization_id=org.pk),
+        "history": history,
+        # A new installation is told when its first report goes out (a test send is not one).
+        "weekly_sent": any(row.send.kind == "weekly" for row in history),
         "failing": failing_recipients(organization_id=org.pk) if can_manage else [],
         "zones": sorted(zoneinfo.available_timezones()) if can_manage else [],
         "unsubscribed": unsubscribed(organization_id=org.pk) if can_manage else [],

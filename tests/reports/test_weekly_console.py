@@ -160,3 +160,16 @@ def test_the_recipients_that_keep_failing_are_listed(client, known_history, read
     assert "cto@client.example" in failing and "550 5.1.1 no such user" in failing and "alice" not in failing
     assert "partial" in html
     assert "cto@client.example" not in page(client, readers.alice, org)  # a viewer sees no addresses
+
+
+def test_a_new_installation_is_told_when_its_first_report_goes_out(client, known_history, readers):
+    from django.utils import timezone
+
+    from reports.selectors import next_due, report_schedule
+
+    org = known_history.organization
+    WeeklySend.objects.filter(organization=org).delete()  # rolled back with the test
+    due = next_due(report_schedule(organization_id=org.pk), now=timezone.now())
+    html = " ".join(page(client, readers.alice, org).split())
+    assert "none sent yet: the first one goes out" in html and "the next one" not in html
+    assert due.strftime("%Y") in html and due.strftime("%H:00") in html
