@@ -131,6 +131,13 @@ def pdf_context(c: AuditContent) -> dict:
     firsts = [(s, s.top["total"][0]) for s in c.servers if s.top["total"]]
     heaviest_server, heaviest = max(firsts, key=lambda pair: pair[1].total_ms, default=(None, None))
     gaps = [(s, g) for s in c.servers for g in s.coverage.gaps]
+    # What the summary may claim: servers without a snapshot in the window, and those first collected inside it.
+    without = [s.name for s in c.servers if not s.summary.snapshots]
+    began = [
+        (s.name, s.coverage.history_from)
+        for s in c.servers
+        if s.summary.snapshots and s.coverage.history_from and s.coverage.history_from > c.window.start
+    ]
     return {
         "c": c, "tz": tz, "tz_name": c.time_zone, "utc": zoneinfo.ZoneInfo("UTC"), "fmt": fmt,
         "hours": c.window.seconds / 3600, "days": c.window.seconds / 86400,
@@ -143,7 +150,7 @@ def pdf_context(c: AuditContent) -> dict:
         if heaviest and heaviest_server.summary.db_time_ms > 0 else None,
         "overall": _overall(c),
         "servers": [_server_view(s, tz) for s in c.servers],
-        "gaps": gaps,
+        "gaps": gaps, "collected": len(without) < len(c.servers), "without": without, "began": began,
         "findings": [FindingView(f, CHANGE_APPLY_TEXT.get(f.rec.change_apply, f.rec.change_apply),
                                  evidence_charts(f, tz)) for f in c.findings],
         "top_n": TOP_N, "query_pdf_chars": QUERY_PDF_CHARS, "query_max_chars": f"{QUERY_MAX_CHARS:,}",
@@ -172,17 +179,35 @@ def _overall(c: AuditContent, n: int = 5) -> list[OverallLine]:
 
 def _server_view(s: ServerAudit, tz) -> dict:
     w, cov = s.summary, s.coverage
+    # No snapshot in the window: no figure, not "0 ms" nor "not tracked".
+    figures = (
+        {} if w.snapshots else dict.fromkeys(("calls", "db_time", "exec_time", "plan_time", "coverage"), fmt.NO_DATA)
+    )
     return {
-        "s": s, "tables": _tables(s),
-        "calls": fmt.count_text(w.calls), "db_time": fmt.duration_text(w.db_time_ms),
-        "exec_time": fmt.duration_text(w.exec_ms), "plan_time": _plan(w.plan_ms),
+        "s": s,
+        "tables": _tables(s),
+        "calls": fmt.count_text(w.calls),
+        "db_time": fmt.duration_text(w.db_time_ms),
+        "exec_time": fmt.duration_text(w.exec_ms),
+        "plan_time": _plan(w.plan_ms),
         "plan_share": fmt.plan_share_text(w.plan_share, w.planning),
-        "dealloc_per_s": fmt.rate_text(w.dealloc_per_s), "coverage": fmt.share_text(cov.share),
+        "dealloc_per_s": _dealloc_text(s),
+        "coverage": fmt.share_text(cov.share),
         "gap_hours": fmt.hours_text(cov.gap_hours),
         "gaps": [fmt.span_text(g.start, g.end, tz) + f" ({fmt.hours_text(g.hours)})" for g in cov.gaps],
         "settings": [(name, _setting_text(value)) for name, value in s.settings.values],
         "chart": db_time_chart(s, tz) if s.series.points else None,
-    }  # fmt: skip
+    } | figures
+
+
+def _dealloc_text(s: ServerAudit) -> str:
+    """Deallocations per second, or why there is no figure: no snapshot, or a release without the counter."""
+    if s.summary.dealloc_per_s is not None:
+        return fmt.rate_text(s.summary.dealloc_per_s)
+    if not s.summary.snapshots:
+        return fmt.NO_DATA
+    major = int(s.version.split(".")[0]) if s.version and s.version[0].isdigit() else None
+    return f"{fmt.UNKNOWN} (PostgreSQL {major})" if major is not None and major < 14 else fmt.UNKNOWN
 
 
 def _setting_text(value) -> str:
