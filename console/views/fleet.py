@@ -183,6 +183,11 @@ class Line:
     advice: Counts = NO_ADVICE  # the server's active recommendations by severity
     advice_text: str = ""  # "2 critical · 1 warning"; "" when there is none
 
+    @property
+    def advice_parts(self) -> list[str]:
+        """The severities of advice_text one by one, so that a narrow column breaks between them only."""
+        return self.advice_text.split(" · ") if self.advice_text else []
+
 
 def advice_text(counts: Counts) -> str:
     """The active recommendations by severity, the worst first ("2 critical · 1 warning")."""

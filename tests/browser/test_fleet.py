@@ -10,6 +10,7 @@ import pytest
 from django.utils import timezone
 from playwright.sync_api import Page, expect
 
+from advisor.models import Recommendation
 from inventory.models import Server
 from tests.browser.conftest import assert_charts_drawn
 
@@ -28,6 +29,14 @@ def fleet(synthetic_server) -> dict[str, Server]:
         consecutive_failures=2, last_attempt_at=timezone.now(), last_error_class="connection",
         last_error_message=HOSTILE_ERROR,
     )  # fmt: skip
+    # The demo's widest cells: tags after the name, one critical and three warnings.
+    Server.objects.filter(pk=servers["db-main"].pk).update(tags=["production", "eu-west"])
+    now = timezone.now()
+    for i, severity in enumerate(("critical", "warning", "warning", "warning")):
+        Recommendation.objects.create(
+            server=servers["db-main"], rule=f"rule{i}", subject="server", subject_key="server", severity=severity,
+            title=f"Advice {i}", explanation="", first_seen_at=now, opened_at=now, last_seen_at=now, status="open",
+        )  # fmt: skip
     return servers
 
 
@@ -54,6 +63,16 @@ def test_the_fleet_shows_the_visible_servers_failing_first_with_sparklines(conso
     assert calls > 0
     drawn = assert_charts_drawn(page, at_least=2)
     assert set(drawn) == {f"spark-{fleet['db-broken'].pk}", f"spark-{fleet['db-main'].pk}"}
+    expect(main.locator("a.advice-count")).to_have_text("1 critical · 3 warning")
+    # At 1440 px, with a long error in a row, the whole table fits: its last column (the sparklines) is on
+    # screen, not cut off behind a horizontal scroll.
+    fit = page.evaluate(
+        """() => { const wrap = document.querySelector('.table-scroll'), last = document.querySelector(
+             'table.fleet-table tbody tr[data-server] td:last-child');
+           return {scroll: wrap.scrollWidth, client: wrap.clientWidth, right: last.getBoundingClientRect().right,
+                   viewport: window.innerWidth}; }"""
+    )
+    assert fit["viewport"] == 1440 and fit["scroll"] <= fit["client"] and fit["right"] <= fit["viewport"], fit
 
 
 def test_filters_and_sorting_keep_their_state_in_the_url_and_back_works(console_page, fleet, live_server):
