@@ -14,21 +14,26 @@ from collectors import codec, rollups
 from collectors.columns import TOTAL_NAMES, totals_of
 from collectors.services import server_collect
 
+STORM = 40  # how many times as often statements run in a storm
+
 
 def build(name: str, *, n: int, start: datetime, end: datetime, step: timedelta,
           outage: tuple[datetime, datetime] | None = None, seed: int = 11,
-          last_rollup_at: datetime | None = None):  # fmt: skip
+          last_rollup_at: datetime | None = None, storm_from: datetime | None = None):  # fmt: skip
     """A server with `n` statements, a snapshot every `step` in [start, end) except during the outage,
     rolled up every hour as the periodic task does, and a last time at `last_rollup_at` (default: a day
-    after the end; a time inside the last hour leaves it rolled up only that far)."""
+    after the end; a time inside the last hour leaves it rolled up only that far). From `storm_from` on,
+    every statement runs STORM times as often (the snapshots taken after it carry it)."""
     server = synthetic.register(name)
     synth = synthetic.SyntheticServer(n=n, change_fraction=0.3, start=start, step_s=int(step.total_seconds()),
                                       seed=seed)  # fmt: skip
-    last_rollup = start
+    last_rollup, stormy = start, False
     with synthetic.reading_from(synth):
         synth.step()
         assert server_collect(server_id=server.pk).ok
         while synth.taken_at + step < end:
+            if storm_from is not None and not stormy and synth.taken_at + step >= storm_from:
+                synth.rate, stormy = synth.rate * STORM, True  # the minute before the next snapshot storms
             synth.step()
             if outage and outage[0] <= synth.taken_at < outage[1]:
                 continue  # the server was unreachable: its counters run on, nothing is stored

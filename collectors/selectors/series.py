@@ -28,7 +28,10 @@ RAW_UP_TO = timedelta(hours=6)  # automatic resolution: raw points up to 6 h (36
 # snapshots' server totals, no statement decoded); a statement's series stays hourly there.
 FINE_UP_TO = timedelta(hours=48)
 FINE_STEP = timedelta(minutes=10)
-HOURLY_UP_TO = timedelta(days=31)  # hourly up to a month (744 points), daily beyond
+HOURLY_UP_TO = timedelta(days=31)  # hourly up to a month, daily beyond
+# A chart reads a shape from about 100 to 400 points: a range read hourly with more hours than this (a month:
+# 720) is drawn in points of 2 hours (or more: a divisor of a day), summed from the hourly tier.
+MAX_POINTS = 400
 _STEP = {"hourly": tiers.HOUR, "daily": tiers.DAY}
 _TIERS = {
     "hourly": (tables.SERVER_HOURLY, tables.STATEMENT_HOURLY, tiers.day_of),
@@ -60,6 +63,19 @@ def _dense(cov: windows.Coverage) -> bool:
     """Collected at least twice a bin: a server collected every 10 or 30 minutes would show bins without a
     snapshot between the ones with one, gaps where nothing was missed; its day is drawn by the hour."""
     return cov.recent_interval_s is not None and cov.recent_interval_s <= FINE_STEP.total_seconds() / 2
+
+
+def _hours_per_point(grid: list[datetime], automatic: bool) -> int:
+    """1, or the hours each point of an automatic hourly series sums so that it has at most MAX_POINTS."""
+    if not automatic or len(grid) <= MAX_POINTS:
+        return 1
+    return next(h for h in (2, 3, 4, 6, 8, 12, 24) if len(grid) / h <= MAX_POINTS)
+
+
+def _group_of(bucket: datetime, hours: int) -> datetime:
+    """The start of the `hours`-wide point a bucket falls in (points aligned on the UTC day)."""
+    day = tiers.day_of(bucket)
+    return day + (bucket - day) // (tiers.HOUR * hours) * (tiers.HOUR * hours)
 
 
 def _floor(at: datetime, resolution: str) -> datetime:
@@ -142,7 +158,9 @@ def statement_series(*, statement_id: int, window: Window, resolution: str | Non
     if resolution == "raw":
         points = _statement_raw(server_id, statement_id, window)
     else:
-        points = _statement_buckets(server_id, statement_id, window, resolution, cov)
+        hours = _hours_per_point(_grid(window, resolution), automatic) if resolution == "hourly" else 1
+        points = _statement_buckets(server_id, statement_id, window, resolution, cov, hours=hours)
+        resolution = f"{hours}h" if hours > 1 else resolution
         cut = _cut_bucket(points, window, resolution, cov) if automatic else None
         if cut is not None and (tail := _statement_raw(server_id, statement_id, cut)):
             points = points[:-1] + tail
@@ -155,7 +173,7 @@ def _cut_bucket(points: list, window: Window, resolution: str, cov: windows.Cove
     minute ago shows at the right edge instead of averaged into its hour. Only where the resolution was
     chosen for a chart (a caller that asks for hours gets hours), and only where that hour has snapshots
     (an hour without any stays one gap)."""
-    if resolution != "hourly" or not points or points[-1].end <= window.end:
+    if resolution == "daily" or not points or points[-1].end <= window.end:
         return None
     last = points[-1].start
     return Window(last, window.end) if cov.has_raw(last) and last < window.end else None
@@ -208,8 +226,9 @@ def _running_sums(table: tables.HistoryTable, server_id: int, statement_id: int,
 
 
 def _statement_buckets(
-    server_id: int, statement_id: int, window: Window, resolution: str, cov: windows.Coverage
+    server_id: int, statement_id: int, window: Window, resolution: str, cov: windows.Coverage, *, hours: int = 1
 ) -> list[StatementPoint]:
+    """`hours`: hourly buckets summed by that many into each point."""
     server_table, statement_table, period_of = _TIERS[resolution]
     step = _STEP[resolution]
     grid = _grid(window, resolution)
@@ -248,6 +267,19 @@ def _statement_buckets(
             if f is not None:
                 d = deltas.get(b + step, [0] * len(TOTAL_NAMES))
                 deltas[b + step] = [x + y for x, y in zip(d, f, strict=True)]
+    if hours > 1:  # every figure is a sum: the points of several hours are the sums of theirs
+        grouped: dict[datetime, tuple[float, float]] = {}
+        grouped_deltas: dict[datetime, list[int]] = {}
+        for b in grid:
+            g = _group_of(b, hours)
+            if b in buckets:
+                span_s, tracked_s = grouped.get(g, (0.0, 0.0))
+                grouped[g] = (span_s + buckets[b][0], tracked_s + buckets[b][1])
+            if (d := deltas.get(b + step)) is not None:
+                before = grouped_deltas.get(g, [0] * len(TOTAL_NAMES))
+                grouped_deltas[g] = [x + y for x, y in zip(before, d, strict=True)]
+        grid, step = sorted({_group_of(b, hours) for b in grid}), step * hours
+        buckets, deltas = grouped, {g + step: d for g, d in grouped_deltas.items()}
     out = []
     for b in grid:
         span_s, tracked_s = buckets.get(b, (None, 0.0))
@@ -363,11 +395,28 @@ def server_series(
         for label, seconds in json.loads(stored).items() if stored is not None else [(event_label(et, ev), s)]:
             point[label] = point.get(label, 0.0) + seconds
     events = _top_events(waits, top_events)
+    if (hours := _hours_per_point(grid, automatic)) > 1:
+        grid, totals, waits = _grouped(grid, totals, waits, hours)
+        step, resolution = step * hours, f"{hours}h"
     points = [_server_point(b, b + step, totals.get(b), _fold(waits.get(b, {}), events)) for b in grid]
     cut = _cut_bucket(points, window, resolution, cov) if automatic else None
     if cut is not None and (tail := _server_raw(server_id, cut, top_events, events=events).points):
         points = points[:-1] + tail
     return ServerSeries(server_id, window, resolution, events, points)
+
+
+def _grouped(grid: list[datetime], totals: dict, waits: dict, hours: int) -> tuple[list[datetime], dict, dict]:
+    """Hourly totals and waits summed by `hours` into each point (in order: the last pg_stat_statements.max)."""
+    out_totals: dict[datetime, ServerTotals] = {}
+    out_waits: dict[datetime, dict[str, float]] = {}
+    for b in grid:
+        g = _group_of(b, hours)
+        if b in totals:
+            out_totals.setdefault(g, ServerTotals()).add(totals[b])
+        for label, seconds in waits.get(b, {}).items():
+            point = out_waits.setdefault(g, {})
+            point[label] = point.get(label, 0.0) + seconds
+    return sorted({_group_of(b, hours) for b in grid}), out_totals, out_waits
 
 
 _BIN = "date_bin(%(step)s::interval, taken_at, '2000-01-01 00:00+00'::timestamptz)"

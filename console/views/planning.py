@@ -29,7 +29,8 @@ from console.views.common import render_page
 from console.views.top import MISSING_TEXT, range_links, server_header
 
 RANKED = 20  # statements per ranking
-BUCKET = {"raw": "snapshot interval", "10min": "10 minutes", "hourly": "hour", "daily": "day"}  # what a point spans
+# What a point spans.
+BUCKET = {"raw": "snapshot interval", "10min": "10 minutes", "hourly": "hour", "2h": "2 hours", "daily": "day"}
 TEXT_CHARS = 120
 MATERIAL_SHARE = Thresholds().material_time_share  # the advisor's "material total time" (rule 7)
 SHARE_HELP = (

@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 from django.conf import settings
@@ -164,21 +164,24 @@ def console_page(member, logged_in) -> Page:
 
 @pytest.fixture
 def synthetic_server(transactional_db, monkeypatch) -> Iterator[Callable[..., Server]]:
-    """synthetic_server(name, org="acme", hours=26, step_min=30, n=30, texts={}) -> a server of organization
-    `org` with `n` statements and a snapshot every `step_min` minutes over the last `hours` hours (so
-    that the 1h to 24h ranges all have data), rolled up as the periodic task does. `texts` replaces the
-    text of statement i (0 <= i < n) by the given one, as a monitored server would send it."""
+    """synthetic_server(name, org="acme", hours=26, step_min=30, n=30, texts={}, outage=None, storm_from=None)
+    -> a server of organization `org` with `n` statements and a snapshot every `step_min` minutes over the last
+    `hours` hours (so that the 1h to 24h ranges all have data), rolled up as the periodic task does. `texts`
+    replaces the text of statement i (0 <= i < n) by the given one, as a monitored server would send it;
+    `outage` and `storm_from` as tests/history_world.build takes them."""
     made: list[Server] = []
 
-    def make(name: str, *, org: str = "acme", hours: int = 26, step_min: int = 30, n: int = 30,
-             texts: dict[int, str] | None = None) -> Server:  # fmt: skip
+    def make(name: str, *, org: str = "acme", hours: int = 26, step_min: float = 30, n: int = 30,
+             texts: dict[int, str] | None = None, outage: tuple[datetime, datetime] | None = None,
+             storm_from: datetime | None = None) -> Server:  # fmt: skip
         now = timezone.now()
         with monkeypatch.context() as mp:
             if texts:
                 plain = synthetic._text
                 mp.setattr(synthetic, "_text", lambda rng, size, i: texts[i] if i in texts else plain(rng, size, i))
             server = history_world.build(name, n=n, start=now - timedelta(hours=hours), end=now,
-                                         step=timedelta(minutes=step_min), last_rollup_at=now)  # fmt: skip
+                                         step=timedelta(minutes=step_min), last_rollup_at=now, outage=outage,
+                                         storm_from=storm_from)  # fmt: skip
         organization, _ = Organization.objects.get_or_create(name=org)
         Server.objects.filter(pk=server.pk).update(organization=organization)
         made.append(server)

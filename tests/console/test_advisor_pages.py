@@ -269,7 +269,9 @@ def test_the_fleet_and_server_pages_count_the_active_ones(client, world):
     html = get(client, world.viewer, reverse("fleet"))
     advisor_url = reverse("server-advisor", args=[world.db1.pk])
     assert f'<a class="advice-count critical" href="{advisor_url}"' in fleet_row(html, world.db1)
-    assert ">2 critical · 1 warning</a>" in fleet_row(html, world.db1)
+    assert '><span class="nowrap">2 critical</span> · <span class="nowrap">1 warning</span></a>' in fleet_row(
+        html, world.db1
+    )
     assert "advice-count" not in fleet_row(html, world.db2)
     assert 'href="/advisor/">Advisor</a>' in html  # the nav link
 
