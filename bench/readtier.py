@@ -151,6 +151,21 @@ def _calls(h: longhistory.LongHistory, fl: fleet_history.Fleet | None, end: date
     out += _statement_calls(h, hot, rare)
     out.append((Measured("server_series", "30 d", 50, window="30 d"),
                 lambda: s.server_series(server_id=h.server_id, window=month)))  # fmt: skip
+    # The default range of the pages: a server's day in 10-minute bins of its snapshots' totals, a statement's in
+    # hours with the hour in progress snapshot by snapshot (ending 37 minutes into an hour, as a range ending now).
+    day = s.Window(end - timedelta(hours=24), end)  # LAST_TAKEN_AT: 13:37
+    out.append(
+        (
+            Measured("server_series", "24 h (10-minute bins)", 50, window="24 h"),
+            lambda: s.server_series(server_id=h.server_id, window=day),
+        )
+    )
+    out.append(
+        (
+            Measured("statement_series", f"24 h, hot statement ({hot[1]})", 30, window="24 h"),
+            lambda: s.statement_series(statement_id=hot[0], window=day),
+        )
+    )
     week = s.Window(end - timedelta(days=7), end)
     out.append((Measured("compare_windows", "7 d vs the 7 d before", 300, window="7 d"),
                 lambda: s.compare_windows(server_id=h.server_id, window=week)))  # fmt: skip

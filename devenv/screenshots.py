@@ -4,12 +4,13 @@
 
 Debian's headless chromium (devenv/browser.py) logs in through the login form, then saves a PNG of each
 page at 1440×900 (the full page where it is taller), once every chart on it is drawn: login, fleet, the
-server page of the demo's dealloc-storm server (24h, and the last --recent minutes), its top statements
+server page of the demo's dealloc-storm server (24h, and the last hour or --recent minutes), its top statements
 by calls compared with the previous period, the hottest statement of the planning server (first by total
 time), planning vs execution, the advisor (the fleet's and the dealloc-storm server's recommendations),
 server management with a "test connection" result, the organization and
-the preferences. Run it after a few minutes of demo (more than --recent, and five minutes for the advisor's
-two-phase-commit family), so that the seed cases show."""
+the preferences. Run it after a few minutes of demo (five minutes for the advisor's two-phase-commit family),
+so that the seed cases show; the README's were taken after the demo was stopped a few minutes and started
+again, so that a gap is on them."""
 
 from __future__ import annotations
 
@@ -30,10 +31,9 @@ ORGANIZATION = "demo"
 #: A PNG larger than this is reported: the README shows them all.
 MAX_BYTES = 600_000
 TIMEOUT_MS = 30_000
-#: The recent range of the pages with charts. A preset range reads raw snapshots only when they cover it
-#: whole (collectors/selectors/series.py): in a demo younger than the range, each chart has a single
-#: hourly point. A custom range starting after the demo's first snapshot draws the raw points.
-RECENT_MIN = 5
+#: The recent range of the pages with charts: the last hour, every snapshot (a demo younger than that is drawn
+#: from its first snapshot on); --recent MINUTES takes a custom range instead.
+RECENT = "range=1h"
 LOCAL_FORMAT = "%Y-%m-%dT%H:%M"  # console/ranges.py
 _SERVER_ID = re.compile(r"/servers/(\d+)/")
 _ORGANIZATION_ID = re.compile(r"/organizations/(\d+)/")
@@ -79,7 +79,7 @@ def _recent_range(page, minutes: int) -> str:
 
 
 def take(
-    *, url: str, user: str, password: str, out: Path, recent_min: int = RECENT_MIN, log: Callable[[str], None] = print
+    *, url: str, user: str, password: str, out: Path, recent_min: int | None = None, log: Callable[[str], None] = print
 ) -> list[Path]:
     """Logs in and saves every screenshot under `out`; returns the files written."""
     from playwright.sync_api import sync_playwright
@@ -126,7 +126,7 @@ def take(
 
         go(f"/servers/{dealloc}/?range=24h")
         shot("server")
-        recent = _recent_range(page, recent_min)
+        recent = RECENT if recent_min is None else _recent_range(page, recent_min)
         go(f"/servers/{dealloc}/?{recent}")
         shot("server-recent")
 
@@ -179,9 +179,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--recent",
         type=int,
-        default=RECENT_MIN,
+        default=None,
         metavar="MINUTES",
-        help="the custom range of the recent pages (default %(default)s; keep it shorter than the demo has run)",
+        help="a custom range of the last MINUTES for the recent pages (default: the last hour)",
     )
     args = parser.parse_args(argv)
     try:

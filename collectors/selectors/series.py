@@ -72,10 +72,20 @@ def _hours_per_point(grid: list[datetime], automatic: bool) -> int:
     return next(h for h in (2, 3, 4, 6, 8, 12, 24) if len(grid) / h <= MAX_POINTS)
 
 
-def _group_of(bucket: datetime, hours: int) -> datetime:
-    """The start of the `hours`-wide point a bucket falls in (points aligned on the UTC day)."""
-    day = tiers.day_of(bucket)
-    return day + (bucket - day) // (tiers.HOUR * hours) * (tiers.HOUR * hours)
+def _points_of(grid: list[datetime], hours: int, window: Window) -> tuple[dict, list[tuple[datetime, datetime]]]:
+    """Hourly buckets gathered `hours` by `hours` (aligned on the UTC day): {bucket: its point's start} and the
+    points' (start, end), over the buckets each holds. The hour in progress at the window's end stays a point
+    of its own, which the chart draws snapshot by snapshot (_cut_bucket), not the hours before it."""
+    width = tiers.HOUR * hours
+    of = {}
+    for b in grid:
+        day = tiers.day_of(b)
+        of[b] = b if b == grid[-1] and b + tiers.HOUR > window.end else day + (b - day) // width * width
+    spans: dict[datetime, list[datetime]] = {}
+    for b in grid:
+        spans.setdefault(of[b], []).append(b)
+    points = [(min(bs), max(bs) + tiers.HOUR) for bs in spans.values()]
+    return {b: min(spans[key]) for b, key in of.items()}, points
 
 
 def _floor(at: datetime, resolution: str) -> datetime:
@@ -267,23 +277,24 @@ def _statement_buckets(
             if f is not None:
                 d = deltas.get(b + step, [0] * len(TOTAL_NAMES))
                 deltas[b + step] = [x + y for x, y in zip(d, f, strict=True)]
+    spans = [(b, b + step) for b in grid]
     if hours > 1:  # every figure is a sum: the points of several hours are the sums of theirs
+        of, spans = _points_of(grid, hours, window)
         grouped: dict[datetime, tuple[float, float]] = {}
         grouped_deltas: dict[datetime, list[int]] = {}
         for b in grid:
-            g = _group_of(b, hours)
             if b in buckets:
-                span_s, tracked_s = grouped.get(g, (0.0, 0.0))
-                grouped[g] = (span_s + buckets[b][0], tracked_s + buckets[b][1])
+                span_s, tracked_s = grouped.get(of[b], (0.0, 0.0))
+                grouped[of[b]] = (span_s + buckets[b][0], tracked_s + buckets[b][1])
             if (d := deltas.get(b + step)) is not None:
-                before = grouped_deltas.get(g, [0] * len(TOTAL_NAMES))
-                grouped_deltas[g] = [x + y for x, y in zip(before, d, strict=True)]
-        grid, step = sorted({_group_of(b, hours) for b in grid}), step * hours
-        buckets, deltas = grouped, {g + step: d for g, d in grouped_deltas.items()}
+                before = grouped_deltas.get(of[b], [0] * len(TOTAL_NAMES))
+                grouped_deltas[of[b]] = [x + y for x, y in zip(before, d, strict=True)]
+        buckets = grouped
+        deltas = {e: grouped_deltas[a] for a, e in spans if a in grouped_deltas}  # keyed by end, as above
     out = []
-    for b in grid:
-        span_s, tracked_s = buckets.get(b, (None, 0.0))
-        out.append(_statement_point(b, b + step, span_s, tracked_s, deltas.get(b + step)))
+    for a, e in spans:
+        span_s, tracked_s = buckets.get(a, (None, 0.0))
+        out.append(_statement_point(a, e, span_s, tracked_s, deltas.get(e)))
     return out
 
 
@@ -395,28 +406,30 @@ def server_series(
         for label, seconds in json.loads(stored).items() if stored is not None else [(event_label(et, ev), s)]:
             point[label] = point.get(label, 0.0) + seconds
     events = _top_events(waits, top_events)
+    spans = [(b, b + step) for b in grid]
     if (hours := _hours_per_point(grid, automatic)) > 1:
-        grid, totals, waits = _grouped(grid, totals, waits, hours)
-        step, resolution = step * hours, f"{hours}h"
-    points = [_server_point(b, b + step, totals.get(b), _fold(waits.get(b, {}), events)) for b in grid]
+        of, spans = _points_of(grid, hours, window)
+        totals, waits = _grouped(grid, totals, waits, of)
+        resolution = f"{hours}h"
+    points = [_server_point(a, e, totals.get(a), _fold(waits.get(a, {}), events)) for a, e in spans]
     cut = _cut_bucket(points, window, resolution, cov) if automatic else None
     if cut is not None and (tail := _server_raw(server_id, cut, top_events, events=events).points):
         points = points[:-1] + tail
     return ServerSeries(server_id, window, resolution, events, points)
 
 
-def _grouped(grid: list[datetime], totals: dict, waits: dict, hours: int) -> tuple[list[datetime], dict, dict]:
-    """Hourly totals and waits summed by `hours` into each point (in order: the last pg_stat_statements.max)."""
+def _grouped(grid: list[datetime], totals: dict, waits: dict, of: dict) -> tuple[dict, dict]:
+    """Hourly totals and waits summed into their points (in order: the last pg_stat_statements.max holds)."""
     out_totals: dict[datetime, ServerTotals] = {}
     out_waits: dict[datetime, dict[str, float]] = {}
     for b in grid:
-        g = _group_of(b, hours)
+        g = of[b]
         if b in totals:
             out_totals.setdefault(g, ServerTotals()).add(totals[b])
         for label, seconds in waits.get(b, {}).items():
             point = out_waits.setdefault(g, {})
             point[label] = point.get(label, 0.0) + seconds
-    return sorted({_group_of(b, hours) for b in grid}), out_totals, out_waits
+    return out_totals, out_waits
 
 
 _BIN = "date_bin(%(step)s::interval, taken_at, '2000-01-01 00:00+00'::timestamptz)"
