@@ -206,7 +206,9 @@ def _coverage(d: ServerDigest, tz, *, so_far: bool = False) -> tuple[str, list[s
         text = "No history this week."
     elif not cov.gaps:
         whole = "the whole week so far" if so_far else "the whole week"
-        text = f"Collected since {since}, without a gap." if since else f"Collected {whole}, without a gap."
+        # A gap is an hour without a snapshot: say that much, not that nothing was missed inside an hour.
+        every = "with a snapshot in every hour"
+        text = f"Collected since {since}, {every}." if since else f"Collected {whole}, {every}."
     else:
         gaps = f"{len(cov.gaps)} gap{'s' if len(cov.gaps) > 1 else ''}, {f.hours_text(cov.gap_hours)} in all"
         of = f"the time since {since}" if since else ("the week so far" if so_far else "the week")
@@ -335,7 +337,7 @@ def _coverage_sentences(digest: OrganizationDigest, tz) -> list[str]:
         gaps = ", ".join(f"{s.name} ({f.hours_text(s.coverage.gap_hours)})" for s in digest.with_gaps)
         out.append(f"Collection gaps: {gaps}; the figures leave those hours out.")
     elif not empty and not late:
-        out.append(f"Every server was collected the whole week{' so far' if digest.week.until else ''}.")
+        out.append(f"Every server was collected the whole week{' so far' if digest.week.until else ''}, every hour.")
     return out
 
 

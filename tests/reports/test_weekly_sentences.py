@@ -76,7 +76,7 @@ def test_a_server_added_mid_week_is_counted_from_when_its_history_begins():
         f"Collected {f.share_text(cov.share)} of the time since {since}, when its history begins: 1 gap, "
         f"{f.hours_text(cov.gap_hours)} in all."
     )
-    assert by["sent-whole-db"].coverage == "Collected the whole week, without a gap."
+    assert by["sent-whole-db"].coverage == "Collected the whole week, with a snapshot in every hour."
     assert f"sent-late-db is counted from {since}, when its history begins." in report.highlights
     assert f"Collection gaps: sent-late-db ({f.hours_text(cov.gap_hours)}); the figures leave those hours out." in (
         report.highlights
@@ -95,7 +95,7 @@ def test_without_an_outage_a_late_server_is_collected_since_it_began_and_no_one_
     report = weekly_report(organization_id=org.pk, week=week, charts=False)
     since = f.when_text(collection_coverage(server_id=late.pk, window=week.window).history_from, UTC_ZONE)
     (section,) = report.servers
-    assert section.coverage == f"Collected since {since}, when its history begins, without a gap."
+    assert section.coverage == f"Collected since {since}, when its history begins, with a snapshot in every hour."
     # No history the week before: nothing is "new" or "slower" (it may all have run before it was watched).
     assert f"sent-clean-db is counted from {since}, when its history begins." in report.highlights
     assert not [h for h in report.highlights if "whole week" in h or "first time" in h], report.highlights
