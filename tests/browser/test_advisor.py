@@ -92,3 +92,51 @@ def test_the_fleet_count_leads_to_the_advisor(console_page: Page, advised):
     page.get_by_role("navigation").get_by_role("link", name="Advisor", exact=True).click()
     expect(page).to_have_url(re.compile(r"/advisor/$"))
     expect(page.locator(f"[data-recommendation='{rec.pk}'] .advice-server")).to_have_text("db-advised")
+
+
+def test_the_evidence_is_drawn_as_steps_with_a_break_where_nothing_was_collected(console_page: Page, transactional_db):
+    """Evidence stored with each point's end: a value covering an outage is one flat step across it, and where
+    no span covers the time (a new baseline after an outage) the line breaks; never a ramp."""
+    server = server_create(name="db-stepped", dsn="postgresql://m@db-stepped.example/app", organization_name="acme")
+    now = timezone.now().replace(second=0, microsecond=0)
+    m = timedelta(minutes=1)
+    t0 = now - 60 * m
+    spans = [(t0 + i * 5 * m, t0 + (i + 1) * 5 * m) for i in range(4)]  # 4 intervals of 5 minutes
+    spans.append((spans[-1][1], spans[-1][1] + 20 * m))  # one snapshot after a 20-minute outage spans it
+    spans += [(spans[-1][1] + 10 * m, spans[-1][1] + 15 * m), (spans[-1][1] + 15 * m, spans[-1][1] + 20 * m)]
+    values = [40.0, 41.0, 39.0, 40.0, 2.0, 38.0, 40.0]
+    series = found.EvidenceSeries.of(
+        "dealloc/s", "dealloc/s", [(a, v, b) for (a, b), v in zip(spans, values, strict=True)]
+    )
+    rec = found.Recommendation(
+        rule="pgss_max",
+        severity="critical",
+        server=server.name,
+        subject="server",
+        title="Raise it",
+        explanation="Sustained deallocation.",
+        change=found.Change(CHANGE, "restart"),
+        effect="",
+        cost="",
+        evidence=(series,),
+    )
+    recommendations_apply(server=server, found_now=[rec], now=now, clear_after=timedelta(hours=2))
+    stored = Recommendation.objects.get(server=server)
+    page = console_page
+    page.goto(f"/servers/{server.pk}/advisor/")
+    chart_id = f"evidence-{stored.pk}-0"
+    assert assert_charts_drawn(page, at_least=1) == {chart_id: 7}  # seven values, none of them a gap
+    drawn = page.evaluate(
+        "id => Chart.getChart(document.querySelector(`canvas[data-chart='${id}']`)).data.datasets[0].data"
+        ".map(p => [p.x, p.y])",
+        chart_id,
+    )
+    ms = [(a.timestamp() * 1000, b.timestamp() * 1000) for a, b in spans]
+    expected = []
+    for i, ((a, b), v) in enumerate(zip(ms, values, strict=True)):
+        if i and a > ms[i - 1][1]:
+            expected.append([(a + ms[i - 1][1]) / 2, None])  # the 10 minutes nothing covers: a break
+        expected += [[a, v], [b, v]]
+    assert drawn == expected
+    # The value after the outage is flat across all of it (2 dealloc/s over 20 minutes), not a ramp to 40.
+    assert [p for p in drawn if p[1] == 2.0] == [[ms[4][0], 2.0], [ms[4][1], 2.0]]

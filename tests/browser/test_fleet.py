@@ -126,3 +126,27 @@ def test_a_server_opens_from_its_row(console_page, fleet, live_server):
     expect(page).to_have_url(re.compile(rf"/servers/{fleet['db-main'].pk}/\?range=6h$"))
     expect(page.get_by_role("heading", name="db-main")).to_be_visible()
     assert_charts_drawn(page, at_least=6)
+
+
+SPARKS = """() => [...document.querySelectorAll('canvas[data-chart^="spark-"]')].map(c => ({
+    id: c.dataset.chart, drawn: Number(c.dataset.drawn),
+    spec: JSON.parse(document.getElementById(c.dataset.chart).textContent)}))"""
+
+
+@pytest.mark.parametrize(("rng", "hours"), [("24h", 24), ("7d", 168), ("30d", 720)])
+def test_each_sparkline_shows_the_range_in_enough_points_with_gaps_as_breaks(console_page, fleet, rng, hours):
+    """A sparkline (~140 px) draws one point an hour up to 3 days, hours averaged down to at most 72 points
+    beyond; hours before the server's history (26 hours here) are null, a gap, never 0."""
+    page = console_page
+    page.goto(f"/fleet/?range={rng}")
+    assert_charts_drawn(page, at_least=2)
+    for spark in page.evaluate(SPARKS):
+        x, data = spark["spec"]["x"], spark["spec"]["series"][0]["data"]
+        group = -(-(hours + 1) // 72)  # the range's hours (and the one it starts in) per point
+        assert len(x) in (-(-hours // group), -(-(hours + 1) // group)), (rng, len(x))
+        assert spark["drawn"] == sum(v is not None for v in data) >= 1
+        assert all(b - a == group * 3_600_000 for a, b in zip(x, x[1:], strict=False)), rng
+        # Values only where the history is (the last 26 hours): before it, gaps.
+        with_data = [t for t, v in zip(x, data, strict=True) if v is not None]
+        assert x[-1] - with_data[0] <= (27 + group) * 3_600_000, rng
+        assert rng == "24h" or data[0] is None

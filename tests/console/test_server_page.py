@@ -234,7 +234,7 @@ def test_queries_are_bounded(client, world, django_assert_max_num_queries, range
     client.get(reverse("server", args=[world.configured.pk]))  # the session's time zone is read once
     with django_assert_max_num_queries(6), db.counting() as c:
         page(client, world.configured, range=range_key, compare="1")
-    assert c.queries <= 22, c.queries
+    assert c.queries <= 24, c.queries  # 22, and 2 for the hour in progress when it has snapshots
 
 
 def test_no_inline_script_or_style(client, world):

@@ -332,5 +332,6 @@ def test_queries_are_bounded(client, world, django_assert_max_num_queries):
     for params in ({"range": "1h"}, {"range": "24h"}, {"range": "30d"}):
         with django_assert_max_num_queries(10), db.counting() as c:
             assert get(client, sid, **params).status_code == 200
-        # detail and last seen <= 6, series <= 4, the range's totals <= 6, wait events <= 5, elsewhere 1
-        assert c.queries <= 22, (params, c.queries)
+        # detail and last seen <= 6, series <= 6 (2 of them for the hour in progress, when it has snapshots),
+        # the range's totals <= 6, wait events <= 5, elsewhere 1
+        assert c.queries <= 24, (params, c.queries)
