@@ -263,7 +263,7 @@ def reading_from(synth: SyntheticServer):
             "read_entries",
             lambda conn, meta, cmap, prev, send_all=False: synth.read_entries(prev, send_all=send_all),
         ),
-        (pgss, "read_texts", lambda conn, meta, cmap, keys: synth.read_texts(keys)),
+        (pgss, "read_texts", lambda conn, meta, cmap, keys, **_: synth.read_texts(keys)),
         (lineage, "read_identity", lambda conn, meta: synth.identity()),
         (waits, "read_wait_sampling", lambda conn, meta: synth.current_waits),
     ]

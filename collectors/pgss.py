@@ -325,6 +325,7 @@ class TextRead:
     present: bool  # the entry was there (else: evicted since the counters were read, or hidden)
     visible: bool  # the role may see this key's queryid and text (its own role, or pg_read_all_stats)
     text: str | None  # None while present: pg_stat_statements kept no text (query text file discarded)
+    cut: bool = False  # the server sent only the text's first characters (read_texts' max_chars)
 
 
 @dataclass
@@ -344,7 +345,7 @@ def _texts_query(meta: ServerMeta, cmap: ColumnMap) -> sql.Composed:
 SELECT k.userid, k.dbid, k.queryid, k.toplevel, s.queryid IS NOT NULL,
        k.userid = (SELECT oid::int8 FROM pg_roles WHERE rolname = current_user)
          OR pg_has_role(current_user, 'pg_read_all_stats', 'USAGE'),
-       s.query
+       left(s.query, %s), length(s.query) > %s
 FROM unnest(%s::int8[], %s::int8[], %s::int8[], %s::int8[]) AS k(userid, dbid, queryid, toplevel)
 LEFT JOIN (SELECT userid::int8, dbid::int8, queryid, {toplevel} AS toplevel, query
            FROM {{schema}}.pg_stat_statements(true) WHERE queryid = ANY(%s)) s
@@ -353,16 +354,19 @@ LEFT JOIN (SELECT userid::int8, dbid::int8, queryid, {toplevel} AS toplevel, que
     return sql.SQL(text).format(schema=sql.Identifier(meta.extension_schema))
 
 
-def read_texts(conn: psycopg.Connection, meta: ServerMeta, cmap: ColumnMap, keys: np.ndarray) -> Texts:
-    """Texts (and database/role names) for the given (userid, dbid, queryid, toplevel) keys."""
+def read_texts(
+    conn: psycopg.Connection, meta: ServerMeta, cmap: ColumnMap, keys: np.ndarray, *, max_chars: int
+) -> Texts:
+    """Texts (and database/role names) for the given (userid, dbid, queryid, toplevel) keys, each cut to its
+    first `max_chars` characters on the server: a 1 MB text never crosses the wire nor sits in our memory."""
     out = Texts()
     if not len(keys):
         return out
     columns = [keys[:, j].tolist() for j in range(4)]
     try:
-        query, params = _texts_query(meta, cmap), (*columns, sorted(set(columns[2])))
-        for userid, dbid, queryid, top, present, visible, text in conn.execute(query, params):
-            out.by_key[(userid, dbid, queryid, top)] = TextRead(present, visible, text)
+        query, params = _texts_query(meta, cmap), (max_chars, max_chars, *columns, sorted(set(columns[2])))
+        for userid, dbid, queryid, top, present, visible, text, cut in conn.execute(query, params):
+            out.by_key[(userid, dbid, queryid, top)] = TextRead(present, visible, text, bool(cut))
         out.databases = dict(
             conn.execute(
                 "SELECT oid::int8, datname FROM pg_database WHERE oid::int8 = ANY(%s)", (sorted(set(columns[1])),)

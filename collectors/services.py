@@ -134,7 +134,8 @@ def _read(conn: psycopg.Connection, server: Server, previous: _Previous) -> _Rea
         server.pk, reading.entries, previous.entries, reading.prev_index, reading.sent_rows
     )
     text_rows = texts.rows_to_read(reading, statements)
-    text_reads = pgss.read_texts(conn, meta, cmap, reading.entries.keys[text_rows])
+    max_chars = texts.server_cut(settings.COLLECTOR["QUERY_TEXT_MAX_BYTES"])
+    text_reads = pgss.read_texts(conn, meta, cmap, reading.entries.keys[text_rows], max_chars=max_chars)
     wait_reading = None
     if meta.wait_sampling_schema:
         try:

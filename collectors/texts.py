@@ -15,6 +15,15 @@ from collectors.redact import clip, redact
 # Known statements still without a text asked for again in one snapshot: each is one more row in
 # the call that reads the server's query text file, which is read anyway for new keys.
 RETRIES_PER_SNAPSHOT = 500
+# A text is cut on the monitored server to the stored size plus this many characters, then redacted, then
+# clipped to the stored size: a secret that crosses the stored size's edge (a URI password cut before its
+# "@") is still whole when it is redacted, up to this length.
+REDACTION_MARGIN_CHARS = 4096
+
+
+def server_cut(max_bytes: int) -> int:
+    """The characters read of a text whose stored size is max_bytes (a character is at least a byte)."""
+    return max_bytes + REDACTION_MARGIN_CHARS
 
 
 def rows_to_read(reading: pgss.Reading, statements: history.StatementLookup) -> np.ndarray:
@@ -39,7 +48,7 @@ def statement_text(read: pgss.TextRead, max_bytes: int) -> history.StatementText
     if read.text is None:
         return history.StatementText(None, False, TextStatus.UNAVAILABLE)
     text, truncated = clip(redact(read.text), max_bytes)
-    return history.StatementText(text, truncated, TextStatus.STORED)
+    return history.StatementText(text, truncated or read.cut, TextStatus.STORED)
 
 
 def outcome(keys: np.ndarray, rows: np.ndarray, statements: history.StatementLookup, texts: pgss.Texts,

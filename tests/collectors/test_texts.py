@@ -158,7 +158,7 @@ def test_a_role_without_pg_read_all_stats_reads_other_roles_texts_as_not_visible
     (others, own) = rows
     gone = (meta.role_oid, own[1], 1234567, 1)  # the role's own key, no longer there
     with psycopg.connect(c.dsn(APP_DB, role, "pw"), autocommit=True) as conn:
-        got = pgss.read_texts(conn, meta, cmap, np.array([others, own, gone], np.int64))
+        got = pgss.read_texts(conn, meta, cmap, np.array([others, own, gone], np.int64), max_chars=1000)
     status = {k: texts.statement_text(v, 1000).status for k, v in got.by_key.items()}
     assert status == {others: TextStatus.NOT_VISIBLE, own: TextStatus.STORED, gone: TextStatus.EVICTED}
 

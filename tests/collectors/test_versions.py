@@ -89,6 +89,41 @@ def test_long_query_texts_are_cut(pg_clusters, settings):
     assert stored.query.startswith('SELECT $1 AS "é')
 
 
+def test_huge_texts_are_cut_on_the_server_and_a_secret_at_the_cut_is_still_redacted(pg_clusters, settings, monkeypatch):
+    """1 MB query texts: only their first QUERY_TEXT_MAX_BYTES + the redaction margin characters leave the
+    monitored server (what pgss.read_texts returns), and the stored text is cut and marked so. A URI password
+    that crosses the stored size's edge is redacted whole, not stored half."""
+    from collectors import pgss, texts
+
+    settings.COLLECTOR = {**settings.COLLECTOR, "QUERY_TEXT_MAX_BYTES": 100}
+    c = pg_clusters[16]
+    run(c, "DROP TABLE IF EXISTS huge_texts_items; CREATE TABLE huge_texts_items (id int)")
+    server = register(c)
+    collect(server)
+    longest: list[int] = []
+    read_texts = pgss.read_texts
+
+    def measured(*args, **kwargs):
+        got = read_texts(*args, **kwargs)
+        longest.extend(len(t.text or "") for t in got.by_key.values())
+        return got
+
+    monkeypatch.setattr(pgss, "read_texts", measured)
+    huge = "x" * 1_000_000
+    secret = (
+        f"/* {'y' * 76} postgresql://app:hunter2-at-the-edge@db.example/app */ SELECT max(id) FROM huge_texts_items"
+    )
+    run(c, f"/* {huge} */ SELECT count(*) FROM huge_texts_items; {secret}")
+    collect(server)
+    assert longest and max(longest) == texts.server_cut(100) < 10_000  # not a megabyte
+    stored = server.statements.get(query__contains="xxxx")
+    assert stored.query_truncated and len(stored.query.encode()) <= 100
+    edge = server.statements.get(query__contains="yyyy")
+    # The stored size (100 bytes) ends inside the password ("/* ", 76 y, " postgresql://app:hun" is 100).
+    assert "app:hun" not in edge.query and edge.query_truncated and len(edge.query.encode()) <= 100
+    assert edge.query.endswith("postgresql://app:<re")
+
+
 def test_state_cached_by_another_snapshot_is_not_trusted(pg_clusters):
     """A worker's cached state is used only if it is the stored one: here the cache holds the state
     of an older snapshot (as if another worker had collected since), and the deltas stay exact."""
