@@ -32,6 +32,8 @@ HOURLY_UP_TO = timedelta(days=31)  # hourly up to a month, daily beyond
 # A chart reads a shape from about 100 to 400 points: a range read hourly with more hours than this (a month:
 # 720) is drawn in points of 2 hours (or more: a divisor of a day), summed from the hourly tier.
 MAX_POINTS = 400
+# The last minutes of a range ending now are always drawn snapshot by snapshot, whatever the hour they fall in.
+FRESH = timedelta(minutes=10)
 _STEP = {"hourly": tiers.HOUR, "daily": tiers.DAY}
 _TIERS = {
     "hourly": (tables.SERVER_HOURLY, tables.STATEMENT_HOURLY, tiers.day_of),
@@ -74,13 +76,17 @@ def _hours_per_point(grid: list[datetime], automatic: bool) -> int:
 
 def _points_of(grid: list[datetime], hours: int, window: Window) -> tuple[dict, list[tuple[datetime, datetime]]]:
     """Hourly buckets gathered `hours` by `hours` (aligned on the UTC day): {bucket: its point's start} and the
-    points' (start, end), over the buckets each holds. The hour in progress at the window's end stays a point
-    of its own, which the chart draws snapshot by snapshot (_cut_bucket), not the hours before it."""
+    points' (start, end), over the buckets each holds. The hours that hold the last FRESH minutes of a window
+    ending inside an hour stay points of their own, which the chart draws snapshot by snapshot (_cut_bucket)."""
     width = tiers.HOUR * hours
     of = {}
     for b in grid:
         day = tiers.day_of(b)
-        of[b] = b if b == grid[-1] and b + tiers.HOUR > window.end else day + (b - day) // width * width
+        of[b] = (
+            b
+            if b + tiers.HOUR > window.end - FRESH and grid[-1] + tiers.HOUR > window.end
+            else day + (b - day) // width * width
+        )
     spans: dict[datetime, list[datetime]] = {}
     for b in grid:
         spans.setdefault(of[b], []).append(b)
@@ -172,21 +178,22 @@ def statement_series(*, statement_id: int, window: Window, resolution: str | Non
         points = _statement_buckets(server_id, statement_id, window, resolution, cov, hours=hours)
         resolution = f"{hours}h" if hours > 1 else resolution
         cut = _cut_bucket(points, window, resolution, cov) if automatic else None
-        if cut is not None and (tail := _statement_raw(server_id, statement_id, cut)):
-            points = points[:-1] + tail
+        if cut is not None and (tail := _statement_raw(server_id, statement_id, cut[1])):
+            points = points[: cut[0]] + tail
     return StatementSeries(statement_id, server_id, window, resolution, points)
 
 
-def _cut_bucket(points: list, window: Window, resolution: str, cov: windows.Coverage) -> Window | None:
-    """The part of the last hour that the window holds, when the window ends inside it (the hour in progress,
-    on a range ending now) and its snapshots are kept: drawn snapshot by snapshot, so that what began a
-    minute ago shows at the right edge instead of averaged into its hour. Only where the resolution was
-    chosen for a chart (a caller that asks for hours gets hours), and only where that hour has snapshots
-    (an hour without any stays one gap)."""
+def _cut_bucket(points: list, window: Window, resolution: str, cov: windows.Coverage) -> tuple[int, Window] | None:
+    """(i, the window from points[i]'s start): the hours that hold the window's last FRESH minutes, when the
+    window ends inside an hour (the hour in progress, on a range ending now) and their snapshots are kept:
+    drawn snapshot by snapshot, so that what began a minute ago shows at the right edge instead of averaged
+    into its hour (at 17:00:30, the hour before too). Only where the resolution was chosen for a chart (a
+    caller that asks for hours gets hours); the caller keeps the points where no snapshot is there."""
     if resolution == "daily" or not points or points[-1].end <= window.end:
         return None
-    last = points[-1].start
-    return Window(last, window.end) if cov.has_raw(last) and last < window.end else None
+    i = next(i for i, p in enumerate(points) if p.end > window.end - FRESH)
+    start = points[i].start
+    return (i, Window(start, window.end)) if cov.has_raw(start) and start < window.end else None
 
 
 def _statement_snapshots(server_id: int, statement_id: int, start: datetime, end: datetime):
@@ -413,8 +420,8 @@ def server_series(
         resolution = f"{hours}h"
     points = [_server_point(a, e, totals.get(a), _fold(waits.get(a, {}), events)) for a, e in spans]
     cut = _cut_bucket(points, window, resolution, cov) if automatic else None
-    if cut is not None and (tail := _server_raw(server_id, cut, top_events, events=events).points):
-        points = points[:-1] + tail
+    if cut is not None and (tail := _server_raw(server_id, cut[1], top_events, events=events).points):
+        points = points[: cut[0]] + tail
     return ServerSeries(server_id, window, resolution, events, points)
 
 

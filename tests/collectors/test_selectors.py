@@ -375,6 +375,12 @@ def test_the_hour_in_progress_is_read_from_its_bucket_and_the_snapshots_since(dj
         assert got.resolution == "hourly"
         assert [p.end - p.start for p in got.points if p.end <= hour] == [timedelta(hours=1)] * hours
         assert [p.end for p in got.points if p.end > hour] == [r[0] for r in tail_rows]
+    # Five minutes into an hour, the last 10 minutes reach into the hour before: both are drawn per snapshot.
+    early = datetime(2026, 6, 3, 12, 5, tzinfo=UTC)
+    got = server_series(server_id=server.pk, window=Window(early - timedelta(days=3), early))
+    assert [p.end for p in got.points if p.end > hour - timedelta(hours=1)] == [
+        r[0] for r in raw_rows(server.pk, hour - timedelta(hours=1), early)
+    ]
     three_days = server_series(server_id=server.pk, window=Window(at - timedelta(days=3), at))
     server_tail = three_days.points[-len(tail_rows) :]
     calls = [sum(int(f[0]) for f in r[2].values()) / r[1] for r in tail_rows]
