@@ -35,6 +35,13 @@ MAX_POINTS = 400
 # The last minutes of a range ending now are always drawn snapshot by snapshot, whatever the hour they fall in.
 FRESH = timedelta(minutes=10)
 _STEP = {"hourly": tiers.HOUR, "daily": tiers.DAY}
+# Raw snapshots summed per bucket as a row of _BUCKET_FIGURES (with its leading count), as the tiers sum them.
+_SNAPSHOT_FIGURES = (
+    "count(*), count(*), sum(interval_s), sum(CASE WHEN track_planning THEN interval_s ELSE 0 END), "
+    + ", ".join(f"sum({c})" for c in TOTAL_NAMES)
+    + ", sum(dealloc_delta), sum(CASE WHEN dealloc_delta IS NOT NULL THEN interval_s ELSE 0 END), max(entries), "
+    "(array_agg(entries_max ORDER BY taken_at DESC))[1], 0"
+)
 _TIERS = {
     "hourly": (tables.SERVER_HOURLY, tables.STATEMENT_HOURLY, tiers.day_of),
     "daily": (tables.SERVER_DAILY, tables.STATEMENT_DAILY, tiers.month_of),
@@ -385,12 +392,8 @@ def server_series(
     rows = db.fetchall(
         f"SELECT bucket, {_BUCKET_FIGURES} FROM {server_table.name} "
         "WHERE server_id = %(s)s AND bucket >= %(lo)s AND bucket < %(hi)s GROUP BY bucket "
-        f"UNION ALL SELECT date_trunc('{unit}', taken_at), count(*), count(*), sum(interval_s), "
-        "sum(CASE WHEN track_planning THEN interval_s ELSE 0 END), "
-        + ", ".join(f"sum({c})" for c in TOTAL_NAMES)
-        + ", sum(dealloc_delta), sum(CASE WHEN dealloc_delta IS NOT NULL THEN interval_s ELSE 0 END), max(entries), "
-        "(array_agg(entries_max ORDER BY taken_at DESC))[1], 0 "
-        f"FROM {tables.SNAPSHOT.name} WHERE server_id = %(s)s AND kind = 'delta' AND taken_at >= greatest(%(lo)s, "
+        f"UNION ALL SELECT date_trunc('{unit}', taken_at), {_SNAPSHOT_FIGURES} FROM {tables.SNAPSHOT.name} "
+        "WHERE server_id = %(s)s AND kind = 'delta' AND taken_at >= greatest(%(lo)s, "
         "%(built)s) AND taken_at < %(hi)s GROUP BY 1",
         {"s": server_id, "lo": lo, "hi": hi, "built": built_until},
     )
@@ -454,12 +457,8 @@ def _server_binned(server_id: int, window: Window, top_events: int) -> ServerSer
         at += step
     params = {"s": server_id, "lo": lo, "hi": grid[-1] + step, "step": f"{int(step.total_seconds())} seconds"}
     rows = db.fetchall(
-        f"SELECT {_BIN}, count(*), count(*), sum(interval_s), "
-        "sum(CASE WHEN track_planning THEN interval_s ELSE 0 END), "
-        + ", ".join(f"sum({c})" for c in TOTAL_NAMES)
-        + ", sum(dealloc_delta), sum(CASE WHEN dealloc_delta IS NOT NULL THEN interval_s ELSE 0 END), max(entries), "
-        "(array_agg(entries_max ORDER BY taken_at DESC))[1], 0 "
-        f"FROM {tables.SNAPSHOT.name} WHERE server_id = %(s)s AND kind = 'delta' AND taken_at >= %(lo)s "
+        f"SELECT {_BIN}, {_SNAPSHOT_FIGURES} FROM {tables.SNAPSHOT.name} "
+        "WHERE server_id = %(s)s AND kind = 'delta' AND taken_at >= %(lo)s "
         "AND taken_at < %(hi)s GROUP BY 1",
         params,
     )
@@ -471,7 +470,8 @@ def _server_binned(server_id: int, window: Window, top_events: int) -> ServerSer
         params,
     ):
         point = waits.setdefault(b, {})
-        point[event_label(et, ev)] = point.get(event_label(et, ev), 0.0) + s
+        label = event_label(et, ev)
+        point[label] = point.get(label, 0.0) + s
     events = _top_events(waits, top_events)
     points = [_server_point(b, b + step, totals.get(b), _fold(waits.get(b, {}), events)) for b in grid]
     return ServerSeries(server_id, window, "10min", events, points)
