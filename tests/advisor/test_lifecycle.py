@@ -4,6 +4,7 @@ history kept; per-organization thresholds."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -77,11 +78,8 @@ def test_one_row_per_server_rule_subject_updated_in_place(server):
 
 
 def test_a_recommendation_for_a_change_another_one_now_asks_for_is_cleared_at_once(server):
-    below = found.Recommendation(
-        rule="pgss_max",
-        severity="warning",
-        server="db1",
-        subject="below-default",
+    below = replace(
+        finding(subject="below-default"),
         title="pg_stat_statements.max is 100, below the default 5,000",
         explanation="never lower it",
         change=found.Change("ALTER SYSTEM SET pg_stat_statements.max = 5000;", "restart"),
@@ -99,18 +97,11 @@ def test_a_recommendation_for_a_change_another_one_now_asks_for_is_cleared_at_on
     assert [r.subject for r in active] == ["server"]
     # A recommendation with another change, or none, keeps its own clear_after.
     others = [
-        found.Recommendation(
-            rule="scope",
-            severity="info",
-            server="db1",
-            subject="save",
-            title="save off",
-            explanation="",
+        replace(
+            finding(rule="scope", severity="info", subject="save"),
             change=found.Change("ALTER SYSTEM SET pg_stat_statements.save = on;", "reload"),
         ),
-        found.Recommendation(
-            rule="resets", severity="info", server="db1", subject="server", title="resets", explanation=""
-        ),
+        replace(finding(rule="resets", severity="info"), change=None),
     ]
     apply(server, [finding(severity="critical"), *others], T0 + timedelta(minutes=6))
     out = apply(server, [finding(severity="critical")], T0 + timedelta(minutes=7))
