@@ -144,7 +144,9 @@ def server_check(*, host: str, port: int, database: str, user: str, password: st
         out.failure = "settings"
         out.findings.append(Finding("problem", "Connection", f"Invalid connection settings: {_scrub(exc, password)}"))
         return out.build(connected=False, started=started)
-    conn.reply_timeout_s = target.limits().reply_timeout_s
+    limits = target.limits()
+    conn.reply_timeout_s = limits.reply_timeout_s
+    conn.limit_to(started + limits.snapshot_s, limits.snapshot_s)
     try:
         with conn:
             _inspect(conn, out, user=user, database=database)

@@ -7,7 +7,9 @@ servers but needs at most one connection to each at a time).
 statement_timeout is enforced by the server, so it cannot help when the host or the network dies:
 the client would wait in a socket read forever, holding its worker and the server's advisory lock.
 Three limits cover that: TCP keepalives (a kept idle connection to a dead host), tcp_user_timeout
-(sent data never acknowledged) and, whatever the kernel sees, a client-side bound on silence.
+(sent data never acknowledged) and, whatever the kernel sees, a client-side bound on silence. A
+fourth bounds the whole exchange: a server that trickles its reply a byte every few seconds is
+never silent, so a snapshot (and a connection check) has a deadline too.
 """
 
 import threading
@@ -20,16 +22,19 @@ import psycopg
 from django.conf import settings
 from psycopg.conninfo import make_conninfo
 
-from collectors.errors import MalformedDsn, ServerSilent, from_connect_error
+from collectors.errors import MalformedDsn, OutOfTime, ServerSilent, from_connect_error
 
 # A healthy server answers every statement within statement_timeout, with rows or an error; silence
 # past that (plus this margin for the network and the server's own scheduling) means it is gone.
 REPLY_MARGIN_S = 5.0
+# A snapshot ends within this share of its server's interval, so a slow one is over before the next is due.
+SNAPSHOT_SHARE_OF_INTERVAL = 0.8
 
 
 @dataclass(frozen=True)
 class Limits:
     reply_timeout_s: float  # no byte either way for this long during a round trip: the server stopped answering
+    snapshot_s: float  # a whole snapshot (or check), from connecting to its last reply
     tcp_user_timeout_ms: int
     keepalives_idle_s: int
     keepalives_interval_s: int
@@ -43,10 +48,13 @@ def limits(interval_s: int | None = None) -> Limits:
     silent server must free its worker and lock before its next collection is due."""
     cfg = settings.COLLECTOR
     reply_s = cfg["REPLY_TIMEOUT_S"] or cfg["STATEMENT_TIMEOUT_MS"] / 1000 + REPLY_MARGIN_S
+    snapshot_s = float(cfg["SNAPSHOT_TIMEOUT_S"])
     if interval_s:
         reply_s = min(reply_s, float(interval_s))
+        snapshot_s = min(snapshot_s, SNAPSHOT_SHARE_OF_INTERVAL * interval_s)
     return Limits(
         reply_timeout_s=reply_s,
+        snapshot_s=snapshot_s,
         # Later than the reply timeout, so that the client-side limit and its clearer message come first.
         tcp_user_timeout_ms=cfg["TCP_USER_TIMEOUT_MS"] or round((reply_s + REPLY_MARGIN_S) * 1000),
         keepalives_idle_s=cfg["KEEPALIVES_IDLE_S"],
@@ -56,37 +64,51 @@ def limits(interval_s: int | None = None) -> Limits:
 
 
 class MonitoredConnection(psycopg.Connection):
-    """A connection that gives up on a round trip once the server has sent nothing for reply_timeout_s.
+    """A connection that gives up on a round trip once the server has sent nothing for reply_timeout_s,
+    and on anything still under way at its deadline.
 
     Every network wait of a psycopg connection goes through `wait`, whose loop wakes every 0.1 s
-    with Ready.NONE when the socket stayed quiet: the silence is counted there, in the waiting
-    thread, with no watchdog thread and no socket closed under libpq's feet. After that the
+    with Ready.NONE when the socket stayed quiet: silence and deadline are checked there, in the
+    waiting thread, with no watchdog thread and no socket closed under libpq's feet. After that the
     connection is lost (a reply may still be on its way): every later use fails the same way until
     it is discarded."""
 
     reply_timeout_s: float = float("inf")  # set by connect() and checkout() from the target's limits
-    silent_s: float | None = None  # set once the server stopped answering
+    deadline: float | None = None  # time.monotonic() by which the current snapshot or check must be done
+    budget_s: float = 0.0  # the limit the deadline stands for, for the message
+    lost: psycopg.OperationalError | None = None  # set once silent or out of time
+
+    @property
+    def silent_s(self) -> float | None:
+        return self.lost.silent_s if isinstance(self.lost, ServerSilent) else None
+
+    def limit_to(self, deadline: float, budget_s: float) -> None:
+        """Give up whatever is still under way at `deadline` (time.monotonic()), a bound of `budget_s`."""
+        self.deadline, self.budget_s = deadline, budget_s
 
     def wait(self, gen: Generator, *args: Any, **kwargs: Any) -> Any:
-        if self.silent_s is not None:
+        if self.lost is not None:
             gen.close()
-            raise ServerSilent(self.silent_s)
-        return super().wait(self._until_silent(gen), *args, **kwargs)
+            raise self.lost
+        return super().wait(self._watched(gen), *args, **kwargs)
 
-    def _until_silent(self, gen: Generator) -> Generator:
-        limit_s = self.reply_timeout_s
+    def _watched(self, gen: Generator) -> Generator:
+        limit_s, deadline = self.reply_timeout_s, self.deadline
         last_io = time.monotonic()
         try:
             waiting_for = next(gen)
             while True:
                 ready = yield waiting_for
                 now = time.monotonic()
-                if ready:
+                if deadline is not None and now >= deadline:
+                    self.lost = OutOfTime(self.budget_s)
+                elif ready:
                     last_io = now
                 elif now - last_io >= limit_s:
-                    self.silent_s = limit_s
+                    self.lost = ServerSilent(limit_s)
+                if self.lost is not None:
                     gen.close()
-                    raise ServerSilent(limit_s)
+                    raise self.lost
                 waiting_for = gen.send(ready)
         except StopIteration as done:
             return done.value
@@ -175,6 +197,7 @@ def checkout(target: Target) -> tuple[MonitoredConnection, bool]:
         held_info, conn, since = held
         if held_info == conninfo and not conn.closed and time.monotonic() - since < idle_s:
             conn.reply_timeout_s = target.limits().reply_timeout_s
+            conn.deadline = None
             return conn, True
         conn.close()
     return connect(target), False
@@ -184,7 +207,7 @@ def checkin(target: Target, conn: MonitoredConnection) -> None:
     if (
         settings.COLLECTOR["CONNECTION_IDLE_S"] <= 0
         or conn.closed
-        or conn.silent_s is not None
+        or conn.lost is not None
         or conn.info.transaction_status != 0
     ):
         conn.close()

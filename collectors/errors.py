@@ -61,6 +61,20 @@ class ServerSilent(psycopg.OperationalError):
         self.silent_s = silent_s
 
 
+class OutOfTime(psycopg.OperationalError):
+    """Raised from psycopg's wait loop (collectors.connection) when a snapshot or a check is still talking to
+    the server at its deadline: a server that answers, but a byte at a time, is never silent, so only a
+    bound on the whole exchange frees its worker in time. from_query_error turns it into SnapshotTimeout."""
+
+    def __init__(self, budget_s: float):
+        super().__init__(f"the server answered too slowly: not done within {budget_s:g} s")
+        self.budget_s = budget_s
+
+
+class SnapshotTimeout(QueryTimeout):
+    """The snapshot was given up at its deadline (collectors.connection.Limits.snapshot_s)."""
+
+
 class CollectionBusy(CollectionError):
     """Another collection of the same server holds the lock: skipped, not a failure."""
 
@@ -125,6 +139,12 @@ def from_query_error(exc: psycopg.Error, what: str) -> CollectionError:
         return NoReply(
             f"the server stopped answering during the snapshot, while {what} (no reply for {exc.silent_s:g} s): "
             "the host is down, frozen, or the network path to it is cut"
+        )
+    if isinstance(exc, OutOfTime):
+        return SnapshotTimeout(
+            f"the snapshot was not done within its limit of {exc.budget_s:g} s and was given up while {what}: "
+            "the server answers, but too slowly (an overloaded host or a congested network path); "
+            "the next collection tries again"
         )
     text = _first_line(exc)
     if isinstance(exc, pgerrors.InsufficientPrivilege):

@@ -152,16 +152,20 @@ def _read(conn: psycopg.Connection, server: Server, previous: _Previous) -> _Rea
 
 def _read_with_retry(server: Server, previous: _Previous) -> _Read:
     target = _target(server)
+    budget_s = target.limits().snapshot_s
+    deadline = time.monotonic() + budget_s  # connecting (bounded by connect_timeout) counts too
     conn, reused = monitored.checkout(target)
     try:
         try:
+            conn.limit_to(deadline, budget_s)
             read = _read(conn, server, previous)
         except CollectionError as exc:
             if not reused or exc.code not in ("unreachable", "error"):
                 raise
-            # A kept connection may have died with the server; one fresh try.
+            # A kept connection may have died with the server; one fresh try, within the same deadline.
             monitored.discard(target, conn)
             conn = monitored.connect(target)
+            conn.limit_to(deadline, budget_s)
             read = _read(conn, server, previous)
     except BaseException:
         monitored.discard(target, conn)

@@ -3,6 +3,7 @@
 Silent means what a dead host or a cut network path looks like to a client: the sockets stay open
 and every byte is dropped, in both directions, without a FIN or an RST. (The local kernel still
 acknowledges the bytes, so only a client-side time limit can notice, which is what the tests want.)
+Trickling is a server that answers, one byte every few seconds: never silent, never done.
 """
 
 from __future__ import annotations
@@ -10,7 +11,10 @@ from __future__ import annotations
 import selectors
 import socket
 import threading
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
+
+TRIGGER_MAX = 256  # the longest trigger recognised across two reads
 
 
 @dataclass(eq=False)
@@ -19,6 +23,9 @@ class _Pair:
     upstream: socket.socket | None  # None: accepted while silent, never connected further
     dead: bool = False  # once silent, a connection stays so (its streams have lost bytes)
     tail: bytes = b""  # the end of what the client sent, for a trigger split across reads
+    trickling: bool = False  # the server's bytes reach the client one at a time
+    held: bytearray = field(default_factory=bytearray)  # the server's bytes not relayed yet
+    next_byte_at: float = 0.0
 
     def other(self, sock: socket.socket) -> socket.socket | None:
         return self.upstream if sock is self.client else self.client
@@ -29,13 +36,16 @@ class TcpProxy:
 
     `go_silent()` drops everything from now on, on open and new connections; `go_silent_on(b"...")`
     does it the moment the client sends those bytes (they are dropped too), to cut a conversation at
-    a chosen step; `forward_again()` relays new connections normally (the silent ones stay silent);
-    `retarget(port)` sends new connections to another server."""
+    a chosen step; `trickle_on(b"...", every_s)` relays the server's bytes one every `every_s`
+    seconds from the moment the client sends those bytes (on that connection); `forward_again()`
+    relays new connections normally (the silent ones stay silent); `retarget(port)` sends new
+    connections to another server."""
 
     def __init__(self, target_port: int, target_host: str = "127.0.0.1"):
         self.target = (target_host, target_port)
         self.silenced = threading.Event()  # set when the proxy went silent
         self._trigger: bytes | None = None
+        self._trickle: tuple[bytes, float] | None = None  # (trigger, seconds between bytes)
         self._silent = False
         self._cut = False
         self._lock = threading.Lock()
@@ -63,6 +73,10 @@ class TcpProxy:
         with self._lock:
             self._trigger = trigger
 
+    def trickle_on(self, trigger: bytes, every_s: float) -> None:
+        with self._lock:
+            self._trickle = (trigger, every_s)
+
     def retarget(self, port: int, host: str = "127.0.0.1") -> None:
         """New connections go to another server from now on (a virtual IP moved in a failover); the open ones
         are cut, as a failover cuts them."""
@@ -74,6 +88,7 @@ class TcpProxy:
         with self._lock:
             self._silent = False
             self._trigger = None
+            self._trickle = None
             self.silenced.clear()
 
     def close(self) -> None:
@@ -104,6 +119,7 @@ class TcpProxy:
                     self._accept()
                 else:
                     self._relay(sock)
+            self._release_trickles()
 
     def _accept(self) -> None:
         try:
@@ -138,18 +154,37 @@ class TcpProxy:
             self._drop(pair)
             return
         with self._lock:
-            if not pair.dead and sock is pair.client and self._trigger is not None:
+            if sock is pair.client:
                 seen = pair.tail + data
-                if self._trigger in seen:
+                if not pair.dead and self._trigger is not None and self._trigger in seen:
                     self._go_silent()
-                pair.tail = seen[-len(self._trigger) :]
+                if not pair.trickling and self._trickle is not None:
+                    pair.trickling = self._trickle[0] in seen
+                pair.tail = seen[-TRIGGER_MAX:]
             dead = pair.dead
         if dead:
             return  # dropped: nothing is answered, nothing is closed
+        if pair.trickling and sock is pair.upstream:
+            pair.held += data
+            return
         try:
             pair.other(sock).sendall(data)
         except OSError:
             self._drop(pair)
+
+    def _release_trickles(self) -> None:
+        now = time.monotonic()
+        with self._lock:
+            every_s = self._trickle[1] if self._trickle is not None else 0.0
+        for pair in set(self._pairs.values()):
+            if pair.trickling and pair.held and not pair.dead and now >= pair.next_byte_at:
+                try:
+                    pair.client.sendall(pair.held[:1])
+                except OSError:
+                    self._drop(pair)
+                    continue
+                del pair.held[:1]
+                pair.next_byte_at = now + every_s
 
     def _drop(self, pair: _Pair) -> None:
         for sock in (pair.client, pair.upstream):

@@ -10,6 +10,7 @@ import pytest
 from django.db import connection
 
 from collectors import connection as monitored
+from collectors.check import server_check
 from collectors.errors import ServerSilent
 from collectors.services import LOCK_NAMESPACE, CollectionResult, server_collect
 from inventory.models import Server
@@ -118,6 +119,50 @@ def test_server_silent_mid_snapshot_fails_in_time_and_recovers(pg_clusters, shor
         assert (silent.last_error_class, silent.last_error_message, silent.consecutive_failures) == ("", "", 0)
 
 
+SNAPSHOT_TIMEOUT_S = 4.0
+
+
+def test_a_server_trickling_its_reply_is_given_up_at_the_snapshot_deadline(pg_clusters, short_limits, settings):
+    """One byte a second is never silence (the reply timeout is 3 s): only the snapshot's deadline frees
+    the worker, with status timeout, while another server is collected as usual; the check has one too."""
+    settings.COLLECTOR = {**settings.COLLECTOR, "SNAPSHOT_TIMEOUT_S": SNAPSHOT_TIMEOUT_S}
+    with TcpProxy(pg_clusters[17].port) as proxy:
+        slow = register(pg_clusters[17], name="trickling")
+        Server.objects.filter(pk=slow.pk).update(port=proxy.port)
+        other = register(pg_clusters[16], name="other")
+        collect(slow)
+        collect(other)
+        stored = history_counts(slow)
+
+        proxy.trickle_on(b"pg_stat_statements(false)", every_s=1.0)
+        stuck = _Collection(slow)
+        stuck.start()
+        assert collect(other).kind == "delta"
+        result = stuck.outcome()
+        assert (result.kind, result.error_code) == ("failed", "timeout"), result.summary()
+        assert SNAPSHOT_TIMEOUT_S <= stuck.elapsed_s < SNAPSHOT_TIMEOUT_S + 2, stuck.elapsed_s
+        slow.refresh_from_db()
+        assert slow.last_error_class == "timeout"
+        for words in (f"not done within its limit of {SNAPSHOT_TIMEOUT_S:g} s", "while reading pg_stat_statements",
+                      "answers, but too slowly"):  # fmt: skip
+            assert words in slow.last_error_message, slow.last_error_message
+        assert history_counts(slow) == stored, "a snapshot given up stored something"
+        assert not _lock_held(slow), "the advisory lock outlived the snapshot given up"
+
+        # "Test connection" is bounded the same way.
+        proxy.trickle_on(b"server_version_num", every_s=1.0)
+        started = time.monotonic()
+        report = server_check(host="127.0.0.1", port=proxy.port, database=APP_DB, user=MONITOR_USER,
+                              password=MONITOR_PASSWORD, sslmode="disable")  # fmt: skip
+        assert time.monotonic() - started < SNAPSHOT_TIMEOUT_S + 2
+        assert any(f"not done within {SNAPSHOT_TIMEOUT_S:g} s" in f.text for f in report.findings), report.findings
+
+        proxy.forward_again()
+        assert collect(slow).kind == "delta"  # a fresh connection: the given-up one was discarded
+        slow.refresh_from_db()
+        assert (slow.last_error_class, slow.consecutive_failures) == ("", 0)
+
+
 def test_silence_is_counted_per_connection_and_sticks(pg_clusters, short_limits):
     """Once a connection went silent every later use fails at once, the same way, until discarded."""
     c = pg_clusters[16]
@@ -148,6 +193,8 @@ def test_monitoring_sockets_carry_keepalives_and_tcp_user_timeout(pg_clusters, s
     assert monitored.limits().reply_timeout_s == 13.0
     assert monitored.limits(interval_s=10).reply_timeout_s == 10.0
     assert monitored.limits(interval_s=10).tcp_user_timeout_ms == 15_000
+    # A whole snapshot: 30 s unless set, and within 80% of the server's interval.
+    assert (monitored.limits().snapshot_s, monitored.limits(interval_s=10).snapshot_s) == (30.0, 8.0)
 
     c = pg_clusters[18]
     target = monitored.Target(server_id=0, host="127.0.0.1", port=c.port, database=APP_DB, user=MONITOR_USER,
