@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from collectors import partitions, rollups, selectors, tables
 from collectors.errors import HistoryUnavailable
-from collectors.scheduling import servers_dispatch_due
+from collectors.scheduling import phase_s, servers_dispatch_due
 from inventory.models import Server
 from tests.world import collect, register, run, server_entry
 
@@ -28,12 +28,27 @@ def test_dispatch_claims_each_due_server_once(pg_clusters):
     assert servers_dispatch_due(enqueue=lambda sid, exp: enqueued.append((sid, exp)), now=now) == []
     assert enqueued == [(a.pk, 60)]
     a.refresh_from_db()
-    assert a.next_collect_at == now + timedelta(seconds=60)
-    # Due again one interval later, on the same cadence.
-    later = now + timedelta(seconds=61)
-    assert servers_dispatch_due(enqueue=lambda *_: None, now=later) == [a.pk]
+    # Collected at once, then on its phase: within the next interval, at its own second of the minute.
+    first = a.next_collect_at
+    assert now < first <= now + timedelta(seconds=60)
+    assert abs((first - datetime(1970, 1, 1, tzinfo=UTC)).total_seconds() % 60 - phase_s(a.pk, 60)) < 1e-3
+    # Due again on the same cadence, one interval later, even when claimed a few seconds late (a beat tick).
+    assert servers_dispatch_due(enqueue=lambda *_: None, now=first + timedelta(seconds=4)) == [a.pk]
     a.refresh_from_db()
-    assert a.next_collect_at == now + timedelta(seconds=120)
+    assert a.next_collect_at == first + timedelta(seconds=60)
+    # A dispatcher back after three missed intervals enqueues once and keeps the phase.
+    assert servers_dispatch_due(enqueue=lambda *_: None, now=first + timedelta(seconds=250)) == [a.pk]
+    a.refresh_from_db()
+    assert a.next_collect_at == first + timedelta(seconds=300)
+
+
+def test_servers_registered_together_are_spread_over_the_interval():
+    """A thousand servers added at once are not all due in the same second of every minute."""
+    phases = sorted(phase_s(server_id, 60) for server_id in range(1, 1001))
+    assert all(0 <= p < 60 for p in phases)
+    per_second = [sum(1 for p in phases if s <= p < s + 1) for s in range(60)]
+    assert max(per_second) <= 20, per_second  # an even spread is 16.7 a second
+    assert phase_s(7, 300) == phase_s(7, 300) and phase_s(7, 300) != phase_s(8, 300)
 
 
 def test_top_command_and_planning_not_tracked(pg_clusters, capsys):
