@@ -5,6 +5,7 @@ from pathlib import Path
 
 import environ
 from django.core.exceptions import ImproperlyConfigured
+from kombu import Queue
 
 from console import keys
 
@@ -194,6 +195,19 @@ CELERY_TASK_IGNORE_RESULT = True
 CELERY_RESULT_EXPIRES = None
 CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# One queue per kind of work, so that a slow audit export, a weekly report run or the advisor over a large
+# fleet never delays a collection: docker-compose.yml runs a worker on `collection` apart from the one on the
+# others (README, "Scaling out"). A worker started without --queues consumes all of them.
+CELERY_TASK_QUEUES = tuple(Queue(name) for name in ("collection", "advisor", "reports", "exports", "maintenance"))
+CELERY_TASK_DEFAULT_QUEUE = "maintenance"  # rollups, partitions
+CELERY_TASK_ROUTES = {
+    "collectors.tasks.collect_server": {"queue": "collection"},
+    "collectors.tasks.dispatch_due_collections": {"queue": "collection"},
+    "advisor.tasks.*": {"queue": "advisor"},
+    "reports.tasks.*": {"queue": "reports"},
+    "reports.audit_export_build": {"queue": "exports"},
+    "reports.tidy_audit_exports": {"queue": "exports"},
+}
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # A worker that lost Redis keeps trying (every 2, 4, 6... up to 30 s) however long it is away, instead of
 # exiting after 100 attempts (about 50 minutes): collections resume by themselves once Redis is back.
@@ -246,6 +260,10 @@ COLLECTOR = {
     # network): the snapshot fails and frees its worker and lock. Unset: statement timeout + 5 s,
     # at most the server's collection interval.
     "REPLY_TIMEOUT_S": env.float("COLLECTOR_REPLY_TIMEOUT_S", default=None),
+    # A whole snapshot (and a "test connection" check), connection included, is given up after this long
+    # (status timeout), and within 80% of the server's interval whatever this says: a server that answers a
+    # byte at a time is never silent, and must not hold a worker past its next collection.
+    "SNAPSHOT_TIMEOUT_S": env.float("COLLECTOR_SNAPSHOT_TIMEOUT_S", default=30.0),
     # Linux: sent data unacknowledged this long drops the connection. Unset: the reply timeout + 5 s.
     "TCP_USER_TIMEOUT_MS": env.int("COLLECTOR_TCP_USER_TIMEOUT_MS", default=None),
     # TCP keepalives on monitoring connections (a kept idle connection to a dead host is noticed).

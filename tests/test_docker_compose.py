@@ -15,8 +15,8 @@ from inventory.services import parse_dsn
 from tests.dockerfile import dockerfile_instructions
 
 ROOT = Path(__file__).resolve().parent.parent
-CONSOLE = ("migrate", "web", "worker", "beat", "register-demo")  # the services that run the console's image
-LONG_RUNNING = ("history", "redis", "web", "worker", "beat", "monitored")
+CONSOLE = ("migrate", "web", "worker", "tasks", "beat", "register-demo")  # the services that run the console's image
+LONG_RUNNING = ("history", "redis", "web", "worker", "tasks", "beat", "monitored")
 ENV_FILE = ".env.compose"
 
 
@@ -41,7 +41,7 @@ def _healthcheck(service: dict) -> str:
 
 
 def test_services_images_and_environment(services):
-    assert set(services) == {"history", "redis", "migrate", "web", "worker", "beat", "monitored",
+    assert set(services) == {"history", "redis", "migrate", "web", "worker", "tasks", "beat", "monitored",
                              "monitored-setup", "register-demo"}  # fmt: skip
     assert services["history"]["image"].startswith("postgres:")
     assert services["redis"]["image"].startswith("redis:")
@@ -93,10 +93,10 @@ def test_migrations_run_once_before_web_worker_and_beat(services):
     assert _command(migrate)[:3] == ["python", "manage.py", "migrate"]
     assert migrate["restart"] == "no"
     assert migrate["depends_on"]["history"]["condition"] == "service_healthy"
-    for name in ("web", "worker", "beat", "register-demo"):
+    for name in ("web", "worker", "tasks", "beat", "register-demo"):
         assert services[name]["depends_on"]["migrate"]["condition"] == "service_completed_successfully", name
         assert "migrate" not in " ".join(_command(services[name])), f"{name} must not migrate by itself"
-    for name in ("worker", "beat"):
+    for name in ("worker", "tasks", "beat"):
         assert services[name]["depends_on"]["redis"]["condition"] == "service_healthy"
 
 
@@ -106,7 +106,11 @@ def test_long_running_services_have_healthchecks(services):
         assert check["test"][0] in ("CMD", "CMD-SHELL") and len(check["test"]) > 1, name
         assert services[name].get("restart") == "unless-stopped", name
     assert "pg_isready" in _healthcheck(services["history"]) and "pg_isready" in _healthcheck(services["monitored"])
-    assert "ping" in _healthcheck(services["redis"]) and "inspect ping" in _healthcheck(services["worker"])
+    assert "ping" in _healthcheck(services["redis"])
+    for name in ("worker", "tasks"):  # the ping goes to the node name the worker is given
+        command = _command(services[name])
+        node = command[command.index("--hostname") + 1].replace("%h", "$$HOSTNAME")
+        assert f"inspect ping --destination {node} " in _healthcheck(services[name]), name
     # /healthz: no login, and answered over plain HTTP even with HTTPS=true (tests/console/test_health.py runs
     # this very command against gunicorn) ...
     assert "'http://127.0.0.1:8000/healthz'" in _healthcheck(services["web"])
@@ -152,7 +156,7 @@ def _env(instructions) -> dict[str, str]:
 
 
 def test_audit_bundles_are_shared_by_web_and_worker(services):
-    """The worker builds a bundle, the web serves its download: the same volume at the same path, EXPORT_ROOT."""
+    """The tasks worker builds a bundle, the web serves its download: the same volume at the same path, EXPORT_ROOT."""
     instructions = dockerfile_instructions((ROOT / "Dockerfile").read_text())
     export_root = _env(instructions)["EXPORT_ROOT"]
     assert export_root.startswith("/") and not export_root.startswith("/app/"), "outside the (root's) source"
@@ -162,12 +166,12 @@ def test_audit_bundles_are_shared_by_web_and_worker(services):
     runs = [i.args for i in instructions if i.keyword == "RUN"]
     assert any(re.search(made, args) for args in runs), "the exports folder belongs to the image's user"
     mounts = {}
-    for name in ("web", "worker"):
+    for name in ("web", "tasks"):
         assert services[name]["environment"]["EXPORT_ROOT"] == export_root, name
         volumes = [v.split(":") for v in services[name].get("volumes", [])]
         mounts[name] = [source for source, target, *_ in volumes if target == export_root]
         assert len(mounts[name]) == 1, f"{name} must mount a volume at EXPORT_ROOT ({export_root})"
-    assert mounts["web"] == mounts["worker"], "web and worker share one volume"
+    assert mounts["web"] == mounts["tasks"], "web and the worker that builds bundles share one volume"
     volume = mounts["web"][0]
     compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
     assert volume in compose["volumes"], "a named volume (kept across restarts), not a bind mount"
@@ -194,3 +198,35 @@ def test_the_demo_server_is_ready_to_monitor_and_registered(services):
     assert register["depends_on"]["monitored-setup"]["condition"] == "service_completed_successfully"
     assert register["depends_on"]["migrate"]["condition"] == "service_completed_successfully"
     assert register["restart"] == "no"
+
+
+def _queues(service: dict) -> set[str]:
+    command = _command(service)
+    return set(command[command.index("--queues") + 1].split(",")) if "--queues" in command else set()
+
+
+def test_collections_have_a_worker_of_their_own_and_every_queue_a_worker(services, settings):
+    """A slow export, report or advisor run never delays a collection: collections are routed to a queue that
+    one worker serves alone, with threads; every other queue is served, by processes (time limits hold)."""
+    from console.celery import app
+
+    workers = {name: s for name, s in services.items() if "command" in s and "worker" in _command(s)[:4]}
+    assert set(workers) == {"worker", "tasks"}
+    declared = {q.name for q in settings.CELERY_TASK_QUEUES}
+    assert set().union(*map(_queues, workers.values())) == declared
+    assert _queues(workers["worker"]) == {"collection"}
+    assert "threads" in _command(workers["worker"]) and "prefork" in _command(workers["tasks"])
+    app.loader.import_default_modules()
+    routed = {
+        name: app.amqp.router.route({}, name)["queue"].name for name in app.tasks if not name.startswith("celery.")
+    }
+    assert (
+        routed["collectors.tasks.collect_server"] == routed["collectors.tasks.dispatch_due_collections"] == "collection"
+    )
+    assert {name for name, queue in routed.items() if queue == "collection"} <= {
+        "collectors.tasks.collect_server",
+        "collectors.tasks.dispatch_due_collections",
+        "collectors.tasks.sample_waits",
+    }
+    assert routed["reports.audit_export_build"] == "exports" and routed["advisor.tasks.advise_server"] == "advisor"
+    assert set(routed.values()) <= declared
