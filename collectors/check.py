@@ -18,11 +18,10 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
-from collectors.connection import MonitoredConnection, Target
+from collectors.connection import CHECK_APPLICATION_NAME, MonitoredConnection, Target
 from collectors.errors import CollectionError
 from collectors.pgss import MIN_SERVER_VERSION
 
-APPLICATION_NAME = "pgconsole-check"
 Level = Literal["ok", "info", "warning", "problem"]
 
 # The same as README.md, "Monitoring role" (a test keeps them equal).
@@ -134,7 +133,7 @@ def server_check(*, host: str, port: int, database: str, user: str, password: st
                     sslmode=sslmode)  # fmt: skip
     out = _Report(target=target.label)
     try:
-        conninfo = make_conninfo(target.conninfo(), application_name=APPLICATION_NAME)
+        conninfo = make_conninfo(target.conninfo(), application_name=CHECK_APPLICATION_NAME)
         conn = MonitoredConnection.connect(conninfo, autocommit=True, prepare_threshold=None)
     except psycopg.Error as exc:
         out.failure, finding = _connect_failure(_scrub(exc, password), target)

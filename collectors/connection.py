@@ -31,6 +31,19 @@ REPLY_MARGIN_S = 5.0
 SNAPSHOT_SHARE_OF_INTERVAL = 0.8
 
 
+CHECK_APPLICATION_NAME = "pgconsole-check"  # "test connection": told apart from the collector in pg_stat_activity
+
+
+def sampler_application_name() -> str:
+    """The wait-event sampler's (collectors/sampler.py): the collector's, marked."""
+    return f"{settings.COLLECTOR['APPLICATION_NAME']}-sampler"[:63]
+
+
+def own_application_names() -> tuple[str, ...]:
+    """Every application_name the console's sessions on a monitored server carry (left out of wait samples)."""
+    return settings.COLLECTOR["APPLICATION_NAME"], sampler_application_name(), CHECK_APPLICATION_NAME
+
+
 @dataclass(frozen=True)
 class Limits:
     reply_timeout_s: float  # no byte either way for this long during a round trip: the server stopped answering

@@ -19,9 +19,14 @@ _GOLDEN = (math.sqrt(5) - 1) / 2  # successive ids land far apart in the interva
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
-def phase_s(server_id: int, interval_s: int) -> float:
+def spread(server_id: int) -> float:
+    """The server's place in any period, in [0, 1): successive ids land far apart."""
+    return (server_id * _GOLDEN) % 1.0
+
+
+def phase_s(server_id: int, interval_s: float) -> float:
     """Seconds past every multiple of `interval_s` since the UTC epoch at which the server is due."""
-    return round((server_id * _GOLDEN) % 1.0 * interval_s, 3)
+    return round(spread(server_id) * interval_s, 3)
 
 
 def next_due(server_id: int, interval_s: int, after: datetime) -> datetime:

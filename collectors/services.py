@@ -12,11 +12,12 @@ from datetime import datetime
 
 import numpy as np
 import psycopg
+import redis
 from django.conf import settings
 from django.db import DatabaseError, InterfaceError, OperationalError, connection, transaction
 from django.utils import timezone
 
-from collectors import codec, history, lineage, partitions, pgss, tables, texts, waits
+from collectors import codec, history, lineage, partitions, pgss, sampler, tables, texts, waits
 from collectors import connection as monitored
 from collectors.deltas import DeltaResult, Entries, compute
 from collectors.errors import ClockWentBack, CollectionBusy, CollectionError, HistoryUnavailable, history_full
@@ -65,7 +66,8 @@ class CollectionResult:
         return text
 
 
-def _target(server: Server) -> monitored.Target:
+def monitoring_target(server: Server) -> monitored.Target:
+    """Where and how to connect to the server (its password decrypted), or a CollectionError saying why not."""
     try:
         password = server.get_password()
     except CredentialsError as exc:
@@ -142,16 +144,34 @@ def _read(conn: psycopg.Connection, server: Server, previous: _Previous) -> _Rea
             wait_reading = waits.read_wait_sampling(conn, meta)
         except CollectionError as exc:
             notes.append(f"pg_wait_sampling unusable ({exc.message}); sampling pg_stat_activity instead")
-    if wait_reading is None and not baseline and settings.COLLECTOR["ACTIVITY_SAMPLES"] > 0:
-        wait_reading = waits.sample_activity(
-            conn, meta, samples=settings.COLLECTOR["ACTIVITY_SAMPLES"], span_s=settings.COLLECTOR["ACTIVITY_SPAN_S"]
-        )
+    if wait_reading is None and settings.COLLECTOR["ACTIVITY_SAMPLES"] > 0:
+        wait_reading = _sampled_activity(conn, server, meta, baseline, notes)
     return _Read(meta, identity, dealloc, stats_reset_us, continuity, reading, statements, text_rows, text_reads,
                  wait_reading, notes)  # fmt: skip
 
 
+def _sampled_activity(
+    conn: psycopg.Connection, server: Server, meta: pgss.ServerMeta, baseline: bool, notes: list[str]
+) -> waits.WaitReading | None:
+    """pg_stat_activity's samples for this interval: those the sampler took since the previous snapshot while
+    one runs (none at a baseline: they belong to no interval), else a few looks now, inline."""
+    if sampler.running():
+        try:
+            if baseline:
+                sampler.forget(server.pk)
+                return None
+            return sampler.take(server.pk)
+        except redis.RedisError as exc:
+            notes.append(f"wait events of this interval lost: Redis did not answer ({exc})")
+            return None
+    if baseline:
+        return None
+    cfg = settings.COLLECTOR
+    return waits.sample_activity(conn, meta, samples=cfg["ACTIVITY_SAMPLES"], span_s=cfg["ACTIVITY_SPAN_S"])
+
+
 def _read_with_retry(server: Server, previous: _Previous) -> _Read:
-    target = _target(server)
+    target = monitoring_target(server)
     budget_s = target.limits().snapshot_s
     deadline = time.monotonic() + budget_s  # connecting (bounded by connect_timeout) counts too
     conn, reused = monitored.checkout(target)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import psycopg
 from psycopg import sql
 
+from collectors.connection import own_application_names
 from collectors.errors import from_query_error
 from collectors.pgss import ServerMeta
 
@@ -51,14 +52,21 @@ def read_wait_sampling(conn: psycopg.Connection, meta: ServerMeta) -> WaitReadin
     return WaitReading(source="pg_wait_sampling", profile=profile, period_ms=period)
 
 
-def sample_activity(conn: psycopg.Connection, meta: ServerMeta, *, samples: int, span_s: float) -> WaitReading:
-    """Count active backends by wait event over `samples` looks spread across about `span_s`."""
-    query_id = "query_id" if meta.server_version_num >= 140000 else "NULL::int8"
-    query = (
-        f"SELECT wait_event_type, wait_event, {query_id}, count(*) FROM pg_stat_activity "
+def activity_query(server_version_num: int) -> sql.Composed:
+    """One look at pg_stat_activity: active client sessions by wait event (and query id from PostgreSQL 14),
+    the console's own sessions (collector, sampler, connection check) left out."""
+    query_id = sql.SQL("query_id" if server_version_num >= 140000 else "NULL::int8")
+    return sql.SQL(
+        "SELECT wait_event_type, wait_event, {}, count(*) FROM pg_stat_activity "
         "WHERE state = 'active' AND pid <> pg_backend_pid() AND backend_type = 'client backend' "
-        "GROUP BY 1, 2, 3"
-    )
+        "AND application_name NOT IN ({}) GROUP BY 1, 2, 3"
+    ).format(query_id, sql.SQL(", ").join(map(sql.Literal, own_application_names())))
+
+
+def sample_activity(conn: psycopg.Connection, meta: ServerMeta, *, samples: int, span_s: float) -> WaitReading:
+    """Count active backends by wait event over `samples` looks spread across about `span_s` (inline, in the
+    snapshot: only while no sampler runs, collectors/sampler.py)."""
+    query = activity_query(meta.server_version_num)
     counts: dict[EventKey, int] = {}
     pause = span_s / max(samples - 1, 1)
     try:

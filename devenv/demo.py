@@ -295,6 +295,10 @@ def beat_argv() -> list[str]:
     return celery_argv("beat", "--loglevel", "warning", "--schedule", str(BEAT_SCHEDULE))
 
 
+def sampler_argv(manage_py: Path) -> list[str]:
+    return [sys.executable, str(manage_py), "sample_waits"]
+
+
 def web_argv(manage_py: Path, port: int) -> list[str]:
     return [sys.executable, str(manage_py), "runserver", f"127.0.0.1:{port}", "--noreload"]
 

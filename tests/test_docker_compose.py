@@ -15,8 +15,16 @@ from inventory.services import parse_dsn
 from tests.dockerfile import dockerfile_instructions
 
 ROOT = Path(__file__).resolve().parent.parent
-CONSOLE = ("migrate", "web", "worker", "tasks", "beat", "register-demo")  # the services that run the console's image
-LONG_RUNNING = ("history", "redis", "web", "worker", "tasks", "beat", "monitored")
+CONSOLE = (
+    "migrate",
+    "web",
+    "worker",
+    "tasks",
+    "sampler",
+    "beat",
+    "register-demo",
+)  # the services that run the console's image
+LONG_RUNNING = ("history", "redis", "web", "worker", "tasks", "sampler", "beat", "monitored")
 ENV_FILE = ".env.compose"
 
 
@@ -41,7 +49,7 @@ def _healthcheck(service: dict) -> str:
 
 
 def test_services_images_and_environment(services):
-    assert set(services) == {"history", "redis", "migrate", "web", "worker", "tasks", "beat", "monitored",
+    assert set(services) == {"history", "redis", "migrate", "web", "worker", "tasks", "sampler", "beat", "monitored",
                              "monitored-setup", "register-demo"}  # fmt: skip
     assert services["history"]["image"].startswith("postgres:")
     assert services["redis"]["image"].startswith("redis:")
@@ -93,10 +101,10 @@ def test_migrations_run_once_before_web_worker_and_beat(services):
     assert _command(migrate)[:3] == ["python", "manage.py", "migrate"]
     assert migrate["restart"] == "no"
     assert migrate["depends_on"]["history"]["condition"] == "service_healthy"
-    for name in ("web", "worker", "tasks", "beat", "register-demo"):
+    for name in ("web", "worker", "tasks", "sampler", "beat", "register-demo"):
         assert services[name]["depends_on"]["migrate"]["condition"] == "service_completed_successfully", name
         assert "migrate" not in " ".join(_command(services[name])), f"{name} must not migrate by itself"
-    for name in ("worker", "tasks", "beat"):
+    for name in ("worker", "tasks", "sampler", "beat"):
         assert services[name]["depends_on"]["redis"]["condition"] == "service_healthy"
 
 

@@ -1,6 +1,6 @@
 """Production mode, outside Docker: exactly the commands of docker-compose.yml's services (migrate, the
-Dockerfile's collectstatic, gunicorn, the collection worker, the tasks worker, beat, the demo server's
-registration) with DEBUG off and the keys of the documented env file (`python3 console/keys.py .env.compose`),
+Dockerfile's collectstatic, gunicorn, the collection worker, the tasks worker, the wait sampler, beat, the demo
+server's registration) with DEBUG off and the keys of the documented env file (`python3 console/keys.py .env.compose`),
 against a database of their own. A user logs in with a real browser, opens the fleet, a server and a statement,
 sets the weekly report and opts in, requests an audit export and downloads it; beat mails the weekly report;
 each service's healthcheck command passes. Only the addresses change: the services' host names, ports and
@@ -187,7 +187,7 @@ def _compose_up(p: Production, services: dict, dsn: str) -> None:
     p.outputs["migrate"] = p.procs.run("migrate", local(services["migrate"]["command"], **here))
     collectstatic = next(i.args for i in dockerfile() if i.keyword == "RUN" and "collectstatic" in i.args)
     p.outputs["collectstatic"] = p.procs.run("collectstatic", local(shlex.split(collectstatic.split("&&")[-2]), **here))
-    for name in ("web", "worker", "tasks"):
+    for name in ("web", "worker", "tasks", "sampler"):
         p.procs.start(name, local(services[name]["command"], **here))
     web_check = healthcheck(services["web"], **here)
     wait_for(
@@ -251,7 +251,7 @@ def production(pg_clusters, tmp_path_factory) -> Iterator[Production]:
                 name: subprocess.run(
                     healthcheck(services[name], port=port, folder=folder), env=check_env, capture_output=True, text=True
                 )
-                for name in ("web", "worker", "tasks", "beat")
+                for name in ("web", "worker", "tasks", "sampler", "beat")
             }
             context.close()
             browser.close()

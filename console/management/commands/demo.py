@@ -273,6 +273,7 @@ class Command(BaseCommand):
         demo.BEAT_SCHEDULE.parent.mkdir(parents=True, exist_ok=True)
         children.start("celery worker", demo.worker_argv(), env=env, cwd=cwd)
         children.start("celery beat", demo.beat_argv(), env=env, cwd=cwd)
+        children.start("wait sampler", demo.sampler_argv(cwd / "manage.py"), env=env, cwd=cwd)
         if web:
             child = children.start("web server", demo.web_argv(cwd / "manage.py", web_port), env=env, cwd=cwd)
             # Let the web server's start-up lines pass before the banner (and check it listens).

@@ -1,0 +1,245 @@
+"""Wait events of servers without pg_wait_sampling, sampled apart from their snapshots.
+
+Sampling pg_stat_activity inside a snapshot held a worker thread for the whole span of the samples (ten
+looks over a second: a thread-second per server per interval, which capped eight threads at about 460
+servers a minute whatever the CPU). Here one process (`manage.py sample_waits`, compose's `sampler`)
+serves every server from one asyncio loop: ACTIVITY_SAMPLES looks per interval, spread evenly over the
+interval at the server's own phase, each over a connection kept for the purpose. The counts accumulate in
+Redis, a hash per server; the snapshot takes and clears them in one transaction (`take`), so its samples
+cover exactly the time since the previous snapshot, and span the interval instead of its first second.
+
+The sampler says it is alive with a key that expires (`running`); while it is not, a snapshot samples
+inline as before, so a console without it (or `manage.py collect` by hand) still sees wait events. A
+second sampler on the same servers is harmless: both counts and sample numbers add up, their ratio (what
+is stored) stays the same.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import socket
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import psycopg
+import redis
+import redis.asyncio
+from django.conf import settings
+from django.db import close_old_connections
+from psycopg.conninfo import make_conninfo
+
+from collectors import waits
+from collectors.connection import sampler_application_name
+from collectors.scheduling import phase_s
+
+log = logging.getLogger(__name__)
+
+HEARTBEAT_S = 10.0  # how often the sampler says it is alive
+HEARTBEAT_TTL_S = 3 * HEARTBEAT_S  # a sampler silent this long is taken for gone: snapshots sample inline
+REFRESH_S = 15.0  # how often the servers to sample are read again (added, removed, changed)
+_FIELD_SEP = "\t"
+
+
+def _key(server_id: int) -> str:
+    return f"pgconsole:waits:{server_id}"
+
+
+ALIVE_KEY = "pgconsole:waits:sampler"
+
+
+# --- the snapshot's side ----------------------------------------------------------------------------
+
+_client: redis.Redis | None = None
+
+
+def _redis() -> redis.Redis:
+    global _client
+    if _client is None:
+        _client = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=5, socket_connect_timeout=5)
+    return _client
+
+
+def running() -> bool:
+    """Whether a sampler said it was alive within HEARTBEAT_TTL_S (False too when Redis does not answer)."""
+    try:
+        return bool(_redis().exists(ALIVE_KEY))
+    except redis.RedisError:
+        return False
+
+
+def take(server_id: int) -> waits.WaitReading | None:
+    """The samples taken since the last call, cleared; None when there are none (the sampler has not reached
+    the server yet, or cannot connect to it)."""
+    key = _key(server_id)
+    with _redis().pipeline(transaction=True) as pipe:
+        counted, _ = pipe.hgetall(key).delete(key).execute()
+    n = int(counted.pop(b"n", 0))
+    if n <= 0:
+        return None
+    counts: dict[waits.EventKey, int] = {}
+    for field, value in counted.items():
+        event_type, event, query_id = field.decode().split(_FIELD_SEP)
+        counts[(event_type or None, event or None, int(query_id) if query_id else None)] = int(value)
+    return waits.WaitReading(source="pg_stat_activity", counts=counts, n_samples=n)
+
+
+def forget(server_id: int) -> None:
+    """Drop what was sampled for a server (its baseline: those samples belong to no interval)."""
+    _redis().delete(_key(server_id))
+
+
+def _field(event_type: str | None, event: str | None, query_id: int | None) -> str:
+    return _FIELD_SEP.join((event_type or "", event or "", "" if query_id is None else str(query_id)))
+
+
+# --- the sampler's side -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Job:
+    """One server to sample: where, how often."""
+
+    server_id: int
+    conninfo: str
+    interval_s: int
+
+    @property
+    def period_s(self) -> float:
+        return self.interval_s / max(settings.COLLECTOR["ACTIVITY_SAMPLES"], 1)
+
+
+def jobs() -> list[Job]:
+    """Enabled servers whose wait events come from pg_stat_activity (pg_wait_sampling servers keep a profile
+    in their state and need no samples); a server whose password cannot be decrypted is left out (its
+    snapshots say why)."""
+    from collectors.models import ServerState
+    from collectors.services import monitoring_target
+    from inventory.models import Server
+
+    close_old_connections()
+    profiled = set(ServerState.objects.filter(wait_profile__isnull=False).values_list("server_id", flat=True))
+    out = []
+    for server in Server.objects.filter(enabled=True).exclude(pk__in=profiled).order_by("pk"):
+        try:
+            target = monitoring_target(server)
+        except Exception as exc:  # noqa: BLE001 - one server's settings never stop the others' sampling
+            log.warning("wait sampling: %s left out: %s", server, exc)
+            continue
+        conninfo = make_conninfo(target.conninfo(), application_name=sampler_application_name())
+        out.append(Job(server.pk, conninfo, server.interval_s))
+    close_old_connections()
+    return out
+
+
+class Sampler:
+    """Every job sampled from one event loop: a task per server, each sleeping until its next look."""
+
+    def __init__(self, redis_url: str):
+        self.redis = redis.asyncio.Redis.from_url(redis_url, socket_timeout=5, socket_connect_timeout=5)
+        self.tasks: dict[int, tuple[Job, asyncio.Task]] = {}
+        self.samples = 0  # taken since start, for the log
+        self.failing: set[int] = set()
+
+    async def run(self, stop: asyncio.Event, *, jobs_source=jobs) -> None:
+        identity = f"{socket.gethostname()}:{os.getpid()}"
+        next_refresh = 0.0
+        try:
+            while not stop.is_set():
+                if time.monotonic() >= next_refresh:
+                    self.apply(await asyncio.to_thread(jobs_source))
+                    next_refresh = time.monotonic() + REFRESH_S
+                try:
+                    await self.redis.set(ALIVE_KEY, f"{identity} {len(self.tasks)} servers", ex=int(HEARTBEAT_TTL_S))
+                except redis.RedisError as exc:
+                    log.warning("wait sampling: Redis does not answer (%s)", exc)
+                try:
+                    await asyncio.wait_for(stop.wait(), HEARTBEAT_S)
+                except TimeoutError:
+                    pass
+        finally:
+            for _, task in self.tasks.values():
+                task.cancel()
+            await asyncio.gather(*(task for _, task in self.tasks.values()), return_exceptions=True)
+            try:
+                await self.redis.delete(ALIVE_KEY)
+            except redis.RedisError:
+                pass
+            await self.redis.aclose()
+
+    def apply(self, wanted: Iterable[Job]) -> None:
+        """Start, restart (settings changed) and stop per-server tasks to match `wanted`."""
+        wanted = {job.server_id: job for job in wanted}
+        for server_id, (job, task) in list(self.tasks.items()):
+            if wanted.get(server_id) != job:
+                task.cancel()
+                del self.tasks[server_id]
+        for server_id, job in wanted.items():
+            if server_id not in self.tasks:
+                self.tasks[server_id] = (job, asyncio.create_task(self._sample(job), name=f"waits-{server_id}"))
+
+    async def _sample(self, job: Job) -> None:
+        period = job.period_s
+        phase = phase_s(job.server_id, period)  # servers spread over the period, not all at its start
+        conn: psycopg.AsyncConnection | None = None
+        query: str | None = None
+        try:
+            while True:
+                now = time.time()
+                await asyncio.sleep(period - (now - phase) % period)
+                try:
+                    if conn is None:
+                        conn = await asyncio.wait_for(
+                            psycopg.AsyncConnection.connect(job.conninfo, autocommit=True, prepare_threshold=None),
+                            settings.COLLECTOR["CONNECT_TIMEOUT_S"] + 1,
+                        )
+                        query = waits.activity_query(conn.info.server_version)
+                    rows = await asyncio.wait_for(_look(conn, query), period)
+                    await self._record(job, rows)
+                    if job.server_id in self.failing:
+                        self.failing.discard(job.server_id)
+                        log.warning("wait sampling of server %s works again", job.server_id)
+                except (psycopg.Error, OSError, TimeoutError) as exc:
+                    if job.server_id not in self.failing:
+                        self.failing.add(job.server_id)
+                        log.warning("wait sampling of server %s fails (retried every look): %s", job.server_id, exc)
+                    if conn is not None:
+                        await conn.close()
+                    conn = None
+                except redis.RedisError as exc:
+                    log.warning("wait sampling: Redis does not answer (%s)", exc)
+        finally:
+            if conn is not None:
+                await conn.close()
+
+    async def _record(self, job: Job, rows: list[tuple]) -> None:
+        key = _key(job.server_id)
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.hincrby(key, "n", 1)
+            for event_type, event, query_id, n in rows:
+                pipe.hincrby(key, _field(event_type, event, query_id), int(n))
+            # Samples never taken by a snapshot (a server disabled, a collection failing) do not pile up.
+            pipe.expire(key, max(3 * job.interval_s, 60))
+            await pipe.execute()
+        self.samples += 1
+
+
+async def _look(conn: psycopg.AsyncConnection, query: str) -> list[tuple]:
+    cur = await conn.execute(query)
+    return await cur.fetchall()
+
+
+def serve() -> None:
+    """Run the sampler until SIGTERM or SIGINT."""
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, stop.set)
+        await Sampler(settings.REDIS_URL).run(stop)
+
+    asyncio.run(main())
