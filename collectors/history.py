@@ -2,6 +2,7 @@
 the statement dimension, and one snapshot written atomically (facts, waits, state, status); and the
 removal of a server's whole history."""
 
+import functools
 from dataclasses import dataclass, fields
 from datetime import datetime
 
@@ -60,23 +61,25 @@ def load_statement_state(server_id: int) -> Entries:
     )
 
 
+_DELETE_STATE_SQL = (
+    sql.SQL("DELETE FROM {} WHERE server_id = %s AND statement_id = ANY(%s)")
+    .format(sql.Identifier(tables.STATEMENT_STATE.name))
+    .as_string()
+)
+_COPY_STATE_SQL = (
+    sql.SQL("COPY {} ({}) FROM STDIN (FORMAT binary)").format(sql.Identifier(tables.STATEMENT_STATE.name), _STATE_LIST)
+).as_string()
+
+
 def write_statement_state(server_id: int, upsert: Entries, delete_ids: np.ndarray) -> None:
     """Replace the state rows of changed entries and remove those of gone ones."""
     ids = np.concatenate([delete_ids, upsert.statement_id]).astype(np.int64)
     with _raw_cursor() as cur:
         if len(ids):
-            cur.execute(
-                sql.SQL("DELETE FROM {} WHERE server_id = %s AND statement_id = ANY(%s)").format(
-                    sql.Identifier(tables.STATEMENT_STATE.name)
-                ),
-                (server_id, ids.tolist()),
-            )
+            cur.execute(_DELETE_STATE_SQL, (server_id, ids.tolist()))
         if not len(upsert):
             return
-        query = sql.SQL("COPY {} ({}) FROM STDIN (FORMAT binary)").format(
-            sql.Identifier(tables.STATEMENT_STATE.name), _STATE_LIST
-        )
-        with cur.copy(query) as copy:
+        with cur.copy(_COPY_STATE_SQL) as copy:
             copy.write(state_copy_data(server_id, upsert))
 
 
@@ -230,20 +233,26 @@ def update_texts(server_id: int, texts: dict[int, StatementText]) -> None:
 def save_server_state(state: ServerState) -> None:
     """Insert or replace a server's state in one round trip (update_or_create takes four); the
     columns are the model's."""
-    columns = [f.column for f in ServerState._meta.concrete_fields]
     values = [f.get_db_prep_save(getattr(state, f.attname), connection) for f in ServerState._meta.concrete_fields]
-    query = sql.SQL(
-        "INSERT INTO {table} ({cols}) VALUES ({marks}) ON CONFLICT (server_id) DO UPDATE SET {sets}"
-    ).format(
-        table=sql.Identifier(ServerState._meta.db_table),
-        cols=sql.SQL(", ").join(sql.Identifier(c) for c in columns),
-        marks=sql.SQL(", ").join(sql.Placeholder() * len(columns)),
-        sets=sql.SQL(", ").join(
-            sql.SQL("{c} = EXCLUDED.{c}").format(c=sql.Identifier(c)) for c in columns if c != "server_id"
-        ),
-    )
     with _raw_cursor() as cur:
-        cur.execute(query, values)
+        cur.execute(_server_state_sql(), values)
+
+
+@functools.cache
+def _server_state_sql() -> str:
+    columns = [f.column for f in ServerState._meta.concrete_fields]
+    return (
+        sql.SQL("INSERT INTO {table} ({cols}) VALUES ({marks}) ON CONFLICT (server_id) DO UPDATE SET {sets}")
+        .format(
+            table=sql.Identifier(ServerState._meta.db_table),
+            cols=sql.SQL(", ").join(sql.Identifier(c) for c in columns),
+            marks=sql.SQL(", ").join(sql.Placeholder() * len(columns)),
+            sets=sql.SQL(", ").join(
+                sql.SQL("{c} = EXCLUDED.{c}").format(c=sql.Identifier(c)) for c in columns if c != "server_id"
+            ),
+        )
+        .as_string()
+    )
 
 
 @dataclass
@@ -281,6 +290,17 @@ _ROW_FIELDS = tuple(f.name for f in fields(SnapshotRow) if f.name != "block")
 SNAPSHOT_FIELDS = (*_ROW_FIELDS, "statements", *TOTAL_NAMES)
 
 
+_INSERT_SNAPSHOT_SQL = (
+    sql.SQL("INSERT INTO {} ({}) VALUES ({})")
+    .format(
+        sql.Identifier(tables.SNAPSHOT.name),
+        sql.SQL(", ").join(sql.Identifier(f) for f in SNAPSHOT_FIELDS),
+        sql.SQL(", ").join(sql.Placeholder() * len(SNAPSHOT_FIELDS)),
+    )
+    .as_string()
+)
+
+
 def insert_snapshot(row: SnapshotRow) -> None:
     """Insert one snapshot row with its encoded block and the server totals of the interval (the sums
     of its statements' deltas); its partition must exist (partitions.ensure, before the transaction)."""
@@ -290,10 +310,8 @@ def insert_snapshot(row: SnapshotRow) -> None:
         payload = codec.encode(row.block)
         sums = totals_of(row.block.counters).sum(axis=0).tolist()
     values = [getattr(row, f) for f in _ROW_FIELDS] + [payload] + sums
-    cols = sql.SQL(", ").join(sql.Identifier(f) for f in SNAPSHOT_FIELDS)
-    marks = sql.SQL(", ").join(sql.Placeholder() * len(SNAPSHOT_FIELDS))
     with _raw_cursor() as cur:
-        cur.execute(sql.SQL("INSERT INTO collectors_snapshot ({}) VALUES ({})").format(cols, marks), values)
+        cur.execute(_INSERT_SNAPSHOT_SQL, values)
 
 
 def insert_waits(server_id: int, taken_at: datetime, rows: list[WaitRow]) -> None:
