@@ -244,6 +244,13 @@ class SyntheticServer:
         return texts
 
 
+class _NoConnection:
+    """Where services holds the monitored connection: the reads below never use it."""
+
+    def limit_to(self, deadline: float, budget_s: float) -> None:
+        pass
+
+
 @contextlib.contextmanager
 def reading_from(synth: SyntheticServer):
     """Within the block, server_collect reads `synth` instead of a monitored server (this process only).
@@ -252,7 +259,7 @@ def reading_from(synth: SyntheticServer):
     up (the connection pool, pgss's reads, the lineage read, the wait read); everything services
     does with their answers is the project's code."""
     patches = [
-        (monitored, "checkout", lambda target: (None, True)),
+        (monitored, "checkout", lambda target: (_NoConnection(), True)),
         (monitored, "checkin", lambda target, conn: None),
         (monitored, "discard", lambda target, conn: None),
         (pgss, "read_meta", lambda conn, functions=(): synth.meta()),

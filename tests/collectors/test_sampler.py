@@ -41,7 +41,7 @@ COLLECTOR_NAME = django_settings.COLLECTOR["APPLICATION_NAME"]
 
 def _sleep(cluster, application_name: str) -> None:
     with psycopg.connect(cluster.dsn(APP_DB), autocommit=True, application_name=application_name) as conn:
-        conn.execute("SELECT pg_sleep(6)")
+        conn.execute("SELECT 1 FROM pg_sleep(6)")  # not test_waits' pg_sleep entry
 
 
 def _waits(server: Server) -> list[tuple]:
@@ -75,7 +75,7 @@ def test_the_sampler_feeds_snapshots_that_no_longer_sleep(pg_clusters, sampler_p
             sleeper.join()
     # The snapshot took the sampler's counts: no thread held for a second of inline looks.
     assert result.duration_ms < 500, result.summary()
-    queryid = server_entry(c, "SELECT pg_sleep%")["queryid"]
+    queryid = server_entry(c, "SELECT $1 FROM pg_sleep%")["queryid"]
     rows = [r for r in _waits(server) if r[0] == "PgSleep" and r[1] == queryid]
     assert len(rows) == 1, _waits(server)
     _, _, samples, session_s, source, n_samples, interval_s = rows[0]
