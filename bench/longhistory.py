@@ -149,7 +149,7 @@ def build(*, statements: int, days: int, real_days: int, last_taken_at: datetime
     if n_bulk:
         # What the last bulk minute left, as server_collect would have stored it.
         t0 = time.perf_counter()
-        history.write_statement_state(server.pk, synth.state(ids), np.empty(0, np.int64))
+        history.write_statement_state(server.pk, synth.state(ids), np.empty(0, np.int64), synth.taken_at)
         ServerState.objects.filter(server_id=server.pk).update(taken_at=synth.taken_at)
         _add(seconds, "hand-off (statement state)", t0)
 

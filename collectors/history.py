@@ -66,17 +66,28 @@ _DELETE_STATE_SQL = (
     .format(sql.Identifier(tables.STATEMENT_STATE.name))
     .as_string()
 )
+_GONE_SQL = f"UPDATE {tables.STATEMENT.name} SET gone_at = %s WHERE server_id = %s AND id = ANY(%s)"
+_BACK_SQL = (
+    f"UPDATE {tables.STATEMENT.name} SET gone_at = NULL WHERE server_id = %s AND id = ANY(%s) AND gone_at IS NOT NULL"
+)
 _COPY_STATE_SQL = (
     sql.SQL("COPY {} ({}) FROM STDIN (FORMAT binary)").format(sql.Identifier(tables.STATEMENT_STATE.name), _STATE_LIST)
 ).as_string()
 
 
-def write_statement_state(server_id: int, upsert: Entries, delete_ids: np.ndarray) -> None:
-    """Replace the state rows of changed entries and remove those of gone ones."""
+def write_statement_state(server_id: int, upsert: Entries, delete_ids: np.ndarray, taken_at: datetime,
+                          back_ids: np.ndarray | None = None) -> None:  # fmt: skip
+    """Replace the state rows of changed entries and remove those of gone ones; the statements say since when
+    they are gone (gone_at), and those back in pg_stat_statements (`back_ids`: entries new to the state) that
+    they are there again."""
     ids = np.concatenate([delete_ids, upsert.statement_id]).astype(np.int64)
     with _raw_cursor() as cur:
         if len(ids):
             cur.execute(_DELETE_STATE_SQL, (server_id, ids.tolist()))
+        if len(delete_ids):
+            cur.execute(_GONE_SQL, (taken_at, server_id, delete_ids.astype(np.int64).tolist()))
+        if back_ids is not None and len(back_ids):
+            cur.execute(_BACK_SQL, (server_id, back_ids.astype(np.int64).tolist()))
         if not len(upsert):
             return
         with cur.copy(_COPY_STATE_SQL) as copy:
@@ -149,16 +160,15 @@ def lookup_statements(server_id: int, entries: Entries, prev: Entries, prev_inde
     unmatched = np.flatnonzero(~matched)
     found = _find(server_id, entries.keys[unmatched])
     ids[unmatched] = [found.get(tuple(k), -1) for k in entries.keys[unmatched].tolist()]
-    missing: dict[int, str] = {}
-    asked = ids[present & (ids >= 0)]
-    if len(asked):
-        with _raw_cursor() as cur:  # through the partial index statement_text_missing
-            cur.execute(
-                f"SELECT id, text_status FROM {_STATEMENT} WHERE server_id = %s AND text_status <> 'stored' "
-                "AND id = ANY(%s)",
-                (server_id, asked.tolist()),
-            )
-            missing = dict(cur.fetchall())
+    # Through the partial index statement_text_missing: the sent entries' statements without a text, and every
+    # statement whose text a snapshot put off (read first by this one, sent or not).
+    with _raw_cursor() as cur:
+        cur.execute(
+            f"SELECT id, text_status FROM {_STATEMENT} WHERE server_id = %s AND text_status <> 'stored' "
+            "AND (id = ANY(%s) OR text_status = 'pending')",
+            (server_id, ids[present & (ids >= 0)].tolist()),
+        )
+        missing = dict(cur.fetchall())
     return StatementLookup(ids, missing)
 
 

@@ -15,9 +15,12 @@ class TextStatus(models.TextChoices):
     # pg_stat_statements had no text for it (its query text file was discarded, e.g. after a failed
     # garbage collection): read again only when the entry is re-created
     UNAVAILABLE = "unavailable", "not kept by pg_stat_statements"
+    # More new statements (or text) than one snapshot reads (COLLECTOR_TEXTS_PER_SNAPSHOT,
+    # COLLECTOR_TEXT_BYTES_PER_SNAPSHOT): read by the next snapshots, first of all
+    PENDING = "pending", "not read yet (more new statements than a snapshot reads)"
 
 
-TEXT_MISSING = (TextStatus.EVICTED, TextStatus.NOT_VISIBLE, TextStatus.UNAVAILABLE)
+TEXT_MISSING = (TextStatus.EVICTED, TextStatus.NOT_VISIBLE, TextStatus.UNAVAILABLE, TextStatus.PENDING)
 
 
 class Statement(models.Model):
@@ -34,6 +37,9 @@ class Statement(models.Model):
     query_truncated = models.BooleanField(default=False)
     text_status = models.TextField(choices=TextStatus.choices, default=TextStatus.STORED)
     first_seen_at = models.DateTimeField()
+    # When its entry last left pg_stat_statements (evicted, reset); NULL while it is there. A statement gone
+    # longer than raw retention that no tier references any more is pruned (collectors/prune.py).
+    gone_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         constraints = [
@@ -41,9 +47,12 @@ class Statement(models.Model):
                 fields=["server", "queryid", "userid", "dbid", "toplevel"], name="statement_key_unique"
             )
         ]
-        # Each snapshot looks up the statements still without a text: few rows, found by this index.
+        # Each snapshot looks up the statements still without a text: few rows, found by this index. The primary
+        # key is (server_id, id) in the database (migration 0009: every key holds the distribution column of a
+        # sharded history store, README "Scaling out"); this index keeps a look-up by id alone quick.
         indexes = [
-            models.Index(fields=["server"], condition=~models.Q(text_status="stored"), name="statement_text_missing")
+            models.Index(fields=["server"], condition=~models.Q(text_status="stored"), name="statement_text_missing"),
+            models.Index(fields=["id"], name="statement_id"),
         ]
 
     def __str__(self) -> str:
@@ -117,6 +126,7 @@ class CollectionError(models.Model):
     message = models.TextField()
 
     class Meta:
+        # Primary key (server_id, id) in the database, as every history table's keys (migration 0009).
         indexes = [models.Index(fields=["server", "-at"], name="collection_error_recent")]
 
     def __str__(self) -> str:

@@ -346,6 +346,7 @@ class Texts:
     by_key: dict[tuple[int, int, int, int], TextRead] = field(default_factory=dict)
     databases: dict[int, str] = field(default_factory=dict)
     users: dict[int, str] = field(default_factory=dict)
+    deferred: int = 0  # keys asked for whose text was not read (past the snapshot's budget)
 
 
 def _texts_query(meta: ServerMeta, cmap: ColumnMap) -> str:
@@ -372,19 +373,43 @@ LEFT JOIN (SELECT userid::int8, dbid::int8, queryid, {toplevel} AS toplevel, que
     return sql.SQL(text).format(schema=sql.Identifier(schema)).as_string()
 
 
+TEXT_BATCH = 500  # keys asked for in one call (each call reads the server's query text file once)
+
+
 def read_texts(
-    conn: psycopg.Connection, meta: ServerMeta, cmap: ColumnMap, keys: np.ndarray, *, max_chars: int
+    conn: psycopg.Connection,
+    meta: ServerMeta,
+    cmap: ColumnMap,
+    keys: np.ndarray,
+    *,
+    max_chars: int,
+    max_texts: int | None = None,
+    budget_chars: int | None = None,
 ) -> Texts:
     """Texts (and database/role names) for the given (userid, dbid, queryid, toplevel) keys, each cut to its
-    first `max_chars` characters on the server: a 1 MB text never crosses the wire nor sits in our memory."""
+    first `max_chars` characters on the server: a 1 MB text never crosses the wire nor sits in our memory.
+
+    In order, at most `max_texts` of them, and no more keys once `budget_chars` characters came back: a call
+    never asks for more keys than the rest of the budget could hold at `max_chars` each, so what is read
+    stays within the budget plus one text. Keys not read are missing from `by_key` (`deferred` counts them)."""
     out = Texts()
     if not len(keys):
         return out
     columns = [keys[:, j].tolist() for j in range(4)]
+    limit = len(keys) if max_texts is None else min(len(keys), max_texts)
+    left = budget_chars
     try:
-        query, params = _texts_query(meta, cmap), (max_chars, max_chars, *columns, sorted(set(columns[2])))
-        for userid, dbid, queryid, top, present, visible, text, cut in conn.execute(query, params):
-            out.by_key[(userid, dbid, queryid, top)] = TextRead(present, visible, text, bool(cut))
+        query, start = _texts_query(meta, cmap), 0
+        while start < limit and (left is None or left > 0):
+            size = min(TEXT_BATCH, limit - start, TEXT_BATCH if left is None else max(1, left // max_chars))
+            part = [c[start : start + size] for c in columns]
+            params = (max_chars, max_chars, *part, sorted(set(part[2])))
+            for userid, dbid, queryid, top, present, visible, text, cut in conn.execute(query, params):
+                out.by_key[(userid, dbid, queryid, top)] = TextRead(present, visible, text, bool(cut))
+                if left is not None and text is not None:
+                    left -= len(text)
+            start += size
+        out.deferred = len(keys) - start
         out.databases = dict(
             conn.execute(
                 "SELECT oid::int8, datname FROM pg_database WHERE oid::int8 = ANY(%s)", (sorted(set(columns[1])),)

@@ -37,17 +37,24 @@ def next_due(server_id: int, interval_s: int, after: datetime) -> datetime:
     return _EPOCH + timedelta(seconds=slot * interval_s + offset)
 
 
-def servers_dispatch_due(*, enqueue: Callable[[int, int], None], now: datetime | None = None) -> list[int]:
-    """Claim every enabled server whose next collection is due and hand it to `enqueue(server_id, expires_s)`."""
+def servers_dispatch_due(
+    *, enqueue: Callable[[int, float, float], None], now: datetime | None = None, horizon_s: float = 0.0
+) -> list[int]:
+    """Claim every enabled server due by `now + horizon_s` and hand it to `enqueue(server_id, expires_s,
+    countdown_s)`: a server due before the dispatcher's next tick is sent now, to run at its due time (the
+    countdown), so that it is not late by up to a tick; one already due runs at once."""
     now = now or timezone.now()
-    due = Server.objects.filter(enabled=True).filter(Q(next_collect_at__isnull=True) | Q(next_collect_at__lte=now))
+    until = now + timedelta(seconds=horizon_s)
+    due = Server.objects.filter(enabled=True).filter(Q(next_collect_at__isnull=True) | Q(next_collect_at__lte=until))
     claimed = []
     for server_id, next_at, interval_s in due.values_list("pk", "next_collect_at", "interval_s"):
+        runs_at = max(now, next_at) if next_at is not None else now
         # The next slot on the server's phase: the cadence is kept, and a dispatcher that fell behind by
         # more than an interval skips the slots it missed rather than enqueueing them all at once.
-        following = next_due(server_id, interval_s, now)
+        following = next_due(server_id, interval_s, runs_at)
         won = Server.objects.filter(pk=server_id, next_collect_at=next_at).update(next_collect_at=following)
         if won:
-            enqueue(server_id, interval_s)
+            countdown_s = (runs_at - now).total_seconds()
+            enqueue(server_id, countdown_s + interval_s, countdown_s)
             claimed.append(server_id)
     return claimed

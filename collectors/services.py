@@ -136,8 +136,22 @@ def _read(conn: psycopg.Connection, server: Server, previous: _Previous) -> _Rea
         server.pk, reading.entries, previous.entries, reading.prev_index, reading.sent_rows
     )
     text_rows = texts.rows_to_read(reading, statements)
-    max_chars = texts.server_cut(settings.COLLECTOR["QUERY_TEXT_MAX_BYTES"])
-    text_reads = pgss.read_texts(conn, meta, cmap, reading.entries.keys[text_rows], max_chars=max_chars)
+    budget = texts.Budget.from_settings()
+    text_reads = pgss.read_texts(
+        conn,
+        meta,
+        cmap,
+        reading.entries.keys[text_rows],
+        max_chars=texts.server_cut(settings.COLLECTOR["QUERY_TEXT_MAX_BYTES"]),
+        max_texts=budget.texts,
+        budget_chars=budget.chars,
+    )
+    if text_reads.deferred:
+        notes.append(
+            f"{text_reads.deferred} query texts put off to the next snapshots: this one read its limit "
+            f"({budget.texts:,} texts or {budget.chars / 2**20:g} MB of text; COLLECTOR_TEXTS_PER_SNAPSHOT, "
+            "COLLECTOR_TEXT_BYTES_PER_SNAPSHOT)"
+        )
     wait_reading = None
     if meta.wait_sampling_schema:
         try:
@@ -319,7 +333,8 @@ def _persist(server: Server, previous: _Previous, read: _Read, computed: _Comput
         history.insert_waits(server.pk, snapshot.taken_at, computed.wait_rows)
         history.update_texts(server.pk, computed.texts_found)
         gone_ids = previous.entries.statement_id[d.gone] if len(previous.entries) else np.empty(0, np.int64)
-        history.write_statement_state(server.pk, cur.take(np.flatnonzero(d.state_dirty)), gone_ids)
+        history.write_statement_state(server.pk, cur.take(np.flatnonzero(d.state_dirty)), gone_ids, snapshot.taken_at,
+                                      back_ids=cur.statement_id[d.new])  # fmt: skip
         history.save_server_state(computed.state)
         Server.objects.filter(pk=server.pk).update(
             last_success_at=timezone.now(),
@@ -369,7 +384,7 @@ def _record_failure(server: Server, exc: CollectionError) -> None:
             ErrorRecord.objects.create(server_id=server.pk, at=timezone.now(), error_class=exc.code,
                                        message=exc.message[:2000])  # fmt: skip
             older = ErrorRecord.objects.filter(server_id=server.pk).order_by("-at", "-id").values("id")[KEEP_ERRORS:]
-            ErrorRecord.objects.filter(id__in=older).delete()
+            ErrorRecord.objects.filter(server_id=server.pk, id__in=older).delete()
     except DatabaseError:
         log.warning("could not record the failure of %s: history store unavailable", server)
 

@@ -4,10 +4,11 @@ import logging
 from dataclasses import asdict
 
 from celery import shared_task
+from django.conf import settings
 from django.core.cache import cache
 from django.db import close_old_connections
 
-from collectors import backfill, partitions, rollups
+from collectors import backfill, partitions, prune, rollups
 from collectors.errors import HistoryUnavailable
 from collectors.scheduling import servers_dispatch_due
 from collectors.services import server_collect
@@ -52,14 +53,15 @@ def collect_server(self, server_id: int, tracked: bool = False) -> dict:
     return out
 
 
-def _enqueue(server_id: int, expires_s: int) -> None:
-    collect_server.apply_async((server_id,), expires=expires_s)
+def _enqueue(server_id: int, expires_s: float, countdown_s: float) -> None:
+    collect_server.apply_async((server_id,), expires=expires_s, countdown=countdown_s or None)
 
 
 @shared_task
 def dispatch_due_collections() -> int:
+    """Beat's, every DISPATCH_TICK_S: the servers due before the next tick, each sent to run at its due time."""
     close_old_connections()
-    return len(servers_dispatch_due(enqueue=_enqueue))
+    return len(servers_dispatch_due(enqueue=_enqueue, horizon_s=settings.DISPATCH_TICK_S))
 
 
 @shared_task
@@ -75,5 +77,7 @@ def roll_up_history() -> dict:
 
 @shared_task
 def maintain_partitions() -> dict:
+    """Partitions created ahead and dropped past retention, then the statements nothing refers to any more."""
     close_old_connections()
-    return {"created": partitions.ensure_ahead(), "dropped": partitions.drop_expired()}
+    out = {"created": partitions.ensure_ahead(), "dropped": partitions.drop_expired()}
+    return {**out, **prune.statements_prune()}

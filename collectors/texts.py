@@ -4,9 +4,19 @@ means for the statement dimension (a text, or why there is none: TextStatus).
 Texts are read after the counters, in a second call: an entry evicted in between leaves its key
 without a text. That is never final: a known statement still without a text is asked for again
 whenever its entry is surely there (the server just sent its counters), a bounded number per snapshot.
+
+A snapshot reads at most COLLECTOR_TEXTS_PER_SNAPSHOT texts and about COLLECTOR_TEXT_BYTES_PER_SNAPSHOT
+of text (a server that invents thousands of statements a minute, or keeps megabytes of text each, must not
+fill the worker's memory): the statements past that are stored without their text for now, status
+pending, and read first by the next snapshots, whether their counters moved or not.
 """
 
+from __future__ import annotations
+
+from dataclasses import dataclass
+
 import numpy as np
+from django.conf import settings
 
 from collectors import history, pgss
 from collectors.models import TextStatus
@@ -27,17 +37,33 @@ def server_cut(max_bytes: int) -> int:
 
 
 def rows_to_read(reading: pgss.Reading, statements: history.StatementLookup) -> np.ndarray:
-    """Rows of keys never seen, and of known statements without a text whose entry the server just
-    sent (evicted before their text could be read, or hidden from the role when it was). A text that
-    pg_stat_statements did not keep comes back only with a new entry, so only then is it asked for."""
-    missing = np.flatnonzero(np.isin(statements.ids, list(statements.missing_text)) & reading.sent_rows)
+    """Rows whose text to ask for, most wanted first: keys never seen (in row order), statements whose text
+    a snapshot put off, then known statements without a text whose entry the server just sent (evicted
+    before their text could be read, or hidden from the role when it was). A text that pg_stat_statements
+    did not keep comes back only with a new entry, so only then is it asked for."""
+    missing = np.flatnonzero(np.isin(statements.ids, list(statements.missing_text)))
     new_entry = reading.prev_index < 0
-    retry = [
-        row
-        for row, status in zip(missing.tolist(), statements.text_status(missing), strict=True)
-        if status != TextStatus.UNAVAILABLE or new_entry[row]
-    ][:RETRIES_PER_SNAPSHOT]
-    return np.sort(np.concatenate([np.flatnonzero(statements.unseen), np.array(retry, np.int64)]))
+    pending, retry = [], []
+    for row, status in zip(missing.tolist(), statements.text_status(missing), strict=True):
+        if status == TextStatus.PENDING:
+            pending.append(row)
+        elif reading.sent_rows[row] and (status != TextStatus.UNAVAILABLE or new_entry[row]):
+            retry.append(row)
+    rows = [np.flatnonzero(statements.unseen), np.array(pending, np.int64), np.array(retry[:RETRIES_PER_SNAPSHOT])]
+    return np.concatenate(rows).astype(np.int64)
+
+
+@dataclass(frozen=True)
+class Budget:
+    """How much text one snapshot reads (settings COLLECTOR_TEXTS_PER_SNAPSHOT, COLLECTOR_TEXT_BYTES_PER_SNAPSHOT)."""
+
+    texts: int
+    chars: int
+
+    @classmethod
+    def from_settings(cls) -> Budget:
+        cfg = settings.COLLECTOR
+        return cls(texts=cfg["TEXTS_PER_SNAPSHOT"], chars=cfg["TEXT_BYTES_PER_SNAPSHOT"])
 
 
 def statement_text(read: pgss.TextRead, max_bytes: int) -> history.StatementText:
@@ -59,7 +85,15 @@ def outcome(keys: np.ndarray, rows: np.ndarray, statements: history.StatementLoo
     changed: dict[int, history.StatementText] = {}
     for row, status in zip(rows.tolist(), statements.text_status(rows), strict=True):
         key = tuple(keys[row].tolist())
-        text = statement_text(texts.by_key[key], max_bytes)
+        read = texts.by_key.get(key)
+        if read is None:  # past the snapshot's budget
+            if statements.unseen[row]:
+                text = history.StatementText(None, False, TextStatus.PENDING)
+                new_statements.append(history.NewStatement(
+                    key, texts.databases.get(key[1], ""), texts.users.get(key[0], ""), text
+                ))  # fmt: skip
+            continue
+        text = statement_text(read, max_bytes)
         if statements.unseen[row]:
             new_statements.append(history.NewStatement(
                 key, texts.databases.get(key[1], ""), texts.users.get(key[0], ""), text

@@ -251,6 +251,10 @@ COLLECTOR = {
     "LOCK_TIMEOUT_MS": env.int("COLLECTOR_LOCK_TIMEOUT_MS", default=1_000),
     "APPLICATION_NAME": env("COLLECTOR_APPLICATION_NAME", default="pgconsole-collector"),
     "QUERY_TEXT_MAX_BYTES": env.int("COLLECTOR_QUERY_TEXT_MAX_BYTES", default=64 * 1024),
+    # Query texts one snapshot reads at most (new statements first), and about how much text: the rest is read
+    # by the next snapshots (status "pending" meanwhile), so a server inventing statements never fills memory.
+    "TEXTS_PER_SNAPSHOT": env.int("COLLECTOR_TEXTS_PER_SNAPSHOT", default=2000),
+    "TEXT_BYTES_PER_SNAPSHOT": env.int("COLLECTOR_TEXT_BYTES_PER_SNAPSHOT", default=16 * 2**20),
     # Sampled pg_stat_activity when pg_wait_sampling is absent: N samples over about SPAN seconds.
     "ACTIVITY_SAMPLES": env.int("COLLECTOR_ACTIVITY_SAMPLES", default=10),
     "ACTIVITY_SPAN_S": env.float("COLLECTOR_ACTIVITY_SPAN_S", default=1.0),
@@ -271,6 +275,12 @@ COLLECTOR = {
     "KEEPALIVES_INTERVAL_S": env.int("COLLECTOR_KEEPALIVES_INTERVAL_S", default=5),
     "KEEPALIVES_COUNT": env.int("COLLECTOR_KEEPALIVES_COUNT", default=3),
 }
+
+# --- Organizations ----------------------------------------------------------
+# What one organization may register, unless a console administrator set its own limits (Django admin): servers
+# (about what one collection worker process serves, docs/benchmarks.md "Fleet scale"), and the shortest interval.
+ORG_MAX_SERVERS = env.int("ORG_MAX_SERVERS", default=1000)
+ORG_MIN_INTERVAL_S = env.int("ORG_MIN_INTERVAL_S", default=5)
 
 # --- History store retention (days) ---------------------------------------
 HISTORY = {

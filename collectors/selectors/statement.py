@@ -31,7 +31,7 @@ class StatementDetail:
     toplevel: bool
     query: str | None  # None: see text_status
     query_truncated: bool
-    text_status: str  # stored | evicted | not_visible | unavailable (collectors.models.TextStatus)
+    text_status: str  # stored | evicted | not_visible | unavailable | pending (collectors.models.TextStatus)
     first_seen_at: datetime
     # The end of the latest interval in which its calls grew, as precisely as the history still knows it:
     # the snapshot (raw data kept), else the end of the hour (hourly tier), else the end of the UTC day.

@@ -85,7 +85,7 @@ class StatementTotals:
     user: str
     toplevel: bool
     query: str | None  # None: no text (see text_status)
-    text_status: str  # stored | evicted | not_visible | unavailable
+    text_status: str  # stored | evicted | not_visible | unavailable | pending
     calls: int
     plans: int | None
     exec_ms: float
@@ -246,7 +246,7 @@ def _aggregate(
         "page AS (SELECT statement_id, key FROM f ORDER BY key DESC NULLS LAST, statement_id LIMIT %s OFFSET %s) "
         "SELECT {dim}, {full}, (SELECT count(*) FROM f) FROM page "
         "JOIN parts p ON p.statement_id = page.statement_id JOIN {dimension} st ON st.id = page.statement_id "
-        "GROUP BY st.id, page.key ORDER BY page.key DESC NULLS LAST, st.id"
+        "GROUP BY st.server_id, st.id, page.key ORDER BY page.key DESC NULLS LAST, st.id"
     ).format(union=union, narrow=narrow, key=sql.SQL(key), dimension=sql.Identifier(tables.STATEMENT.name),
              where=where, dim=sql.SQL(_DIMENSION), full=full)  # fmt: skip
     return db.fetchall(query, params + [server_id] + fparams + [limit, offset])

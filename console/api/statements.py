@@ -57,7 +57,7 @@ class StatementRow(serializers.Serializer):
     user = serializers.CharField(allow_blank=True)
     toplevel = serializers.BooleanField()
     query = serializers.CharField(allow_null=True, help_text="null: no text (see text_status)")
-    text_status = serializers.ChoiceField(choices=["stored", "evicted", "not_visible", "unavailable"])
+    text_status = serializers.ChoiceField(choices=["stored", "evicted", "not_visible", "unavailable", "pending"])
     calls = serializers.IntegerField()
     exec_ms = serializers.FloatField()
     plan_ms = serializers.FloatField(allow_null=True, help_text="null: planning not tracked")

@@ -33,6 +33,10 @@ MISSING_TEXT: dict[str, tuple[str, str]] = {
     TextStatus.UNAVAILABLE: ("Its text is unavailable: pg_stat_statements did not keep it.",
                              "Its query text file was discarded (e.g. after a failed garbage collection); the text "
                              "is read again when the entry is re-created."),
+    TextStatus.PENDING: ("Its text has not been read yet.",
+                         "The server had more new statements than one snapshot reads texts for "
+                         "(COLLECTOR_TEXTS_PER_SNAPSHOT, COLLECTOR_TEXT_BYTES_PER_SNAPSHOT); the next snapshots "
+                         "read it first."),
 }  # fmt: skip
 
 

@@ -32,6 +32,7 @@ MISSING_TEXT = {
     TextStatus.NOT_VISIBLE: "<text not visible to this role>",
     TextStatus.EVICTED: "<evicted before its text could be read>",
     TextStatus.UNAVAILABLE: "<text not kept by pg_stat_statements>",
+    TextStatus.PENDING: "<text not read yet: the next snapshot reads it>",
 }
 # order (collectors.selectors.ORDERS) -> (column heading with its unit, the StatementTotals attribute shown)
 COLUMNS: dict[str, tuple[str, str]] = {

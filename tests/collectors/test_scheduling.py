@@ -23,10 +23,10 @@ def test_dispatch_claims_each_due_server_once(pg_clusters):
     Server.objects.filter(pk=b.pk).update(enabled=False)
     enqueued = []
     now = timezone.now()
-    assert servers_dispatch_due(enqueue=lambda sid, exp: enqueued.append((sid, exp)), now=now) == [a.pk]
+    assert servers_dispatch_due(enqueue=lambda *args: enqueued.append(args), now=now) == [a.pk]
     # A second dispatcher at the same moment finds nothing due: no double collection.
-    assert servers_dispatch_due(enqueue=lambda sid, exp: enqueued.append((sid, exp)), now=now) == []
-    assert enqueued == [(a.pk, 60)]
+    assert servers_dispatch_due(enqueue=lambda *args: enqueued.append(args), now=now) == []
+    assert enqueued == [(a.pk, 60, 0.0)]  # new: at once
     a.refresh_from_db()
     # Collected at once, then on its phase: within the next interval, at its own second of the minute.
     first = a.next_collect_at
@@ -36,6 +36,14 @@ def test_dispatch_claims_each_due_server_once(pg_clusters):
     assert servers_dispatch_due(enqueue=lambda *_: None, now=first + timedelta(seconds=4)) == [a.pk]
     a.refresh_from_db()
     assert a.next_collect_at == first + timedelta(seconds=60)
+    # Due before the next tick: sent now, to run at its due time (no tick of lag).
+    enqueued.clear()
+    ahead = a.next_collect_at - timedelta(seconds=3)
+    assert servers_dispatch_due(enqueue=lambda *args: enqueued.append(args), now=ahead, horizon_s=5) == [a.pk]
+    assert enqueued == [(a.pk, 63.0, 3.0)]
+    a.refresh_from_db()
+    assert a.next_collect_at == first + timedelta(seconds=120)
+    first += timedelta(seconds=60)
     # A dispatcher back after three missed intervals enqueues once and keeps the phase.
     assert servers_dispatch_due(enqueue=lambda *_: None, now=first + timedelta(seconds=250)) == [a.pk]
     a.refresh_from_db()

@@ -33,19 +33,21 @@ def _reading(n: int, sent: int, prev_index: list[int]) -> pgss.Reading:
     return pgss.Reading(entries=entries, prev_index=np.array(prev_index, np.int64), hidden=0, total=n, sent=sent)
 
 
-def test_rows_to_read_are_unseen_keys_and_a_bounded_number_of_retries(monkeypatch):
+def test_rows_to_read_are_unseen_keys_put_off_texts_and_a_bounded_number_of_retries(monkeypatch):
     # rows 0-1 unchanged (not sent), 2-7 sent; row 7 never seen
     lookup = _lookup([10, 11, 12, 13, 14, 15, 16, -1], {
         10: TextStatus.EVICTED,  # not sent: perhaps gone already, not asked
+        11: TextStatus.PENDING,  # put off by an earlier snapshot: asked first, sent or not
         12: TextStatus.EVICTED,
         13: TextStatus.NOT_VISIBLE,
         14: TextStatus.UNAVAILABLE,  # still the same entry: pg_stat_statements has no text for it
         15: TextStatus.UNAVAILABLE,  # a new entry (it left the state and came back): asked again
     })  # fmt: skip
     reading = _reading(8, sent=6, prev_index=[0, 1, 2, 3, 4, -1, 6, -1])
-    assert texts.rows_to_read(reading, lookup).tolist() == [2, 3, 5, 7]
+    # Most wanted first: keys never seen, texts put off, then retries.
+    assert texts.rows_to_read(reading, lookup).tolist() == [7, 1, 2, 3, 5]
     monkeypatch.setattr(texts, "RETRIES_PER_SNAPSHOT", 1)
-    assert texts.rows_to_read(reading, lookup).tolist() == [2, 7]  # keys never seen are not bounded
+    assert texts.rows_to_read(reading, lookup).tolist() == [7, 1, 2]  # only retries are bounded here
 
 
 @pytest.mark.parametrize(("read", "status"), [
@@ -202,3 +204,41 @@ def test_visibility_lost_between_the_counters_and_the_texts_is_not_visible_not_e
     items = Statement.objects.filter(server=server, query__in=statements)
     assert items.count() == 3
     assert set(items.values_list("text_status", flat=True)) == {TextStatus.STORED}
+
+
+def test_a_flood_of_big_new_texts_is_read_over_several_snapshots_within_the_budget(pg_clusters, settings):
+    """Twenty new statements with 100 kB texts and a budget of about four cut texts a snapshot: each snapshot
+    reads at most its budget (plus one text), the others are stored as pending and read first by the next
+    snapshots, whose counters are booked all along; none is left without its text."""
+    max_bytes, budget = 10_000, 50_000
+    settings.COLLECTOR = {**settings.COLLECTOR, "QUERY_TEXT_MAX_BYTES": max_bytes, "TEXT_BYTES_PER_SNAPSHOT": budget,
+                          "ACTIVITY_SAMPLES": 0}  # fmt: skip
+    c = pg_clusters[18]
+    server = register(c)
+    collect(server)
+    pad = "p" * 100_000
+    flood = [f"SELECT {', '.join(['7'] * (k + 1))} /* flood {pad} */" for k in range(20)]
+    for text in flood:
+        run(c, text)
+    queryids = [q for (q,) in c.execute("SELECT queryid FROM pg_stat_statements WHERE query LIKE '%flood pppp%'",
+                                        dbname=APP_DB)]  # fmt: skip
+    assert len(queryids) == 20
+    cut = texts.server_cut(max_bytes)
+    stored_counts = []
+    for _ in range(8):
+        result = collect(server)
+        statuses = list(
+            Statement.objects.filter(server=server, queryid__in=queryids).values_list("text_status", flat=True)
+        )
+        stored_counts.append(statuses.count(TextStatus.STORED))
+        if len(stored_counts) == 1:
+            assert len(statuses) == 20, "every new statement has its row (its counters are booked) from the start"
+            assert any("query texts put off to the next snapshots" in n for n in result.notes), result.notes
+        if TextStatus.PENDING not in statuses:
+            break
+    # About budget / cut texts a snapshot (the last call may take one more), never all twenty at once.
+    per_snapshot = budget // cut + 1
+    assert stored_counts[0] <= per_snapshot < 20
+    assert all(b - a <= per_snapshot for a, b in zip(stored_counts, stored_counts[1:], strict=False)), stored_counts
+    assert stored_counts[-1] == 20, stored_counts
+    assert all(s.query_truncated for s in Statement.objects.filter(server=server, query__contains="flood"))
