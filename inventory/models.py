@@ -13,6 +13,22 @@ from inventory.crypto import decrypt_secret, encrypt_secret
 class Organization(models.Model):
     name = models.CharField(max_length=200, unique=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    # What one organization may ask of the console (inventory.services enforces them); empty: the defaults,
+    # settings ORG_MAX_SERVERS and ORG_MIN_INTERVAL_S. Set by a console administrator (Django admin).
+    max_servers = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Servers it may register (empty: ORG_MAX_SERVERS)."
+    )
+    min_interval_s = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text="Shortest collection interval of its servers, seconds (empty: ORG_MIN_INTERVAL_S).",
+    )
+
+    def server_limit(self) -> int:
+        return self.max_servers if self.max_servers is not None else settings.ORG_MAX_SERVERS
+
+    def interval_floor_s(self) -> int:
+        return self.min_interval_s if self.min_interval_s is not None else settings.ORG_MIN_INTERVAL_S
 
     class Meta:
         db_table = "console_organization"

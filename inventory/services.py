@@ -62,6 +62,7 @@ def server_create(
     organization, _ = Organization.objects.get_or_create(name=organization_name)
     if Server.objects.filter(organization=organization, name=name).exists():
         raise ValidationError(f"a server named {name!r} already exists in organization {organization_name!r}")
+    _within_limits(organization, interval_s=interval_s, joining=True)
     password = fields.pop("password")
     server = Server(organization=organization, name=name, interval_s=interval_s, cpu_count=cpu_count,
                     tags=tags or [], **fields)  # fmt: skip
@@ -89,8 +90,11 @@ def server_update(
     if unknown:
         raise ValidationError(f"cannot update {sorted(unknown)}")
     moved = any(field in data and data[field] != getattr(server, field) for field in CONNECTION_FIELDS)
+    joining = "organization" in data and data["organization"] != server.organization
     for field, value in data.items():
         setattr(server, field, value)
+    if joining or "interval_s" in data:
+        _within_limits(server.organization, interval_s=server.interval_s, joining=joining)
     if password:
         server.set_password(password)
     elif clear_password or moved:
@@ -98,6 +102,28 @@ def server_update(
     server.full_clean()
     server.save()
     return server
+
+
+def _within_limits(organization: Organization, *, interval_s: int, joining: bool) -> None:
+    """The organization's limits (Organization.max_servers, min_interval_s), for a server joining it (added or
+    moved there) or changing its interval; the count is taken under a lock on the organization's row, so two
+    servers added at once cannot both take the last place."""
+    floor = organization.interval_floor_s()
+    if interval_s < floor:
+        raise ValidationError(
+            {"interval_s": f"the shortest collection interval in organization {organization.name!r} is {floor} s "
+                           "(a console administrator can change it: the organization's minimum interval, or "
+                           "ORG_MIN_INTERVAL_S)"}
+        )  # fmt: skip
+    if not joining:
+        return
+    Organization.objects.select_for_update().filter(pk=organization.pk).first()
+    limit = organization.server_limit()
+    if Server.objects.filter(organization=organization).count() >= limit:
+        raise ValidationError(
+            f"organization {organization.name!r} already has {limit} servers, its limit (a console administrator "
+            "can raise it: the organization's maximum of servers, or ORG_MAX_SERVERS)"
+        )
 
 
 def _admins_left_without(membership: Membership) -> int:

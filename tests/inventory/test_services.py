@@ -1,4 +1,5 @@
-"""inventory/services.py: a stored password goes only to the connection it was given for."""
+"""inventory/services.py: a stored password goes only to the connection it was given for; an organization's limits
+hold whichever way a server comes in."""
 
 import pytest
 from django.core.exceptions import ValidationError
@@ -67,3 +68,35 @@ def test_a_name_taken_in_the_organization_is_refused():
     server_create(name="db2", dsn="host=db2.example", organization_name="acme")
     with pytest.raises(ValidationError):
         server_update(server=server, data={"name": "db2"})
+
+
+def test_an_organization_registers_no_more_servers_than_its_limit(settings):
+    settings.ORG_MAX_SERVERS = 2
+    server_create(name="a", dsn="host=a.example", organization_name="small")
+    server_create(name="b", dsn="host=b.example", organization_name="small")
+    with pytest.raises(ValidationError, match="organization 'small' already has 2 servers, its limit"):
+        server_create(name="c", dsn="host=c.example", organization_name="small")
+    # Moved in from another organization: the same limit.
+    elsewhere = server_create(name="c", dsn="host=c.example", organization_name="other")
+    small = Organization.objects.get(name="small")
+    with pytest.raises(ValidationError, match="its limit"):
+        server_update(server=elsewhere, data={"organization": small})
+    assert _stored(elsewhere).organization.name == "other"
+    # An administrator raises this organization's own limit: the setting is only the default.
+    Organization.objects.filter(pk=small.pk).update(max_servers=3)
+    server_create(name="c", dsn="host=c.example", organization_name="small")
+    assert Server.objects.filter(organization=small).count() == 3
+
+
+def test_an_organization_has_a_shortest_interval(settings):
+    settings.ORG_MIN_INTERVAL_S = 15
+    with pytest.raises(ValidationError) as refused:
+        server_create(name="fast", dsn="host=a.example", organization_name="acme", interval_s=10)
+    assert (
+        "the shortest collection interval in organization 'acme' is 15 s" in refused.value.message_dict["interval_s"][0]
+    )
+    server = server_create(name="ok", dsn="host=a.example", organization_name="acme", interval_s=15)
+    with pytest.raises(ValidationError, match="shortest collection interval"):
+        server_update(server=server, data={"interval_s": 5})
+    Organization.objects.filter(name="acme").update(min_interval_s=5)
+    assert server_update(server=_stored(server), data={"interval_s": 5}).interval_s == 5
