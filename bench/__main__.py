@@ -1,9 +1,16 @@
-"""python -m bench [--quick] [--only NAME ...] [--keep] [--no-docs] [--markdown PATH] [--soak DURATION]
+"""python -m bench [--quick] [--only NAME ...] [--keep] [--no-docs] [--markdown PATH] [--scale-levels N,N,...]
+[--soak DURATION]
 
-Runs the four benchmarks (collection time, history footprint, ingest throughput, read tier), prints
-the figures and writes docs/benchmarks.md. Starts its own history store with production durability
+Runs the five benchmarks (collection time, history footprint, ingest throughput, read tier, fleet scale),
+prints the figures and writes docs/benchmarks.md. Starts its own history store with production durability
 (PostgreSQL 17 on port 57100, database pgconsole_bench) and its own monitored PostgreSQL 17 on
 port 57017 (bench/env.py), both stopped at the end.
+
+The fleet scale (bench/scale.py, `--only scale` alone) runs beat and celery workers as docker-compose.yml
+starts them over N servers on 3 more clusters, N stepped up (100, 250, 500, 1,000, then 1,500 while it keeps
+up; --scale-levels or BENCH_SCALE_LEVELS), BENCH_SCALE_MINUTES (5) measured per level, once with one
+collection worker and again with two: 60 to 75 minutes. It writes its own section of
+docs/benchmarks.md (any whole run that is not --quick, alone or in a `make bench`).
 
 With --soak DURATION (2h, 10m, 600) only the soak runs (bench/soak.py): a worker, beat and gunicorn
 under the demo's workloads for that long, their memory, snapshot lag, errors and history growth; a
@@ -17,10 +24,11 @@ import os
 import sys
 import time
 from datetime import UTC, datetime
+from pathlib import Path
 
-from bench import env, soak
+from bench import env, report, scale, scale_report, soak
 
-NAMES = ("collection", "footprint", "ingest", "readtier")
+NAMES = ("collection", "footprint", "ingest", "readtier", "scale")
 # Synthetic days (UTC) of the footprint and ingest runs: far from "now", so that their partitions
 # are theirs alone (the collection benchmark writes today's).
 FOOTPRINT_DAY = datetime(2025, 1, 15, tzinfo=UTC)
@@ -44,15 +52,21 @@ def main(argv: list[str] | None = None) -> int:
         help="do not measure the footprint again with a uniform 10%% (the worst case for rollups)",
     )
     p.add_argument(
+        "--scale-levels",
+        type=scale.parse_levels,
+        metavar="N,N,...",
+        help="the fleet sizes of the scale benchmark (default 100,250,500,1000,1500; env BENCH_SCALE_LEVELS)",
+    )
+    p.add_argument(
         "--soak",
         metavar="DURATION",
         type=soak.parse_duration,
         help="run only the soak for DURATION (2h, 10m, 600): worker, beat and gunicorn under load",
     )
     args = p.parse_args(argv)
+    command = " ".join([os.path.relpath(sys.executable), "-m", "bench", *(sys.argv[1:] if argv is None else argv)])
     if args.soak is not None:
         _run_keys()
-        command = " ".join([os.path.relpath(sys.executable), "-m", "bench", *(sys.argv[1:] if argv is None else argv)])
         return soak.run(args.soak, markdown=args.markdown, no_docs=args.no_docs, keep=args.keep, command=command)
     only = set(args.only or NAMES)
 
@@ -67,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     clusters = list(start_many(specs).values())
     print(f"clusters up in {time.perf_counter() - started:.1f}s: {', '.join(c.name for c in clusters)}", flush=True)
     try:
-        return _run(args, only, clusters, started)
+        return _run(args, only, clusters, started, command)
     finally:
         if clusters and not args.keep:
             stop_many(clusters)
@@ -82,13 +96,36 @@ def _run_keys() -> None:
     os.environ.setdefault("CREDENTIALS_KEY", keys.generate_credentials_key())
 
 
-def _run(args, only: set[str], clusters: list, started: float) -> int:
+def _scale_size(args) -> tuple[tuple[int, ...], float]:
+    """The scale benchmark's levels and minutes per level: the option, the environment, --quick, the defaults."""
+    levels = args.scale_levels or (
+        scale.parse_levels(os.environ["BENCH_SCALE_LEVELS"]) if os.environ.get("BENCH_SCALE_LEVELS") else None
+    )
+    minutes = float(os.environ.get("BENCH_SCALE_MINUTES") or 0) or None
+    if args.quick:
+        return levels or scale.QUICK_LEVELS, minutes or scale.QUICK_MINUTES
+    return levels or scale.LEVELS, minutes or scale.MINUTES
+
+
+def _write(results: dict, path, *, main_report: bool) -> None:
+    """The report to ``path``: the main one (keeping the fleet-scale section it held) and the fleet-scale section
+    of this run, if any."""
+    path = Path(path)
+    kept = scale_report.section(path.read_text()) if path.exists() else ""
+    if main_report:
+        report.write_markdown(results, path)
+        if kept:
+            scale_report.write_section(kept, path)
+    if results.get("scale") is not None:
+        scale_report.write_section(results["scale"], path)
+    print(f"\nwrote {path}")
+
+
+def _run(args, only: set[str], clusters: list, started: float, command: str) -> int:
     write_docs = not args.no_docs and not args.quick and only == set(NAMES)
     print(f"benchmark history database: {env.BENCH_DB} (recreated)", flush=True)
     env.recreate_history_database()
     env.setup_django()
-
-    from bench import report
 
     now = datetime.now(UTC)
     results: dict = {"machine": env.machine(), "started_at": now, "code": env.code_version(),
@@ -99,7 +136,7 @@ def _run(args, only: set[str], clusters: list, started: float) -> int:
 
             cluster = next(c for c in clusters if c.name == env.BENCH_CLUSTER)
             results["machine"].postgres_monitored = cluster.execute("SELECT version()")[0][0]
-            print(f"[1/4] collection time: monitored {cluster.name} (PostgreSQL {cluster.major}, port "
+            print(f"[1/5] collection time: monitored {cluster.name} (PostgreSQL {cluster.major}, port "
                   f"{cluster.port})", flush=True)  # fmt: skip
             if args.quick:
                 results["collection"] = collection.run(
@@ -111,7 +148,7 @@ def _run(args, only: set[str], clusters: list, started: float) -> int:
         if "footprint" in only:
             from bench import footprint
 
-            print("[2/4] history footprint: 1,440 synthetic 1-minute snapshots of 5,000 entries", flush=True)
+            print("[2/5] history footprint: 1,440 synthetic 1-minute snapshots of 5,000 entries", flush=True)
             results["footprint"] = footprint.run(day=FOOTPRINT_DAY)
             if not args.skip_uniform_footprint and not args.quick:
                 print("      again with a uniform 10% per minute", flush=True)
@@ -120,7 +157,7 @@ def _run(args, only: set[str], clusters: list, started: float) -> int:
         if "ingest" in only:
             from bench import ingest
 
-            print("[3/4] ingest throughput of the delta writer at 5,000 entries", flush=True)
+            print("[3/5] ingest throughput of the delta writer at 5,000 entries", flush=True)
             if args.quick:
                 results["ingest"] = ingest.run(day=INGEST_DAY, snapshots=30, warmup=3, all_changed=5, breakdown=5)
             else:
@@ -129,9 +166,18 @@ def _run(args, only: set[str], clusters: list, started: float) -> int:
         if "readtier" in only:
             from bench import readtier
 
-            print("[4/4] read tier: selectors over 30 days of one 5,000-statement server and a fleet of 200",
+            print("[4/5] read tier: selectors over 30 days of one 5,000-statement server and a fleet of 200",
                   flush=True)  # fmt: skip
             results["readtier"] = readtier.run(size=readtier.QUICK if args.quick else readtier.FULL)
+            print(f"      done at {time.perf_counter() - started:.0f}s", flush=True)
+        if "scale" in only:
+            levels, minutes = _scale_size(args)
+            sizes = ", ".join(map(str, levels))
+            print(f"[5/5] fleet scale: {sizes} servers, {minutes:g} min each, one then two workers", flush=True)
+            history = next((c for c in clusters if c.name == env.HISTORY_CLUSTER), None)
+            results["scale"] = scale.run(
+                levels=levels, minutes=minutes, history=history, keep=args.keep, command=command
+            )
             print(f"      done at {time.perf_counter() - started:.0f}s", flush=True)
         from django.db import connection
 
@@ -149,13 +195,18 @@ def _run(args, only: set[str], clusters: list, started: float) -> int:
             env.drop_history_database()
     results["elapsed_s"] = time.perf_counter() - started
     print()
-    print(report.text(results))
-    if write_docs:
-        path = report.write_markdown(results)
-        print(f"\nwrote {path}")
+    if only - {"scale"}:
+        print(report.text(results))
+    ran = results.get("scale")
+    if ran is not None:
+        print(scale_report.text(ran))
+    if not args.no_docs and not args.quick:
+        # The fleet scale writes its section alone too, as the soak does; an interrupted one keeps the last.
+        whole_scale = ran is not None and not ran.interrupted
+        if write_docs or whole_scale:
+            _write({**results, "scale": ran if whole_scale else None}, report.DOC, main_report=write_docs)
     if args.markdown:
-        path = report.write_markdown(results, args.markdown)
-        print(f"\nwrote {path}")
+        _write(results, args.markdown, main_report=bool(only - {"scale"}))
     # A missed target is a finding, not a failure of the command: exit 0, the report says FAIL.
     return 0
 
