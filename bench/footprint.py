@@ -99,10 +99,11 @@ def _naive_baseline(rows: list[tuple[int, np.ndarray, np.ndarray, np.ndarray]]) 
     return {"rows_hour": n, "bytes_hour": size}
 
 
-def run(*, day: datetime, uniform: bool = False, seed: int = 7, log=print) -> dict:
+def run(*, day: datetime, uniform: bool = False, seed: int = 7, entries: int = 5000, log=print) -> dict:
+    """`entries`: the server's size (5,000 in the report; other sizes for a one-off figure)."""
     _truncate()
     partitions.forget_cache()
-    synth = synthetic.SyntheticServer(5000, 0.10, seed=seed, uniform=uniform, start=day - timedelta(minutes=1))
+    synth = synthetic.SyntheticServer(entries, 0.10, seed=seed, uniform=uniform, start=day - timedelta(minutes=1))
     server = synthetic.register(f"bench-footprint-{'uniform' if uniform else 'skewed'}-{seed}")
     write_ms, rollup_ms, changed = [], [], []
     naive_rows = []

@@ -268,7 +268,7 @@ def reading_from(synth: SyntheticServer):
         (
             pgss,
             "read_entries",
-            lambda conn, meta, cmap, prev, send_all=False: synth.read_entries(prev, send_all=send_all),
+            lambda conn, meta, cmap, prev, send_all=False, **_: synth.read_entries(prev, send_all=send_all),
         ),
         (pgss, "read_texts", lambda conn, meta, cmap, keys, **_: synth.read_texts(keys)),
         (lineage, "read_identity", lambda conn, meta: synth.identity()),

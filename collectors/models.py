@@ -78,6 +78,9 @@ class ServerState(models.Model):
     # of its own role (role_oid).
     reads_all_stats = models.BooleanField(null=True)
     role_oid = models.BigIntegerField(null=True)
+    # Entries new at the last snapshot: a server churning (new keys at every snapshot) has its new keys'
+    # texts read in the counters' own scan (collectors/services.py).
+    new_entries = models.IntegerField(null=True)
 
 
 class Snapshot(models.Model):

@@ -8,6 +8,7 @@ number of known keys still without a text.
 """
 
 import functools
+import json
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -179,6 +180,16 @@ def read_info(conn: psycopg.Connection, meta: ServerMeta) -> tuple[int | None, i
     return dealloc, reset_us
 
 
+@dataclass(frozen=True)
+class TextRead:
+    """What pg_stat_statements said of one key's text when asked."""
+
+    present: bool  # the entry was there (else: evicted since the counters were read, or hidden)
+    visible: bool  # the role may see this key's queryid and text (its own role, or pg_read_all_stats)
+    text: str | None  # None while present: pg_stat_statements kept no text (query text file discarded)
+    cut: bool = False  # the server sent only the text's first characters (read_texts' max_chars)
+
+
 @dataclass
 class Reading:
     entries: Entries  # every visible entry, current
@@ -186,6 +197,7 @@ class Reading:
     hidden: int  # entries of other users whose queryid this role cannot see
     total: int  # all entries in pg_stat_statements, visible or not
     sent: int  # entries the server sent (new or changed); the others were unchanged
+    texts: dict[tuple[int, int, int, int], TextRead] = field(default_factory=dict)  # read in the same scan
 
     @property
     def sent_rows(self) -> np.ndarray:
@@ -251,18 +263,34 @@ def _prev_values(prev: Entries, column: _PrevColumn) -> np.ndarray:
 _ARRAY_KIND = {"i8": "int8", "f8": "float8"}
 
 
-def _entries_query(meta: ServerMeta, cmap: ColumnMap) -> str:
-    return _entries_sql(meta.extension_schema, cmap)
+def _entries_query(meta: ServerMeta, cmap: ColumnMap, with_texts: bool = False) -> str:
+    return _entries_sql(meta.extension_schema, cmap, with_texts)
 
 
 @functools.cache
-def _entries_sql(schema: str, cmap: ColumnMap) -> str:
-    """Composed once per (schema, extension's columns): composing it again cost each snapshot ~1 ms of CPU."""
+def _entries_sql(schema: str, cmap: ColumnMap, with_texts: bool) -> str:
+    """Composed once per (schema, extension's columns): composing it again cost each snapshot ~1 ms of CPU.
+
+    `with_texts`: the texts of the first few new keys come in the same scan (pg_stat_statements(true)), as one
+    JSON array of [userid, dbid, queryid, toplevel, text cut to a length, whether it was cut]; its three
+    parameters (cut, cut, how many) come before the previous state's."""
     keys, compared = _prev_columns(cmap)
     columns = keys + compared
     aggregates = ",\n       ".join(
         f"array_agg({cmap.expr(name)}) FILTER (WHERE changed_since_prev)" for name, _ in ROW_COLUMNS
     )
+    toplevel = "toplevel::int::int8" if cmap.has_toplevel else "1::int8"
+    texts = rank = ""
+    if with_texts:
+        texts = (
+            f",\n       json_agg(json_build_array(userid::int8, dbid::int8, queryid, {toplevel}, left(query, %s), "
+            "length(query) > %s)) FILTER (WHERE new_rank <= %s)"
+        )
+        # New keys numbered in scan order, without a sort: the first ones within the count get their text.
+        rank = (
+            ",\n             CASE WHEN p.prev_ord IS NULL AND s.queryid IS NOT NULL THEN count(*) FILTER (WHERE "
+            "p.prev_ord IS NULL AND s.queryid IS NOT NULL) OVER (ROWS UNBOUNDED PRECEDING) END AS new_rank"
+        )
     # The previous state enters through InitPlans ((SELECT $n)): the planner then takes it for a
     # few rows and hashes it, instead of sorting both sides (it cannot know how many entries
     # pg_stat_statements() returns either); ~40% less time on the monitored server at 5,000 entries.
@@ -271,11 +299,11 @@ def _entries_sql(schema: str, cmap: ColumnMap) -> str:
 SELECT count(*) FILTER (WHERE queryid IS NULL AND userid IS NOT NULL),
        array_agg(prev_ord) FILTER (WHERE userid IS NULL),
        array_agg(coalesce(prev_ord, 0)) FILTER (WHERE changed_since_prev),
-       {aggregates}
+       {aggregates}{texts}
 FROM (SELECT s.*, p.*,
              s.queryid IS NOT NULL AND (p.prev_ord IS NULL OR {" OR ".join(c.condition for c in compared)})
-               AS changed_since_prev
-      FROM {{schema}}.pg_stat_statements(false) s
+               AS changed_since_prev{rank}
+      FROM {{schema}}.pg_stat_statements({"true" if with_texts else "false"}) s
       FULL JOIN unnest({", ".join(f"(SELECT %s::{c.sql_type})" for c in columns)}) WITH ORDINALITY
                 AS p({", ".join(c.name for c in columns)}, prev_ord)
              ON {" AND ".join(c.condition for c in keys)}
@@ -286,20 +314,27 @@ WHERE changed_since_prev OR userid IS NULL OR queryid IS NULL
 
 
 def read_entries(conn: psycopg.Connection, meta: ServerMeta, cmap: ColumnMap, prev: Entries, *,
-                 send_all: bool = False) -> Reading:  # fmt: skip
+                 send_all: bool = False, texts_of_new: tuple[int, int] | None = None) -> Reading:  # fmt: skip
     """The current entries, with only the new and changed ones sent by the server.
 
     The previous state goes to the server as array parameters; one FULL JOIN there finds the
     entries that are new, changed or gone, and the reply is one row of arrays. With send_all (after
     a full reset, when every entry counts from zero) an empty state is sent, so every entry comes
-    back; prev_index still refers to prev."""
+    back; prev_index still refers to prev.
+
+    `texts_of_new` = (max_chars, count): the texts of the first `count` new keys come in the same scan, cut
+    to `max_chars` (Reading.texts). While a server churns its query text file is read at every snapshot
+    anyway, and an entry seen by the counters can no longer be evicted before its text is read."""
     sent_state = Entries.empty() if send_all else prev
     keys, compared = _prev_columns(cmap)
     params = [binary_array.param(_prev_values(sent_state, c), c.kind) for c in keys + compared]
+    if texts_of_new is not None:
+        max_chars, count = texts_of_new
+        params = [max_chars, max_chars, count, *params]
     try:
         with conn.cursor() as cur:
             binary_array.register(cur.adapters)
-            cur.execute(_entries_query(meta, cmap), params, binary=True, prepare=False)
+            cur.execute(_entries_query(meta, cmap, texts_of_new is not None), params, binary=True, prepare=False)
             result = cur.pgresult
             values = [result.get_value(0, i) for i in range(result.nfields)]
     except psycopg.Error as exc:
@@ -310,8 +345,12 @@ def read_entries(conn: psycopg.Connection, meta: ServerMeta, cmap: ColumnMap, pr
         changed_prev_index = binary_array.parse(values[2], "int8") - 1
         cols = {
             name: binary_array.parse(v, _ARRAY_KIND[kind])
-            for (name, kind), v in zip(ROW_COLUMNS, values[3:], strict=True)
+            for (name, kind), v in zip(ROW_COLUMNS, values[3 : 3 + len(ROW_COLUMNS)], strict=True)
         }
+        texts = {}
+        if texts_of_new is not None and values[-1] is not None:
+            for u, d, q, t, text, cut in json.loads(values[-1]):
+                texts[(u, d, q, t)] = TextRead(present=True, visible=True, text=text, cut=bool(cut))
     except binary_array.ArrayFormatError as exc:
         raise CollectionError(f"unexpected reply from pg_stat_statements: {exc}") from exc
     n = len(changed_prev_index)
@@ -325,20 +364,11 @@ def read_entries(conn: psycopg.Connection, meta: ServerMeta, cmap: ColumnMap, pr
     entries, prev_index = merge_changed(sent_state, changed, changed_prev_index, gone)
     if send_all:
         prev_index = match_keys(prev.keys, entries.keys)
-    return Reading(entries=entries, prev_index=prev_index, hidden=hidden, total=len(entries) + hidden, sent=n)
+    return Reading(entries=entries, prev_index=prev_index, hidden=hidden, total=len(entries) + hidden, sent=n,
+                   texts=texts)  # fmt: skip
 
 
 # --- texts and names ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class TextRead:
-    """What pg_stat_statements said of one key's text when asked."""
-
-    present: bool  # the entry was there (else: evicted since the counters were read, or hidden)
-    visible: bool  # the role may see this key's queryid and text (its own role, or pg_read_all_stats)
-    text: str | None  # None while present: pg_stat_statements kept no text (query text file discarded)
-    cut: bool = False  # the server sent only the text's first characters (read_texts' max_chars)
 
 
 @dataclass
@@ -385,16 +415,28 @@ def read_texts(
     max_chars: int,
     max_texts: int | None = None,
     budget_chars: int | None = None,
+    already: dict[tuple[int, int, int, int], TextRead] | None = None,
 ) -> Texts:
     """Texts (and database/role names) for the given (userid, dbid, queryid, toplevel) keys, each cut to its
     first `max_chars` characters on the server: a 1 MB text never crosses the wire nor sits in our memory.
 
     In order, at most `max_texts` of them, and no more keys once `budget_chars` characters came back: a call
     never asks for more keys than the rest of the budget could hold at `max_chars` each, so what is read
-    stays within the budget plus one text. Keys not read are missing from `by_key` (`deferred` counts them)."""
+    stays within the budget plus one text. Keys not read are missing from `by_key` (`deferred` counts them).
+
+    `already`: texts read in the counters' scan (Reading.texts); those keys are not asked for again and count
+    against the budget, and every key's database and role names are read."""
     out = Texts()
     if not len(keys):
         return out
+    names = [keys[:, j].tolist() for j in range(2)]
+    if already:
+        known = [tuple(k) in already for k in keys.tolist()]
+        out.by_key = {tuple(k): already[tuple(k)] for k, got in zip(keys.tolist(), known, strict=True) if got}
+        keys = keys[~np.array(known, bool)]
+        spent = sum(len(t.text) for t in out.by_key.values() if t.text is not None)
+        max_texts = None if max_texts is None else max(0, max_texts - len(out.by_key))
+        budget_chars = None if budget_chars is None else max(0, budget_chars - spent)
     columns = [keys[:, j].tolist() for j in range(4)]
     limit = len(keys) if max_texts is None else min(len(keys), max_texts)
     left = budget_chars
@@ -412,12 +454,12 @@ def read_texts(
         out.deferred = len(keys) - start
         out.databases = dict(
             conn.execute(
-                "SELECT oid::int8, datname FROM pg_database WHERE oid::int8 = ANY(%s)", (sorted(set(columns[1])),)
+                "SELECT oid::int8, datname FROM pg_database WHERE oid::int8 = ANY(%s)", (sorted(set(names[1])),)
             ).fetchall()
         )
         out.users = dict(
             conn.execute(
-                "SELECT oid::int8, rolname FROM pg_roles WHERE oid::int8 = ANY(%s)", (sorted(set(columns[0])),)
+                "SELECT oid::int8, rolname FROM pg_roles WHERE oid::int8 = ANY(%s)", (sorted(set(names[0])),)
             ).fetchall()
         )
     except psycopg.Error as exc:

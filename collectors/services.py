@@ -125,7 +125,19 @@ def _read(conn: psycopg.Connection, server: Server, previous: _Previous) -> _Rea
     dealloc, stats_reset_us = pgss.read_info(conn, meta)
     continuity = lineage.assess(previous.state, meta, identity, stats_reset_us)
     baseline = previous.state is None or continuity.baseline_reason is not None
-    reading = pgss.read_entries(conn, meta, cmap, previous.entries, send_all=continuity.full_reset or baseline)
+    budget = texts.Budget.from_settings()
+    max_chars = texts.server_cut(settings.COLLECTOR["QUERY_TEXT_MAX_BYTES"])
+    # Churning (new keys at the last snapshot): the text file is read at every snapshot anyway, so the new
+    # keys' texts come with their counters, before a storm can evict them in between.
+    churning = not baseline and bool(previous.state.new_entries)
+    reading = pgss.read_entries(
+        conn,
+        meta,
+        cmap,
+        previous.entries,
+        send_all=continuity.full_reset or baseline,
+        texts_of_new=(max_chars, budget.in_scan(max_chars)) if churning else None,
+    )
     notes = lineage.notes(meta)
     if reading.hidden:
         notes.append(
@@ -136,15 +148,15 @@ def _read(conn: psycopg.Connection, server: Server, previous: _Previous) -> _Rea
         server.pk, reading.entries, previous.entries, reading.prev_index, reading.sent_rows
     )
     text_rows = texts.rows_to_read(reading, statements)
-    budget = texts.Budget.from_settings()
     text_reads = pgss.read_texts(
         conn,
         meta,
         cmap,
         reading.entries.keys[text_rows],
-        max_chars=texts.server_cut(settings.COLLECTOR["QUERY_TEXT_MAX_BYTES"]),
+        max_chars=max_chars,
         max_texts=budget.texts,
         budget_chars=budget.chars,
+        already=reading.texts,
     )
     if text_reads.deferred:
         notes.append(
@@ -298,6 +310,7 @@ def _compute(server: Server, previous: _Previous, read: _Read) -> _Computed:
         in_recovery=read.identity.in_recovery,
         reads_all_stats=meta.reads_all_stats,
         role_oid=meta.role_oid,
+        new_entries=0 if baseline else int(d.new.sum()),  # a baseline's entries are all "new": not churn
     )
     new_statements, texts_found = texts.outcome(
         cur.keys, read.text_rows, read.statements, read.texts, settings.COLLECTOR["QUERY_TEXT_MAX_BYTES"]

@@ -60,6 +60,11 @@ class Budget:
     texts: int
     chars: int
 
+    def in_scan(self, max_chars: int) -> int:
+        """How many new keys' texts the counters' scan may bring: as many as the whole budget holds at their
+        longest, so that the scan alone never passes it."""
+        return max(1, min(self.texts, self.chars // max_chars))
+
     @classmethod
     def from_settings(cls) -> Budget:
         cfg = settings.COLLECTOR

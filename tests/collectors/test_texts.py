@@ -85,13 +85,16 @@ def test_texts_of_entries_evicted_before_their_text_was_read_are_read_again(evic
     collect(server)
 
     # A storm of distinct statements from several clients while collecting; and between the counters'
-    # read and the texts' read, a burst that evicts most of what was just read.
-    read_texts = pgss.read_texts
+    # read and the texts' read, a burst that evicts most of what was just read. The counters are read the
+    # cheap way, as on a calm server (while churning, new keys' texts come in the counters' scan: the test
+    # below).
+    read_texts, read_entries = pgss.read_texts, pgss.read_entries
 
     def read_texts_after_a_burst(*args, **kwargs):
         run(c, ";".join(random.sample(statements, 150)))
         return read_texts(*args, **kwargs)
 
+    monkeypatch.setattr(pgss, "read_entries", lambda *args, texts_of_new=None, **kwargs: read_entries(*args, **kwargs))
     monkeypatch.setattr(pgss, "read_texts", read_texts_after_a_burst)
     stop = threading.Event()
     clients = [threading.Thread(target=_storm, args=(c, statements, stop, seed)) for seed in range(4)]
@@ -132,6 +135,44 @@ def test_texts_of_entries_evicted_before_their_text_was_read_are_read_again(evic
     for s in hot_statements:
         assert s.text_status == TextStatus.STORED, (s.queryid, s.text_status)
         assert s.query == queryid[s.queryid]
+
+
+def test_under_a_storm_new_keys_have_their_texts_from_the_counters_scan(evict_cluster, monkeypatch):
+    """pg_stat_statements.max = 100 and 300 distinct statements from four clients: every snapshot sees new keys.
+    From the second one on (the server churns) their texts come in the same scan as their counters, so the
+    burst that evicts entries between the counters' read and the texts' read takes no text away: no statement
+    seen during the storm is left "evicted before its text could be read"."""
+    c = evict_cluster
+    statements = [f"SELECT count(*) FROM storm_{i}" for i in range(STORM_TABLES)]
+    run(c, "".join(f"DROP TABLE IF EXISTS storm_{i}; CREATE TABLE storm_{i} (id int);" for i in range(STORM_TABLES)))
+    run(c, "SELECT pg_stat_statements_reset()")
+    server = register(c)
+    collect(server)
+    read_texts = pgss.read_texts
+
+    def read_texts_after_a_burst(*args, **kwargs):
+        run(c, ";".join(random.sample(statements, 150)))
+        return read_texts(*args, **kwargs)
+
+    monkeypatch.setattr(pgss, "read_texts", read_texts_after_a_burst)
+    stop = threading.Event()
+    clients = [threading.Thread(target=_storm, args=(c, statements, stop, seed)) for seed in range(4)]
+    for t in clients:
+        t.start()
+    try:
+        first = collect(server)  # the server was calm before: the cheap read, its new keys' texts may be lost
+        results = [collect(server) for _ in range(5)]
+    finally:
+        stop.set()
+        for t in clients:
+            t.join()
+    assert all(r.new_entries > 0 for r in results), "a storm: new keys at every snapshot"
+    storm = Statement.objects.filter(
+        server=server, query__startswith="SELECT count(*) FROM storm_"
+    ) | Statement.objects.filter(server=server, first_seen_at__gt=first.taken_at, text_status=TextStatus.EVICTED)
+    later = storm.filter(first_seen_at__gt=first.taken_at)
+    assert later.count() >= 50, later.count()
+    assert list(later.exclude(text_status=TextStatus.STORED).values_list("queryid", "text_status")) == []
 
 
 def _plain_role(c, role: str) -> None:
