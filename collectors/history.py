@@ -75,8 +75,9 @@ _COPY_STATE_SQL = (
 ).as_string()
 
 
-def write_statement_state(server_id: int, upsert: Entries, delete_ids: np.ndarray, taken_at: datetime,
-                          back_ids: np.ndarray | None = None) -> None:  # fmt: skip
+def write_statement_state(
+    server_id: int, upsert: Entries, delete_ids: np.ndarray, taken_at: datetime, back_ids: np.ndarray | None = None
+) -> None:
     """Replace the state rows of changed entries and remove those of gone ones; the statements say since when
     they are gone (gone_at), and those back in pg_stat_statements (`back_ids`: entries new to the state) that
     they are there again."""

@@ -313,8 +313,15 @@ WHERE changed_since_prev OR userid IS NULL OR queryid IS NULL
     return sql.SQL(text).format(schema=sql.Identifier(schema)).as_string()
 
 
-def read_entries(conn: psycopg.Connection, meta: ServerMeta, cmap: ColumnMap, prev: Entries, *,
-                 send_all: bool = False, texts_of_new: tuple[int, int] | None = None) -> Reading:  # fmt: skip
+def read_entries(
+    conn: psycopg.Connection,
+    meta: ServerMeta,
+    cmap: ColumnMap,
+    prev: Entries,
+    *,
+    send_all: bool = False,
+    texts_of_new: tuple[int, int] | None = None,
+) -> Reading:
     """The current entries, with only the new and changed ones sent by the server.
 
     The previous state goes to the server as array parameters; one FULL JOIN there finds the
@@ -364,8 +371,9 @@ def read_entries(conn: psycopg.Connection, meta: ServerMeta, cmap: ColumnMap, pr
     entries, prev_index = merge_changed(sent_state, changed, changed_prev_index, gone)
     if send_all:
         prev_index = match_keys(prev.keys, entries.keys)
-    return Reading(entries=entries, prev_index=prev_index, hidden=hidden, total=len(entries) + hidden, sent=n,
-                   texts=texts)  # fmt: skip
+    return Reading(
+        entries=entries, prev_index=prev_index, hidden=hidden, total=len(entries) + hidden, sent=n, texts=texts
+    )
 
 
 # --- texts and names ---------------------------------------------------------------------------

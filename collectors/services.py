@@ -346,8 +346,13 @@ def _persist(server: Server, previous: _Previous, read: _Read, computed: _Comput
         history.insert_waits(server.pk, snapshot.taken_at, computed.wait_rows)
         history.update_texts(server.pk, computed.texts_found)
         gone_ids = previous.entries.statement_id[d.gone] if len(previous.entries) else np.empty(0, np.int64)
-        history.write_statement_state(server.pk, cur.take(np.flatnonzero(d.state_dirty)), gone_ids, snapshot.taken_at,
-                                      back_ids=cur.statement_id[d.new])  # fmt: skip
+        history.write_statement_state(
+            server.pk,
+            cur.take(np.flatnonzero(d.state_dirty)),
+            gone_ids,
+            snapshot.taken_at,
+            back_ids=cur.statement_id[d.new],
+        )
         history.save_server_state(computed.state)
         Server.objects.filter(pk=server.pk).update(
             last_success_at=timezone.now(),

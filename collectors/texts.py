@@ -94,9 +94,9 @@ def outcome(keys: np.ndarray, rows: np.ndarray, statements: history.StatementLoo
         if read is None:  # past the snapshot's budget
             if statements.unseen[row]:
                 text = history.StatementText(None, False, TextStatus.PENDING)
-                new_statements.append(history.NewStatement(
-                    key, texts.databases.get(key[1], ""), texts.users.get(key[0], ""), text
-                ))  # fmt: skip
+                new_statements.append(
+                    history.NewStatement(key, texts.databases.get(key[1], ""), texts.users.get(key[0], ""), text)
+                )
             continue
         text = statement_text(read, max_bytes)
         if statements.unseen[row]:

@@ -111,10 +111,12 @@ def _within_limits(organization: Organization, *, interval_s: int, joining: bool
     floor = organization.interval_floor_s()
     if interval_s < floor:
         raise ValidationError(
-            {"interval_s": f"the shortest collection interval in organization {organization.name!r} is {floor} s "
-                           "(a console administrator can change it: the organization's minimum interval, or "
-                           "ORG_MIN_INTERVAL_S)"}
-        )  # fmt: skip
+            {
+                "interval_s": f"the shortest collection interval in organization {organization.name!r} is {floor} s "
+                "(a console administrator can change it: the organization's minimum interval, or "
+                "ORG_MIN_INTERVAL_S)"
+            }
+        )
     if not joining:
         return
     Organization.objects.select_for_update().filter(pk=organization.pk).first()

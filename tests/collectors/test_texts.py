@@ -252,8 +252,12 @@ def test_a_flood_of_big_new_texts_is_read_over_several_snapshots_within_the_budg
     reads at most its budget (plus one text), the others are stored as pending and read first by the next
     snapshots, whose counters are booked all along; none is left without its text."""
     max_bytes, budget = 10_000, 50_000
-    settings.COLLECTOR = {**settings.COLLECTOR, "QUERY_TEXT_MAX_BYTES": max_bytes, "TEXT_BYTES_PER_SNAPSHOT": budget,
-                          "ACTIVITY_SAMPLES": 0}  # fmt: skip
+    settings.COLLECTOR = {
+        **settings.COLLECTOR,
+        "QUERY_TEXT_MAX_BYTES": max_bytes,
+        "TEXT_BYTES_PER_SNAPSHOT": budget,
+        "ACTIVITY_SAMPLES": 0,
+    }
     c = pg_clusters[18]
     server = register(c)
     collect(server)
@@ -261,8 +265,9 @@ def test_a_flood_of_big_new_texts_is_read_over_several_snapshots_within_the_budg
     flood = [f"SELECT {', '.join(['7'] * (k + 1))} /* flood {pad} */" for k in range(20)]
     for text in flood:
         run(c, text)
-    queryids = [q for (q,) in c.execute("SELECT queryid FROM pg_stat_statements WHERE query LIKE '%flood pppp%'",
-                                        dbname=APP_DB)]  # fmt: skip
+    queryids = [
+        q for (q,) in c.execute("SELECT queryid FROM pg_stat_statements WHERE query LIKE '%flood pppp%'", dbname=APP_DB)
+    ]
     assert len(queryids) == 20
     cut = texts.server_cut(max_bytes)
     stored_counts = []

@@ -143,8 +143,11 @@ def test_a_server_trickling_its_reply_is_given_up_at_the_snapshot_deadline(pg_cl
         assert SNAPSHOT_TIMEOUT_S <= stuck.elapsed_s < SNAPSHOT_TIMEOUT_S + 2, stuck.elapsed_s
         slow.refresh_from_db()
         assert slow.last_error_class == "timeout"
-        for words in (f"not done within its limit of {SNAPSHOT_TIMEOUT_S:g} s", "while reading pg_stat_statements",
-                      "answers, but too slowly"):  # fmt: skip
+        for words in (
+            f"not done within its limit of {SNAPSHOT_TIMEOUT_S:g} s",
+            "while reading pg_stat_statements",
+            "answers, but too slowly",
+        ):
             assert words in slow.last_error_message, slow.last_error_message
         assert history_counts(slow) == stored, "a snapshot given up stored something"
         assert not _lock_held(slow), "the advisory lock outlived the snapshot given up"
@@ -152,8 +155,14 @@ def test_a_server_trickling_its_reply_is_given_up_at_the_snapshot_deadline(pg_cl
         # "Test connection" is bounded the same way.
         proxy.trickle_on(b"server_version_num", every_s=1.0)
         started = time.monotonic()
-        report = server_check(host="127.0.0.1", port=proxy.port, database=APP_DB, user=MONITOR_USER,
-                              password=MONITOR_PASSWORD, sslmode="disable")  # fmt: skip
+        report = server_check(
+            host="127.0.0.1",
+            port=proxy.port,
+            database=APP_DB,
+            user=MONITOR_USER,
+            password=MONITOR_PASSWORD,
+            sslmode="disable",
+        )
         assert time.monotonic() - started < SNAPSHOT_TIMEOUT_S + 2
         assert any(f"not done within {SNAPSHOT_TIMEOUT_S:g} s" in f.text for f in report.findings), report.findings
 
