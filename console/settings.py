@@ -258,6 +258,9 @@ COLLECTOR = {
     # Sampled pg_stat_activity when pg_wait_sampling is absent: N samples over about SPAN seconds.
     "ACTIVITY_SAMPLES": env.int("COLLECTOR_ACTIVITY_SAMPLES", default=10),
     "ACTIVITY_SPAN_S": env.float("COLLECTOR_ACTIVITY_SPAN_S", default=1.0),
+    # Each worker process keeps the statement state of the servers it collected, up to this many MB (about
+    # 0.27 MB per 1,000 entries), so the next snapshot need not read it back from the history store.
+    "STATE_CACHE_MB": env.int("COLLECTOR_STATE_CACHE_MB", default=512),
     # Keep monitoring connections open between snapshots (seconds; 0 disables reuse).
     "CONNECTION_IDLE_S": env.int("COLLECTOR_CONNECTION_IDLE_S", default=300),
     # A server silent this long in the middle of a snapshot has stopped answering (dead host, cut
