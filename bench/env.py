@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import platform
+import signal
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -175,3 +176,20 @@ def code_version() -> str:
         return f"commit {head}, {'/'.join(code)} unmodified"
     files = [line[3:] for line in dirty.splitlines()]
     return f"commit {head} plus uncommitted changes in {', '.join(files[:8])}" + (" ..." if len(files) > 8 else "")
+
+
+def stop_on_signals(world) -> dict:
+    """SIGINT and SIGTERM set `world.stop` and say why in `world.ended` (a second one only says to wait); while
+    `world.running` is false (still starting) they go straight to the clean-up. Returns the handlers replaced,
+    to put back."""
+
+    def on_signal(signum, frame) -> None:
+        if world.stop.is_set():
+            os.write(2, f"{signal.Signals(signum).name}: already stopping, please wait\n".encode())
+            return
+        world.stop.set()
+        world.ended = f"interrupted ({signal.Signals(signum).name})"
+        if not world.running:
+            raise KeyboardInterrupt  # still starting: straight to the clean-up
+
+    return {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}

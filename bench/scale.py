@@ -132,16 +132,7 @@ def run(
         raise SystemExit(f"BENCH_SCALE_CLUSTERS={count}: 1 to {MAX_CLUSTERS} (ports {PORT_BASE}+)")
     world = World(Path(tempfile.mkdtemp(prefix="bench-scale-")), cluster_specs(count, max(levels)), Children(), history)
 
-    def on_signal(signum, frame) -> None:
-        if world.stop.is_set():
-            os.write(2, f"{signal.Signals(signum).name}: already stopping, please wait\n".encode())
-            return
-        world.stop.set()
-        world.ended = f"interrupted ({signal.Signals(signum).name})"
-        if not world.running:
-            raise KeyboardInterrupt  # still starting: straight to the clean-up
-
-    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    previous = env.stop_on_signals(world)
     started = time.time()
     steps: list[Step] = []
     try:

@@ -122,16 +122,7 @@ def run(
     )
     _environment(str(world.tmp / "static"))
 
-    def on_signal(signum, frame) -> None:
-        if world.stop.is_set():
-            os.write(2, f"{signal.Signals(signum).name}: already stopping, please wait\n".encode())
-            return
-        world.stop.set()
-        world.ended = f"interrupted ({signal.Signals(signum).name})"
-        if not world.running:
-            raise KeyboardInterrupt  # still starting: straight to the clean-up
-
-    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    previous = env.stop_on_signals(world)
     result: SoakRun | None = None
     try:
         names = ", ".join(s.name for s in world.cluster_specs)

@@ -91,10 +91,6 @@ class MonitoredConnection(psycopg.Connection):
     budget_s: float = 0.0  # the limit the deadline stands for, for the message
     lost: psycopg.OperationalError | None = None  # set once silent or out of time
 
-    @property
-    def silent_s(self) -> float | None:
-        return self.lost.silent_s if isinstance(self.lost, ServerSilent) else None
-
     def limit_to(self, deadline: float, budget_s: float) -> None:
         """Give up whatever is still under way at `deadline` (time.monotonic()), a bound of `budget_s`."""
         self.deadline, self.budget_s = deadline, budget_s
