@@ -2,8 +2,10 @@
 could be read are read again when the statement is back, and "not visible to this role" stays apart
 from "evicted"."""
 
+import contextlib
 import random
 import threading
+from collections.abc import Iterator
 
 import numpy as np
 import psycopg
@@ -74,10 +76,41 @@ def _storm(c, statements: list[str], stop: threading.Event, seed: int) -> None:
             conn.execute(rng.choice(statements))
 
 
+def _storm_tables(c) -> list[str]:
+    """STORM_TABLES distinct statements (a table each), three times pg_stat_statements.max of the evict cluster."""
+    run(c, "".join(f"DROP TABLE IF EXISTS storm_{i}; CREATE TABLE storm_{i} (id int);" for i in range(STORM_TABLES)))
+    return [f"SELECT count(*) FROM storm_{i}" for i in range(STORM_TABLES)]
+
+
+@contextlib.contextmanager
+def _storming(c, statements: list[str]) -> Iterator[None]:
+    """Four clients running the statements at random for the duration of the block."""
+    stop = threading.Event()
+    clients = [threading.Thread(target=_storm, args=(c, statements, stop, seed)) for seed in range(4)]
+    for t in clients:
+        t.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        for t in clients:
+            t.join()
+
+
+def _burst_between_counters_and_texts(monkeypatch, c, statements: list[str]) -> None:
+    """Between the counters' read and the texts' read, a burst that evicts most of what was just read."""
+    read_texts = pgss.read_texts
+
+    def read_texts_after_a_burst(*args, **kwargs):
+        run(c, ";".join(random.sample(statements, 150)))
+        return read_texts(*args, **kwargs)
+
+    monkeypatch.setattr(pgss, "read_texts", read_texts_after_a_burst)
+
+
 def test_texts_of_entries_evicted_before_their_text_was_read_are_read_again(evict_cluster, monkeypatch):
     c = evict_cluster
-    statements = [f"SELECT count(*) FROM storm_{i}" for i in range(STORM_TABLES)]
-    run(c, "".join(f"DROP TABLE IF EXISTS storm_{i}; CREATE TABLE storm_{i} (id int);" for i in range(STORM_TABLES)))
+    statements = _storm_tables(c)
     with psycopg.connect(c.dsn(APP_DB), autocommit=True) as conn:
         conn.execute("SET pg_stat_statements.track = 'none'")  # EXPLAIN would add entries of its own
         queryid = {_queryid(conn, s): s for s in statements}
@@ -89,24 +122,11 @@ def test_texts_of_entries_evicted_before_their_text_was_read_are_read_again(evic
     # cheap way, as on a calm server (while churning, new keys' texts come in the counters' scan: the test
     # below).
     read_texts, read_entries = pgss.read_texts, pgss.read_entries
-
-    def read_texts_after_a_burst(*args, **kwargs):
-        run(c, ";".join(random.sample(statements, 150)))
-        return read_texts(*args, **kwargs)
-
     monkeypatch.setattr(pgss, "read_entries", lambda *args, texts_of_new=None, **kwargs: read_entries(*args, **kwargs))
-    monkeypatch.setattr(pgss, "read_texts", read_texts_after_a_burst)
-    stop = threading.Event()
-    clients = [threading.Thread(target=_storm, args=(c, statements, stop, seed)) for seed in range(4)]
-    for t in clients:
-        t.start()
-    try:
+    _burst_between_counters_and_texts(monkeypatch, c, statements)
+    with _storming(c, statements):
         for _ in range(4):
             collect(server)
-    finally:
-        stop.set()
-        for t in clients:
-            t.join()
     monkeypatch.setattr(pgss, "read_texts", read_texts)
 
     storm = Statement.objects.filter(server=server, queryid__in=list(queryid), toplevel=True)
@@ -143,29 +163,14 @@ def test_under_a_storm_new_keys_have_their_texts_from_the_counters_scan(evict_cl
     burst that evicts entries between the counters' read and the texts' read takes no text away: no statement
     seen during the storm is left "evicted before its text could be read"."""
     c = evict_cluster
-    statements = [f"SELECT count(*) FROM storm_{i}" for i in range(STORM_TABLES)]
-    run(c, "".join(f"DROP TABLE IF EXISTS storm_{i}; CREATE TABLE storm_{i} (id int);" for i in range(STORM_TABLES)))
+    statements = _storm_tables(c)
     run(c, "SELECT pg_stat_statements_reset()")
     server = register(c)
     collect(server)
-    read_texts = pgss.read_texts
-
-    def read_texts_after_a_burst(*args, **kwargs):
-        run(c, ";".join(random.sample(statements, 150)))
-        return read_texts(*args, **kwargs)
-
-    monkeypatch.setattr(pgss, "read_texts", read_texts_after_a_burst)
-    stop = threading.Event()
-    clients = [threading.Thread(target=_storm, args=(c, statements, stop, seed)) for seed in range(4)]
-    for t in clients:
-        t.start()
-    try:
+    _burst_between_counters_and_texts(monkeypatch, c, statements)
+    with _storming(c, statements):
         first = collect(server)  # the server was calm before: the cheap read, its new keys' texts may be lost
         results = [collect(server) for _ in range(5)]
-    finally:
-        stop.set()
-        for t in clients:
-            t.join()
     assert all(r.new_entries > 0 for r in results), "a storm: new keys at every snapshot"
     storm = Statement.objects.filter(
         server=server, query__startswith="SELECT count(*) FROM storm_"
