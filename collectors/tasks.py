@@ -9,6 +9,7 @@ from django.core.cache import cache
 from django.db import close_old_connections
 
 from collectors import backfill, partitions, prune, rollups
+from collectors.checks import check_run
 from collectors.errors import HistoryUnavailable
 from collectors.scheduling import servers_dispatch_due
 from collectors.services import server_collect
@@ -51,6 +52,12 @@ def collect_server(self, server_id: int, tracked: bool = False) -> dict:
     out = {"ok": result.ok, "kind": result.kind, "error_code": result.error_code}
     track(task_id, server_id, "succeeded" if result.ok else "failed", out)
     return out
+
+
+@shared_task(acks_late=True)
+def check_connection(check_id: str) -> str | None:
+    """A "test connection" asked for by a page or the API (collectors.checks): its state is polled there."""
+    return check_run(check_id)
 
 
 def _enqueue(server_id: int, expires_s: float, countdown_s: float) -> None:

@@ -8,6 +8,7 @@ from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.http import Http404
 
+from collectors.checks import CheckState, check_state
 from inventory.models import Membership, Organization, Server
 
 Role = Membership.Role
@@ -64,3 +65,13 @@ def managed_organizations(user, roles: tuple[str, ...] = MANAGE_SERVERS) -> Quer
     if user.is_staff:
         return Organization.objects.all()
     return Organization.objects.filter(memberships__user=user, memberships__role__in=roles)
+
+
+def check_for(user, check_id: str) -> CheckState:
+    """A "test connection" check, for those who may manage servers of the organization it was made for (what
+    it reports, the typed connection included, is theirs); 404 for anyone else and for an unknown check."""
+    check = check_state(check_id=check_id)
+    if check is None:
+        raise Http404("no such connection check (or it ended more than an hour ago)")
+    require_role(user, check.organization_id, MANAGE_SERVERS)
+    return check

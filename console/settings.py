@@ -197,12 +197,17 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # One queue per kind of work, so that a slow audit export, a weekly report run or the advisor over a large
 # fleet never delays a collection: docker-compose.yml runs a worker on `collection` apart from the one on the
-# others (README, "Scaling out"). A worker started without --queues consumes all of them.
-CELERY_TASK_QUEUES = tuple(Queue(name) for name in ("collection", "advisor", "reports", "exports", "maintenance"))
+# others (README, "Scaling out"). "Test connection" has a queue of its own that the collection worker also
+# serves (it waits on a monitored server too), so a backlog of collections never keeps a DBA waiting for a
+# check. A worker started without --queues consumes all of them.
+CELERY_TASK_QUEUES = tuple(
+    Queue(name) for name in ("collection", "checks", "advisor", "reports", "exports", "maintenance")
+)
 CELERY_TASK_DEFAULT_QUEUE = "maintenance"  # rollups, partitions
 CELERY_TASK_ROUTES = {
     "collectors.tasks.collect_server": {"queue": "collection"},
     "collectors.tasks.dispatch_due_collections": {"queue": "collection"},
+    "collectors.tasks.check_connection": {"queue": "checks"},
     "advisor.tasks.*": {"queue": "advisor"},
     "reports.tasks.*": {"queue": "reports"},
     "reports.audit_export_build": {"queue": "exports"},

@@ -7,6 +7,7 @@
 * ``monitor_dsn``   monitor_dsn(cluster, dbname="app") -> DSN of the monitor role
 * ``cluster_lock``  held for the session by any user of the fixed test clusters, so
                     that concurrent pytest sessions wait instead of clobbering them
+* ``check_worker``  a real Celery worker serving the "checks" queue ("test connection"), for a module
 
 Every monitored cluster has a database ``app`` with the extension
 pg_stat_statements (on 15 also pg_wait_sampling) and a role ``monitor``
@@ -143,3 +144,24 @@ def monitor_dsn():
         return c.dsn(dbname, MONITOR_USER, MONITOR_PASSWORD)
 
     return dsn
+
+
+@pytest.fixture(scope="module")
+def check_worker(django_db_setup, tmp_path_factory):
+    """A real Celery worker on the "checks" queue, threaded as docker-compose.yml's collection worker serves it,
+    on the tests' Redis database: it runs the "test connection" checks the module's pages and API calls queue.
+    Yields its processes (their logs explain a check that never ended)."""
+    import redis
+    from django.conf import settings as django_settings
+
+    from tests.processes import database_url, processes, worker_argv
+
+    redis.Redis.from_url(django_settings.REDIS_URL).delete("checks")  # checks queued earlier with no worker
+    env = {
+        "DATABASE_URL": database_url(),
+        "REDIS_URL": django_settings.REDIS_URL,
+        "CREDENTIALS_KEY": django_settings.CREDENTIALS_KEY,
+    }
+    with processes(tmp_path_factory.mktemp("check-worker"), env) as procs:
+        procs.start("checks", [*worker_argv(name="checks"), "--queues", "checks"])
+        yield procs

@@ -214,15 +214,16 @@ def _queues(service: dict) -> set[str]:
 
 
 def test_collections_have_a_worker_of_their_own_and_every_queue_a_worker(services, settings):
-    """A slow export, report or advisor run never delays a collection: collections are routed to a queue that
-    one worker serves alone, with threads; every other queue is served, by processes (time limits hold)."""
+    """A slow export, report or advisor run never delays a collection: collections (and connection checks, which
+    also wait on monitored servers) are routed to queues that one worker serves alone, with threads; every other
+    queue is served, by processes (time limits hold)."""
     from console.celery import app
 
     workers = {name: s for name, s in services.items() if "command" in s and "worker" in _command(s)[:4]}
     assert set(workers) == {"worker", "tasks"}
     declared = {q.name for q in settings.CELERY_TASK_QUEUES}
     assert set().union(*map(_queues, workers.values())) == declared
-    assert _queues(workers["worker"]) == {"collection"}
+    assert _queues(workers["worker"]) == {"collection", "checks"}
     assert "threads" in _command(workers["worker"]) and "prefork" in _command(workers["tasks"])
     app.loader.import_default_modules()
     routed = {
@@ -231,6 +232,7 @@ def test_collections_have_a_worker_of_their_own_and_every_queue_a_worker(service
     assert (
         routed["collectors.tasks.collect_server"] == routed["collectors.tasks.dispatch_due_collections"] == "collection"
     )
+    assert {name for name, queue in routed.items() if queue == "checks"} == {"collectors.tasks.check_connection"}
     assert {name for name, queue in routed.items() if queue == "collection"} <= {
         "collectors.tasks.collect_server",
         "collectors.tasks.dispatch_due_collections",

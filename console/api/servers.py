@@ -1,5 +1,5 @@
-"""/api/v1/servers/: the caller's servers — list, create, read, update, delete, test the connection,
-collect now (202 and a task to poll), their snapshots and recent collection errors. Writes go through
+"""/api/v1/servers/: the caller's servers — list, create, read, update, delete, test the connection and
+collect now (each 202 and something to poll), their snapshots and recent collection errors. Writes go through
 inventory.services and console.services (DBA or admin of the server's organization); the monitoring
 password is write-only: never in a response, cleared when host, port, user or database change without it."""
 
@@ -17,13 +17,20 @@ from rest_framework import exceptions, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from collectors.check import server_check
+from collectors.checks import CheckState, check_queue
 from collectors.selectors.fleet import server_status
 from collectors.selectors.server import recent_errors, version_text
 from collectors.selectors.snapshots import SnapshotRow, latest_snapshot, snapshots
 from collectors.selectors.statements import Page
 from collectors.tasks import collect_server, track, tracked_key
-from console.access import MANAGE_SERVERS, require_role, server_for, visible_organizations, visible_servers
+from console.access import (
+    MANAGE_SERVERS,
+    check_for,
+    require_role,
+    server_for,
+    visible_organizations,
+    visible_servers,
+)
 from console.api.common import (
     PAGE_PARAMETERS,
     TABLE_RENDERERS,
@@ -36,6 +43,7 @@ from console.api.common import (
     window_params,
 )
 from console.services import server_delete
+from inventory.crypto import CredentialsError
 from inventory.models import Server
 from inventory.services import server_create, server_update
 
@@ -222,18 +230,78 @@ class CheckOut(serializers.Serializer):
     elapsed_ms = serializers.FloatField()
 
 
+class CheckTaskOut(serializers.Serializer):
+    check_id = serializers.CharField()
+    server_id = serializers.IntegerField(allow_null=True)
+    status = serializers.ChoiceField(
+        choices=["queued", "running", "done", "lost"],
+        help_text="queued, running (a worker is connecting), done (the result is there), lost (never ran: see problem)",
+    )
+    status_url = serializers.CharField()
+    problem = serializers.CharField(allow_blank=True, help_text="why a lost check did not run")
+    result = CheckOut(allow_null=True, help_text="once done")
+
+
+def _check_out(check: CheckState) -> dict:
+    r = check.report
+    result = None
+    if r is not None:
+        findings = [{"level": f.level, "topic": f.topic, "text": f.text, "fix": f.fix} for f in r.findings]
+        result = {
+            "target": r.target,
+            "connected": r.connected,
+            "failure": r.failure,
+            "server_version": r.server_version,
+            "extension_version": r.extension_version,
+            "preloaded": r.preloaded,
+            "reads_all_stats": r.reads_all_stats,
+            "findings": findings,
+            "elapsed_ms": r.elapsed_ms,
+        }
+    return {
+        "check_id": check.check_id,
+        "server_id": check.server_id,
+        "status": check.status,
+        "status_url": reverse("api-check", args=[check.check_id]),
+        "problem": check.problem,
+        "result": result,
+    }
+
+
 class TestConnection(APIView):
-    @extend_schema(operation_id="server_test", request=None, responses=CheckOut)
+    @extend_schema(
+        operation_id="server_test",
+        request=None,
+        responses={202: CheckTaskOut},
+        description="Queues a check of the stored connection, run by a worker within the collector's deadline "
+        "(COLLECTOR_CONNECT_TIMEOUT_S + COLLECTOR_SNAPSHOT_TIMEOUT_S): poll status_url until the status is done "
+        "(or lost).",
+    )
     def post(self, request, server_id: int):
         s = _managed(request, server_id)
-        r = server_check(host=s.host, port=s.port, database=s.database, user=s.user, password=s.get_password(),
-                         sslmode=s.sslmode)  # fmt: skip
-        return Response({
-            "target": r.target, "connected": r.connected, "failure": r.failure, "server_version": r.server_version,
-            "extension_version": r.extension_version, "preloaded": r.preloaded, "reads_all_stats": r.reads_all_stats,
-            "findings": [{"level": f.level, "topic": f.topic, "text": f.text, "fix": f.fix} for f in r.findings],
-            "elapsed_ms": r.elapsed_ms,
-        })  # fmt: skip
+        try:
+            password = s.get_password()
+        except CredentialsError:
+            raise exceptions.ValidationError(
+                {"password": ["the stored password cannot be decrypted (CREDENTIALS_KEY changed?): set it again"]}
+            ) from None
+        check = check_queue(
+            organization_id=s.organization_id,
+            server_id=s.pk,
+            host=s.host,
+            port=s.port,
+            database=s.database,
+            user=s.user,
+            password=password,
+            sslmode=s.sslmode,
+        )
+        return Response(_check_out(check), status=status.HTTP_202_ACCEPTED)
+
+
+class CheckView(APIView):
+    @extend_schema(operation_id="check_read", responses=CheckTaskOut)
+    def get(self, request, check_id: uuid.UUID):
+        return Response(_check_out(check_for(request.user, str(check_id))))
 
 
 class TaskOut(serializers.Serializer):
@@ -369,4 +437,5 @@ urlpatterns = [
     path("servers/<int:server_id>/snapshots/latest/", api(LatestSnapshot.as_view()), name="api-server-snapshot-latest"),
     path("servers/<int:server_id>/errors/", api(Errors.as_view()), name="api-server-errors"),
     path("tasks/<uuid:task_id>/", api(TaskView.as_view()), name="api-task"),
+    path("checks/<uuid:check_id>/", api(CheckView.as_view()), name="api-check"),
 ]  # fmt: skip

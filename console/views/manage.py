@@ -1,10 +1,12 @@
 """Server management: the list of servers (DBA and admin roles act on them; viewers see it read-only),
-adding and editing one with a "test connection" check (collectors.check) before saving, enabling or
-disabling, and removing one with its history. The password is write-only: no page ever renders it."""
+adding and editing one with a "test connection" check (collectors.check, run by a worker: collectors.checks)
+before saving, enabling or disabling, and removing one with its history. The password is write-only: no page
+ever renders it."""
 
 from __future__ import annotations
 
 import copy
+import uuid
 from dataclasses import dataclass
 
 from django.contrib import messages
@@ -15,12 +17,20 @@ from django.urls import path
 from django.utils.safestring import SafeString
 from django.views.decorators.http import require_POST
 
-from collectors.check import MONITORING_ROLE_SQL, CheckReport, Finding, server_check
-from console.access import MANAGE_SERVERS, managed_organizations, require_role, server_for, visible_servers
+from collectors.check import MONITORING_ROLE_SQL, CheckReport, Finding
+from collectors.checks import CheckState, check_queue
+from console.access import (
+    MANAGE_SERVERS,
+    check_for,
+    managed_organizations,
+    require_role,
+    server_for,
+    visible_servers,
+)
 from console.forms import ServerForm
 from console.services import server_delete
 from console.sql_highlight import highlight
-from console.views.common import render_page
+from console.views.common import is_fragment_request, render_page
 from inventory.crypto import CredentialsError
 from inventory.models import Server
 from inventory.services import server_create, server_update
@@ -95,14 +105,13 @@ def server_remove(request: HttpRequest, server_id: int) -> HttpResponse:
 
 
 def _server_form(request: HttpRequest, *, organizations, server: Server | None) -> HttpResponse:
-    """The add/edit page. POST with action=check tests the typed connection (an htmx request gets the
-    report's fragment only); any other POST saves."""
+    """The add/edit page. POST with action=check queues a test of the typed connection (an htmx request gets
+    the check's fragment only, which polls connection_check until the report is there); any other POST saves."""
     form = ServerForm(request.POST or None, organizations=organizations, server=server)
-    context = {"form": form, "server": server, "role_sql": _role_sql(), "report": None}
+    context = {"form": form, "server": server, "role_sql": _role_sql(), "check": None}
     if request.method == "POST" and request.POST.get("action") == "check":
         if form.is_valid():
-            report, note = _check(form)
-            context.update(report=report, password_note=note, findings=_finding_rows(report))
+            context.update(_check_context(_check(form)))
         return render_page(request, FORM_TEMPLATE, context, fragment="check")
     if request.method == "POST" and form.is_valid():
         try:
@@ -142,9 +151,24 @@ def _save(request: HttpRequest, form: ServerForm, server: Server | None) -> bool
     return True
 
 
-def _check(form: ServerForm) -> tuple[CheckReport, str]:
-    """Run the check with the typed password, else the stored one if the connection goes where it was
-    given for; and a note saying which."""
+def connection_check(request: HttpRequest, check_id: uuid.UUID) -> HttpResponse:
+    """A queued check as it stands: the form's fragment for htmx (it polls again while the check runs), else
+    a page of its own that reloads itself until the report is there."""
+    context = _check_context(check_for(request.user, str(check_id)))
+    if is_fragment_request(request):
+        return render_page(request, FORM_TEMPLATE, {**context, "form": None}, fragment="check")
+    return render_page(request, "console/connection_check.html", context)
+
+
+def _check_context(check: CheckState) -> dict:
+    report = check.report
+    findings = _finding_rows(report) if report else []
+    return {"check": check, "report": report, "password_note": check.note, "findings": findings}
+
+
+def _check(form: ServerForm) -> CheckState:
+    """Queue the check with the typed password, else the stored one if the connection goes where it was
+    given for, and a note saying which."""
     cd = form.cleaned_data
     password, note = cd["password"] or None, ""
     server = form.server
@@ -157,9 +181,17 @@ def _check(form: ServerForm) -> tuple[CheckReport, str]:
                 password, note = server.get_password(), "Tested with the stored password."
             except CredentialsError:
                 note = "The stored password cannot be decrypted (CREDENTIALS_KEY changed?): type it again."
-    report = server_check(host=cd["host"], port=cd["port"], database=cd["database"], user=cd["user"],
-                          password=password, sslmode=cd["sslmode"])  # fmt: skip
-    return report, note
+    return check_queue(
+        organization_id=cd["organization"].pk,
+        server_id=server.pk if server is not None else None,
+        host=cd["host"],
+        port=cd["port"],
+        database=cd["database"],
+        user=cd["user"],
+        password=password,
+        sslmode=cd["sslmode"],
+        note=note,
+    )
 
 
 def _finding_rows(report: CheckReport) -> list[FindingRow]:
@@ -172,4 +204,5 @@ urlpatterns = [
     path("manage/servers/<int:server_id>/edit/", server_edit, name="server-edit"),
     path("manage/servers/<int:server_id>/enabled/", server_enabled, name="server-enabled"),
     path("manage/servers/<int:server_id>/remove/", server_remove, name="server-remove"),
+    path("manage/servers/checks/<uuid:check_id>/", connection_check, name="connection-check"),
 ]

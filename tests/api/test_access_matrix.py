@@ -19,6 +19,7 @@ from advisor import recommendation as found
 from advisor.models import Recommendation, RecommendationEvent
 from advisor.services import recommendations_apply
 from bench import synthetic
+from collectors.checks import check_queue
 from collectors.models import Statement
 from collectors.services import server_collect
 from collectors.tasks import track
@@ -68,12 +69,13 @@ MATRIX = [
     Call("api-server", "put", body="put", changes=True),
     Call("api-server", "patch", body="patch", changes=True),
     Call("api-server", "delete", 204, changes=True),
-    Call("api-server-test", "post"),
+    Call("api-server-test", "post", 202),
     Call("api-server-collect", "post", 202),
     Call("api-server-snapshots"),
     Call("api-server-snapshot-latest"),
     Call("api-server-errors"),
     Call("api-task"),
+    Call("api-check", viewer=403),  # a viewer may not test a connection, nor read what a test found
     Call("api-server-statements"),
     Call("api-server-series"),
     Call("api-organization-statements"),
@@ -158,12 +160,23 @@ def _build() -> MatrixWorld:
             export_id = e.pk
     task_id = str(uuid.uuid4())
     track(task_id, server.pk, "queued")  # what POST .../collect/ leaves for its caller to poll
+    check = check_queue(
+        organization_id=acme.pk,
+        server_id=server.pk,
+        host="127.0.0.1",
+        port=1,
+        database="app",
+        user="m",
+        password="pw",
+        sslmode="prefer",
+    )  # what POST .../test/ leaves (no worker takes it)
     ids = {
         "server_id": server.pk,
         "organization_id": acme.pk,
         "statement_id": Statement.objects.filter(server=server).order_by("pk").first().pk,
         "recommendation_id": Recommendation.objects.get(server=server).pk,
         "task_id": task_id,
+        "check_id": check.check_id,
         "export_id": export_id,
     }
     return MatrixWorld(api, Server.objects.get(pk=server.pk), ids)
@@ -270,8 +283,8 @@ def test_access(world, call, caller):
     elif not api_routes()[call.route][0]:
         assert "acme" in content, content  # a list: acme's own rows
     if call.route == "api-server-test":
-        result = response.json()
-        assert result["connected"] is False and result["failure"], result  # the refusal described, not a 5xx
+        polled = _client(world, caller).get(response.json()["status_url"])  # no worker: it stays queued
+        assert polled.status_code == 200 and polled.json()["status"] == "queued", polled.content
     if call.route == "api-server-collect":
         polled = _client(world, caller).get(response.json()["status_url"])  # no worker: it stays queued
         assert polled.status_code == 200 and polled.json()["server_id"] == world.server.pk, polled.content

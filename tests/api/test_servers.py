@@ -80,18 +80,40 @@ def test_create_read_update_delete_by_role(api_world, pg_clusters):
     assert_error(dba.get(url), 404)
 
 
-def test_test_connection_says_what_is_wrong(api_world, pg_clusters):
+def _checked(client, response, worker_log, timeout_s: float = 30) -> dict:
+    """POST .../test/ answered 202 with a check to poll: its state once the worker is done."""
+    assert response.status_code == 202, response.content
+    state = response.json()
+    assert state["status"] in ("queued", "running", "done") and state["status_url"].startswith("/api/v1/checks/")
+    deadline = time.monotonic() + timeout_s
+    while state["status"] in ("queued", "running") and time.monotonic() < deadline:
+        time.sleep(0.2)
+        polled = client.get(response.json()["status_url"])
+        assert polled.status_code == 200 and MONITOR_PASSWORD not in polled.content.decode()
+        state = polled.json()
+    assert state["status"] == "done", (state, worker_log.read_text()[-2000:])
+    return state
+
+
+def test_test_connection_is_queued_and_polled(api_world, pg_clusters, worker):
     c = pg_clusters[16]
     dba = api_world.client("dba")
     created = _post(dba, "/api/v1/servers/", _body(c, 16, organization=api_world.acme.pk, password="wrong")).json()
-    r = dba.post(f"/api/v1/servers/{created['id']}/test/")
-    body = r.json()
+    test_url = f"/api/v1/servers/{created['id']}/test/"
+    r = dba.post(test_url)
+    state = _checked(dba, r, worker)
+    body = state["result"]
+    assert state["server_id"] == created["id"] and state["problem"] == ""
     assert body["connected"] is False and body["failure"] == "authentication" and "wrong" not in r.content.decode()
     assert body["findings"] and body["findings"][0]["text"]
     _patch(dba, f"/api/v1/servers/{created['id']}/", {"password": MONITOR_PASSWORD})
-    body = dba.post(f"/api/v1/servers/{created['id']}/test/").json()
+    body = _checked(dba, dba.post(test_url), worker)["result"]
     assert body["connected"] is True and body["server_version"].startswith("16") and body["extension_version"]
-    assert_error(api_world.client("viewer").post(f"/api/v1/servers/{created['id']}/test/"), 403)
+    assert_error(api_world.client("viewer").post(test_url), 403)
+    status_url = r.json()["status_url"]
+    assert_error(api_world.client("viewer").get(status_url), 403)  # acme's, but a viewer may not test connections
+    assert_error(api_world.client("outsider").get(status_url), 404)
+    assert_error(dba.get("/api/v1/checks/7c4d2b9e-0000-4000-8000-000000000000/"), 404)
 
 
 @pytest.fixture

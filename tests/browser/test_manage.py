@@ -1,6 +1,7 @@
-"""Server management in a real browser: adding a server after "test connection" (the check runs against
-a real PostgreSQL, the test history store, and against a closed port), the password never shown again,
-disabling and removing with the confirmation, and a viewer kept read-only."""
+"""Server management in a real browser: adding a server after "test connection" (queued for a real worker
+and polled by the page; the check runs against a real PostgreSQL, the test history store, and against a
+closed port), the password never shown again, disabling and removing with the confirmation, and a viewer
+kept read-only."""
 
 from __future__ import annotations
 
@@ -32,8 +33,10 @@ def fill_connection(page: Page, *, name: str, port: int) -> None:
     page.get_by_label("Password", exact=True).fill(TYPED_PASSWORD)
 
 
-def test_a_server_is_added_after_testing_its_connection(console_page, live_server):
+def test_a_server_is_added_after_testing_its_connection(console_page, live_server, check_worker):
     page = console_page
+    polls: list[str] = []
+    page.on("request", lambda r: polls.append(r.url) if "/manage/servers/checks/" in r.url else None)
     page.goto("/manage/servers/")
     expect(page.locator(".role-sql pre.sql")).to_contain_text("CREATE ROLE")
     page.get_by_role("link", name="Add a server").click()
@@ -51,6 +54,7 @@ def test_a_server_is_added_after_testing_its_connection(console_page, live_serve
     expect(result.locator(".check-summary")).not_to_contain_text("cannot connect")
     expect(result.locator(".check-facts")).to_contain_text(re.compile(r"PostgreSQL\s*\d+"))
     expect(result.locator(".check-facts")).to_contain_text("pg_stat_statements.max")
+    assert polls, "the page never polled the queued check"  # the check ran on the worker, not in the request
     assert page.evaluate("window.sameDocument === true")  # only the report was swapped in ...
     expect(page.get_by_label("Password", exact=True)).to_have_value(TYPED_PASSWORD)  # ... the typed password stays
 

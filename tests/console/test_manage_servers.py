@@ -5,14 +5,17 @@ connection" check as an htmx fragment and as a whole page, access rules and boun
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass
 from html import unescape
 
 import pytest
 from django.contrib.auth.models import User
 from django.contrib.messages import get_messages
+from django.core.cache import cache
 from django.urls import reverse
 
+from collectors.checks import QUEUE_WAIT_S
 from inventory.models import Membership, Organization, Server
 from inventory.services import server_create
 from tests.conftest import MONITOR_PASSWORD, MONITOR_USER
@@ -255,16 +258,44 @@ def test_removing_a_server_removes_its_history(client, collected_server, history
 
 
 # --- test connection ------------------------------------------------------------------------------------
+# The page queues the check and polls it (collectors.checks); check_worker is a real worker serving the queue.
+
+POLL = re.compile(r'<section id="check-result"[^>]*hx-get="([^"]+)"')
 
 
-def test_the_check_of_a_new_server_as_an_htmx_fragment(client, world, pg_clusters):
-    client.force_login(world.dba)
-    data = form_data(organization=world.acme.pk, name="real", host="127.0.0.1", port=pg_clusters[17].port,
-                     database="app", user=MONITOR_USER, password=MONITOR_PASSWORD, action="check")  # fmt: skip
-    response = client.post(reverse("server-add"), data, **HX)
+def checked(client, response, *, timeout_s: float = 30) -> str:
+    """The check's fragment once the worker is done: polled as the page's htmx does while it says pending."""
     html = body(response)
-    assert response.status_code == 200
-    assert html.lstrip().startswith('<section id="check-result"') and "<html" not in html
+    assert response.status_code == 200 and html.lstrip().startswith('<section id="check-result"'), html
+    found = POLL.search(html)
+    assert found, f"the queued check's fragment does not poll: {html}"
+    url, deadline = unescape(found.group(1)), time.monotonic() + timeout_s
+    while POLL.search(html) and time.monotonic() < deadline:
+        time.sleep(0.2)
+        polled = client.get(url, **HX)
+        assert polled.status_code == 200
+        html = body(polled)
+    assert not POLL.search(html), f"still pending after {timeout_s} s: {html}"
+    return html
+
+
+def test_the_check_of_a_new_server_is_queued_then_polled(client, world, pg_clusters, check_worker):
+    client.force_login(world.dba)
+    data = form_data(
+        organization=world.acme.pk,
+        name="real",
+        host="127.0.0.1",
+        port=pg_clusters[17].port,
+        database="app",
+        user=MONITOR_USER,
+        password=MONITOR_PASSWORD,
+        action="check",
+    )
+    response = client.post(reverse("server-add"), data, **HX)
+    queued = body(response)
+    assert "<html" not in queued and ("queued" in queued or "connecting" in queued)
+    assert f"Testing {MONITOR_USER}@127.0.0.1:{pg_clusters[17].port}/app" in queued
+    html = checked(client, response)
     assert 'badge ok">ready' in html and "PostgreSQL 17." in html
     assert "pg_stat_statements 1.11" in html and "pg_read_all_stats" in html
     assert 'class="kw">ALTER</span>' in html  # the fix, highlighted
@@ -272,40 +303,104 @@ def test_the_check_of_a_new_server_as_an_htmx_fragment(client, world, pg_cluster
     assert not Server.objects.filter(name="real").exists()  # a check saves nothing
 
 
-def test_the_check_without_javascript_renders_the_page(client, world, pg_clusters):
+def test_the_check_without_javascript_has_a_page_of_its_own(client, world, pg_clusters, check_worker):
     client.force_login(world.dba)
-    data = form_data(organization=world.acme.pk, name="real", host="127.0.0.1", port=pg_clusters[17].port,
-                     database="postgres", user=MONITOR_USER, password=MONITOR_PASSWORD, action="check")  # fmt: skip
+    data = form_data(
+        organization=world.acme.pk,
+        name="real",
+        host="127.0.0.1",
+        port=pg_clusters[17].port,
+        database="postgres",
+        user=MONITOR_USER,
+        password=MONITOR_PASSWORD,
+        action="check",
+    )
     response = client.post(reverse("server-add"), data)
     html = body(response)
     assert response.status_code == 200 and "<html" in html and 'name="host"' in html
     assert 'value="127.0.0.1"' in html  # the typed fields come back, the password does not
-    assert "connected, not ready" in html and "not created in database &#x27;postgres&#x27;" in html
-    assert "-- in database postgres, as a superuser:\nCREATE EXTENSION IF NOT EXISTS pg_stat_statements;" in plain(html)
+    link = re.search(r'<noscript><p>The check runs on a worker: <a href="([^"]+)">see its result</a>', html)
+    assert link, html
+    deadline = time.monotonic() + 30
+    while 'http-equiv="refresh"' in (page := body(client.get(link.group(1)))) and time.monotonic() < deadline:
+        time.sleep(0.2)  # the page reloads itself (every 2 s in a browser) while the check runs
+    assert "<html" in page and 'http-equiv="refresh"' not in page
+    assert "connected, not ready" in page and "not created in database &#x27;postgres&#x27;" in page
+    assert "-- in database postgres, as a superuser:\nCREATE EXTENSION IF NOT EXISTS pg_stat_statements;" in plain(page)
+    assert f'href="{reverse("server-add")}"' in page  # back to the form
 
 
-def test_the_check_of_a_stored_server_uses_its_password_only_where_it_was_given(client, world, pg_clusters):
+def test_the_check_of_a_stored_server_uses_its_password_only_where_it_was_given(
+    client, world, pg_clusters, check_worker
+):
     port = pg_clusters[17].port
-    server = server_create(name="real", dsn=f"postgresql://{MONITOR_USER}:{MONITOR_PASSWORD}@127.0.0.1:{port}/app",
-                           organization_name="acme")  # fmt: skip
+    server = server_create(
+        name="real",
+        dsn=f"postgresql://{MONITOR_USER}:{MONITOR_PASSWORD}@127.0.0.1:{port}/app",
+        organization_name="acme",
+    )
     client.force_login(world.dba)
     url = reverse("server-edit", args=[server.pk])
-    same = body(client.post(url, form_data(server, action="check"), **HX))
+    same = checked(client, client.post(url, form_data(server, action="check"), **HX))
     assert "Tested with the stored password." in same and 'badge ok">ready' in same
     # To another database: the stored password stays home, and the server asks for one.
-    moved = body(client.post(url, form_data(server, database="postgres", action="check"), **HX))
+    moved = checked(client, client.post(url, form_data(server, database="postgres", action="check"), **HX))
     assert "Tested without a password" in moved and "cannot connect: authentication" in moved
     assert stored(server).database == "app" and stored(server).get_password() == MONITOR_PASSWORD
 
 
-def test_the_check_reports_a_wrong_password_and_a_closed_port(client, world, pg_clusters):
+def test_the_check_reports_a_wrong_password_and_a_closed_port(client, world, pg_clusters, check_worker):
     client.force_login(world.dba)
-    base = form_data(organization=world.acme.pk, name="x", host="127.0.0.1", port=pg_clusters[17].port,
-                     database="app", user=MONITOR_USER, action="check")  # fmt: skip
-    wrong = body(client.post(reverse("server-add"), {**base, "password": TYPED}, **HX))
+    base = form_data(
+        organization=world.acme.pk,
+        name="x",
+        host="127.0.0.1",
+        port=pg_clusters[17].port,
+        database="app",
+        user=MONITOR_USER,
+        action="check",
+    )
+    wrong = checked(client, client.post(reverse("server-add"), {**base, "password": TYPED}, **HX))
     assert "cannot connect: authentication" in wrong and "password authentication failed" in wrong
-    refused = body(client.post(reverse("server-add"), {**base, "port": 1, "password": TYPED}, **HX))
+    refused = checked(client, client.post(reverse("server-add"), {**base, "port": 1, "password": TYPED}, **HX))
     assert "cannot connect: refused" in refused and "Nothing accepts connections at 127.0.0.1:1" in refused
+
+
+def test_a_check_is_read_by_its_organization_s_dbas_only(client, world):
+    """Who may poll a check, and what one that no worker took says after the wait."""
+    client.force_login(world.dba)
+    data = form_data(
+        organization=world.acme.pk,
+        name="x",
+        host="127.0.0.1",
+        port=1,
+        database="app",
+        user=MONITOR_USER,
+        password=TYPED,
+        action="check",
+    )
+    url = unescape(POLL.search(body(client.post(reverse("server-add"), data, **HX))).group(1))
+    assert client.get(url, **HX).status_code == 200
+    client.force_login(world.viewer)  # acme, but may not test connections
+    assert client.get(url, **HX).status_code == 403
+    client.force_login(world.stranger)  # another organization's admin
+    assert client.get(url, **HX).status_code == 404 and client.get(url).status_code == 404
+    client.force_login(world.dba)
+    assert client.get(reverse("connection-check", args=["7c4d2b9e-0000-4000-8000-000000000000"])).status_code == 404
+    check_id = url.rstrip("/").rsplit("/", 1)[1]
+    entry = cache.get(f"connection-check:{check_id}")
+    # As if no worker had taken it (this module's worker may have): the page gives it up after the wait.
+    aged = {
+        **entry,
+        "status": "queued",
+        "started_at": None,
+        "report": None,
+        "queued_at": entry["queued_at"] - QUEUE_WAIT_S - 1,
+    }
+    cache.set(f"connection-check:{check_id}", aged)
+    lost = body(client.get(url, **HX))
+    assert not POLL.search(lost) and 'badge failing">not checked' in lost
+    assert f"No worker took the check within {QUEUE_WAIT_S} s" in lost
 
 
 def test_the_check_of_an_incomplete_form_says_what_to_fix(client, world):

@@ -166,6 +166,15 @@ def _read_the_console(p: Production, page: Page, server_id: int) -> None:
     p.seen["statement_sql"] = page.locator("pre.sql").inner_text()
 
 
+def _test_the_connection(p: Production, page: Page, server_id: int) -> None:
+    """ "Test connection" on the server's form: queued for compose's collection worker, polled by the page."""
+    page.goto(f"/manage/servers/{server_id}/edit/")
+    page.get_by_role("button", name="Test connection").click()
+    summary = page.locator("#check-result .check-summary")
+    expect(summary).to_contain_text("ready", timeout=60_000)
+    p.seen["check_summary"] = summary.inner_text()
+
+
 def _export_and_download(p: Production, page: Page, org_id: int) -> None:
     page.goto(f"/organizations/{org_id}/exports/")
     page.get_by_label("demo").check()
@@ -242,6 +251,7 @@ def production(pg_clusters, tmp_path_factory) -> Iterator[Production]:
             run(cluster, "SELECT count(*) FROM prod_items", 5)
             wait_for(lambda: _snapshots(p, server_id, "delta") >= 1, 60, what="a delta", logs=procs.logs)
             _read_the_console(p, page, server_id)
+            _test_the_connection(p, page, server_id)
             _export_and_download(p, page, org_id)
             p.seen["export"] = p.sql("SELECT status, sha256, file_name FROM reports_auditexport")
             wait_for(lambda: smtp.inbox.count(EMAIL) >= 1, 120, what="the weekly report from beat", logs=procs.logs)
@@ -280,6 +290,12 @@ def test_a_user_reads_the_fleet_a_server_and_a_statement(production):
     cells = p.seen["fleet_row"].split("\t")
     assert cells[0] == "ok" and "demo" in cells and any(c.startswith("16.") for c in cells), cells
     assert "SELECT count(*) FROM prod_items" in p.seen["statement_sql"]
+
+
+def test_test_connection_runs_on_the_collection_worker(production):
+    """The web process queues the check; compose's collection worker (queues collection,checks) runs it."""
+    summary = production.seen["check_summary"]
+    assert summary.startswith("ready") and "monitor@127.0.0.1:" in summary and "/app" in summary, summary
 
 
 def test_an_audit_export_built_by_the_worker_is_downloaded(production):
