@@ -303,3 +303,7 @@ EXPORT_ROOT = env.path("EXPORT_ROOT", default=BASE_DIR / ".run" / "exports")
 # A built bundle's file is deleted this many days after it was built (the row, its checksum and the audit
 # log stay, marked expired); the window can be exported again as long as the history keeps it.
 EXPORT_RETENTION_DAYS = env.int("EXPORT_RETENTION_DAYS", default=30)
+# A build still running after this long is stopped (the tasks worker's soft time limit) and its export failed
+# with the reason; one that does not stop is killed a minute later (the hard limit). Only a process pool
+# (the tasks worker, --pool prefork) enforces them.
+EXPORT_TIME_LIMIT_S = env.int("EXPORT_TIME_LIMIT_S", default=25 * 60)

@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path, PurePosixPath
 
+from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Q
 from django.http import Http404
 from django.utils import timezone
@@ -30,10 +31,12 @@ from reports.models import AuditExport, AuditLogEntry
 logger = logging.getLogger(__name__)
 Status = AuditExport.Status
 Action = AuditLogEntry.Action
-# The task's hard time limit is under this (reports/export_tasks.py): an export still "running" this long after
-# a worker claimed it lost that worker, and may be claimed again (the tidy task sends it again). Counted from
-# the claim, not the request: one that waited in a long queue is not taken from the worker building it.
-STALE_RUNNING_AFTER = timedelta(minutes=30)
+# A build is stopped after EXPORT_TIME_LIMIT_S, killed a minute later if it did not stop (reports/export_tasks.py).
+# An export still "running" longer than that after a worker claimed it lost that worker, and may be claimed again
+# (the tidy task sends it again). Counted from the claim, not the request: one that waited in a long queue is not
+# taken from the worker building it.
+HARD_LIMIT_AFTER_S = 60
+STALE_RUNNING_AFTER = timedelta(seconds=settings.EXPORT_TIME_LIMIT_S + HARD_LIMIT_AFTER_S + 4 * 60)
 # A queued export no worker has claimed this long after it was requested lost its broker message (Redis
 # restarted or flushed): the tidy task sends it again, as often as it runs, until it is built or given up.
 RESEND_QUEUED_AFTER = timedelta(minutes=10)
@@ -177,6 +180,17 @@ def audit_export_build(*, export_id: int) -> AuditExport:
         # In a folder of this build's own: a build claimed again never writes the file of another.
         relative = f"{export.organization_id}/{export.pk}/{claim}/{name}"
         _store(Path(settings.EXPORT_ROOT) / relative, data)
+    except SoftTimeLimitExceeded:
+        # Possibly in the middle of a query: that connection is of no use any more (and the query is cancelled).
+        _drop_connection()
+        limit = settings.EXPORT_TIME_LIMIT_S
+        error = (
+            f"The build ran past its time limit (EXPORT_TIME_LIMIT_S = {limit} s) and was stopped: export a shorter "
+            "window or fewer servers, or raise the limit."
+        )
+        logger.error("audit export %s stopped after %s s (EXPORT_TIME_LIMIT_S)", export_id, limit)
+        if mine.update(status=Status.FAILED, step="failed", error=error, finished_at=timezone.now()):
+            _log(organization_id=export.organization_id, action=Action.EXPORT_FAILED, export=export, detail=error)
     except Exception as exc:  # whatever failed, the row says so and the log keeps it
         logger.exception("audit export %s failed", export_id)
         error = f"{type(exc).__name__}: {exc}"[:2000]
@@ -207,6 +221,15 @@ def audit_export_build(*, export_id: int) -> AuditExport:
             shutil.rmtree(Path(settings.EXPORT_ROOT) / relative.rsplit("/", 1)[0], ignore_errors=True)
     export.refresh_from_db()
     return export
+
+
+def _drop_connection() -> None:
+    """Cancel whatever the history store is running for this process, and close the connection."""
+    raw = connection.connection
+    if raw is not None and not raw.closed:
+        with contextlib.suppress(Exception):
+            raw.cancel_safe(timeout=5)
+    connection.close()
 
 
 PARTIAL = ".partial"

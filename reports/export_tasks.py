@@ -5,15 +5,16 @@ tasks.py only)."""
 import logging
 
 from celery import shared_task
+from django.conf import settings
 
-from reports.export_services import RESEND_QUEUED_AFTER, STALE_RUNNING_AFTER, audit_export_build, audit_exports_tidy
+from reports.export_services import HARD_LIMIT_AFTER_S, RESEND_QUEUED_AFTER, audit_export_build, audit_exports_tidy
 
 logger = logging.getLogger(__name__)
 
-# Past the soft limit the build fails cleanly (its row says so); the hard limit stops a stuck one, well before
-# a "running" export counts as abandoned.
-TIME_LIMIT_S = int(STALE_RUNNING_AFTER.total_seconds()) - 5 * 60
-SOFT_TIME_LIMIT_S = TIME_LIMIT_S - 60
+# Past the soft limit the build fails cleanly (its row says so); the hard limit kills one stuck where the soft
+# limit cannot reach it, well before a "running" export counts as abandoned (STALE_RUNNING_AFTER).
+SOFT_TIME_LIMIT_S = settings.EXPORT_TIME_LIMIT_S
+TIME_LIMIT_S = SOFT_TIME_LIMIT_S + HARD_LIMIT_AFTER_S
 
 
 @shared_task(name="reports.audit_export_build", soft_time_limit=SOFT_TIME_LIMIT_S, time_limit=TIME_LIMIT_S)

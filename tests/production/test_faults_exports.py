@@ -1,6 +1,7 @@
-"""Audit export builds that die or hang, on real workers: one killed half-way is built again whole, and one
-that outlives the resend delay (its worker frozen) is built again by another worker while it still runs. Never
-two writers of one file, never a corrupt zip or one that does not match its row."""
+"""Audit export builds that die or hang, on real workers: one killed half-way is built again whole, one that
+outlives the resend delay (its worker frozen) is built again by another worker while it still runs, and one
+that runs away on compose's tasks worker is stopped by its time limit with the reason on its row. Never two
+writers of one file, never a corrupt zip or one that does not match its row."""
 
 from __future__ import annotations
 
@@ -12,8 +13,11 @@ import zipfile
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import psycopg
+
 from tests.processes import beat_argv, wait_for, worker_argv
 from tests.production.fault_world import FaultWorld
+from tests.production.test_production_mode import compose, local
 
 from .test_faults_worker import _dsn
 
@@ -141,3 +145,43 @@ def test_a_build_that_outlives_the_resend_delay_never_writes_what_its_successor_
         "SELECT count(*) FROM reports_auditlogentry WHERE export_id = %s AND action = 'export_generated'", [export_id]
     )[0][0]
     assert generated == 1
+
+
+def test_a_runaway_build_is_stopped_by_its_time_limit_on_the_tasks_worker(faults, tmp_path):
+    """The history store holds the build's first read (a lock the test keeps): the build would wait for ever.
+    Compose's tasks worker (processes: time limits hold) stops it at EXPORT_TIME_LIMIT_S, fails the export with
+    the reason, cancels its query, and builds the next export."""
+    w = faults.world
+    sid, start = _world_with_history(faults, tmp_path, "export-runaway")
+    runaway, next_one = _export(w, sid, start), _export(w, sid, start)
+    tasks = local(compose()["tasks"]["command"], port=0, folder=tmp_path)
+    assert "prefork" in tasks
+    with psycopg.connect(w.history.dsn) as holder:
+        holder.execute("LOCK TABLE collectors_snapshot IN ACCESS EXCLUSIVE MODE")  # held until the block ends
+        faults.procs.start("tasks", tasks, EXPORT_TIME_LIMIT_S="4")
+        _send(w, "reports.audit_export_build", runaway)
+        wait_for(lambda: _row(w, runaway)["status"] == "running", 60, what="the build claimed", logs=faults.logs)
+        waiting = (
+            "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()"
+        )
+        wait_for(lambda: w.history.sql(waiting)[0][0] >= 1, 30, what="the build waiting on the lock", logs=faults.logs)
+        took = wait_for(
+            lambda: _row(w, runaway)["status"] == "failed", 30, what="the runaway build stopped", logs=faults.logs
+        )
+        row = _row(w, runaway)
+        # Its query was cancelled, not left waiting behind the lock.
+        wait_for(lambda: w.history.sql(waiting)[0][0] == 0, 10, what="the build's query cancelled", logs=faults.logs)
+    assert took < 20, took
+    assert row["error"] == (
+        "The build ran past its time limit (EXPORT_TIME_LIMIT_S = 4 s) and was stopped: export a shorter window or "
+        "fewer servers, or raise the limit."
+    )
+    assert row["file_name"] == "" and not list((w.folder / "exports").glob(f"*/{runaway}/*/*"))
+    logged = w.history.sql(
+        "SELECT detail FROM reports_auditlogentry WHERE export_id = %s AND action = 'export_failed'", [runaway]
+    )
+    assert logged == [(row["error"],)]
+    # The same worker goes on: the next export is built whole.
+    _send(w, "reports.audit_export_build", next_one)
+    wait_for(lambda: _row(w, next_one)["status"] == "done", 120, what="the next export built", logs=faults.logs)
+    _check_bundle(w, next_one)
