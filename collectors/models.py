@@ -53,6 +53,10 @@ class Statement(models.Model):
         indexes = [
             models.Index(fields=["server"], condition=~models.Q(text_status="stored"), name="statement_text_missing"),
             models.Index(fields=["id"], name="statement_id"),
+            # The prune's candidates (collectors.prune): statements whose entry left, a small part of the dimension.
+            models.Index(
+                fields=["server", "gone_at"], condition=models.Q(gone_at__isnull=False), name="statement_gone"
+            ),
         ]
 
     def __str__(self) -> str:

@@ -71,25 +71,20 @@ def running() -> bool:
         return False
 
 
-def take(server_id: int) -> waits.WaitReading | None:
-    """The samples taken since the last call, cleared; None when there are none (the sampler has not reached
-    the server yet, or cannot connect to it)."""
+def take(server_id: int) -> tuple[bool, waits.WaitReading | None]:
+    """In one round trip: whether a sampler is alive, and the server's samples taken since the last call, cleared
+    (None when there are none: the sampler has not reached the server yet, or cannot connect to it)."""
     key = _key(server_id)
     with _redis().pipeline(transaction=True) as pipe:
-        counted, _ = pipe.hgetall(key).delete(key).execute()
+        alive, counted, _ = pipe.exists(ALIVE_KEY).hgetall(key).delete(key).execute()
     n = int(counted.pop(b"n", 0))
     if n <= 0:
-        return None
+        return bool(alive), None
     counts: dict[waits.EventKey, int] = {}
     for field, value in counted.items():
         event_type, event, query_id = field.decode().split(_FIELD_SEP)
         counts[(event_type or None, event or None, int(query_id) if query_id else None)] = int(value)
-    return waits.WaitReading(source="pg_stat_activity", counts=counts, n_samples=n)
-
-
-def forget(server_id: int) -> None:
-    """Drop what was sampled for a server (its baseline: those samples belong to no interval)."""
-    _redis().delete(_key(server_id))
+    return bool(alive), waits.WaitReading(source="pg_stat_activity", counts=counts, n_samples=n)
 
 
 def _field(event_type: str | None, event: str | None, query_id: int | None) -> str:

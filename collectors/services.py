@@ -171,25 +171,23 @@ def _read(conn: psycopg.Connection, server: Server, previous: _Previous) -> _Rea
         except CollectionError as exc:
             notes.append(f"pg_wait_sampling unusable ({exc.message}); sampling pg_stat_activity instead")
     if wait_reading is None and settings.COLLECTOR["ACTIVITY_SAMPLES"] > 0:
-        wait_reading = _sampled_activity(conn, server, meta, baseline, notes)
+        wait_reading = _sampled_activity(conn, server, meta, baseline)
     return _Read(meta, identity, dealloc, stats_reset_us, continuity, reading, statements, text_rows, text_reads,
                  wait_reading, notes)  # fmt: skip
 
 
 def _sampled_activity(
-    conn: psycopg.Connection, server: Server, meta: pgss.ServerMeta, baseline: bool, notes: list[str]
+    conn: psycopg.Connection, server: Server, meta: pgss.ServerMeta, baseline: bool
 ) -> waits.WaitReading | None:
     """pg_stat_activity's samples for this interval: those the sampler took since the previous snapshot while
-    one runs (none at a baseline: they belong to no interval), else a few looks now, inline."""
-    if sampler.running():
-        try:
-            if baseline:
-                sampler.forget(server.pk)
-                return None
-            return sampler.take(server.pk)
-        except redis.RedisError as exc:
-            notes.append(f"wait events of this interval lost: Redis did not answer ({exc})")
-            return None
+    one runs (none at a baseline: they belong to no interval, and are dropped), else a few looks now, inline.
+    Redis not answering: no sampler can be reached either, so the looks are taken inline."""
+    try:
+        alive, reading = sampler.take(server.pk)
+    except redis.RedisError:
+        alive, reading = False, None
+    if alive:
+        return None if baseline else reading
     if baseline:
         return None
     cfg = settings.COLLECTOR

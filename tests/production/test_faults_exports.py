@@ -175,7 +175,7 @@ def test_a_runaway_build_is_stopped_by_its_time_limit_on_the_tasks_worker(faults
     assert row["error"] == (
         "The build ran past its time limit (EXPORT_TIME_LIMIT_S = 4 s) and was stopped: export a shorter window or "
         "fewer servers, or raise the limit."
-    )
+    ), (row, faults.logs())
     assert row["file_name"] == "" and not list((w.folder / "exports").glob(f"*/{runaway}/*/*"))
     logged = w.history.sql(
         "SELECT detail FROM reports_auditlogentry WHERE export_id = %s AND action = 'export_failed'", [runaway]
