@@ -69,7 +69,8 @@ def managed_organizations(user, roles: tuple[str, ...] = MANAGE_SERVERS) -> Quer
 
 def check_for(user, check_id: str) -> CheckState:
     """A "test connection" check, for those who may manage servers of the organization it was made for (what
-    it reports, the typed connection included, is theirs); 404 for anyone else and for an unknown check."""
+    it reports, the typed connection included, is theirs): 404 for an unknown check and for a non-member, 403
+    for a member without the role."""
     check = check_state(check_id=check_id)
     if check is None:
         raise Http404("no such connection check (or it ended more than an hour ago)")
