@@ -246,18 +246,8 @@ def _check_out(check: CheckState) -> dict:
     r = check.report
     result = None
     if r is not None:
-        findings = [{"level": f.level, "topic": f.topic, "text": f.text, "fix": f.fix} for f in r.findings]
-        result = {
-            "target": r.target,
-            "connected": r.connected,
-            "failure": r.failure,
-            "server_version": r.server_version,
-            "extension_version": r.extension_version,
-            "preloaded": r.preloaded,
-            "reads_all_stats": r.reads_all_stats,
-            "findings": findings,
-            "elapsed_ms": r.elapsed_ms,
-        }
+        result = {n: getattr(r, n) for n in field_names(CheckOut)}
+        result["findings"] = [{n: getattr(f, n) for n in field_names(FindingOut)} for f in r.findings]
     return {
         "check_id": check.check_id,
         "server_id": check.server_id,

@@ -279,19 +279,24 @@ def checked(client, response, *, timeout_s: float = 30) -> str:
     return html
 
 
-def test_the_check_of_a_new_server_is_queued_then_polled(client, world, pg_clusters, check_worker):
-    client.force_login(world.dba)
-    data = form_data(
+def typed_check(world: World, port: int, **changes) -> dict:
+    """The add form filled in with a connection to 127.0.0.1:`port` as the monitoring role, to test."""
+    fields = dict(
         organization=world.acme.pk,
         name="real",
         host="127.0.0.1",
-        port=pg_clusters[17].port,
+        port=port,
         database="app",
         user=MONITOR_USER,
         password=MONITOR_PASSWORD,
         action="check",
     )
-    response = client.post(reverse("server-add"), data, **HX)
+    return form_data(**{**fields, **changes})
+
+
+def test_the_check_of_a_new_server_is_queued_then_polled(client, world, pg_clusters, check_worker):
+    client.force_login(world.dba)
+    response = client.post(reverse("server-add"), typed_check(world, pg_clusters[17].port), **HX)
     queued = body(response)
     assert "<html" not in queued and ("queued" in queued or "connecting" in queued)
     assert f"Testing {MONITOR_USER}@127.0.0.1:{pg_clusters[17].port}/app" in queued
@@ -305,17 +310,7 @@ def test_the_check_of_a_new_server_is_queued_then_polled(client, world, pg_clust
 
 def test_the_check_without_javascript_has_a_page_of_its_own(client, world, pg_clusters, check_worker):
     client.force_login(world.dba)
-    data = form_data(
-        organization=world.acme.pk,
-        name="real",
-        host="127.0.0.1",
-        port=pg_clusters[17].port,
-        database="postgres",
-        user=MONITOR_USER,
-        password=MONITOR_PASSWORD,
-        action="check",
-    )
-    response = client.post(reverse("server-add"), data)
+    response = client.post(reverse("server-add"), typed_check(world, pg_clusters[17].port, database="postgres"))
     html = body(response)
     assert response.status_code == 200 and "<html" in html and 'name="host"' in html
     assert 'value="127.0.0.1"' in html  # the typed fields come back, the password does not
@@ -351,15 +346,7 @@ def test_the_check_of_a_stored_server_uses_its_password_only_where_it_was_given(
 
 def test_the_check_reports_a_wrong_password_and_a_closed_port(client, world, pg_clusters, check_worker):
     client.force_login(world.dba)
-    base = form_data(
-        organization=world.acme.pk,
-        name="x",
-        host="127.0.0.1",
-        port=pg_clusters[17].port,
-        database="app",
-        user=MONITOR_USER,
-        action="check",
-    )
+    base = typed_check(world, pg_clusters[17].port)
     wrong = checked(client, client.post(reverse("server-add"), {**base, "password": TYPED}, **HX))
     assert "cannot connect: authentication" in wrong and "password authentication failed" in wrong
     refused = checked(client, client.post(reverse("server-add"), {**base, "port": 1, "password": TYPED}, **HX))
@@ -369,16 +356,7 @@ def test_the_check_reports_a_wrong_password_and_a_closed_port(client, world, pg_
 def test_a_check_is_read_by_its_organization_s_dbas_only(client, world):
     """Who may poll a check, and what one that no worker took says after the wait."""
     client.force_login(world.dba)
-    data = form_data(
-        organization=world.acme.pk,
-        name="x",
-        host="127.0.0.1",
-        port=1,
-        database="app",
-        user=MONITOR_USER,
-        password=TYPED,
-        action="check",
-    )
+    data = typed_check(world, 1, password=TYPED)
     url = unescape(POLL.search(body(client.post(reverse("server-add"), data, **HX))).group(1))
     assert client.get(url, **HX).status_code == 200
     client.force_login(world.viewer)  # acme, but may not test connections

@@ -16,19 +16,17 @@ import numpy as np
 import psycopg
 
 from collectors.scheduling import phase_s
-from tests.conftest import APP_DB, MONITOR_PASSWORD, MONITOR_USER
+from tests.conftest import APP_DB
 from tests.processes import beat_argv, wait_for
 from tests.production.fault_world import FaultWorld, gaps_s
 from tests.production.test_production_mode import compose, local
 from tests.tcp_proxy import TcpProxy
 
+from .test_faults_worker import _dsn
+
 INTERVAL_S = 5  # the product's shortest
 CALM_S, HOSTILE_S = 30, 45
 HUGE = 40  # statements of 1 MB text each
-
-
-def _dsn(port: int) -> str:
-    return f"postgresql://{MONITOR_USER}:{MONITOR_PASSWORD}@127.0.0.1:{port}/{APP_DB}"
 
 
 def _lags(world: FaultWorld, sid: int, since: datetime, until: datetime) -> tuple[list[float], list[float]]:
