@@ -175,8 +175,10 @@ def audit_export_build(*, export_id: int) -> AuditExport:
                       list(export.formats))  # fmt: skip
     try:
         with _statements_bounded(settings.EXPORT_TIME_LIMIT_S):
-            files = _bundle(spec, requested_by=export.requested_by.get_username() if export.requested_by else None,
-                            time_zone=_time_zone(export.requested_by), progress=progress)  # fmt: skip
+            requested_by = export.requested_by.get_username() if export.requested_by else None
+            files = _bundle(
+                spec, requested_by=requested_by, time_zone=_time_zone(export.requested_by), progress=progress
+            )
         data = zip_bytes(files)
         name = bundle_name(organization=export.organization.name, start=spec.window.start, end=spec.window.end)
         # In a folder of this build's own: a build claimed again never writes the file of another.
