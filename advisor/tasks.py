@@ -5,7 +5,6 @@ import logging
 
 from celery import shared_task
 from django.conf import settings
-from django.db import close_old_connections
 
 from advisor.services import server_advise
 from inventory.models import Server
@@ -15,20 +14,16 @@ log = logging.getLogger(__name__)
 
 @shared_task(acks_late=True)
 def advise_server(server_id: int) -> dict:
-    close_old_connections()
     try:
         out = server_advise(server_id=server_id)
     except Server.DoesNotExist:
         return {"server_id": server_id, "error": "deleted"}
-    finally:
-        close_old_connections()
     return {"server_id": server_id, "opened": len(out.opened), "reopened": len(out.reopened),
             "cleared": len(out.cleared), "error": out.error}  # fmt: skip
 
 
 @shared_task
 def advise_fleet() -> int:
-    close_old_connections()
     expires = settings.ADVISOR_INTERVAL_S
     ids = list(Server.objects.filter(enabled=True).values_list("pk", flat=True))
     for server_id in ids:

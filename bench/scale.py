@@ -579,10 +579,10 @@ def _usage(world: World) -> Usage:
     ticks = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
     with connection.cursor() as cur:
         cur.execute(
-            "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::int8, tup_inserted, tup_updated "
+            "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::int8, tup_inserted, tup_updated, sessions "
             "FROM pg_stat_database WHERE datname = current_database()"
         )
-        wal, inserted, updated = cur.fetchone()
+        wal, inserted, updated, sessions = cur.fetchone()
     stats = redis.Redis.from_url(REDIS_URL).info("stats")
     return Usage(
         cpu_s=cpu,
@@ -591,6 +591,7 @@ def _usage(world: World) -> Usage:
         wal_bytes=int(wal),
         rows_inserted=int(inserted),
         rows_updated=int(updated),
+        history_sessions=int(sessions),
         redis_commands=int(stats["total_commands_processed"]),
         redis_in_bytes=int(stats["total_net_input_bytes"]),
         redis_out_bytes=int(stats["total_net_output_bytes"]),

@@ -98,6 +98,7 @@ class Usage:
     wal_bytes: int
     rows_inserted: int
     rows_updated: int
+    history_sessions: int  # sessions opened on its database (pg_stat_database.sessions)
     redis_commands: int
     redis_in_bytes: int
     redis_out_bytes: int
@@ -318,6 +319,7 @@ CURVE_HEADER = [
     "failed (servers failing at the end)",
     "collector CPU ms/snapshot",
     "history CPU ms/snapshot",
+    "history sessions/snapshot",
     "WAL KB/snapshot",
     "rows/snapshot",
     "Redis commands/snapshot",
@@ -340,6 +342,7 @@ def curve_row(s: Step) -> list[str]:
         f"{s.failures:,} ({s.failing_servers:,})",
         _s(s.ms_per_snapshot(COLLECTION)),
         _s(s.ms_per_snapshot(HISTORY)),
+        f"{s.per_snapshot(u.history_sessions):.2f}",
         _s(s.per_snapshot(u.wal_bytes) / 1024),
         _s(s.per_snapshot(u.rows_inserted + u.rows_updated)),
         _s(s.per_snapshot(u.redis_commands)),
@@ -430,8 +433,9 @@ def markdown_section(run: ScaleRun) -> str:
         "lies in the window and has no snapshot is a missed interval. CPU: utime + stime of each process and its "
         "children (/proc), per snapshot taken in the window; history store and monitored clusters: postmaster "
         "and every backend. WAL: `pg_current_wal_lsn()` difference on the history store; rows: "
-        "`tup_inserted + tup_updated` of its database. Redis: INFO stats of the whole instance on 6379 "
-        "(database 13 is the run's, but other databases' traffic counts too). RSS: the largest of the samples "
+        "`tup_inserted + tup_updated` of its database; sessions: `sessions` of its database (connections opened). "
+        "Redis: INFO stats of the whole instance on 6379 (database 13 is the run's, but other databases' traffic "
+        "counts too). RSS: the largest of the samples "
         "taken every 5 s, per worker (a prefork worker: its processes summed, shared pages counted in each).",
         "",
         "The collection workers also run the dispatcher (`dispatch_due_collections`, every 5 s) and Celery's own "

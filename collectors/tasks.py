@@ -6,7 +6,6 @@ from dataclasses import asdict
 from celery import shared_task
 from django.conf import settings
 from django.core.cache import cache
-from django.db import close_old_connections
 
 from collectors import backfill, partitions, prune, rollups
 from collectors.checks import check_run
@@ -34,7 +33,6 @@ def track(task_id: str | None, server_id: int, status: str, result: dict | None 
 @shared_task(bind=True, max_retries=6, acks_late=True)
 def collect_server(self, server_id: int, tracked: bool = False) -> dict:
     """One collection; `tracked`: its status is kept in the cache for whoever asked (the API's collect now)."""
-    close_old_connections()
     task_id = self.request.id if tracked else None
     track(task_id, server_id, "running")
     try:
@@ -46,8 +44,6 @@ def collect_server(self, server_id: int, tracked: bool = False) -> dict:
     except Exception as exc:
         track(task_id, server_id, "failed", {"ok": False, "kind": "error", "error_code": type(exc).__name__})
         raise
-    finally:
-        close_old_connections()
     log.info(result.summary())
     out = {"ok": result.ok, "kind": result.kind, "error_code": result.error_code}
     track(task_id, server_id, "succeeded" if result.ok else "failed", out)
@@ -67,13 +63,11 @@ def _enqueue(server_id: int, expires_s: float, countdown_s: float) -> None:
 @shared_task
 def dispatch_due_collections() -> int:
     """Beat's, every DISPATCH_TICK_S: the servers due before the next tick, each sent to run at its due time."""
-    close_old_connections()
     return len(servers_dispatch_due(enqueue=_enqueue, horizon_s=settings.DISPATCH_TICK_S))
 
 
 @shared_task
 def roll_up_history() -> dict:
-    close_old_connections()
     if backfill.pending():  # history from before the read tier: convert it first (once)
         log.warning("history backfill: %s", backfill.history_backfill())
     result = rollups.roll_up()
@@ -85,6 +79,5 @@ def roll_up_history() -> dict:
 @shared_task
 def maintain_partitions() -> dict:
     """Partitions created ahead and dropped past retention, then the statements nothing refers to any more."""
-    close_old_connections()
     out = {"created": partitions.ensure_ahead(), "dropped": partitions.drop_expired()}
     return {**out, **prune.statements_prune()}

@@ -2,7 +2,8 @@
 
 import os
 
-from celery import Celery
+from celery import Celery, signals
+from django.db import close_old_connections, connection
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
 
@@ -16,3 +17,14 @@ def _install_schedule(sender: Celery, **_: object) -> None:
     from console.schedule import beat_schedule
 
     sender.conf.beat_schedule = beat_schedule()
+
+
+@signals.task_prerun.connect
+@signals.task_postrun.connect
+def _fresh_connections(sender=None, **_: object) -> None:
+    """Around every task, drop the database connections that are broken or past CONN_MAX_AGE, as Django does
+    around a request, and keep the others (settings.CELERY_DB_REUSE_MAX stops Celery closing them all). Not
+    for a task run eagerly nor inside a transaction (a test's): that connection is not the task's to close."""
+    if getattr(getattr(sender, "request", None), "is_eager", False) or connection.in_atomic_block:
+        return
+    close_old_connections()

@@ -8,7 +8,6 @@ import logging
 from datetime import datetime
 
 from celery import shared_task
-from django.db import close_old_connections, connection
 from django.utils import timezone
 
 from reports.selectors import report_week, reports_due
@@ -25,17 +24,9 @@ def retry_delay_s(retries: int) -> int:
     return RETRY_BASE_S * 2**retries
 
 
-def _fresh_connections() -> None:
-    """Drop database connections that are broken or past CONN_MAX_AGE, as Django does around a request; not
-    inside a caller's transaction (a task run eagerly, in a test): that connection is not ours to close."""
-    if not connection.in_atomic_block:
-        close_old_connections()
-
-
 @shared_task
 def send_due_reports(now: str | None = None) -> int:
     """Queue the report of every organization that is due and not claimed yet (`now`: ISO time, for tests)."""
-    _fresh_connections()
     at = datetime.fromisoformat(now) if now else timezone.now()
     due = reports_due(now=at)
     for d in due:
@@ -47,7 +38,6 @@ def send_due_reports(now: str | None = None) -> int:
 def send_weekly_report(self, organization_id: int, week: str, now: str | None = None,
                        send_id: int | None = None) -> dict:  # fmt: skip
     """Claim and send the organization's report of `week`; then, while deliveries are pending, try them again."""
-    _fresh_connections()
     at = datetime.fromisoformat(now) if now else timezone.now()
     last = self.request.retries >= self.max_retries
     try:
@@ -61,8 +51,6 @@ def send_weekly_report(self, organization_id: int, week: str, now: str | None = 
             raise
         log.warning("weekly report of organization %s, %s: %s; trying again", organization_id, week, exc)
         raise self.retry(exc=exc, countdown=retry_delay_s(self.request.retries)) from exc
-    finally:
-        _fresh_connections()
     if result.pending and not last:
         kwargs = {"organization_id": organization_id, "week": week, "now": now, "send_id": result.send_id}
         raise self.retry(kwargs=kwargs, countdown=retry_delay_s(self.request.retries))

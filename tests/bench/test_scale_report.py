@@ -171,6 +171,7 @@ def _usage(*, cpu=None, machine=600.0, idle=300.0, wal=10_000_000, redis=30_000)
         wal_bytes=wal,
         rows_inserted=100_000,
         rows_updated=500,
+        history_sessions=40,
         redis_commands=redis,
         redis_in_bytes=redis * 100,
         redis_out_bytes=redis * 50,

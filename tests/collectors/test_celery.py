@@ -177,3 +177,25 @@ def test_collection_retries_until_the_history_store_is_back(pg_clusters, tmp_pat
     assert "history store unavailable" in log.read_text()
     server.refresh_from_db()
     assert server.last_success_at is not None
+
+
+def _history_sessions() -> int:
+    """Sessions ever opened on the test database (pg_stat_database.sessions, PostgreSQL 14+)."""
+    with connection.cursor() as cur:
+        cur.execute("SELECT pg_stat_clear_snapshot()")
+        cur.execute("SELECT sessions FROM pg_stat_database WHERE datname = current_database()")
+        return cur.fetchone()[0]
+
+
+def test_the_worker_keeps_its_history_store_sessions_across_tasks(pg_clusters, celery_processes):
+    """Celery's Django fixup closed every connection after every task: each collection (and each dispatcher
+    tick) opened a new session on the history store, a cost per snapshot paid by the worker and the store."""
+    server = register(pg_clusters[17], name="kept-session")
+    Server.objects.filter(pk=server.pk).update(interval_s=2)
+    _wait_for(lambda: len(snapshots(server)) >= 2, 60, celery_processes)  # both worker threads have worked
+    before, taken = _history_sessions(), len(snapshots(server))
+    _wait_for(lambda: len(snapshots(server)) >= taken + 4, 60, celery_processes)
+    opened = _history_sessions() - before
+    # Four collections and as many dispatcher ticks (every second) ran meanwhile: at most one new session per
+    # worker thread that had not worked yet, none per task.
+    assert opened <= 2, f"{opened} sessions opened for {len(snapshots(server)) - taken} collections"
