@@ -1,6 +1,7 @@
 """Settings, all read from the environment. Production by default: DEBUG=true (set by ``make test``,
 ``make demo``) turns on debugging and the development keys; without it real keys are required."""
 
+from datetime import timedelta
 from pathlib import Path
 
 import environ
@@ -45,6 +46,7 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    "axes",
     "django_htmx",
     "rest_framework",
     "drf_spectacular",
@@ -67,11 +69,14 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     # Every page needs a login but the login page itself (@login_not_required).
     "django.contrib.auth.middleware.LoginRequiredMiddleware",
+    "console.login_guard.IdleSessionMiddleware",
     "console.middleware.UserTimezoneMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "console.middleware.ContentSecurityPolicyMiddleware",
+    # Last, as django-axes asks: it turns a login refused for too many failures into the lockout answer.
+    "axes.middleware.AxesMiddleware",
 ]
 
 # --- REST API (/api/v1/) -------------------------------------------------------
@@ -120,6 +125,14 @@ SECURE_REFERRER_POLICY = "same-origin"
 # HTTPS, HTTP redirected, and browsers told to stay on HTTPS.
 HTTPS = env.bool("HTTPS", default=False)
 SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = HTTPS
+# Plain HTTP outside DEBUG is an error of `check --deploy` (console.E001) and a warning in the web server's log,
+# unless acknowledged here for a private network (then console.W001).
+ALLOW_PLAIN_HTTP = env.bool("ALLOW_PLAIN_HTTP", default=False)
+# Where the console may connect as a monitored server (inventory/network_policy.py): link-local and metadata
+# addresses, its own history store and Redis are refused always; private ranges (a team's LAN) unless turned
+# off here, as a hosted console must; loopback only when asked for (on by default in development).
+MONITOR_ALLOW_PRIVATE = env.bool("MONITOR_ALLOW_PRIVATE", default=True)
+MONITOR_ALLOW_LOOPBACK = env.bool("MONITOR_ALLOW_LOOPBACK", default=DEBUG)
 if HTTPS:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=True)
@@ -131,6 +144,31 @@ if HTTPS:
     SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=False)
     SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=False)
 SESSION_COOKIE_HTTPONLY = True
+# A session ends after this long without a request (console.login_guard.IdleSessionMiddleware renews it while
+# the user works), not two weeks after logging in.
+SESSION_COOKIE_AGE = env.int("SESSION_IDLE_MINUTES", default=8 * 60) * 60
+# Reverse proxies in front of the web server that add the client's address to X-Forwarded-For (0: none, the
+# client is REMOTE_ADDR). Login throttling counts failures per address: behind a proxy without this, every
+# client would share the proxy's address.
+TRUSTED_PROXIES = env.int("TRUSTED_PROXIES", default=0)
+
+# --- Login throttling (django-axes) -----------------------------------------
+# Chosen over a counter of our own: a maintained Jazzband library that hooks into authenticate() itself, so the
+# console's login page and the admin's are covered alike, with its records and unlock command in the admin.
+# Failures are counted per client address and per user name, each on its own: a guesser spreading over many
+# names from one address, or over many addresses for one name, is stopped either way.
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+AXES_FAILURE_LIMIT = env.int("LOGIN_FAILURE_LIMIT", default=10)
+AXES_COOLOFF_TIME = timedelta(minutes=env.int("LOGIN_LOCKOUT_MINUTES", default=15))
+AXES_LOCKOUT_PARAMETERS = ["ip_address", "username"]
+# A success clears nothing: reset by address, one valid account would wipe its address's failures against
+# other users' names between guesses. Failures age out after the cool-off instead.
+AXES_RESET_ON_SUCCESS = False
+# Attempts during a lockout do not extend it: a lock on a user name ends when it said it would.
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
+AXES_LOCKOUT_CALLABLE = "console.login_guard.lockout_response"
+AXES_CLIENT_IP_CALLABLE = "console.login_guard.client_ip"
+AXES_VERBOSE = False
 
 ROOT_URLCONF = "console.urls"
 WSGI_APPLICATION = "console.wsgi.application"
@@ -152,7 +190,10 @@ TEMPLATES = [
 ]
 
 AUTH_PASSWORD_VALIDATORS = [
-    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator", "OPTIONS": {"min_length": 12}},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
 
 LANGUAGE_CODE = "en-us"

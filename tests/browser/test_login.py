@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from django.conf import settings
 from playwright.sync_api import Page, expect
 
 from console.middleware import CONTENT_SECURITY_POLICY
@@ -78,3 +79,24 @@ def test_the_time_zone_preference_changes_what_pages_show(console_page):
     expect(page.get_by_text("Times are now shown in Europe/Paris.")).to_be_visible()
     expect(page.locator("header .user")).to_contain_text("dba · Europe/Paris")
     assert page.evaluate("document.body.dataset.timeZone") == "Europe/Paris"
+
+
+def test_guessing_a_password_is_stopped_with_the_wait_said(page, member, console_log, tmp_path):
+    member(username="alice")
+    page.goto("/")
+    for i in range(settings.AXES_FAILURE_LIMIT - 1):
+        log_in(page, "alice", f"guess-{i}")
+        expect(page.get_by_text("Your user name and password did not match")).to_be_visible()
+    log_in(page, "alice", "guess-last")
+    console_log.allow(r"429")
+    alert = page.get_by_role("alert")
+    expect(alert).to_have_text(
+        "Too many failed logins for this user name or from this address: try again in 15 minutes."
+    )
+    expect(page.get_by_text("did not match")).to_have_count(0)
+    expect(page.get_by_label("User name")).to_have_value("alice")
+    # The right password is refused too while the lock holds.
+    log_in(page, "alice", PASSWORD)
+    expect(page.get_by_role("alert")).to_be_visible()
+    expect(page.get_by_role("button", name="Log out")).to_have_count(0)
+    page.screenshot(path=str(tmp_path / "login-locked-out.png"))

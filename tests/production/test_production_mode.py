@@ -86,6 +86,7 @@ def production_env(folder: Path, *, port: int, smtp_port: int) -> dict[str, str]
         "DEFAULT_FROM_EMAIL": "pgconsole <reports@production.example>",
         "CONSOLE_URL": f"http://127.0.0.1:{port}",
         "HOME": str(folder),  # gunicorn's control socket, fontconfig's cache: the image user's home
+        "MONITOR_ALLOW_LOOPBACK": "true",  # the monitored cluster runs on this machine
     }
 
 
@@ -327,17 +328,21 @@ def _deploy_warnings(env: dict[str, str]) -> set[str]:
         text=True,
         env={**os.environ, **env},
     )
-    return set(re.findall(r"\((security\.W\d+)\)", done.stdout + done.stderr))
+    return set(re.findall(r"\(((?:security|console)\.[EW]\d+)\)", done.stdout + done.stderr))
 
 
 def test_check_deploy_is_clean_apart_from_what_the_readme_explains(tmp_path):
     """Behind TLS (HTTPS=true) only the HSTS choices that are the operator's domain's remain; over plain HTTP the
-    four that HTTPS=true sets. The README names each."""
+    four that HTTPS=true sets and the console's own error, a warning once plain HTTP is acknowledged. The README
+    names each."""
     readme = (ROOT / "README.md").read_text()
     env = production_env(tmp_path, port=8000, smtp_port=25)
     behind_tls = _deploy_warnings({**env, "HTTPS": "true"})
-    plain = _deploy_warnings({**env, "HTTPS": "false"})
+    plain = _deploy_warnings({**env, "HTTPS": "false", "ALLOW_PLAIN_HTTP": "false"})
+    acknowledged = _deploy_warnings({**env, "HTTPS": "false", "ALLOW_PLAIN_HTTP": "true"})
+    http_warnings = {"security.W004", "security.W008", "security.W012", "security.W016"}
     assert behind_tls <= {"security.W005", "security.W021"}, behind_tls
-    assert plain == {"security.W004", "security.W008", "security.W012", "security.W016"}, plain
-    for warning in behind_tls | plain:
+    assert plain == {*http_warnings, "console.E001"}, plain
+    assert acknowledged == {*http_warnings, "console.W001"}, acknowledged
+    for warning in behind_tls | plain | acknowledged:
         assert warning in readme, f"README does not explain {warning}"
