@@ -16,10 +16,9 @@ from typing import Literal
 
 import psycopg
 from psycopg import sql
-from psycopg.conninfo import make_conninfo
 
 from collectors.connection import CHECK_APPLICATION_NAME, MonitoredConnection, Target
-from collectors.errors import CollectionError
+from collectors.errors import CollectionError, RefusedByPolicy, Unreachable
 from collectors.pgss import MIN_SERVER_VERSION
 
 Level = Literal["ok", "info", "warning", "problem"]
@@ -133,11 +132,15 @@ def server_check(*, host: str, port: int, database: str, user: str, password: st
                     sslmode=sslmode)  # fmt: skip
     out = _Report(target=target.label)
     try:
-        conninfo = make_conninfo(target.conninfo(), application_name=CHECK_APPLICATION_NAME)
+        conninfo = target.dial_conninfo(application_name=CHECK_APPLICATION_NAME)
         conn = MonitoredConnection.connect(conninfo, autocommit=True, prepare_threshold=None)
-    except psycopg.Error as exc:
+    except (psycopg.Error, Unreachable) as exc:  # Unreachable: the name does not resolve
         out.failure, finding = _connect_failure(_scrub(exc, password), target)
         out.findings.append(finding)
+        return out.build(connected=False, started=started)
+    except RefusedByPolicy as exc:
+        out.failure = "policy"
+        out.findings.append(Finding("problem", "Connection", f"Not allowed: {exc.message}"))
         return out.build(connected=False, started=started)
     except CollectionError as exc:  # MalformedDsn from conninfo(): say so, never crash the page
         out.failure = "settings"
@@ -287,6 +290,13 @@ def _preload_findings(out: _Report, *, preloaded: bool, preload: str | None, com
         ))  # fmt: skip
 
 
+def _in_comment(name: str) -> str:
+    """A database's name as a line of SQL comment may hold it, in a fix a superuser copies: quoted as an
+    identifier, with control characters written as escapes (a newline would end the comment, and what follows
+    it would run as a statement)."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in quote_ident(name))
+
+
 def _extension_findings(out: _Report, *, extversion: str | None, default_version: str | None, dbname: str,
                         available: bool) -> None:  # fmt: skip
     if extversion is None:
@@ -296,7 +306,9 @@ def _extension_findings(out: _Report, *, extversion: str | None, default_version
         else:
             text = ("The pg_stat_statements extension is not installed on this host (the contrib package is "
                     "missing): install it, then create the extension.")  # fmt: skip
-        fix = f"-- in database {dbname}, as a superuser:\nCREATE EXTENSION IF NOT EXISTS pg_stat_statements;"
+        fix = (
+            f"-- in database {_in_comment(dbname)}, as a superuser:\nCREATE EXTENSION IF NOT EXISTS pg_stat_statements;"
+        )
         out.findings.append(Finding("problem", "Extension", text, fix))
         return
     out.findings.append(Finding("ok", "Extension", f"Extension pg_stat_statements {extversion} is created in "
@@ -306,7 +318,7 @@ def _extension_findings(out: _Report, *, extversion: str | None, default_version
             "info", "Extension",
             f"The extension is at version {extversion}; this server ships {default_version}, with more columns "
             "(the console reads the columns of the installed version).",
-            f"-- in database {dbname}:\nALTER EXTENSION pg_stat_statements UPDATE;",
+            f"-- in database {_in_comment(dbname)}:\nALTER EXTENSION pg_stat_statements UPDATE;",
         ))  # fmt: skip
 
 

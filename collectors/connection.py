@@ -22,7 +22,15 @@ import psycopg
 from django.conf import settings
 from psycopg.conninfo import make_conninfo
 
-from collectors.errors import MalformedDsn, OutOfTime, ServerSilent, from_connect_error
+from collectors.errors import (
+    MalformedDsn,
+    OutOfTime,
+    RefusedByPolicy,
+    ServerSilent,
+    Unreachable,
+    from_connect_error,
+)
+from inventory import network_policy
 
 # A healthy server answers every statement within statement_timeout, with rows or an error; silence
 # past that (plus this margin for the network and the server's own scheduling) means it is gone.
@@ -180,6 +188,18 @@ class Target:
         except psycopg.ProgrammingError as exc:
             raise MalformedDsn(f"invalid connection settings for {self.label}: {exc}") from exc
 
+    def dial_conninfo(self, **extra: Any) -> str:
+        """conninfo() pinned to the address the network policy allows now (libpq's hostaddr, the host name
+        still naming the server for TLS): what a name resolves to is checked at every connection, and libpq
+        connects there without a lookup of its own that could answer otherwise."""
+        try:
+            address = network_policy.dial_address(self.host, self.port)
+        except network_policy.Refused as exc:
+            raise RefusedByPolicy(f"{self.label}: {exc.message}") from exc
+        except network_policy.Unresolvable as exc:
+            raise Unreachable(f"cannot connect to {self.label}: {exc}") from exc
+        return make_conninfo(self.conninfo(), hostaddr=address, **extra)
+
 
 _lock = threading.Lock()
 _idle: dict[int, tuple[str, MonitoredConnection, float]] = {}
@@ -187,7 +207,7 @@ _idle: dict[int, tuple[str, MonitoredConnection, float]] = {}
 
 def connect(target: Target) -> MonitoredConnection:
     """A fresh autocommit connection, or a clear CollectionError."""
-    conninfo = target.conninfo()
+    conninfo = target.dial_conninfo()
     try:
         conn = MonitoredConnection.connect(conninfo, autocommit=True, prepare_threshold=None)
     except psycopg.Error as exc:

@@ -21,6 +21,12 @@ class Unreachable(CollectionError):
     code = "unreachable"
 
 
+class RefusedByPolicy(CollectionError):
+    """The console's network policy does not let it dial the server's address (inventory.network_policy)."""
+
+    code = "refused_by_policy"
+
+
 class AuthenticationFailed(CollectionError):
     code = "auth_failed"
 

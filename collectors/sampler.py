@@ -30,7 +30,6 @@ import redis
 import redis.asyncio
 from django.conf import settings
 from django.db import close_old_connections
-from psycopg.conninfo import make_conninfo
 
 from collectors import waits
 from collectors.connection import sampler_application_name
@@ -121,10 +120,10 @@ def jobs() -> list[Job]:
     for server in Server.objects.filter(enabled=True).exclude(pk__in=profiled).order_by("pk"):
         try:
             target = monitoring_target(server)
+            conninfo = target.dial_conninfo(application_name=sampler_application_name())
         except Exception as exc:  # noqa: BLE001 - one server's settings never stop the others' sampling
             log.warning("wait sampling: %s left out: %s", server, exc)
             continue
-        conninfo = make_conninfo(target.conninfo(), application_name=sampler_application_name())
         out.append(Job(server.pk, conninfo, server.interval_s))
     close_old_connections()
     return out

@@ -4,9 +4,11 @@ The tables keep the names they had when these models lived in the console app (d
 models changed no table (inventory/migrations/0001_initial.py)."""
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
+from inventory import network_policy
 from inventory.crypto import decrypt_secret, encrypt_secret
 
 
@@ -96,6 +98,14 @@ class Server(models.Model):
 
     def __str__(self) -> str:
         return f"{self.organization}/{self.name}"
+
+    def clean(self) -> None:
+        """The console dials only where its network policy allows (checked again at every connection)."""
+        if self.host and self.port:
+            try:
+                network_policy.check(self.host, self.port)
+            except network_policy.Refused as exc:
+                raise ValidationError({"host": exc.message}) from exc
 
     def set_password(self, plain: str | None) -> None:
         self.password_encrypted = encrypt_secret(plain) if plain else ""

@@ -20,6 +20,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.utils.encoders import JSONEncoder
 
+from reports.export_formats.csvfiles import formula_safe
+
 DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 500
 DEFAULT_SINCE = timedelta(hours=1)
@@ -175,8 +177,8 @@ class CSVRenderer(renderers.BaseRenderer):
         writer = csv.DictWriter(out, fieldnames=columns, extrasaction="ignore")
         writer.writeheader()
         for r in flat:
-            # A cell starting with = + - @ is text, not a formula, in a spreadsheet (query texts are untrusted).
-            writer.writerow({k: f"'{v}" if isinstance(v, str) and v[:1] in "=+-@" else v for k, v in r.items()})
+            # Text, never a formula, in a spreadsheet (query texts are untrusted); an empty cell stays empty.
+            writer.writerow({k: formula_safe(v) if isinstance(v, str) else v for k, v in r.items()})
         return out.getvalue().encode(self.charset)
 
 

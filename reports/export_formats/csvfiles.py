@@ -8,9 +8,14 @@ import io
 
 from reports.audit_data import Table
 
-# A cell starting with one of these would be a formula in a spreadsheet (query texts are untrusted): it
-# gets a leading quote, as the API's CSV does.
-FORMULA_START = ("=", "+", "-", "@")
+# A cell starting with one of these would be a formula in a spreadsheet (query texts are untrusted): it gets a
+# leading quote, in the API's CSV too. A TAB or CR first is skipped by spreadsheets before a formula.
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def formula_safe(text: str) -> str:
+    """The text as a spreadsheet must show it: as text, never run as a formula."""
+    return "'" + text if text.startswith(FORMULA_START) else text
 
 
 def cell_text(value) -> str:
@@ -19,7 +24,7 @@ def cell_text(value) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, str):
-        return "'" + value if value.startswith(FORMULA_START) else value
+        return formula_safe(value)
     return repr(value) if isinstance(value, float) else str(value)
 
 

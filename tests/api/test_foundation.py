@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 from datetime import timedelta
 from io import StringIO
 
@@ -14,6 +15,7 @@ from django.utils import timezone
 from console.api.throttling import TokenRateThrottle
 from console.api.tokens import TokenError, token_create, token_hash, token_revoke
 from console.models import ApiToken
+from inventory.models import Server
 from tests.api.conftest import assert_error
 
 pytestmark = pytest.mark.django_db
@@ -141,3 +143,20 @@ def test_a_response_that_does_not_match_the_schema_is_caught(api_world):
         check_response("GET", ORGS, JsonResponse({"count": "many", "results": [{"id": "x"}]}))
     with pytest.raises(AssertionError, match="violates the schema"):
         check_response("GET", ORGS, JsonResponse({"status": 404}, status=404))  # not the error shape
+
+
+def test_csv_cells_are_text_in_a_spreadsheet_and_empty_ones_stay_empty(api_world):
+    """A name that a spreadsheet would run as a formula (also behind a TAB or CR, which it skips) gets a leading
+    quote; an empty cell stays empty, not a lone quote."""
+    c = api_world.client("viewer")
+    for hostile in ('=HYPERLINK("http://evil.example")', "\t=1+1", "\r@SUM(A1)", "-2+3", "+1"):
+        api_world.acme.name = hostile
+        api_world.acme.save()
+        [header, row] = list(csv.reader(StringIO(c.get(ORGS, {"format": "csv"}).content.decode())))
+        assert header == ["id", "name", "role", "servers"]
+        assert row == [str(api_world.acme.pk), "'" + hostile, "viewer", "0"], hostile
+    Server.objects.create(organization=api_world.acme, name="db-empty", host="db1.example", user="m")
+    response = c.get("/api/v1/servers/", {"format": "csv", "organization": api_world.acme.pk})
+    assert response.status_code == 200, response.content
+    [header, row] = list(csv.reader(StringIO(response.content.decode())))
+    assert row[header.index("last_error_message")] == "" and "'" not in row

@@ -25,8 +25,8 @@ SECRET = "s3cr3t-pw-never-shown"
 
 def _body(c, major: int, **extra) -> dict:
     return {"organization": extra.pop("organization"), "name": extra.pop("name", f"api-pg{major}"),
-            "host": "127.0.0.1", "port": c.port, "database": "app", "user": MONITOR_USER,
-            "password": extra.pop("password", MONITOR_PASSWORD), **extra}  # fmt: skip
+            "host": extra.pop("host", "127.0.0.1"), "port": extra.pop("port", c.port), "database": "app",
+            "user": MONITOR_USER, "password": extra.pop("password", MONITOR_PASSWORD), **extra}  # fmt: skip
 
 
 def _post(client, url, body):
@@ -175,3 +175,26 @@ def test_put_replaces_every_field_and_keeps_the_organization(api_world, pg_clust
     assert (r.json()["name"], r.json()["interval_s"], r.json()["organization"]) == ("put-me-2", 120, "acme")
     missing = dba.put(f"/api/v1/servers/{created['id']}/", json.dumps({"name": "x"}), content_type="application/json")
     assert {"host", "user"} <= set(assert_error(missing, 400)["errors"])
+
+
+def test_the_network_policy_refuses_with_the_reason(api_world, pg_clusters):
+    """The console's own history store, the cloud metadata address, a Unix socket, a host list: refused at save
+    time with the reason on the host field (inventory.network_policy), nothing stored."""
+    c, dba = pg_clusters[17], api_world.client("dba")
+    history_port = int(connection.settings_dict["PORT"])
+    for i, (host, port, why) in enumerate([
+        ("169.254.169.254", 5432, "169.254.169.254 is a link-local or cloud metadata address"),
+        ("127.0.0.1", history_port, f"127.0.0.1:{history_port} is the console's own history store or Redis"),
+        ("/var/run/postgresql", 5432, "Unix sockets are not monitored"),
+        ("db1,db2", 5432, "one host per server"),
+    ]):  # fmt: skip
+        body = _body(c, 17, organization=api_world.acme.pk, name=f"refused-{i}", host=host, port=port)
+        error = assert_error(_post(dba, "/api/v1/servers/", body), 400)
+        assert why in " ".join(error["errors"]["host"]), error
+    assert not Server.objects.filter(name__startswith="refused-").exists()
+    # Moving a server there is refused the same way.
+    created = _post(dba, "/api/v1/servers/", _body(c, 17, organization=api_world.acme.pk, name="allowed"))
+    assert created.status_code == 201, created.content
+    moved = _patch(dba, f"/api/v1/servers/{created.json()['id']}/", {"host": "169.254.169.254", "port": 80})
+    assert "link-local or cloud metadata" in " ".join(assert_error(moved, 400)["errors"]["host"])
+    assert Server.objects.get(name="allowed").host == "127.0.0.1"

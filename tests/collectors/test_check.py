@@ -14,6 +14,7 @@ import pytest
 
 from collectors.check import MONITORING_ROLE_SQL, CheckReport, server_check
 from tests.conftest import APP_DB, MONITOR_PASSWORD, MONITOR_USER
+from tests.world import run
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 PLAIN_ROLE = "check_plain"
@@ -76,6 +77,23 @@ def test_the_extension_missing_in_the_database_asked_for(pg_clusters):
     assert problem.fix == "-- in database postgres, as a superuser:\nCREATE EXTENSION IF NOT EXISTS pg_stat_statements;"
     # The settings are still reported (they come with the preload, not the extension); the view is not read.
     assert report.setting("max") == "5000" and report.entries is None and report.dealloc is None
+
+
+def test_a_database_name_cannot_inject_a_statement_into_the_fix(pg_clusters):
+    """The fix names the database in a comment: a name with a newline must not end it and start a statement in
+    what a superuser copies."""
+    c = pg_clusters[17]
+    name = "evil\nDROP ROLE monitor; --"
+    run(c, f'DROP DATABASE IF EXISTS "{name}"', dbname="postgres")
+    run(c, f'CREATE DATABASE "{name}"', dbname="postgres")
+    try:
+        report = check(c, database=name)
+    finally:
+        run(c, f'DROP DATABASE "{name}"', dbname="postgres")
+    fix = report.problems[0].fix
+    first_line = '-- in database "evil\\nDROP ROLE monitor; --", as a superuser:'
+    assert fix == first_line + "\nCREATE EXTENSION IF NOT EXISTS pg_stat_statements;"
+    assert fix.splitlines()[0].startswith("-- ") and len(fix.splitlines()) == 2
 
 
 def test_postgresql_13_has_no_info_view(pg_clusters):
@@ -177,6 +195,18 @@ def test_a_host_name_that_does_not_resolve():
     report = server_check(host="no-such-host.invalid", port=5432, database="app", user="monitor", password="pw-1",
                           sslmode="prefer")  # fmt: skip
     assert report.failure == "dns" and "'no-such-host.invalid' does not resolve" in report.findings[0].text
+
+
+def test_an_address_the_network_policy_refuses_is_never_dialled():
+    """The metadata address: said so at once, with no connection tried (no timeout, no libpq text)."""
+    report = server_check(host="169.254.169.254", port=80, database="app", user="monitor", password="pw-1",
+                          sslmode="prefer")  # fmt: skip
+    assert not report.connected and report.failure == "policy"
+    assert report.findings[0].text == (
+        "Not allowed: monitor@169.254.169.254:80/app: the console does not connect there: 169.254.169.254 is a "
+        "link-local or cloud metadata address"
+    )
+    assert report.elapsed_ms < 1000
 
 
 def test_a_database_that_does_not_exist(pg_clusters):

@@ -108,3 +108,9 @@ def test_a_script_in_a_query_is_escaped_in_the_pdf(exported):
     assert "&lt;script&gt;alert(&#x27;pwned&#x27;)&lt;/script&gt;" in html
     row = next(r for r in bundle.doc["servers"][0]["top"]["total"] if r["statement_id"] == script_id)
     assert SCRIPT in row["query"]  # the data keeps it as it is (data is not markup)
+
+
+def test_a_csv_cell_is_never_a_formula_and_an_empty_one_stays_empty():
+    for hostile in ("=1+1", "+1", "-1", "@SUM(A1)", "\t=1+1", "\r=1+1"):
+        assert cell_text(hostile) == "'" + hostile
+    assert cell_text("") == "" and cell_text(None) == "" and cell_text("SELECT 1") == "SELECT 1"
