@@ -15,6 +15,7 @@ from typing import Literal
 
 from django.conf import settings
 from django.core.cache import cache
+from django.views.decorators.debug import sensitive_variables
 
 from collectors.check import CheckReport, server_check
 from inventory.crypto import CredentialsError, decrypt_secret, encrypt_secret
@@ -91,6 +92,7 @@ def check_state(*, check_id: str) -> CheckState | None:
     return _state(check_id, entry)
 
 
+@sensitive_variables("sealed", "password", "entry")
 def check_run(check_id: str) -> Status | None:
     """The worker's side: take the check (its password leaves the cache), run it, store the report."""
     key = _key(check_id)

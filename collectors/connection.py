@@ -15,11 +15,12 @@ never silent, so a snapshot (and a connection check) has a deadline too.
 import threading
 import time
 from collections.abc import Generator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import psycopg
 from django.conf import settings
+from django.views.decorators.debug import sensitive_variables
 from psycopg.conninfo import make_conninfo
 
 from collectors.errors import (
@@ -140,7 +141,7 @@ class Target:
     port: int
     database: str
     user: str
-    password: str | None
+    password: str | None = field(repr=False)  # never in a log line, a traceback's locals or an error page
     sslmode: str
     interval_s: int | None = None  # the server's collection interval, which caps the wait for a reply
 
@@ -151,6 +152,7 @@ class Target:
     def limits(self) -> Limits:
         return limits(self.interval_s)
 
+    @sensitive_variables("params")
     def conninfo(self) -> str:
         cfg = settings.COLLECTOR
         net = self.limits()
@@ -188,6 +190,7 @@ class Target:
         except psycopg.ProgrammingError as exc:
             raise MalformedDsn(f"invalid connection settings for {self.label}: {exc}") from exc
 
+    @sensitive_variables("extra")
     def dial_conninfo(self, **extra: Any) -> str:
         """conninfo() pinned to the address the network policy allows now (libpq's hostaddr, the host name
         still naming the server for TLS): what a name resolves to is checked at every connection, and libpq
@@ -205,6 +208,7 @@ _lock = threading.Lock()
 _idle: dict[int, tuple[str, MonitoredConnection, float]] = {}
 
 
+@sensitive_variables("conninfo")
 def connect(target: Target) -> MonitoredConnection:
     """A fresh autocommit connection, or a clear CollectionError."""
     conninfo = target.dial_conninfo()
@@ -216,6 +220,7 @@ def connect(target: Target) -> MonitoredConnection:
     return conn
 
 
+@sensitive_variables("conninfo", "held", "held_info")
 def checkout(target: Target) -> tuple[MonitoredConnection, bool]:
     """A connection for one snapshot, and whether it was reused (a reused one may have gone stale)."""
     idle_s = settings.COLLECTOR["CONNECTION_IDLE_S"]
@@ -232,6 +237,7 @@ def checkout(target: Target) -> tuple[MonitoredConnection, bool]:
     return connect(target), False
 
 
+@sensitive_variables("previous")
 def checkin(target: Target, conn: MonitoredConnection) -> None:
     if (
         settings.COLLECTOR["CONNECTION_IDLE_S"] <= 0

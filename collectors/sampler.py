@@ -23,7 +23,7 @@ import signal
 import socket
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import psycopg
 import redis
@@ -80,8 +80,8 @@ def take(server_id: int) -> tuple[bool, waits.WaitReading | None]:
     if n <= 0:
         return bool(alive), None
     counts: dict[waits.EventKey, int] = {}
-    for field, value in counted.items():
-        event_type, event, query_id = field.decode().split(_FIELD_SEP)
+    for name, value in counted.items():
+        event_type, event, query_id = name.decode().split(_FIELD_SEP)
         counts[(event_type or None, event or None, int(query_id) if query_id else None)] = int(value)
     return bool(alive), waits.WaitReading(source="pg_stat_activity", counts=counts, n_samples=n)
 
@@ -98,7 +98,7 @@ class Job:
     """One server to sample: where, how often."""
 
     server_id: int
-    conninfo: str
+    conninfo: str = field(repr=False)  # holds the password
     interval_s: int
 
     @property

@@ -16,6 +16,7 @@ import redis
 from django.conf import settings
 from django.db import DatabaseError, InterfaceError, OperationalError, connection, transaction
 from django.utils import timezone
+from django.views.decorators.debug import sensitive_variables
 
 from collectors import codec, history, lineage, partitions, pgss, sampler, tables, texts, waits
 from collectors import connection as monitored
@@ -66,6 +67,7 @@ class CollectionResult:
         return text
 
 
+@sensitive_variables("password")
 def monitoring_target(server: Server) -> monitored.Target:
     """Where and how to connect to the server (its password decrypted), or a CollectionError saying why not."""
     try:

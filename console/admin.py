@@ -15,8 +15,8 @@ class ServerForm(forms.ModelForm):
     password = forms.CharField(
         required=False,
         widget=forms.PasswordInput(render_value=False),
-        help_text="Leave empty to keep the current password; it is cleared when host, port, database or "
-                  "user change. Stored encrypted.",
+        help_text="Leave empty to keep the current password; it is cleared when organization, host, port, "
+                  "database, user or sslmode change. Stored encrypted.",
     )  # fmt: skip
     clear_password = forms.BooleanField(required=False, help_text="Remove the stored password.")
 

@@ -10,8 +10,7 @@ from psycopg.conninfo import make_conninfo
 
 from advisor.thresholds import Thresholds
 from inventory.models import Membership, Organization, Server
-
-CONNECTION_FIELDS = ("host", "port", "database", "user")
+from inventory.services import connection_moves
 
 
 class ServerForm(forms.Form):
@@ -42,7 +41,17 @@ class ServerForm(forms.Form):
             kwargs.setdefault("initial", {}).update(
                 {
                     name: getattr(server, name)
-                    for name in ("name", *CONNECTION_FIELDS, "sslmode", "interval_s", "cpu_count", "enabled")
+                    for name in (
+                        "name",
+                        "host",
+                        "port",
+                        "database",
+                        "user",
+                        "sslmode",
+                        "interval_s",
+                        "cpu_count",
+                        "enabled",
+                    )
                 },
                 organization=server.organization_id,
                 tags=", ".join(server.tags),
@@ -56,7 +65,8 @@ class ServerForm(forms.Form):
             self.fields["password"].help_text = (
                 "Write-only. Empty keeps the stored password"
                 + (" (one is stored)" if server.password_encrypted else " (none is stored)")
-                + ", unless host, port, database or role change: then it is cleared, never sent elsewhere."
+                + ", unless organization, host, port, database, role or sslmode change: then it is cleared, never "
+                "sent elsewhere."
             )
 
     def clean_tags(self) -> list[str]:
@@ -74,9 +84,7 @@ class ServerForm(forms.Form):
 
     def moves(self) -> bool:
         """The connection fields differ from the stored server's (a stored password must not follow)."""
-        if self.server is None:
-            return True
-        return any(self.cleaned_data.get(name) != getattr(self.server, name) for name in CONNECTION_FIELDS)
+        return self.server is None or connection_moves(self.server, self.cleaned_data)
 
     def add_service_error(self, error: ValidationError) -> None:
         """A service's ValidationError on the fields it names, the rest on the form."""

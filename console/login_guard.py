@@ -45,8 +45,8 @@ def locked_out_minutes(*, ip_address: str, username: str | None, now=None) -> in
 def lockout_response(request: HttpRequest, original_response=None, credentials: dict | None = None) -> HttpResponse:
     """AXES_LOCKOUT_CALLABLE: the login page again, saying why and for how long, with 429 Too Many Requests."""
     username = (credentials or {}).get("username") or request.POST.get("username") or None
-    minutes = locked_out_minutes(ip_address=getattr(request, "axes_ip_address", client_ip(request)),
-                                 username=username)  # fmt: skip
+    ip_address = getattr(request, "axes_ip_address", client_ip(request))
+    minutes = locked_out_minutes(ip_address=ip_address, username=username)
     response = TemplateResponse(
         request,
         "registration/login.html",

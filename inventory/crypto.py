@@ -4,6 +4,7 @@ from functools import lru_cache
 
 from cryptography.fernet import Fernet, InvalidToken
 from django.conf import settings
+from django.views.decorators.debug import sensitive_variables
 
 
 class CredentialsError(Exception):
@@ -19,6 +20,7 @@ def encrypt_secret(plain: str) -> str:
     return _fernet(settings.CREDENTIALS_KEY).encrypt(plain.encode()).decode()
 
 
+@sensitive_variables()
 def decrypt_secret(token: str) -> str:
     try:
         return _fernet(settings.CREDENTIALS_KEY).decrypt(token.encode()).decode()

@@ -7,6 +7,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
+from django.views.decorators.debug import sensitive_variables
 
 from inventory import network_policy
 from inventory.crypto import decrypt_secret, encrypt_secret
@@ -110,6 +111,7 @@ class Server(models.Model):
     def set_password(self, plain: str | None) -> None:
         self.password_encrypted = encrypt_secret(plain) if plain else ""
 
+    @sensitive_variables()
     def get_password(self) -> str | None:
         return decrypt_secret(self.password_encrypted) if self.password_encrypted else None
 

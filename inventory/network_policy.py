@@ -89,8 +89,6 @@ def address_problem(address: IPAddress, port: int) -> str | None:
             if settings.MONITOR_ALLOW_PRIVATE
             else (f"{address} is a private address, refused by this console's network policy (MONITOR_ALLOW_PRIVATE)")
         )
-    if address.is_private or address.is_reserved:  # documentation, benchmarking and other special ranges
-        return f"{address} is a special-purpose address"
     return None
 
 

@@ -17,8 +17,16 @@ DEFAULT_ORGANIZATION = "default"
 # What server_update may change (the collection status belongs to the collectors).
 UPDATABLE_FIELDS = frozenset({"organization", "name", "host", "port", "database", "user", "sslmode", "enabled",
                               "interval_s", "cpu_count", "tags"})  # fmt: skip
-# Where the password is sent: a change to any of these without a new password clears the stored one.
-CONNECTION_FIELDS = ("host", "port", "database", "user")
+# Where the password is sent, and how: a change to any of these without a new password clears the stored one
+# (sslmode: a password given for a verified TLS connection is never sent over a weaker one; organization: it
+# is never handed to another tenant).
+CONNECTION_FIELDS = ("organization", "host", "port", "database", "user", "sslmode")
+
+
+def connection_moves(server: Server, changes: Mapping[str, Any]) -> bool:
+    """Whether `changes` (field -> new value) send the server's connection elsewhere or otherwise, so that its
+    stored password must not follow."""
+    return any(name in changes and changes[name] != getattr(server, name) for name in CONNECTION_FIELDS)
 
 
 def parse_dsn(dsn: str) -> dict[str, str]:
@@ -83,13 +91,14 @@ def server_update(
     """Change the fields in ``data`` (names from UPDATABLE_FIELDS); a non-empty ``password`` replaces
     the stored one.
 
-    The stored password goes only where its owner sent it: when host, port, database or user change
-    and no new password comes with the change, it is cleared, never sent to the new destination.
+    The stored password goes only where, and how, its owner sent it: when the organization, host, port,
+    database, user or sslmode change and no new password comes with the change, it is cleared, never sent to
+    the new destination.
     """
     unknown = set(data) - UPDATABLE_FIELDS
     if unknown:
         raise ValidationError(f"cannot update {sorted(unknown)}")
-    moved = any(field in data and data[field] != getattr(server, field) for field in CONNECTION_FIELDS)
+    moved = connection_moves(server, data)
     joining = "organization" in data and data["organization"] != server.organization
     for field, value in data.items():
         setattr(server, field, value)

@@ -1,7 +1,8 @@
 """/api/v1/servers/: the caller's servers — list, create, read, update, delete, test the connection and
 collect now (each 202 and something to poll), their snapshots and recent collection errors. Writes go through
 inventory.services and console.services (DBA or admin of the server's organization); the monitoring
-password is write-only: never in a response, cleared when host, port, user or database change without it."""
+password is write-only: never in a response, cleared when organization, host, port, user, database or sslmode change
+without it."""
 
 from __future__ import annotations
 
@@ -196,8 +197,8 @@ class ServerView(APIView):
         return Response(_out(server))
 
     @extend_schema(operation_id="server_update", request=ServerPatch, responses=ServerOut,
-                   description="All fields. host, port, user or database changed without a password: the stored "
-                   "password is cleared (never sent to the new destination).")  # fmt: skip
+                   description="All fields. organization, host, port, user, database or sslmode changed without a "
+                   "password: the stored password is cleared (never sent to the new destination).")  # fmt: skip
     def put(self, request, server_id: int):
         return self._update(request, server_id, partial=False)
 

@@ -19,6 +19,7 @@ from django.views.decorators.http import require_POST
 
 from collectors.check import MONITORING_ROLE_SQL, CheckReport, Finding
 from collectors.checks import CheckState, check_queue
+from console import throttling
 from console.access import (
     MANAGE_SERVERS,
     check_for,
@@ -110,6 +111,9 @@ def _server_form(request: HttpRequest, *, organizations, server: Server | None) 
     form = ServerForm(request.POST or None, organizations=organizations, server=server)
     context = {"form": form, "server": server, "role_sql": _role_sql(), "check": None}
     if request.method == "POST" and request.POST.get("action") == "check":
+        if wait := throttling.wait_s(request, "check"):
+            context["refused"] = f"Too many connection checks in a minute: try again in {throttling.wait_text(wait)}."
+            return render_page(request, FORM_TEMPLATE, context, fragment="check", status=429)
         if form.is_valid():
             context.update(_check_context(_check(form)))
         return render_page(request, FORM_TEMPLATE, context, fragment="check")
@@ -139,7 +143,11 @@ def _save(request: HttpRequest, form: ServerForm, server: Server | None) -> bool
     updated = server_update(server=copy.copy(server), data={name: cd[name] for name in fields},
                             password=cd["password"] or None, clear_password=cd["forget_password"])  # fmt: skip
     if had_password and not updated.password_encrypted:
-        why = "as asked" if cd["forget_password"] else "because host, port, database or role changed"
+        why = (
+            "as asked"
+            if cd["forget_password"]
+            else "because its organization, host, port, database, role or sslmode changed"
+        )
         messages.warning(
             request,
             f"The stored password of {updated.name} was cleared {why}: a password goes only to the server it was "
@@ -174,7 +182,8 @@ def _check(form: ServerForm) -> CheckState:
     server = form.server
     if password is None and server is not None and server.password_encrypted and not cd.get("forget_password"):
         if form.moves():
-            note = ("Tested without a password: the stored one is sent only to the host, port, database and role it "
+            note = ("Tested without a password: the stored one is sent only to the organization, host, port, database, "
+                    "role and sslmode it "
                     "was given for. Type it to test this connection.")  # fmt: skip
         else:
             try:

@@ -19,6 +19,7 @@ from django.views.decorators.clickjacking import xframe_options_sameorigin
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_http_methods, require_POST
 
+from console import throttling
 from console.access import MANAGE_SERVERS, organization_for, require_role, role_in
 from console.views.common import render_page
 from inventory.models import Organization
@@ -135,7 +136,9 @@ def test_send(request: HttpRequest, organization_id: int) -> HttpResponse:
     """The report of the week previewed, at once, to the user's own address only."""
     org = organization_for(request.user, organization_id)
     week, error = _week(request, org.pk, request.POST)
-    if not request.user.email:
+    if wait := throttling.wait_s(request, "test_mail"):
+        messages.error(request, f"Too many test mails in an hour: try again in {throttling.wait_text(wait)}.")
+    elif not request.user.email:
         messages.error(request, "Your account has no email address: an admin can set one in the Django admin.")
     else:
         result = report_send_test(organization_id=org.pk, week=week, address=request.user.email,
@@ -152,6 +155,11 @@ def test_send(request: HttpRequest, organization_id: int) -> HttpResponse:
 def preview(request: HttpRequest, organization_id: int) -> HttpResponse:
     """The mail of the week as the current user would get it, for the page's frame (or a tab of its own)."""
     org = organization_for(request.user, organization_id)
+    if wait := throttling.wait_s(request, "preview"):
+        text = f"Too many previews in a minute: try again in {throttling.wait_text(wait)}."
+        return HttpResponse(
+            text, status=429, content_type="text/plain; charset=utf-8", headers={"Retry-After": str(wait)}
+        )
     week, _ = _week(request, org.pk, request.GET)
     report = weekly_report(organization_id=org.pk, week=week)
     address = request.user.email or "you@example.com"

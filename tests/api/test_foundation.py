@@ -109,15 +109,24 @@ def test_csv_by_accept_header_or_format(api_world):
         assert r.content.decode().splitlines() == ["id,name,role,servers", f"{api_world.acme.pk},acme,viewer,0"]
 
 
-def test_throttled_per_token_with_retry_after(api_world, monkeypatch):
+def test_throttled_per_user_with_retry_after(api_world, monkeypatch):
     monkeypatch.setattr(TokenRateThrottle, "rate", "3/min", raising=False)
     c = api_world.client("viewer")
     assert [c.get(ORGS).status_code for _ in range(3)] == [200, 200, 200]
     r = c.get(ORGS)
     assert_error(r, 429, "throttled")
     assert int(r["Retry-After"]) > 0
-    # Another token has its own budget.
+    # A new token of the same user buys no more requests; another user has a budget of their own.
+    assert_error(api_world.client("viewer").get(ORGS), 429, "throttled")
     assert api_world.client("dba").get(ORGS).status_code == 200
+
+
+def test_with_redis_down_the_api_still_answers(api_world, settings):
+    """Throttling counts in Redis: without it, requests go through unthrottled instead of every one failing."""
+    c = api_world.client("viewer")
+    down = {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": "redis://127.0.0.1:1/0"}
+    settings.CACHES = {"default": down}
+    assert [c.get(ORGS).status_code for _ in range(3)] == [200, 200, 200]
 
 
 def test_schema_and_docs_page(api_world):

@@ -182,12 +182,14 @@ def test_the_network_policy_refuses_with_the_reason(api_world, pg_clusters):
     time with the reason on the host field (inventory.network_policy), nothing stored."""
     c, dba = pg_clusters[17], api_world.client("dba")
     history_port = int(connection.settings_dict["PORT"])
-    for i, (host, port, why) in enumerate([
-        ("169.254.169.254", 5432, "169.254.169.254 is a link-local or cloud metadata address"),
-        ("127.0.0.1", history_port, f"127.0.0.1:{history_port} is the console's own history store or Redis"),
-        ("/var/run/postgresql", 5432, "Unix sockets are not monitored"),
-        ("db1,db2", 5432, "one host per server"),
-    ]):  # fmt: skip
+    for i, (host, port, why) in enumerate(
+        [
+            ("169.254.169.254", 5432, "169.254.169.254 is a link-local or cloud metadata address"),
+            ("127.0.0.1", history_port, f"127.0.0.1:{history_port} is the console's own history store or Redis"),
+            ("/var/run/postgresql", 5432, "Unix sockets are not monitored"),
+            ("db1,db2", 5432, "one host per server"),
+        ]
+    ):
         body = _body(c, 17, organization=api_world.acme.pk, name=f"refused-{i}", host=host, port=port)
         error = assert_error(_post(dba, "/api/v1/servers/", body), 400)
         assert why in " ".join(error["errors"]["host"]), error

@@ -199,8 +199,9 @@ def test_a_host_name_that_does_not_resolve():
 
 def test_an_address_the_network_policy_refuses_is_never_dialled():
     """The metadata address: said so at once, with no connection tried (no timeout, no libpq text)."""
-    report = server_check(host="169.254.169.254", port=80, database="app", user="monitor", password="pw-1",
-                          sslmode="prefer")  # fmt: skip
+    report = server_check(
+        host="169.254.169.254", port=80, database="app", user="monitor", password="pw-1", sslmode="prefer"
+    )
     assert not report.connected and report.failure == "policy"
     assert report.findings[0].text == (
         "Not allowed: monitor@169.254.169.254:80/app: the console does not connect there: 169.254.169.254 is a "

@@ -146,8 +146,10 @@ def test_weak_passwords_are_refused_by_the_admin(alice, client):
         ("short-pw1", "This password is too short. It must contain at least 12 characters."),
         ("carol-the-user", "The password is too similar to the username."),
     ]:
-        response = client.post("/admin/auth/user/add/", {"username": "carol-the-user", "usage": "true",
-                                                            "password1": weak, "password2": weak})  # fmt: skip
+        response = client.post(
+            "/admin/auth/user/add/",
+            {"username": "carol-the-user", "usage": "true", "password1": weak, "password2": weak},
+        )
         assert response.status_code == 200 and reason in response.content.decode(), weak
     assert not User.objects.filter(username="carol-the-user").exists()
 

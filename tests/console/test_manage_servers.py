@@ -393,3 +393,18 @@ def test_a_viewer_may_not_check(client, world):
     client.force_login(world.viewer)
     url = reverse("server-edit", args=[world.db1.pk])
     assert client.post(url, form_data(world.db1, action="check"), **HX).status_code == 403
+
+
+def test_connection_checks_are_limited_per_user(client, world, settings):
+    """A check dials a server from a worker: a runaway script gets a clear 429, not a queue of checks."""
+    settings.PAGE_RATES = {**settings.PAGE_RATES, "check": (2, 60)}
+    client.force_login(world.dba)
+    incomplete = form_data(organization=world.acme.pk, action="check")
+    assert [client.post(reverse("server-add"), incomplete, **HX).status_code for _ in range(2)] == [200, 200]
+    refused = client.post(reverse("server-add"), incomplete, **HX)
+    html = body(refused)
+    assert refused.status_code == 429 and html.lstrip().startswith('<section id="check-result"')
+    assert re.search(r"Too many connection checks in a minute: try again in \d+ s\.", plain(html))
+    other = _user("dina", world.acme, Membership.Role.DBA)  # another user has a budget of their own
+    client.force_login(other)
+    assert client.post(reverse("server-add"), incomplete, **HX).status_code == 200

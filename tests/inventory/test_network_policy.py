@@ -32,7 +32,7 @@ REDIS_PORT = 6379
         ("127.0.0.1", HISTORY_PORT, "the console's own history store or Redis"),
         ("127.0.0.2", HISTORY_PORT, "the console's own history store or Redis"),  # any loopback address
         ("localhost", REDIS_PORT, "the console's own history store or Redis"),
-        ("192.0.2.10", 5432, "special-purpose"),
+        ("240.0.0.1", 5432, "not the address of a server"),
     ],
 )
 def test_refused_always(host, port, why, settings):
@@ -77,8 +77,9 @@ def test_loopback_and_private_ranges_follow_the_configuration(settings):
 def test_the_defaults_outside_development():
     """Loopback only in development (DEBUG); private ranges allowed (a team monitors its LAN)."""
     code = "import console.settings as s; print(s.MONITOR_ALLOW_LOOPBACK, s.MONITOR_ALLOW_PRIVATE)"
-    production = _python(code, DEBUG="false", SECRET_KEY=generate_secret_key(),
-                         CREDENTIALS_KEY=generate_credentials_key())  # fmt: skip
+    production = _python(
+        code, DEBUG="false", SECRET_KEY=generate_secret_key(), CREDENTIALS_KEY=generate_credentials_key()
+    )
     assert production.stdout.split() == ["False", "True"], production.stderr
     assert _python(code, DEBUG="true").stdout.split() == ["True", "True"]
 

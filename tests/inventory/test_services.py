@@ -23,8 +23,13 @@ def _stored(server: Server) -> Server:
 
 
 @pytest.mark.parametrize("field, value", [("host", "db2.example"), ("port", 6432), ("database", "other"),
-                                          ("user", "someone")])  # fmt: skip
+                                          ("user", "someone"), ("sslmode", "disable"), ("sslmode", "verify-full"),
+                                          ("organization", "elsewhere")])  # fmt: skip
 def test_a_new_destination_without_a_password_clears_the_stored_one(field, value):
+    """Another server, or the same one reached otherwise (a weaker or stronger TLS mode: the password was given
+    for that one), or another tenant."""
+    if field == "organization":
+        value = Organization.objects.create(name=value)
     server = server_update(server=_server(), data={field: value})
     assert getattr(_stored(server), field) == value
     assert _stored(server).password_encrypted == "" and _stored(server).get_password() is None
@@ -38,13 +43,13 @@ def test_a_new_destination_with_a_password_gets_only_that_one():
 def test_other_changes_keep_the_password():
     server = _server()
     data = {"name": "renamed", "host": "db1.example", "port": 5432, "database": "app", "user": "mon",
-            "sslmode": "require", "enabled": False, "interval_s": 30, "cpu_count": 8, "tags": ["prod"],
-            "organization": Organization.objects.create(name="elsewhere")}  # fmt: skip
+            "sslmode": server.sslmode, "enabled": False, "interval_s": 30, "cpu_count": 8, "tags": ["prod"],
+            "organization": server.organization}  # fmt: skip
     server = server_update(server=server, data=data)
     stored = _stored(server)
-    assert (stored.name, stored.sslmode, stored.enabled, stored.interval_s, stored.cpu_count, stored.tags) == (
-        "renamed", "require", False, 30, 8, ["prod"])  # fmt: skip
-    assert stored.organization.name == "elsewhere" and stored.get_password() == "old-secret"
+    assert (stored.name, stored.enabled, stored.interval_s, stored.cpu_count, stored.tags) == (
+        "renamed", False, 30, 8, ["prod"])  # fmt: skip
+    assert stored.organization.name == "acme" and stored.get_password() == "old-secret"
 
 
 def test_a_new_password_alone_replaces_it_and_clear_password_removes_it():

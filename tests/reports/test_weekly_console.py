@@ -173,3 +173,21 @@ def test_a_new_installation_is_told_when_its_first_report_goes_out(client, known
     html = " ".join(page(client, readers.alice, org).split())
     assert "none sent yet: the first one goes out" in html and "the next one" not in html
     assert due.strftime("%Y") in html and due.strftime("%H:00") in html
+
+
+def test_test_mails_and_previews_are_limited_per_user(client, known_history, readers, smtp, settings):
+    """Each test mail goes out at once and each preview renders a week: a clear refusal past the rate."""
+    settings.PAGE_RATES = {**settings.PAGE_RATES, "test_mail": (1, 3600), "preview": (1, 60)}
+    org = known_history.organization
+    client.force_login(readers.alice)
+    url = reverse("organization-reports-test", args=[org.pk])
+    client.post(url)
+    refused = client.post(url)
+    said = [str(m) for m in get_messages(refused.wsgi_request)]
+    assert re.fullmatch(r"Too many test mails in an hour: try again in \d+ minutes\.", said[-1]), said
+    assert smtp.inbox.count("alice@acme.example") == 1
+    preview = reverse("organization-reports-preview", args=[org.pk])
+    assert client.get(preview).status_code == 200
+    again = client.get(preview)
+    assert again.status_code == 429 and int(again["Retry-After"]) > 0
+    assert re.fullmatch(r"Too many previews in a minute: try again in \d+ s\.", again.content.decode())
