@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Literal
 
@@ -18,7 +18,7 @@ import psycopg
 from psycopg import sql
 
 from collectors.connection import CHECK_APPLICATION_NAME, MonitoredConnection, Target
-from collectors.errors import CollectionError, RefusedByPolicy, Unreachable
+from collectors.errors import CollectionError, OutOfTime, RefusedByPolicy, ServerSilent, Unreachable
 from collectors.pgss import MIN_SERVER_VERSION
 
 Level = Literal["ok", "info", "warning", "problem"]
@@ -69,6 +69,9 @@ class Finding:
     topic: str
     text: str
     fix: str = ""  # the exact SQL or configuration line, when something is missing
+    # libpq's or the server's own words: console staff only (CheckReport.seen_by), as they and the timings
+    # would map the console's network for whoever may type a host
+    detail: str = ""
 
 
 @dataclass(frozen=True)
@@ -97,7 +100,15 @@ class CheckReport:
     dealloc: int | None = None  # pg_stat_statements_info (14+)
     stats_reset: datetime | None = None
     findings: tuple[Finding, ...] = ()
-    elapsed_ms: float = 0.0
+    elapsed_ms: float | None = 0.0  # None: not shown to this reader
+
+    def seen_by(self, *, staff: bool) -> CheckReport:
+        """The report as a reader may see it: a failure's class and the console's words, but libpq's own text and
+        the time a failed connection took only for console staff."""
+        if staff:
+            return self
+        findings = tuple(replace(f, detail="") for f in self.findings)
+        return replace(self, findings=findings, elapsed_ms=self.elapsed_ms if self.connected else None)
 
     @property
     def ready(self) -> bool:
@@ -135,7 +146,9 @@ def server_check(*, host: str, port: int, database: str, user: str, password: st
         conninfo = target.dial_conninfo(application_name=CHECK_APPLICATION_NAME)
         conn = MonitoredConnection.connect(conninfo, autocommit=True, prepare_threshold=None)
     except (psycopg.Error, Unreachable) as exc:  # Unreachable: the name does not resolve
-        out.failure, finding = _connect_failure(_scrub(exc, password), target)
+        text = _scrub(exc, password)
+        out.failure, finding = _connect_failure(text, target)
+        finding = _with_detail(finding, text)
         out.findings.append(finding)
         return out.build(connected=False, started=started)
     except RefusedByPolicy as exc:
@@ -154,7 +167,10 @@ def server_check(*, host: str, port: int, database: str, user: str, password: st
             _inspect(conn, out, user=user, database=database)
     except psycopg.Error as exc:
         # The server went away or stopped answering in the middle: what was learnt so far stays.
-        out.findings.append(Finding("problem", "Connection", f"The check was cut short: {_scrub(exc, password)}"))
+        text = _scrub(exc, password)
+        finding = Finding("problem", "Connection", f"The check was cut short: {text}")
+        # The console's own words (its deadline, a silent server) stay; libpq's go to the detail.
+        out.findings.append(finding if isinstance(exc, OutOfTime | ServerSilent) else _with_detail(finding, text))
     return out.build(connected=True, started=started)
 
 
@@ -179,6 +195,14 @@ def _scrub(exc: BaseException, password: str | None) -> str:
     if password:
         text = text.replace(password, "********")
     return text[:500]
+
+
+def _with_detail(finding: Finding, text: str) -> Finding:
+    """libpq's words moved from the finding's text to its detail."""
+    for suffix, end in ((f" ({text})", ""), (f": {text}", ".")):
+        if finding.text.endswith(suffix):
+            return replace(finding, text=finding.text[: -len(suffix)] + end, detail=text)
+    return finding
 
 
 def _connect_failure(text: str, target: Target) -> tuple[str, Finding]:

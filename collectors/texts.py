@@ -78,7 +78,7 @@ def statement_text(read: pgss.TextRead, max_bytes: int) -> history.StatementText
         return history.StatementText(None, False, TextStatus.EVICTED)
     if read.text is None:
         return history.StatementText(None, False, TextStatus.UNAVAILABLE)
-    text, truncated = clip(redact(read.text), max_bytes)
+    text, truncated = clip(redact(read.text, strict=settings.COLLECTOR["REDACT_STRICT"]), max_bytes)
     return history.StatementText(text, truncated or read.cut, TextStatus.STORED)
 
 

@@ -305,6 +305,9 @@ COLLECTOR = {
     "LOCK_TIMEOUT_MS": env.int("COLLECTOR_LOCK_TIMEOUT_MS", default=1_000),
     "APPLICATION_NAME": env("COLLECTOR_APPLICATION_NAME", default="pgconsole-collector"),
     "QUERY_TEXT_MAX_BYTES": env.int("COLLECTOR_QUERY_TEXT_MAX_BYTES", default=64 * 1024),
+    # Every string literal and comment of a query text replaced before it is stored, not only the secrets the
+    # redaction recognizes (collectors/redact.py): for a console whose readers must never see a literal.
+    "REDACT_STRICT": env.bool("COLLECTOR_REDACT_STRICT", default=False),
     # Query texts one snapshot reads at most (new statements first), and about how much text: the rest is read
     # by the next snapshots (status "pending" meanwhile), so a server inventing statements never fills memory.
     "TEXTS_PER_SNAPSHOT": env.int("COLLECTOR_TEXTS_PER_SNAPSHOT", default=2000),

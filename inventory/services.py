@@ -147,12 +147,24 @@ def _admins_left_without(membership: Membership) -> int:
 
 
 @transaction.atomic
-def membership_add(*, organization: Organization, username: str, role: str) -> Membership:
-    """Make an existing user a member of ``organization`` with ``role``."""
+def membership_add(*, organization: Organization, username: str, role: str, added_by=None) -> Membership:
+    """Make an existing user a member of ``organization`` with ``role``.
+
+    ``added_by`` (a user who is not staff) may add a user who is a member of no organization yet, or of one of
+    theirs: a user of other organizations only gets the same answer as a name nobody has, so that an admin of
+    one organization cannot learn who uses the console elsewhere."""
     User = get_user_model()
     user = User.objects.filter(**{User.USERNAME_FIELD: username}).first()
+    if user is not None and added_by is not None and not added_by.is_staff:
+        theirs = Membership.objects.filter(user=added_by).values("organization_id")
+        elsewhere = Membership.objects.filter(user=user)
+        if elsewhere.exists() and not elsewhere.filter(organization_id__in=theirs).exists():
+            user = None
     if user is None:
-        raise ValidationError(f"there is no user named {username!r}")
+        raise ValidationError(
+            f"there is no user named {username!r} that you can add (a console administrator adds users of other "
+            "organizations)"
+        )
     if Membership.objects.filter(organization=organization, user=user).exists():
         raise ValidationError(f"{username} is already a member of {organization.name}")
     membership = Membership(organization=organization, user=user, role=role)

@@ -217,6 +217,9 @@ class FindingOut(serializers.Serializer):
     topic = serializers.CharField()
     text = serializers.CharField()
     fix = serializers.CharField(allow_blank=True, help_text="the exact SQL or configuration line")
+    detail = serializers.CharField(
+        allow_blank=True, help_text="libpq's or the server's own words (console staff only; empty otherwise)"
+    )
 
 
 class CheckOut(serializers.Serializer):
@@ -228,7 +231,9 @@ class CheckOut(serializers.Serializer):
     preloaded = serializers.BooleanField(allow_null=True)
     reads_all_stats = serializers.BooleanField(allow_null=True)
     findings = FindingOut(many=True)
-    elapsed_ms = serializers.FloatField()
+    elapsed_ms = serializers.FloatField(
+        allow_null=True, help_text="how long the check took (null for a failed connection but to console staff)"
+    )
 
 
 class CheckTaskOut(serializers.Serializer):
@@ -243,8 +248,8 @@ class CheckTaskOut(serializers.Serializer):
     result = CheckOut(allow_null=True, help_text="once done")
 
 
-def _check_out(check: CheckState) -> dict:
-    r = check.report
+def _check_out(check: CheckState, user) -> dict:
+    r = check.report.seen_by(staff=user.is_staff) if check.report is not None else None
     result = None
     if r is not None:
         result = {n: getattr(r, n) for n in field_names(CheckOut)}
@@ -286,13 +291,13 @@ class TestConnection(APIView):
             password=password,
             sslmode=s.sslmode,
         )
-        return Response(_check_out(check), status=status.HTTP_202_ACCEPTED)
+        return Response(_check_out(check, request.user), status=status.HTTP_202_ACCEPTED)
 
 
 class CheckView(APIView):
     @extend_schema(operation_id="check_read", responses=CheckTaskOut)
     def get(self, request, check_id: uuid.UUID):
-        return Response(_check_out(check_for(request.user, str(check_id))))
+        return Response(_check_out(check_for(request.user, str(check_id)), request.user))
 
 
 class TaskOut(serializers.Serializer):

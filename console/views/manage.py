@@ -115,7 +115,7 @@ def _server_form(request: HttpRequest, *, organizations, server: Server | None) 
             context["refused"] = f"Too many connection checks in a minute: try again in {throttling.wait_text(wait)}."
             return render_page(request, FORM_TEMPLATE, context, fragment="check", status=429)
         if form.is_valid():
-            context.update(_check_context(_check(form)))
+            context.update(_check_context(_check(form), request.user))
         return render_page(request, FORM_TEMPLATE, context, fragment="check")
     if request.method == "POST" and form.is_valid():
         try:
@@ -162,14 +162,14 @@ def _save(request: HttpRequest, form: ServerForm, server: Server | None) -> bool
 def connection_check(request: HttpRequest, check_id: uuid.UUID) -> HttpResponse:
     """A queued check as it stands: the form's fragment for htmx (it polls again while the check runs), else
     a page of its own that reloads itself until the report is there."""
-    context = _check_context(check_for(request.user, str(check_id)))
+    context = _check_context(check_for(request.user, str(check_id)), request.user)
     if is_fragment_request(request):
         return render_page(request, FORM_TEMPLATE, {**context, "form": None}, fragment="check")
     return render_page(request, "console/connection_check.html", context)
 
 
-def _check_context(check: CheckState) -> dict:
-    report = check.report
+def _check_context(check: CheckState, user) -> dict:
+    report = check.report.seen_by(staff=user.is_staff) if check.report is not None else None
     findings = _finding_rows(report) if report else []
     return {"check": check, "report": report, "password_note": check.note, "findings": findings}
 

@@ -106,7 +106,12 @@ def member_add(request: HttpRequest, organization_id: int) -> HttpResponse:
         messages.error(request, "Give a user name and a role.")
     else:
         try:
-            m = membership_add(organization=org, username=form.cleaned_data["username"], role=form.cleaned_data["role"])
+            m = membership_add(
+                organization=org,
+                username=form.cleaned_data["username"],
+                role=form.cleaned_data["role"],
+                added_by=request.user,
+            )
         except ValidationError as exc:
             messages.error(request, " ".join(exc.messages))
         else:

@@ -147,7 +147,7 @@ def test_wrong_password(pg_clusters):
     assert report.server_version == "" and report.settings == ()
     (finding,) = report.findings
     assert finding.level == "problem" and "refused the password of role 'monitor'" in finding.text
-    assert "password authentication failed" in finding.text
+    assert "password authentication failed" in finding.detail and "authentication failed for" not in finding.text
     assert finding.fix == "ALTER ROLE monitor PASSWORD 'choose-one';"
     assert_never_echoed(report, wrong)
 
@@ -184,11 +184,15 @@ def test_a_silent_port_times_out(settings):
     assert not report.connected and report.failure == "timeout"
     assert "No answer from" in report.findings[0].text
     assert 1500 <= report.elapsed_ms < 10_000
+    # What a reader who is not console staff gets: the class and the console's words, no libpq text nor timing.
+    seen = report.seen_by(staff=False)
+    assert seen.failure == "timeout" and seen.elapsed_ms is None and seen.findings[0].detail == ""
+    assert seen.findings[0].text == report.findings[0].text and report.findings[0].detail
 
 
 def test_tls_required_by_a_server_without_it(pg_clusters):
     report = check(pg_clusters[17], sslmode="require")
-    assert report.failure == "tls" and "does not support SSL" in report.findings[0].text
+    assert report.failure == "tls" and "does not support SSL" in report.findings[0].detail
 
 
 def test_a_host_name_that_does_not_resolve():

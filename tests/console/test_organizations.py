@@ -61,7 +61,7 @@ def role_of(user: User, org: Organization) -> str | None:
 
 
 def test_membership_services_keep_an_admin(world):
-    with pytest.raises(ValidationError, match="there is no user named 'nobody'"):
+    with pytest.raises(ValidationError, match="there is no user named 'nobody' that you can add"):
         membership_add(organization=world.acme, username="nobody", role=Role.VIEWER)
     with pytest.raises(ValidationError, match="already a member"):
         membership_add(organization=world.acme, username="dan", role=Role.VIEWER)
@@ -169,11 +169,28 @@ def test_an_admin_adds_a_member(client, world):
     assert role_of(world.newcomer, world.acme) == Role.DBA
     assert message(response) == "newcomer is now dba in acme."
     unknown = client.post(url, {"username": "nobody", "role": "viewer"})
-    assert message(unknown) == "there is no user named 'nobody'"
+    nobody = (
+        "there is no user named 'nobody' that you can add (a console administrator adds users of other organizations)"
+    )
+    assert message(unknown) == nobody
     twice = client.post(url, {"username": "newcomer", "role": "viewer"})
     assert "already a member" in message(twice) and role_of(world.newcomer, world.acme) == Role.DBA
     invalid = client.post(url, {"username": "", "role": "owner"})
     assert message(invalid) == "Give a user name and a role."
+
+
+def test_an_admin_cannot_learn_who_uses_the_console_elsewhere(client, world):
+    """Adding a member of other organizations only answers as a name nobody has; a colleague (a member of one of
+    the adder's organizations) or a console administrator may add them."""
+    client.force_login(world.sam)  # admin of "other" only
+    url = reverse("organization-member-add", args=[world.other.pk])
+    hidden, unknown = (client.post(url, {"username": name, "role": "viewer"}) for name in ("dan", "nobody"))
+    assert message(hidden) == message(unknown).replace("'nobody'", "'dan'")
+    assert role_of(world.dan, world.other) is None
+    Membership.objects.create(user=world.sam, organization=world.acme, role=Role.VIEWER)  # now dan's colleague
+    assert message(client.post(url, {"username": "dan", "role": "viewer"})) == "dan is now viewer in other."
+    client.force_login(world.staff)
+    assert message(client.post(url, {"username": "val", "role": "viewer"})) == "val is now viewer in other."
 
 
 def test_an_admin_changes_a_role_but_never_of_the_last_admin(client, world):
