@@ -87,8 +87,9 @@ class ServerAdmin(_DeletesHistory, admin.ModelAdmin):
     def save_model(self, request, obj, form, change):
         form.save()
         if form.password_cleared:
-            messages.warning(request, f"The stored password of {obj} was cleared because its host, port, "
-                                      "database or user changed: enter it again to use it there.")  # fmt: skip
+            messages.warning(request, f"The stored password of {obj} was cleared because its organization, host, "
+                                      "port, database, user or sslmode changed: enter it again to use it "
+                                      "there.")  # fmt: skip
 
     def delete_model(self, request, obj):
         server_delete(server=obj)

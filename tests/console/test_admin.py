@@ -11,7 +11,7 @@ from inventory.services import server_create
 
 pytestmark = pytest.mark.django_db
 
-CLEARED = "was cleared because its host, port, database or user changed"
+CLEARED = "was cleared because its organization, host, port, database, user or sslmode changed"
 
 
 def _server() -> Server:
@@ -37,10 +37,14 @@ def _stored(server: Server) -> Server:
 
 
 @pytest.mark.parametrize("field, value", [("host", "db2.example"), ("port", "6432"), ("database", "other"),
-                                          ("user", "someone")])  # fmt: skip
+                                          ("user", "someone"), ("sslmode", "require"),
+                                          ("organization", "elsewhere")])  # fmt: skip
 def test_a_new_destination_without_the_password_clears_it_and_says_so(admin_client, field, value):
     server = _server()
-    response = _change(admin_client, server, **{field: value})
+    if field == "organization":
+        value = str(Organization.objects.create(name=value).pk)
+        field = "organization_id"
+    response = _change(admin_client, server, **{field.removesuffix("_id"): value})
     assert str(getattr(_stored(server), field)) == value
     assert _stored(server).get_password() is None
     assert CLEARED in response.content.decode()
@@ -55,9 +59,9 @@ def test_a_new_destination_with_the_password_gets_that_one(admin_client):
 
 def test_other_changes_keep_the_password(admin_client):
     server = _server()
-    response = _change(admin_client, server, interval_s="30", name="renamed", sslmode="require")
+    response = _change(admin_client, server, interval_s="30", name="renamed", tags='["prod"]')
     stored = _stored(server)
-    assert (stored.interval_s, stored.name, stored.sslmode) == (30, "renamed", "require")
+    assert (stored.interval_s, stored.name, stored.tags) == (30, "renamed", ["prod"])
     assert stored.get_password() == "old-secret" and CLEARED not in response.content.decode()
 
 

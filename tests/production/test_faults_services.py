@@ -156,9 +156,11 @@ def test_the_history_store_out_of_disk_space(faults, tmp_path):
         run(c, "SELECT count(*) FROM full_items", 2)
         stored = len(h.snapshots(sid))
         _fill(folder)
-        # New statements each interval: their state rows need new space, which there is none of.
-        for i in range(40):
-            run(c, f"SELECT {i} FROM full_items WHERE id = {i}")
+        # New statements (distinct shapes, so distinct entries): their state rows need new pages, which there is
+        # no space for. Far more rows than a page holds: a worker's kept session goes on filling the page it
+        # last wrote to, so a few rows could still fit where the disk is already full.
+        for i in range(1, 301):
+            run(c, "SELECT " + ", ".join(["id"] * i) + " FROM full_items")
         run(c, "SELECT count(*) FROM full_items", 3)
         wait_for(
             lambda: h.server(sid)["last_error_class"] == "history_full",
