@@ -113,7 +113,9 @@ def _server_form(request: HttpRequest, *, organizations, server: Server | None) 
     if request.method == "POST" and request.POST.get("action") == "check":
         if wait := throttling.wait_s(request, "check"):
             context["refused"] = f"Too many connection checks in a minute: try again in {throttling.wait_text(wait)}."
-            return render_page(request, FORM_TEMPLATE, context, fragment="check", status=429)
+            # htmx swaps in only a successful answer: the page's fragment says why, with 200; 429 to anyone else.
+            status = 200 if is_fragment_request(request) else 429
+            return render_page(request, FORM_TEMPLATE, context, fragment="check", status=status)
         if form.is_valid():
             context.update(_check_context(_check(form), request.user))
         return render_page(request, FORM_TEMPLATE, context, fragment="check")

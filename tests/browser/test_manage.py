@@ -1,7 +1,7 @@
 """Server management in a real browser: adding a server after "test connection" (queued for a real worker
-and polled by the page; the check runs against a real PostgreSQL, the test history store, and against a
-closed port), the password never shown again, disabling and removing with the confirmation, and a viewer
-kept read-only."""
+and polled by the page; the check runs against a real monitored PostgreSQL, and against a closed port), the
+password never shown again, the network policy's refusal and the check rate limit on the page, disabling and
+removing with the confirmation, and a viewer kept read-only."""
 
 from __future__ import annotations
 
@@ -114,3 +114,27 @@ def test_a_viewer_sees_the_servers_read_only(member, logged_in, console_log):
     console_log.allow(r"status of 403 \(Forbidden\) \(.*/manage/servers/add/\)$")
     assert page.goto("/manage/servers/add/").status == 403
     expect(page.get_by_role("navigation").get_by_role("link", name="Fleet")).to_be_visible()
+
+
+def test_a_refused_address_and_too_many_checks_are_said_on_the_page(console_page, check_worker, settings, tmp_path):
+    """The network policy's refusal and the check rate limit reach the page's report (htmx swaps in only a
+    successful answer: a 429 there would leave the last report standing)."""
+    settings.PAGE_RATES = {**settings.PAGE_RATES, "check": (2, 60)}
+    page = console_page
+    page.goto("/manage/servers/add/")
+    fill_connection(page, name="meta", port=80)
+    page.get_by_label("Host").fill("169.254.169.254")
+    page.get_by_role("button", name="Test connection").click()
+    summary = page.locator("#check-result .check-summary")
+    expect(summary).to_contain_text("cannot connect: policy")
+    expect(page.locator("#check-result")).to_contain_text("169.254.169.254 is a link-local or cloud metadata address")
+    page.locator("#check-result").screenshot(path=str(tmp_path / "check-policy.png"))
+    page.get_by_label("Host").fill("127.0.0.1")
+    page.get_by_label("Port").fill(str(closed_port()))
+    page.get_by_role("button", name="Test connection").click()
+    expect(summary).to_contain_text("cannot connect: refused")
+    page.get_by_role("button", name="Test connection").click()
+    expect(page.get_by_role("alert")).to_contain_text(
+        re.compile(r"Too many connection checks in a minute: try again in \d+ s\.")
+    )
+    page.locator("#check-result").screenshot(path=str(tmp_path / "check-limited.png"))
