@@ -148,8 +148,7 @@ def server_check(*, host: str, port: int, database: str, user: str, password: st
     except (psycopg.Error, Unreachable) as exc:  # Unreachable: the name does not resolve
         text = _scrub(exc, password)
         out.failure, finding = _connect_failure(text, target)
-        finding = _with_detail(finding, text)
-        out.findings.append(finding)
+        out.findings.append(replace(finding, detail=text))
         return out.build(connected=False, started=started)
     except RefusedByPolicy as exc:
         out.failure = "policy"
@@ -168,9 +167,11 @@ def server_check(*, host: str, port: int, database: str, user: str, password: st
     except psycopg.Error as exc:
         # The server went away or stopped answering in the middle: what was learnt so far stays.
         text = _scrub(exc, password)
-        finding = Finding("problem", "Connection", f"The check was cut short: {text}")
-        # The console's own words (its deadline, a silent server) stay; libpq's go to the detail.
-        out.findings.append(finding if isinstance(exc, OutOfTime | ServerSilent) else _with_detail(finding, text))
+        # The console's own words (its deadline, a silent server) stay in the text; libpq's go to the detail.
+        if isinstance(exc, OutOfTime | ServerSilent):
+            out.findings.append(Finding("problem", "Connection", f"The check was cut short: {text}"))
+        else:
+            out.findings.append(Finding("problem", "Connection", "The check was cut short.", detail=text))
     return out.build(connected=True, started=started)
 
 
@@ -197,70 +198,62 @@ def _scrub(exc: BaseException, password: str | None) -> str:
     return text[:500]
 
 
-def _with_detail(finding: Finding, text: str) -> Finding:
-    """libpq's words moved from the finding's text to its detail."""
-    for suffix, end in ((f" ({text})", ""), (f": {text}", ".")):
-        if finding.text.endswith(suffix):
-            return replace(finding, text=finding.text[: -len(suffix)] + end, detail=text)
-    return finding
-
-
 def _connect_failure(text: str, target: Target) -> tuple[str, Finding]:
-    """Why the connection failed, from libpq's words, with what to do about it."""
+    """Why the connection failed, from libpq's words, with what to do about it (libpq's words themselves go to
+    the finding's detail, server_check)."""
     low = text.lower()
     where = f"{target.host}:{target.port}"
     user, db = quote_ident(target.user), quote_ident(target.database)
     if "failed to resolve host" in low or "could not translate host name" in low:
         return "dns", Finding("problem", "Connection", f"The host name {target.host!r} does not resolve (DNS): "
-                              f"check its spelling, or use the server's IP address. ({text})")  # fmt: skip
+                              f"check its spelling, or use the server's IP address.")  # fmt: skip
     if "password authentication failed" in low or "authentication failed" in low:
         return "authentication", Finding(
             "problem", "Connection",
             f"The server refused the password of role {target.user!r} (authentication failed). Check the "
-            f"password typed here, or set a new one on the server. ({text})",
+            f"password typed here, or set a new one on the server.",
             f"ALTER ROLE {user} PASSWORD 'choose-one';",
         )  # fmt: skip
     if "no password supplied" in low or "password is required" in low:
         return "authentication", Finding(
-            "problem", "Connection", f"The server asks role {target.user!r} for a password and none was given. ({text})"
+            "problem", "Connection", f"The server asks role {target.user!r} for a password and none was given."
         )
     if "no pg_hba.conf entry" in low:
         return "pg_hba", Finding(
             "problem", "Connection",
             f"pg_hba.conf on the server has no line that lets role {target.user!r} connect to database "
-            f"{target.database!r} from the console's address. ({text})",
+            f"{target.database!r} from the console's address.",
             f"host  {db}  {user}  <console address>/32  scram-sha-256   # pg_hba.conf, then SELECT pg_reload_conf();",
         )  # fmt: skip
     if re.search(r'role ".*" does not exist', low):
         return "role", Finding("problem", "Connection", f"There is no role {target.user!r} on the server: create "
-                               f"the monitoring role. ({text})", MONITORING_ROLE_SQL)  # fmt: skip
+                               f"the monitoring role.", MONITORING_ROLE_SQL)  # fmt: skip
     if "not permitted to log in" in low:
-        return "role", Finding("problem", "Connection", f"Role {target.user!r} may not log in. ({text})",
+        return "role", Finding("problem", "Connection", f"Role {target.user!r} may not log in.",
                                f"ALTER ROLE {user} LOGIN;")  # fmt: skip
     if re.search(r'database ".*" does not exist', low):
         return "database", Finding("problem", "Connection", f"There is no database {target.database!r} on the "
-                                   f"server: choose the database whose statements you want. ({text})")  # fmt: skip
+                                   f"server: choose the database whose statements you want.")  # fmt: skip
     if "connection refused" in low:
         return "refused", Finding(
             "problem", "Connection",
             f"Nothing accepts connections at {where}: PostgreSQL is not running there, listens on another port, "
-            f"or only on other addresses (listen_addresses). ({text})",
+            f"or only on other addresses (listen_addresses).",
         )  # fmt: skip
     if "timeout" in low or "timed out" in low or "no reply" in low:
         return "timeout", Finding(
             "problem", "Connection",
-            f"No answer from {where} in time: a firewall drops the packets, or the host is down or overloaded. "
-            f"({text})",
+            f"No answer from {where} in time: a firewall drops the packets, or the host is down or overloaded.",
         )  # fmt: skip
     if "ssl" in low or "certificate" in low or "tls" in low:
         return "tls", Finding(
             "problem", "Connection",
             f"The TLS handshake failed with sslmode={target.sslmode}: the server does not offer TLS, or its "
-            f"certificate could not be verified. Enable ssl on the server or choose another sslmode. ({text})",
+            f"certificate could not be verified. Enable ssl on the server or choose another sslmode.",
         )  # fmt: skip
     if "too many" in low or "remaining connection slots" in low:
-        return "busy", Finding("problem", "Connection", f"The server has no connection slot left. ({text})")
-    return "error", Finding("problem", "Connection", f"Cannot connect to {where}: {text}")
+        return "busy", Finding("problem", "Connection", "The server has no connection slot left.")
+    return "error", Finding("problem", "Connection", f"Cannot connect to {where}.")
 
 
 def _inspect(conn: psycopg.Connection, out: _Report, *, user: str, database: str) -> None:

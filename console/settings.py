@@ -113,8 +113,8 @@ SPECTACULAR_SETTINGS = {
         "RecommendationStatusEnum": ["open", "acknowledged", "resolved"],
     },
 }
-# Pages that make the console work for a user (console/throttling.py): requests per user per window of seconds.
-PAGE_RATES = {"check": (20, 60), "test_mail": (5, 3600), "preview": (60, 60)}
+# Pages that make the console work for a user (console/throttling.py): requests per user, as DRF writes rates.
+PAGE_RATES = {"check": "20/min", "test_mail": "5/hour", "preview": "60/min"}
 # Throttling counters are shared by every web process: in Redis.
 CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
 

@@ -1,34 +1,54 @@
-"""Rate limits of the pages that make the console work on a user's behalf: a connection check dials a server
-from a worker, a test mail goes out, a preview renders a week of history. Counted per user and scope in the
-shared cache (Redis), in fixed windows; with Redis down nothing is limited (and a warning logged): these are
-brakes against a runaway script or a stuck key, not a lock."""
+"""Rate limits: the API's per user (console.api.throttling) and those of the pages that make the console work on
+a user's behalf (a connection check dials a server from a worker, a test mail goes out, a preview renders a week
+of history), all DRF's throttle over the shared cache (Redis). With Redis down nothing is limited (and a warning
+logged): these are brakes against a runaway script or a stuck key, not a lock."""
 
 from __future__ import annotations
 
 import logging
-import time
+import math
 
 import redis
 from django.conf import settings
-from django.core.cache import cache
 from django.http import HttpRequest
+from rest_framework.throttling import SimpleRateThrottle
 
 log = logging.getLogger(__name__)
 
 
+class FailOpen:
+    """A throttle that lets the request through when its counters cannot be read."""
+
+    def allow_request(self, request, view) -> bool:
+        try:
+            return super().allow_request(request, view)
+        except redis.RedisError as exc:
+            log.warning("%s not counted: Redis does not answer (%s)", self.scope, exc)
+            return True
+
+
+class PageRate(FailOpen, SimpleRateThrottle):
+    """settings.PAGE_RATES[scope] ("20/min") per user."""
+
+    cache_format = "page-rate:%(scope)s:%(ident)s"
+
+    def __init__(self, scope: str):
+        self.scope = scope
+        super().__init__()
+
+    def get_rate(self) -> str:
+        return settings.PAGE_RATES[self.scope]
+
+    def get_cache_key(self, request, view) -> str:
+        return self.cache_format % {"scope": self.scope, "ident": request.user.pk}
+
+
 def wait_s(request: HttpRequest, scope: str) -> int:
-    """Counts this request against the user's rate for `scope` (settings.PAGE_RATES: requests per seconds);
-    0 when within it, else the seconds until the window ends."""
-    count, per_s = settings.PAGE_RATES[scope]
-    now = time.time()
-    key = f"page-rate:{scope}:{request.user.pk}:{int(now // per_s)}"
-    try:
-        cache.add(key, 0, per_s)
-        used = cache.incr(key)
-    except (redis.RedisError, ValueError) as exc:  # ValueError: the key expired between add and incr
-        log.warning("page rate %s not counted: %s", scope, exc)
+    """Counts this request against the user's rate for `scope`: 0 when within it, else the seconds to wait."""
+    rate = PageRate(scope)
+    if rate.allow_request(request, None):
         return 0
-    return 0 if used <= count else max(1, int(per_s - now % per_s))
+    return max(1, math.ceil(rate.wait() or 0))
 
 
 def wait_text(seconds: int) -> str:

@@ -119,7 +119,7 @@ def test_a_viewer_sees_the_servers_read_only(member, logged_in, console_log):
 def test_a_refused_address_and_too_many_checks_are_said_on_the_page(console_page, check_worker, settings, tmp_path):
     """The network policy's refusal and the check rate limit reach the page's report (htmx swaps in only a
     successful answer: a 429 there would leave the last report standing)."""
-    settings.PAGE_RATES = {**settings.PAGE_RATES, "check": (2, 60)}
+    settings.PAGE_RATES = {**settings.PAGE_RATES, "check": "2/min"}
     page = console_page
     page.goto("/manage/servers/add/")
     fill_connection(page, name="meta", port=80)

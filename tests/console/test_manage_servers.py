@@ -405,7 +405,7 @@ def test_a_viewer_may_not_check(client, world):
 
 def test_connection_checks_are_limited_per_user(client, world, settings):
     """A check dials a server from a worker: a runaway script gets a clear 429, not a queue of checks."""
-    settings.PAGE_RATES = {**settings.PAGE_RATES, "check": (2, 60)}
+    settings.PAGE_RATES = {**settings.PAGE_RATES, "check": "2/min"}
     client.force_login(world.dba)
     incomplete = form_data(organization=world.acme.pk, action="check")
     assert [client.post(reverse("server-add"), incomplete, **HX).status_code for _ in range(2)] == [200, 200]

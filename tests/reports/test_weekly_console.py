@@ -177,7 +177,7 @@ def test_a_new_installation_is_told_when_its_first_report_goes_out(client, known
 
 def test_test_mails_and_previews_are_limited_per_user(client, known_history, readers, smtp, settings):
     """Each test mail goes out at once and each preview renders a week: a clear refusal past the rate."""
-    settings.PAGE_RATES = {**settings.PAGE_RATES, "test_mail": (1, 3600), "preview": (1, 60)}
+    settings.PAGE_RATES = {**settings.PAGE_RATES, "test_mail": "1/hour", "preview": "1/min"}
     org = known_history.organization
     client.force_login(readers.alice)
     url = reverse("organization-reports-test", args=[org.pk])
