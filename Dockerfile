@@ -20,10 +20,16 @@ RUN useradd --system --uid 10001 --user-group --create-home --home-dir /home/pgc
     && install -d -o pgconsole -g pgconsole -m 0750 /var/lib/pgconsole/exports
 ENV EXPORT_ROOT=/var/lib/pgconsole/exports
 WORKDIR /app
+# The dependencies first, from the lock alone, in layers of their own: rebuilt when the lock changes, not at every
+# change of the source. Every package, transitive ones too, pinned with its hashes: pip refuses anything else.
+COPY requirements/runtime.txt requirements/runtime.txt
+RUN pip install --no-cache-dir --require-hashes -r requirements/runtime.txt
 # The whole build context, so a new app cannot be forgotten; .dockerignore keeps out what is not the product.
 COPY . .
 # Editable: settings.py finds templates/ and static/ next to the source (BASE_DIR), not in site-packages.
-RUN pip install --no-cache-dir -e .
+# Nothing else comes with it: no dependency (all are installed above), no isolated build environment (setuptools,
+# the build backend, is in the lock).
+RUN pip install --no-cache-dir --no-deps --no-build-isolation --check-build-dependencies -e .
 # Hashed, compressed static files, served by WhiteNoise from the app server. Loading the settings outside
 # DEBUG needs real keys: throwaway ones, for this step only (containers get theirs from the env file).
 RUN set -a && python console/keys.py /tmp/build-keys.env && . /tmp/build-keys.env \

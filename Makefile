@@ -1,7 +1,9 @@
 # pgconsole: install everything on a fresh Debian machine, run the tests,
 # the benchmarks and the demo.
 #
-#   make install   Debian packages (as root), .venv, PostgreSQL binaries
+#   make install   Debian packages (as root), .venv (from requirements/dev.txt), PostgreSQL binaries
+#   make lock      requirements/*.txt again from pyproject.toml (UPGRADE=1: newest versions allowed)
+#   make audit     the locked versions against PyPI's vulnerability data
 #   make test      PYTEST_ARGS='tests/test_devenv.py -x' to narrow down
 #   make demo
 #   make bench
@@ -16,7 +18,7 @@ DEBIAN_PACKAGES := postgresql postgresql-contrib postgresql-15-pg-wait-sampling 
 	libpango-1.0-0 libpangoft2-1.0-0 libharfbuzz-subset0 poppler-utils
 PYTEST_ARGS ?=
 
-.PHONY: install system-packages fetch services lint test demo bench soak
+.PHONY: install system-packages fetch services lint test demo bench soak lock audit
 
 install: system-packages .venv/.installed
 	$(PYTHON) -m devenv fetch
@@ -46,10 +48,36 @@ system-packages:
 .venv/bin/python:
 	python3 -m venv .venv
 
-# Re-run pip only when pyproject.toml is newer than the stamp.
-.venv/.installed: pyproject.toml | .venv/bin/python
-	$(PYTHON) -m pip install -e '.[test]'
+# Every package from the lock, each checked against its hashes (pip refuses one without), then the project itself,
+# editable, with nothing more: no dependency (all are in the lock) and no isolated build environment (setuptools,
+# its build backend, is in the lock too). Re-run only when a lock file or pyproject.toml is newer than the stamp.
+LOCKS := requirements/runtime.txt requirements/dev.txt
+.venv/.installed: $(LOCKS) pyproject.toml | .venv/bin/python
+	$(PYTHON) -m pip install --require-hashes -r requirements/dev.txt
+	$(PYTHON) -m pip install --no-deps --no-build-isolation --check-build-dependencies -e .
+	$(PYTHON) -m pip check
 	touch $@
+
+# The lock files, for the image's platform: Linux x86_64, CPython 3.11 (3.11.0 up, so Debian 12's 3.11.2 too).
+# runtime.txt is what the image installs: pyproject.toml's dependencies and the build backend (build.in).
+# dev.txt adds the test extra, constrained to runtime.txt's versions so the two agree. Every package, transitive
+# ones too, is pinned with the sha256 of each of its files on PyPI. The pins already in the files are kept unless
+# pyproject.toml asks for others; UPGRADE=1 takes the newest versions pyproject.toml allows. uv comes from the
+# lock, alone: the rest of .venv may not match a pyproject.toml that was just changed (the point of locking again).
+LOCK_COMPILE := .venv/bin/uv pip compile --quiet --no-config --generate-hashes --python-version 3.11 \
+	--python-platform x86_64-manylinux_2_28 --custom-compile-command 'make lock' $(if $(UPGRADE),--upgrade)
+lock: | .venv/bin/python
+	$(PYTHON) -m pip install --quiet --require-hashes --no-deps -r <(awk '/^uv==/,!/\\$$/' requirements/dev.txt)
+	$(LOCK_COMPILE) pyproject.toml requirements/build.in -o requirements/runtime.txt
+	$(LOCK_COMPILE) pyproject.toml requirements/build.in --extra test -c requirements/runtime.txt \
+	  -o requirements/dev.txt
+
+# Known vulnerabilities of the locked versions (PyPI's advisories, by name and version: nothing is installed).
+audit: .venv/.installed
+	.venv/bin/pip-audit --strict --progress-spinner off --vulnerability-service pypi --disable-pip \
+	  --require-hashes -r requirements/runtime.txt
+	.venv/bin/pip-audit --strict --progress-spinner off --vulnerability-service pypi --disable-pip \
+	  --require-hashes -r requirements/dev.txt
 
 fetch: .venv/.installed
 	$(PYTHON) -m devenv fetch

@@ -62,6 +62,34 @@ def apt_installed(instructions: list[Instruction]) -> list[str]:
     return packages
 
 
+def pip_installs(command: str) -> list[list[str]]:
+    """The arguments of every `pip install` a shell command runs (`pip`, `pip3`, `python -m pip`, a path to
+    pip), each up to the end of its simple command."""
+    words = _shell_words(command)
+    out = []
+    for i, word in enumerate(words):
+        if word == "install" and i > 0 and posixpath.basename(words[i - 1]) in ("pip", "pip3"):
+            args = []
+            for arg in words[i + 1 :]:
+                if arg in ("&&", "||", ";", "|"):
+                    break
+                args.append(arg)
+            out.append(args)
+    return out
+
+
+def copy_paths(instructions: list[Instruction], copy: Instruction) -> tuple[list[str], str]:
+    """A COPY's sources (in the build context) and its destination made absolute with the WORKDIR in effect
+    (a relative WORKDIR is from the one before); a destination ending in / keeps it."""
+    *sources, dest = [word for word in shlex.split(copy.args) if not word.startswith("--")]
+    workdir = "/"
+    for ins in instructions[: instructions.index(copy)]:
+        if ins.keyword == "WORKDIR":
+            workdir = posixpath.join(workdir, ins.args)
+    absolute = posixpath.normpath(posixpath.join(workdir, dest))
+    return sources, (absolute + "/" if dest.endswith("/") and absolute != "/" else absolute)
+
+
 @functools.cache
 def dockerfile() -> list[Instruction]:
     return dockerfile_instructions((ROOT / "Dockerfile").read_text())
