@@ -30,7 +30,7 @@ def run(*, server_id: int, statement_id: int, fleet_ids: list[int] | None, end: 
 
     from console.api.tokens import token_create
 
-    user, _ = get_user_model().objects.get_or_create(username="bench-api", defaults={"is_staff": True})
+    user, _ = get_user_model().objects.update_or_create(username="bench-api", defaults={"is_superuser": True})
     _, secret = token_create(user=user, name="bench")
     client = Client(HTTP_HOST="localhost", HTTP_AUTHORIZATION=f"Bearer {secret}")
     calls: list[tuple[Measured, str, dict]] = []

@@ -1,7 +1,7 @@
 """Benchmark 5: the console's pages over the read-tier benchmark's history, server-side.
 
 Each page is requested in this process through Django's test client (the whole request: middleware,
-views, selectors, templates), as a staff user, with DEBUG off and static files collected as in
+views, selectors, templates), as a superuser, with DEBUG off and static files collected as in
 production. For every range from 1 hour to 30 days: the fleet page (200 servers), the server page and
 the top-statements fragment (an htmx request), with the fragment's size in bytes. Ranges are given as
 custom ranges in the URL (the history ends in January 2025, not now)."""
@@ -66,7 +66,7 @@ def run(*, server_id: int, end: datetime, runs: int, warmup: int, log=print) -> 
     from django.urls import reverse
 
     _collect_static()
-    user, _ = get_user_model().objects.get_or_create(username="bench-pages", defaults={"is_staff": True})
+    user, _ = get_user_model().objects.update_or_create(username="bench-pages", defaults={"is_superuser": True})
     client = Client(HTTP_HOST="localhost")
     client.force_login(user)
     pages = (
@@ -117,7 +117,7 @@ def run_browser(*, server_id: int, end: datetime, runs: int = BROWSER_RUNS, log=
 
     from devenv import browser
 
-    user, _ = get_user_model().objects.get_or_create(username="bench-pages", defaults={"is_staff": True})
+    user, _ = get_user_model().objects.update_or_create(username="bench-pages", defaults={"is_superuser": True})
     client = Client(HTTP_HOST="localhost")
     client.force_login(user)
     cookie = client.cookies["sessionid"]

@@ -186,7 +186,7 @@ def markdown(res: dict, table) -> list[str]:
                  f"{m.bytes:,}" if m.bytes else "–"] for m in pages]  # fmt: skip
         L += ["", "### 5. Console pages (server-side)", "",
               "bench/pages.py, on the history above: each page requested through Django's test client in this "
-              "process (middleware, view, selectors, template), as a staff user, DEBUG off and static files "
+              "process (middleware, view, selectors, template), as a superuser, DEBUG off and static files "
               "collected; ranges given in the URL as custom ranges. The fleet page lists the 200 servers of the "
               f"fleet (sorted by status, 50 a page) and the single server; 2 warm-ups, {res['size'].runs} runs. "
               "Queries: the ORM's and the selectors' together. \"Server page in the browser\": Debian's chromium "

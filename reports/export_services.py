@@ -1,15 +1,13 @@
 """Audit exports: request one (validated, queued, logged), build it (the worker's job, with progress on its
 row), write one into a folder (manage.py export), and hand a built one to a DBA or admin of its
-organization (logged). Every generation and every download lands in the organization's audit log."""
+organization (logged). Every generation and every download lands in the organization's audit log. Where the
+files lie and how they go: reports/export_files.py."""
 
 from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import secrets
-import shutil
-import tempfile
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path, PurePosixPath
@@ -26,6 +24,13 @@ from collectors.selectors import Window, WindowError
 from console.access import MANAGE_SERVERS, require_role
 from inventory.models import Organization, Server
 from reports.audit import audit_content
+from reports.export_files import (
+    export_files_remove,
+    export_files_sweep,
+    export_folder,
+    remove_under_root,
+    store_file,
+)
 from reports.export_formats.bundle import FORMATS, bundle_files, bundle_name, sha256, zip_bytes
 from reports.models import AuditExport, AuditLogEntry
 
@@ -182,8 +187,8 @@ def audit_export_build(*, export_id: int) -> AuditExport:
         data = zip_bytes(files)
         name = bundle_name(organization=export.organization.name, start=spec.window.start, end=spec.window.end)
         # In a folder of this build's own: a build claimed again never writes the file of another.
-        relative = f"{export.organization_id}/{export.pk}/{claim}/{name}"
-        _store(Path(settings.EXPORT_ROOT) / relative, data)
+        relative = str(export_folder(organization_id=export.organization_id, export_id=export.pk) / claim / name)
+        store_file(Path(settings.EXPORT_ROOT) / relative, data)
     except Exception as exc:  # whatever failed, the row says so and the log keeps it
         if _out_of_time(exc):
             # Possibly in the middle of a query: that connection is of no use any more (the query is cancelled).
@@ -221,7 +226,7 @@ def audit_export_build(*, export_id: int) -> AuditExport:
             logger.warning(
                 "audit export %s: this build was claimed again by another one; its file is discarded", export_id
             )
-            shutil.rmtree(Path(settings.EXPORT_ROOT) / relative.rsplit("/", 1)[0], ignore_errors=True)
+            remove_under_root(PurePosixPath(relative).parent)
     export.refresh_from_db()
     return export
 
@@ -257,56 +262,26 @@ def _drop_connection() -> None:
     connection.close()
 
 
-PARTIAL = ".partial"
-# mkstemp makes a file only its owner reads; a bundle gets the mode a plain write would give it (a web server
-# running as another user of the same group serves it). Read once, at import, before any thread runs.
-_UMASK = os.umask(0)
-os.umask(_UMASK)
-
-
-def _store(path: Path, data: bytes) -> None:
-    """Written beside under a name of its own, then renamed: a download never sees half a file, and two writers
-    never share one (a killed one leaves only its own .partial, which the tidy deletes)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, partial = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=PARTIAL)
-    try:
-        os.fchmod(fd, 0o666 & ~_UMASK)
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())  # the rename must not outlive its content in a crash
-        os.replace(partial, path)
-    except BaseException:
-        Path(partial).unlink(missing_ok=True)
-        raise
-
-
 @dataclass(frozen=True)
 class TidyOutcome:
     expired: list[int]  # built ones whose file was deleted (retention)
     resend: list[int]  # queued or abandoned ones to hand to a worker again
     given_up: list[int]  # not built within GIVE_UP_AFTER: failed with the reason
-    swept: list[str] = field(default_factory=list)  # what dead or superseded builds left, deleted (under EXPORT_ROOT)
+    # what dead or superseded builds, and deleted exports or organizations, left: deleted (under EXPORT_ROOT)
+    swept: list[str] = field(default_factory=list)
 
 
 def audit_exports_tidy(*, now: datetime | None = None) -> TidyOutcome:
     """The periodic care of the exports (reports.export_tasks.tidy_audit_exports): delete the files of those
     built more than EXPORT_RETENTION_DAYS ago (the row, its checksum and the log stay; it reads "expired"),
     fail those no worker built within GIVE_UP_AFTER, name those to send to a worker again, and delete what dead or
-    superseded builds left behind."""
+    superseded builds, and deleted exports or organizations, left behind."""
     now = now or timezone.now()
-    root = Path(settings.EXPORT_ROOT)
     retention = timedelta(days=settings.EXPORT_RETENTION_DAYS)
     expired = []
     for export in AuditExport.objects.filter(status=Status.DONE, finished_at__lt=now - retention).order_by("pk"):
-        # ORG/EXPORT/CLAIM/NAME.zip (ORG/EXPORT/NAME.zip before builds had claims): the file, then its folders up
-        # to the export's own (not ORG's: a build may write there).
-        if export.file_name:
-            path = root / export.file_name
-            path.unlink(missing_ok=True)
-            for folder in path.parents[: len(PurePosixPath(export.file_name).parts) - 2]:
-                with contextlib.suppress(OSError):
-                    folder.rmdir()
+        # The export's folder, as when its row is deleted (not its organization's: a build may write there).
+        export_files_remove(organization_id=export.organization_id, export_id=export.pk)
         step = f"expired: its file was deleted {retention.days} days after it was built"
         if AuditExport.objects.filter(pk=export.pk, status=Status.DONE).update(status=Status.EXPIRED, step=step):
             _log(organization_id=export.organization_id, action=Action.EXPORT_EXPIRED, export=export,
@@ -326,27 +301,8 @@ def audit_exports_tidy(*, now: datetime | None = None) -> TidyOutcome:
         Q(status=Status.QUEUED, created_at__lt=now - RESEND_QUEUED_AFTER)
         | Q(status=Status.RUNNING, started_at__lt=now - STALE_RUNNING_AFTER)
     ).order_by("pk")  # fmt: skip
-    return TidyOutcome(expired, list(resend.values_list("pk", flat=True)), given_up, _sweep(root, now=now))
-
-
-def _sweep(root: Path, *, now: datetime) -> list[str]:
-    """The folder (ORG/EXPORT/CLAIM) of a build that is not its export's (claimed again, or its export deleted) and
-    the .partial file of a build killed while writing, once older than STALE_RUNNING_AFTER: a build may still be
-    writing a younger one."""
-    cutoff = (now - STALE_RUNNING_AFTER).timestamp()
-    swept = []
-    folders = [f for f in root.glob("*/*/*") if f.is_dir() and f.parts[-2].isdigit()]
-    claims = dict(AuditExport.objects.filter(pk__in={int(f.parts[-2]) for f in folders}).values_list("pk", "claim"))
-    for folder in folders:
-        if claims.get(int(folder.parts[-2])) != folder.name and folder.stat().st_mtime < cutoff:
-            shutil.rmtree(folder, ignore_errors=True)
-            swept.append(str(folder.relative_to(root)))
-    for partial in root.glob(f"*/*/**/*{PARTIAL}"):
-        with contextlib.suppress(FileNotFoundError):
-            if partial.stat().st_mtime < cutoff:
-                partial.unlink()
-                swept.append(str(partial.relative_to(root)))
-    return swept
+    swept = export_files_sweep(now=now, younger=STALE_RUNNING_AFTER)
+    return TidyOutcome(expired, list(resend.values_list("pk", flat=True)), given_up, swept)
 
 
 def audit_export_download(*, export_id: int, user) -> ExportFile:
@@ -389,7 +345,7 @@ def audit_export_write(*, organization_id: int, server_ids: list[int] | None, wi
     files[bundle_name(organization=organization.name, start=window.start, end=window.end)] = zip_bytes(files)
     written = []
     for name in sorted(files):
-        _store(out_dir / name, files[name])
+        store_file(out_dir / name, files[name])
         written.append(WrittenFile(name, sha256(files[name]), len(files[name])))
     by = f" by {operator}" if operator else ""
     _log(organization_id=organization_id, action=Action.EXPORT_GENERATED,

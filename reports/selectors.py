@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.contrib.auth import get_user_model
-from django.db.models import Q
 
 from collectors.selectors.windows import coverage
+from console.access import organization_readers
 from inventory.models import Organization, Server
 from reports.models import Delivery, ReportOptIn, ReportSchedule, Unsubscribed, WeeklySend
 from reports.weeks import ReportWeek, WeekError, last_complete_week, parse_week, week_of
@@ -58,7 +58,7 @@ def report_recipients(*, organization_id: int) -> list[str]:
     users = (
         get_user_model()
         .objects.filter(report_opt_ins__organization_id=organization_id, is_active=True)
-        .filter(Q(memberships__organization_id=organization_id) | Q(is_staff=True))
+        .filter(pk__in=organization_readers(organization_id).values("pk"))
         .exclude(email="")
     )
     addresses = [u.email for u in users.distinct()] + list(schedule.extra_recipients or [])

@@ -18,7 +18,8 @@ from django.core.validators import validate_email
 from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.utils import timezone
 
-from inventory.models import Membership, Organization
+from console.access import role_in
+from inventory.models import Organization
 from reports.mail import weekly_message
 from reports.models import Delivery, ReportOptIn, ReportSchedule, Unsubscribed, WeeklySend
 from reports.selectors import report_recipients, report_schedule
@@ -73,7 +74,7 @@ def report_opt_in_set(*, organization_id: int, user, opted_in: bool) -> None:
         return
     if not user.email:
         raise ValidationError("your account has no email address: set one first")
-    if not user.is_staff and not Membership.objects.filter(organization_id=organization_id, user=user).exists():
+    if role_in(user, organization_id) is None:
         raise ValidationError("only members of the organization receive its report")
     with transaction.atomic():
         ReportOptIn.objects.get_or_create(organization_id=organization_id, user=user)

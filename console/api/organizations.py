@@ -13,7 +13,7 @@ from console.api.common import TABLE_RENDERERS, page_of
 class OrganizationSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     name = serializers.CharField()
-    role = serializers.ChoiceField(choices=["viewer", "dba", "admin"], help_text="the caller's role (staff: admin)")
+    role = serializers.ChoiceField(choices=["viewer", "dba", "admin"], help_text="the caller's role (superuser: admin)")
     servers = serializers.IntegerField(help_text="servers of the organization")
 
 

@@ -28,7 +28,7 @@ from collectors.selectors.across import SORT_KEYS, statements_across
 from collectors.selectors.series import RESOLUTIONS, STATEMENT_RESOLUTIONS
 from collectors.selectors.server import statements_in
 from collectors.selectors.statement import statement_detail, statement_owner
-from console.access import server_for, visible_organizations, visible_servers
+from console.access import server_for, visible_organization_ids, visible_organizations, visible_servers
 from console.api.common import (
     PAGE_PARAMETERS,
     TABLE_RENDERERS,
@@ -172,7 +172,7 @@ def _statement(request, statement_id: int, selector=statement_detail):
     """The statement (statement_detail, or statement_owner where only whose it is matters) and its server,
     a 404 unless the caller sees it."""
     user = request.user
-    organizations = None if user.is_staff else list(visible_organizations(user).values_list("pk", flat=True))
+    organizations = visible_organization_ids(user)
     try:
         found = selector(statement_id=statement_id, organization_ids=organizations)
     except LookupError:

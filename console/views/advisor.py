@@ -97,7 +97,7 @@ def _by_severity(cards: list[Card]) -> list[tuple[str, list[Card]]]:
 
 
 def _acting_organizations(user) -> set[int]:
-    """The organizations where the user may acknowledge and resolve (DBA or admin; staff everywhere)."""
+    """The organizations where the user may acknowledge and resolve (DBA or admin; superusers everywhere)."""
     return set(managed_organizations(user, MANAGE_SERVERS).values_list("pk", flat=True))
 
 

@@ -39,7 +39,7 @@ class MemberRow:
 @dataclass(frozen=True)
 class OrganizationRow:
     organization: Organization
-    role: str | None  # the user's (None: staff who is not a member)
+    role: str | None  # the user's (None: a console administrator who is not a member)
 
 
 def organizations(request: HttpRequest) -> HttpResponse:
@@ -146,7 +146,7 @@ def member_remove(request: HttpRequest, organization_id: int, membership_id: int
         messages.error(request, " ".join(exc.messages))
     else:
         messages.success(request, f"{membership.user} is no longer a member of {membership.organization.name}.")
-        if membership.user_id == request.user.pk and not request.user.is_staff:
+        if membership.user_id == request.user.pk and role_in(request.user, organization_id) is None:
             return redirect("organizations")  # left it: its page is no longer theirs to see
     return redirect("organization", organization_id)
 

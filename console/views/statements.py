@@ -14,7 +14,7 @@ from collectors.models import TextStatus
 from collectors.selectors import StatementSeries, StatementTotals, Window, statement_series, wait_events
 from collectors.selectors.server import statements_in
 from collectors.selectors.statement import same_queryid_elsewhere, statement_detail
-from console.access import server_for, visible_organizations
+from console.access import server_for, visible_organization_ids
 from console.charts import EXEC_COLOR, PLAN_COLOR, Chart, Series, time_chart
 from console.ranges import parse_range
 from console.sql_highlight import highlight
@@ -120,7 +120,7 @@ def range_figures(s: StatementTotals) -> list[Figure]:
 def statement(request: HttpRequest, statement_id: int) -> HttpResponse:
     """/statements/<id>/: the whole page, or for an htmx request the range-dependent body."""
     user = request.user
-    organizations = None if user.is_staff else list(visible_organizations(user).values_list("pk", flat=True))
+    organizations = visible_organization_ids(user)
     try:
         detail = statement_detail(statement_id=statement_id, organization_ids=organizations)
     except LookupError:

@@ -1,6 +1,7 @@
 """Who may call what: every route of the API with every kind of caller — anonymous, each role of acme, a DBA's
-read-only token, and an admin of another organization — against one small world. A route the matrix does not
-list fails the suite, so a new endpoint cannot escape it; a refused call must leave everything as it was."""
+read-only token, an admin of another organization, console staff in and out of acme, and a superuser — against
+one small world. A route the matrix does not list fails the suite, so a new endpoint cannot escape it; a refused
+call must leave everything as it was."""
 
 from __future__ import annotations
 
@@ -38,7 +39,10 @@ NOT_IN_MATRIX = {
     "api-docs",
     "api-export-schema",
 }  # not /api/v1/: anonymous 401 is checked below, roles do not apply
-CALLERS = ["anonymous", "viewer", "dba", "admin", "dba-read-only", "outsider"]
+CALLERS = ["anonymous", "viewer", "dba", "admin", "dba-read-only", "outsider", "staff", "staff-viewer", "superuser"]
+# is_staff (the admin site's login) gives nothing in the API: a staff user is what their memberships make them (a DBA
+# of other only: an outsider; a viewer of acme: a viewer). A superuser, the console's administrator, is an admin.
+TREATED_AS = {"staff": "outsider", "staff-viewer": "viewer", "superuser": "admin"}
 
 
 @dataclass(frozen=True)
@@ -179,6 +183,12 @@ def _build() -> MatrixWorld:
         "check_id": check.check_id,
         "export_id": export_id,
     }
+    User = get_user_model()
+    api.users["staff"] = User.objects.create_user("staff", password="x", is_staff=True)
+    Membership.objects.create(organization=other, user=api.users["staff"], role="dba")
+    api.users["staff-viewer"] = User.objects.create_user("staff-viewer", password="x", is_staff=True)
+    Membership.objects.create(organization=acme, user=api.users["staff-viewer"], role="viewer")
+    api.users["superuser"] = User.objects.create_user("superuser", password="x", is_staff=True, is_superuser=True)
     return MatrixWorld(api, Server.objects.get(pk=server.pk), ids)
 
 
@@ -190,7 +200,8 @@ def world(django_db_setup, django_db_blocker):
             yield _build()
         finally:  # also after a setup that failed half-way: the next modules expect an empty database
             organizations_delete(organizations=Organization.objects.filter(name__in=["acme", "other"]))
-            get_user_model().objects.filter(username__in=["viewer", "dba", "admin", "outsider"]).delete()
+            users = ["viewer", "dba", "admin", "outsider", "staff", "staff-viewer", "superuser"]
+            get_user_model().objects.filter(username__in=users).delete()
 
 
 def _bodies(world: MatrixWorld) -> dict:
@@ -236,6 +247,7 @@ def acme_state(world: MatrixWorld) -> dict:
 
 def expected(call: Call, caller: str) -> tuple[int, str | None]:
     """(status, error code) the matrix promises for `caller` on `call`."""
+    caller = TREATED_AS.get(caller, caller)
     if caller == "anonymous":
         return 401, "not_authenticated"
     if caller == "outsider":
@@ -277,7 +289,7 @@ def test_access(world, call, caller):
         return
     assert response.status_code == status, response.content
     content = response.content.decode(errors="replace") if status != 204 else ""
-    if caller == "outsider":
+    if TREATED_AS.get(caller, caller) == "outsider":
         # A list: the outsider's own rows ("other"), none of acme's.
         assert "acme" not in content and "other" in content, content
     elif not api_routes()[call.route][0]:
@@ -303,9 +315,10 @@ def test_access(world, call, caller):
         ("api-recommendations", {"server": "server_id"}),
     ],
 )
-def test_an_outsider_filtering_a_list_by_acme_finds_nothing(world, route, filters):
+@pytest.mark.parametrize("caller", ["outsider", "staff"])
+def test_an_outsider_filtering_a_list_by_acme_finds_nothing(world, route, filters, caller):
     query = {name: world.ids[param] for name, param in filters.items()}
-    response = world.api.client("outsider").get(world.url(route), query)
+    response = world.api.client(caller).get(world.url(route), query)
     assert response.status_code == 200 and response.json()["count"] == 0, response.content
 
 

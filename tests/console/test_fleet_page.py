@@ -70,13 +70,15 @@ def fleet(django_db_setup, django_db_blocker):
 
 @pytest.fixture
 def users(fleet):
-    staff = User.objects.create_user("root", password="x", is_staff=True)
+    superuser = User.objects.create_user("root", password="x", is_staff=True, is_superuser=True)
     alice = User.objects.create_user("alice", password="x")  # North, viewer
     Membership.objects.create(user=alice, organization=fleet["north"], role=Membership.Role.VIEWER)
     bob = User.objects.create_user("bob", password="x")  # South, dba
     Membership.objects.create(user=bob, organization=fleet["south"], role=Membership.Role.DBA)
     carol = User.objects.create_user("carol", password="x")  # no organization
-    return {"staff": staff, "alice": alice, "bob": bob, "carol": carol}
+    operator = User.objects.create_user("operator", password="x", is_staff=True)  # North, viewer; the admin site
+    Membership.objects.create(user=operator, organization=fleet["north"], role=Membership.Role.VIEWER)
+    return {"superuser": superuser, "alice": alice, "bob": bob, "carol": carol, "operator": operator}
 
 
 def get(client, user, query: str = "", **headers):
@@ -104,8 +106,8 @@ def cell(row: str, css: str) -> str:
     return re.sub(r"<[^>]+>", " ", match.group(1)).split()[0] if css != "plan" else match.group(1)
 
 
-def test_staff_see_every_server_with_the_ones_to_look_at_first(client, users, fleet):
-    response = get(client, users["staff"])
+def test_superusers_see_every_server_with_the_ones_to_look_at_first(client, users, fleet):
+    response = get(client, users["superuser"])
     s = fleet["servers"]
     ids = shown(response)
     assert set(ids) == set(Server.objects.values_list("pk", flat=True))
@@ -148,8 +150,15 @@ def test_a_member_sees_only_their_organizations_servers(client, users, fleet):
     assert shown(nobody) == [] and "No server is visible to you" in nobody.content.decode()
 
 
+def test_staff_see_only_the_servers_of_their_organizations(client, users, fleet):
+    """is_staff lets one into the admin site, not into other organizations' servers."""
+    s = fleet["servers"]
+    assert shown(get(client, users["operator"])) == [s["n-failing"], s["n-ok"], s["n-disabled"]]
+    assert shown(get(client, users["operator"], f"?org={fleet['south'].pk}")) == shown(get(client, users["alice"]))
+
+
 def test_the_figures_are_the_selectors(client, users, fleet):
-    response = get(client, users["staff"])
+    response = get(client, users["superuser"])
     window = response.context["range"].window
     assert window.end - window.start == timedelta(hours=24)
     rows = fleet_summary(server_ids=shown(response), window=window)
@@ -178,7 +187,7 @@ def test_the_figures_are_the_selectors(client, users, fleet):
 
 def test_ranges_change_the_window_and_the_trend(client, users, fleet):
     s = fleet["servers"]
-    week = get(client, users["staff"], "?range=7d")
+    week = get(client, users["superuser"], "?range=7d")
     assert week.context["range"].key == "7d" and 'class="active" aria-current="true">7d<' in week.content.decode()
     [r] = fleet_summary(server_ids=[s["n-ok"]], window=week.context["range"].window)
     spec = week.context["lines"][shown(week).index(s["n-ok"])].chart
@@ -186,42 +195,42 @@ def test_ranges_change_the_window_and_the_trend(client, users, fleet):
     assert cell(row_html(week, s["n-ok"]), "calls") == rate_text(r.calls_per_s)
     # Links keep the range.
     assert 'href="/fleet/?range=7d&amp;sort=name"' in week.content.decode()
-    hour = get(client, users["staff"], "?range=1h")
+    hour = get(client, users["superuser"], "?range=1h")
     [h] = fleet_summary(server_ids=[s["n-ok"]], window=hour.context["range"].window)
     assert h.snapshots >= 1 and cell(row_html(hour, s["n-ok"]), "calls") == rate_text(h.calls_per_s)
 
 
 def test_filters_and_sorting_come_from_the_url(client, users, fleet):
     s = fleet["servers"]
-    staff = users["staff"]
-    assert shown(get(client, staff, "?tag=prod")) == [s["n-ok"], s["s-ok"]]
-    assert shown(get(client, staff, "?status=failing")) == [s["n-failing"]]
-    assert shown(get(client, staff, "?status=never")) == [s["s-never"]]
-    assert shown(get(client, staff, "?q=OK")) == [s["n-ok"], s["s-ok"]]
-    assert shown(get(client, staff, f"?org={fleet['north'].pk}&status=ok")) == [s["n-ok"]]
-    by_org = get(client, staff, f"?org={fleet['south'].pk}&sort=name")
+    superuser = users["superuser"]
+    assert shown(get(client, superuser, "?tag=prod")) == [s["n-ok"], s["s-ok"]]
+    assert shown(get(client, superuser, "?status=failing")) == [s["n-failing"]]
+    assert shown(get(client, superuser, "?status=never")) == [s["s-never"]]
+    assert shown(get(client, superuser, "?q=OK")) == [s["n-ok"], s["s-ok"]]
+    assert shown(get(client, superuser, f"?org={fleet['north'].pk}&status=ok")) == [s["n-ok"]]
+    by_org = get(client, superuser, f"?org={fleet['south'].pk}&sort=name")
     assert shown(by_org) == [s["s-never"], s["s-ok"], s["s-stale"]]
     # The summary counts every status among the other filters' matches; the status filter is kept in links.
-    html = get(client, staff, "?tag=prod&status=ok").content.decode()
+    html = get(client, superuser, "?tag=prod&status=ok").content.decode()
     assert '2 servers</a> <span class="muted">(filtered, of 6)</span>' in html
     assert 'href="/fleet/?range=24h&amp;tag=prod&amp;status=ok&amp;sort=calls"' in html
-    assert shown(get(client, staff, "?sort=name")) == [s[n] for n in sorted(s)]
-    assert shown(get(client, staff, "?sort=org"))[:3] == [s["n-disabled"], s["n-failing"], s["n-ok"]]
+    assert shown(get(client, superuser, "?sort=name")) == [s[n] for n in sorted(s)]
+    assert shown(get(client, superuser, "?sort=org"))[:3] == [s["n-disabled"], s["n-failing"], s["n-ok"]]
     for sort, attribute in (("calls", "calls_per_s"), ("dbtime", "exec_ms_per_s")):
-        response = get(client, staff, f"?sort={sort}")
+        response = get(client, superuser, f"?sort={sort}")
         rows = {
             r.server_id: r for r in fleet_summary(server_ids=list(s.values()), window=response.context["range"].window)
         }
         values = [getattr(rows[i], attribute) for i in shown(response)]
         assert values[-1] is None and values[:-1] == sorted(values[:-1], reverse=True), sort  # no data last
         assert 'class="sorted" aria-sort="descending"' in response.content.decode()
-    dealloc = shown(get(client, staff, "?sort=dealloc"))
+    dealloc = shown(get(client, superuser, "?sort=dealloc"))
     assert dealloc[-1] == s["s-never"] and len(dealloc) == 6
 
 
 def test_200_servers_are_paged_with_the_failing_first(client, users, fleet, django_assert_max_num_queries):
     s = fleet["servers"]
-    get(client, users["staff"])  # the session settles (time zone) on a first request
+    get(client, users["superuser"])  # the session settles (time zone) on a first request
     with CaptureQueriesContext(connection) as few, db.counting() as selectors:
         assert client.get(URL + "?sort=calls").status_code == 200
     assert len(few) == QUERIES and selectors.queries == 1
@@ -230,19 +239,19 @@ def test_200_servers_are_paged_with_the_failing_first(client, users, fleet, djan
         Server(organization=bulk, name=f"bulk-{i:03}", host="192.0.2.1", user="m", enabled=i % 10 != 0)
         for i in range(194)
     )
-    staff = users["staff"]
-    first = get(client, staff)
+    superuser = users["superuser"]
+    first = get(client, superuser)
     ids = shown(first)
     assert len(ids) == PAGE_SIZE and ids[:2] == [s["n-failing"], s["s-stale"]]
     assert "page 1 of 4 · servers 1–50 of 200" in first.content.decode()
     assert (
         'href="/fleet/?range=24h&amp;page=2" hx-get="/fleet/?range=24h&amp;page=2" rel="next"' in first.content.decode()
     )
-    pages = [ids] + [shown(get(client, staff, f"?page={p}")) for p in (2, 3, 4)]
+    pages = [ids] + [shown(get(client, superuser, f"?page={p}")) for p in (2, 3, 4)]
     everything = [i for page in pages for i in page]
     assert len(everything) == len(set(everything)) == 200
     assert set(everything[-21:]) == set(Server.objects.filter(enabled=False).values_list("pk", flat=True))
-    last = get(client, staff, "?page=9")
+    last = get(client, superuser, "?page=9")
     assert shown(last) == pages[3] and "page 9 is past the last page (4)" in last.content.decode()
     # A fixed number of queries whatever the number of servers (session, user, organizations, servers,
     # and fleet_summary's inventory read), and one read of the history; sorting by a figure reads all
@@ -255,30 +264,30 @@ def test_200_servers_are_paged_with_the_failing_first(client, users, fleet, djan
 
 
 def test_htmx_gets_the_fragment_alone(client, users, fleet):
-    response = get(client, users["staff"], "?sort=name&tag=prod", HX_Request="true")
+    response = get(client, users["superuser"], "?sort=name&tag=prod", HX_Request="true")
     html = response.content.decode()
     assert "<html" not in html and "<h1>" not in html
     assert html.lstrip().startswith('<section id="fleet"') and 'hx-push-url="true"' in html
     assert shown(response) == [fleet["servers"]["n-ok"], fleet["servers"]["s-ok"]]
     assert "HX-Request" in response.headers["Vary"]
     # A history restore needs the whole page.
-    restore = get(client, users["staff"], "?sort=name", HX_Request="true", HX_History_Restore_Request="true")
+    restore = get(client, users["superuser"], "?sort=name", HX_Request="true", HX_History_Restore_Request="true")
     assert "<html" in restore.content.decode()
 
 
 def test_bad_parameters_show_their_error_and_fall_back(client, users, fleet):
-    response = get(client, users["staff"], "?range=2w&sort=size&status=sleepy&page=x")
+    response = get(client, users["superuser"], "?range=2w&sort=size&status=sleepy&page=x")
     html = response.content.decode()
     assert "unknown range &#x27;2w&#x27;" in html
     assert "unknown sort &#x27;size&#x27;" in html and "unknown status &#x27;sleepy&#x27;" in html
     assert "page &#x27;x&#x27; is not a page number" in html
     assert response.context["range"].key == "24h" and len(shown(response)) == 6
-    custom = get(client, users["staff"], "?range=custom&start=2026-01-02T10:00&end=2026-01-01T10:00")
+    custom = get(client, users["superuser"], "?range=custom&start=2026-01-02T10:00&end=2026-01-01T10:00")
     assert "the start must be before the end" in custom.content.decode()
 
 
 def test_the_page_has_no_inline_script_or_style(client, users, fleet):
-    html = get(client, users["staff"]).content.decode()
+    html = get(client, users["superuser"]).content.decode()
     assert " style=" not in html and " onclick" not in html and "hx-on" not in html
     scripts = re.findall(r"<script([^>]*)>", html)
     assert scripts and all(" src=" in s or 'type="application/json"' in s for s in scripts)

@@ -28,7 +28,8 @@ class World:
     val: User  # viewer in acme
     sam: User  # admin of other
     newcomer: User  # a member of nothing
-    staff: User
+    staff: User  # viewer in other; is_staff (the admin site's login), not a superuser
+    superuser: User  # a console administrator, a member of nothing
 
     def membership(self, user: User, org: Organization | None = None) -> Membership:
         return Membership.objects.get(user=user, organization=org or self.acme)
@@ -39,13 +40,20 @@ def world() -> World:
     acme, other = Organization.objects.create(name="acme"), Organization.objects.create(name="other")
     users = {name: User.objects.create_user(name, password=f"pw-{name}-1") for name in ("ada", "dan", "val", "sam",
                                                                                         "newcomer")}  # fmt: skip
-    staff = User.objects.create_user("root", password="pw-root-1", is_staff=True)
-    for name, org, role in (("ada", acme, Role.ADMIN), ("dan", acme, Role.DBA), ("val", acme, Role.VIEWER),
-                            ("sam", other, Role.ADMIN)):  # fmt: skip
+    users["operator"] = User.objects.create_user("operator", password="pw-operator-1", is_staff=True)
+    superuser = User.objects.create_user("root", password="pw-root-1", is_staff=True, is_superuser=True)
+    roles = {
+        "ada": (acme, Role.ADMIN),
+        "dan": (acme, Role.DBA),
+        "val": (acme, Role.VIEWER),
+        "sam": (other, Role.ADMIN),
+        "operator": (other, Role.VIEWER),
+    }
+    for name, (org, role) in roles.items():
         Membership.objects.create(user=users[name], organization=org, role=role)
     server_create(name="db1", dsn="postgresql://m@db1.example/app", organization_name="acme")
     server_create(name="db2", dsn="postgresql://m@db2.example/app", organization_name="acme")
-    return World(acme, other, users["ada"], users["dan"], users["val"], users["sam"], users["newcomer"], staff)
+    return World(acme, other, *[users[n] for n in ("ada", "dan", "val", "sam", "newcomer", "operator")], superuser)
 
 
 def message(response) -> str:
@@ -98,12 +106,22 @@ def test_the_list_shows_the_users_organizations(client, world, django_assert_max
     assert reverse("organization-statements", args=[world.acme.pk]) in html
 
 
-def test_staff_see_every_organization(client, world):
-    client.force_login(world.staff)
+def test_superusers_see_every_organization(client, world):
+    client.force_login(world.superuser)
     html = client.get(reverse("organizations")).content.decode()
     assert reverse("organization", args=[world.acme.pk]) in html
     assert reverse("organization", args=[world.other.pk]) in html
-    assert "staff (not a member)" in html
+    assert "console administrator (not a member)" in html
+
+
+def test_staff_see_only_their_organizations_with_their_role(client, world):
+    """is_staff lets one into the admin site: in the console, a staff user is what their memberships make them."""
+    client.force_login(world.staff)
+    html = client.get(reverse("organizations")).content.decode()
+    assert reverse("organization", args=[world.other.pk]) in html and '<span class="badge">viewer</span>' in html
+    assert reverse("organization", args=[world.acme.pk]) not in html and "not a member" not in html
+    page = client.get(reverse("organization", args=[world.other.pk]))
+    assert page.status_code == 200 and page.context["role"] == Role.VIEWER and not page.context["can_manage"]
 
 
 def test_a_user_without_organizations(client, world):
@@ -152,9 +170,10 @@ def test_admins_get_the_forms_but_the_last_admin_cannot_be_changed(client, world
 
 
 def test_the_page_of_another_organization_is_a_404(client, world):
-    client.force_login(world.sam)
-    assert client.get(reverse("organization", args=[world.acme.pk])).status_code == 404
-    client.force_login(world.staff)
+    for user in (world.sam, world.staff):
+        client.force_login(user)
+        assert client.get(reverse("organization", args=[world.acme.pk])).status_code == 404
+    client.force_login(world.superuser)
     assert client.get(reverse("organization", args=[world.acme.pk])).status_code == 200
 
 
@@ -179,6 +198,21 @@ def test_an_admin_adds_a_member(client, world):
     assert message(invalid) == "Give a user name and a role."
 
 
+def test_a_staff_admin_cannot_learn_who_uses_other_organizations(client, world):
+    """is_staff lets a user into the Django admin, not into other organizations' user lists: an admin of "other"
+    who is staff gets the same answer for acme's dan as for a name nobody has; a superuser adds him."""
+    Membership.objects.filter(user=world.staff, organization=world.other).update(role=Role.ADMIN)
+    client.force_login(world.staff)
+    url = reverse("organization-member-add", args=[world.other.pk])
+    assert message(client.post(url, {"username": "dan", "role": "viewer"})) == (
+        "there is no user named 'dan' that you can add (a console administrator adds users of other organizations)"
+    )
+    assert role_of(world.dan, world.other) is None
+    client.force_login(world.superuser)
+    client.post(url, {"username": "dan", "role": "viewer"})
+    assert role_of(world.dan, world.other) == Role.VIEWER
+
+
 def test_an_admin_cannot_learn_who_uses_the_console_elsewhere(client, world):
     """Adding a member of other organizations only answers as a name nobody has; a colleague (a member of one of
     the adder's organizations) or a console administrator may add them."""
@@ -189,7 +223,7 @@ def test_an_admin_cannot_learn_who_uses_the_console_elsewhere(client, world):
     assert role_of(world.dan, world.other) is None
     Membership.objects.create(user=world.sam, organization=world.acme, role=Role.VIEWER)  # now dan's colleague
     assert message(client.post(url, {"username": "dan", "role": "viewer"})) == "dan is now viewer in other."
-    client.force_login(world.staff)
+    client.force_login(world.superuser)
     assert message(client.post(url, {"username": "val", "role": "viewer"})) == "val is now viewer in other."
 
 
@@ -227,10 +261,22 @@ def test_member_actions_need_the_admin_role(client, world):
         (reverse("organization-member-role", args=[world.acme.pk, dan.pk]), {"role": "admin"}),
         (reverse("organization-member-remove", args=[world.acme.pk, dan.pk]), {}),
     ]
-    for user, status in ((world.val, 403), (world.dan, 403), (world.sam, 404), (world.newcomer, 404)):
+    refused = ((world.val, 403), (world.dan, 403), (world.sam, 404), (world.newcomer, 404), (world.staff, 404))
+    for user, status in refused:
         client.force_login(user)
         for url, data in actions:
             assert client.post(url, data).status_code == status, (user, url)
+    # A staff user acts in their own organization with their membership's role (viewer): not as an admin.
+    client.force_login(world.staff)
+    sam = world.membership(world.sam, world.other)
+    own = [
+        (reverse("organization-member-add", args=[world.other.pk]), {"username": "newcomer", "role": "admin"}),
+        (reverse("organization-member-role", args=[world.other.pk, sam.pk]), {"role": "viewer"}),
+        (reverse("organization-member-remove", args=[world.other.pk, sam.pk]), {}),
+    ]
+    for url, data in own:
+        assert client.post(url, data).status_code == 403, url
+    assert role_of(world.sam, world.other) == Role.ADMIN and role_of(world.newcomer, world.other) is None
     client.force_login(world.ada)
     assert client.get(actions[0][0]).status_code == 405
     assert role_of(world.newcomer, world.acme) is None and role_of(world.dan, world.acme) == Role.DBA

@@ -188,7 +188,7 @@ def test_another_organizations_server_is_a_404(client, world):
     client.force_login(world.alice)
     assert get(client, world.plain).status_code == 404 and get(client, world.planned).status_code == 200
     assert client.get("/servers/999999999/planning/").status_code == 404
-    client.force_login(world.staff)
+    client.force_login(world.superuser)
     assert get(client, world.plain).status_code == 200
 
 

@@ -37,7 +37,8 @@ class World:
     plain: Server  # organization h2-other: track_planning off throughout
     alice: User  # viewer in h2-acme
     bob: User  # viewer in h2-other
-    staff: User
+    staff: User  # is_staff only (the admin site's login), a member of nothing
+    superuser: User  # a console administrator
 
 
 def make_world(prefix: str) -> World:
@@ -53,15 +54,16 @@ def make_world(prefix: str) -> World:
     alice = User.objects.create_user(f"{prefix}-alice", password="pw-alice-1")
     bob = User.objects.create_user(f"{prefix}-bob", password="pw-bob-1")
     staff = User.objects.create_user(f"{prefix}-staff", password="pw-staff-1", is_staff=True)
+    superuser = User.objects.create_user(f"{prefix}-root", password="pw-root-1", is_staff=True, is_superuser=True)
     Membership.objects.create(user=alice, organization=configured.organization, role=Membership.Role.VIEWER)
     Membership.objects.create(user=bob, organization=other, role=Membership.Role.VIEWER)
-    return World(now, configured, synth, plain, alice, bob, staff)
+    return World(now, configured, synth, plain, alice, bob, staff, superuser)
 
 
 def drop_world(w: World) -> None:
     for server in (w.configured, w.plain):
         server_delete(server=server)
-    User.objects.filter(pk__in=[w.alice.pk, w.bob.pk, w.staff.pk]).delete()
+    User.objects.filter(pk__in=[w.alice.pk, w.bob.pk, w.staff.pk, w.superuser.pk]).delete()
 
 
 @pytest.fixture(scope="module")
@@ -130,7 +132,7 @@ def test_the_charts_show_the_series_values(client, world):
 
 
 def test_planning_not_tracked_is_said_on_the_chart(client, world):
-    client.force_login(world.staff)
+    client.force_login(world.superuser)
     html = page(client, world.plain, range="24h")
     spec = charts_of(html)["chart-time"]
     assert "Database time per second, execution and planning (planning not tracked)" in html
@@ -219,7 +221,10 @@ def test_another_organizations_server_is_a_404(client, world):
         assert client.get(reverse("server", args=[server.pk]), HTTP_HX_REQUEST="true").status_code == 404
     assert client.get(reverse("server", args=[world.plain.pk])).status_code == 200
     assert client.get(reverse("server", args=[999_999_999])).status_code == 404
+    # The admin site's login alone opens no organization; a console administrator sees every one.
     client.force_login(world.staff)
+    assert client.get(reverse("server", args=[world.configured.pk])).status_code == 404
+    client.force_login(world.superuser)
     assert client.get(reverse("server", args=[world.configured.pk])).status_code == 200
 
 

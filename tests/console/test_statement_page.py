@@ -40,7 +40,8 @@ class World:
     plain: Server  # h3p-other: bench/synthetic.py as it is, track_planning off throughout
     alice: User  # viewer in h3p-acme
     bob: User  # viewer in h3p-other
-    staff: User
+    staff: User  # is_staff only (the admin site's login), a member of nothing
+    superuser: User  # a console administrator
 
     def sid(self, server: Server, key: tuple) -> int:
         userid, dbid, queryid, toplevel = key
@@ -73,15 +74,16 @@ def make_world(prefix: str) -> World:
     alice = User.objects.create_user(f"{prefix}-alice", password="pw-alice-1")
     bob = User.objects.create_user(f"{prefix}-bob", password="pw-bob-1")
     staff = User.objects.create_user(f"{prefix}-staff", password="pw-staff-1", is_staff=True)
+    superuser = User.objects.create_user(f"{prefix}-root", password="pw-root-1", is_staff=True, is_superuser=True)
     Membership.objects.create(user=alice, organization=planned.organization, role=Membership.Role.VIEWER)
     Membership.objects.create(user=bob, organization=other, role=Membership.Role.VIEWER)
-    return World(now, planned, synth, twin, plain, alice, bob, staff)
+    return World(now, planned, synth, twin, plain, alice, bob, staff, superuser)
 
 
 def drop_world(w: World) -> None:
     for server in (w.planned, w.twin, w.plain):
         server_delete(server=server)
-    User.objects.filter(pk__in=[w.alice.pk, w.bob.pk, w.staff.pk]).delete()
+    User.objects.filter(pk__in=[w.alice.pk, w.bob.pk, w.staff.pk, w.superuser.pk]).delete()
 
 
 @pytest.fixture(scope="module")
@@ -320,7 +322,10 @@ def test_another_organizations_statement_is_a_404(client, world):
     assert get(client, theirs).status_code == 200
     client.force_login(world.alice)
     assert get(client, theirs).status_code == 404 and get(client, 10**12).status_code == 404
+    # The admin site's login alone opens no organization; a console administrator sees every one.
     client.force_login(world.staff)
+    assert get(client, mine).status_code == 404 and get(client, theirs).status_code == 404
+    client.force_login(world.superuser)
     assert get(client, mine).status_code == 200 and get(client, theirs).status_code == 200
     client.logout()
     assert get(client, mine).status_code == 302

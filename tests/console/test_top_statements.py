@@ -136,7 +136,7 @@ def test_the_figures_are_the_selectors(client, world):
 
 
 def test_planning_not_tracked_is_never_zero(client, world):
-    client.force_login(world.staff)
+    client.force_login(world.superuser)
     params, window = custom(world, 24)
     html = get(client, world.plain, **params)
     rows = table(html)

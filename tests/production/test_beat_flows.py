@@ -120,12 +120,12 @@ def _exports(org: Organization, server: Server, dba, root: Path, week: ReportWee
         "window_start": week.window.start,
         "window_end": week.window.end,
     }
-    name = f"{org.pk}/1/old/audit.zip"
+    expired = AuditExport.objects.create(**common, status="done", progress=100, sha256="0" * 64)
+    name = f"{org.pk}/{expired.pk}/old/audit.zip"  # in its own folder, as a build writes it
     path = root / name
     path.parent.mkdir(parents=True)
     path.write_bytes(b"PK\x05\x06" + b"\0" * 18)
-    expired = AuditExport.objects.create(**common, status="done", progress=100, file_name=name, sha256="0" * 64)
-    AuditExport.objects.filter(pk=expired.pk).update(finished_at=timezone.now() - timedelta(days=31))
+    AuditExport.objects.filter(pk=expired.pk).update(file_name=name, finished_at=timezone.now() - timedelta(days=31))
     lost = AuditExport.objects.create(**common)
     AuditExport.objects.filter(pk=lost.pk).update(created_at=timezone.now() - timedelta(minutes=11))
     return expired, path, lost

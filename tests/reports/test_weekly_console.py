@@ -102,6 +102,26 @@ def test_a_member_opts_in_and_out(client, known_history, readers):
     assert said[-1] == "your account has no email address: set one first"
 
 
+def test_only_members_and_superusers_receive_the_report(client, known_history, readers, smtp):
+    """is_staff (the admin site's login) is no membership: a staff user outside the organization gets its page as a
+    404, cannot opt in, and is not mailed its report even with an opt-in row of theirs; a console administrator
+    (superuser) may opt in, and is mailed it."""
+    org = known_history.organization
+    opt_in = reverse("organization-reports-opt-in", args=[org.pk])
+    staff = User.objects.create_user("wk-staff", email="staff@console.example", is_staff=True)
+    root = User.objects.create_user("wk-root", email="root@console.example", is_staff=True, is_superuser=True)
+    page(client, staff, org, status=404)
+    assert client.post(opt_in, {"opted_in": "1"}).status_code == 404
+    ReportOptIn.objects.create(organization=org, user=staff)  # as one made before the rule (or by hand) would be
+    page(client, root, org)
+    assert client.post(opt_in, {"opted_in": "1"}).status_code == 302
+    assert ReportOptIn.objects.filter(organization=org, user=root).exists()
+    sent = report_send_weekly(organization_id=org.pk, week=known_history.week)
+    addresses = set(Delivery.objects.filter(send_id=sent.send_id).values_list("address", flat=True))
+    assert addresses == {"alice@acme.example", "bob@acme.example", "cto@client.example", "root@console.example"}
+    assert smtp.inbox.count("root@console.example") == 1 and smtp.inbox.count("staff@console.example") == 0
+
+
 def test_send_me_a_test_now(client, known_history, readers, smtp):
     org, week = known_history.organization, known_history.week
     client.force_login(readers.alice)  # a viewer may: it goes to their own address only
