@@ -20,6 +20,7 @@ from psycopg import sql
 from collectors.connection import CHECK_APPLICATION_NAME, MonitoredConnection, Target
 from collectors.errors import CollectionError, OutOfTime, RefusedByPolicy, ServerSilent, Unreachable
 from collectors.pgss import MIN_SERVER_VERSION
+from inventory import tls
 
 Level = Literal["ok", "info", "warning", "problem"]
 
@@ -135,12 +136,30 @@ def quote_ident(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def server_check(*, host: str, port: int, database: str, user: str, password: str | None,
-                 sslmode: str) -> CheckReport:  # fmt: skip
+def server_check(
+    *,
+    host: str,
+    port: int,
+    database: str,
+    user: str,
+    password: str | None,
+    sslmode: str,
+    ssl_root_cert: str = "",
+    require_scram: bool = False,
+) -> CheckReport:
     """Connect as the collector would and report what it finds; never raises for the server's state."""
     started = time.monotonic()
-    target = Target(server_id=0, host=host, port=port, database=database, user=user, password=password or None,
-                    sslmode=sslmode)  # fmt: skip
+    target = Target(
+        server_id=0,
+        host=host,
+        port=port,
+        database=database,
+        user=user,
+        password=password or None,
+        sslmode=sslmode,
+        ssl_root_cert=ssl_root_cert,
+        require_scram=require_scram,
+    )
     out = _Report(target=target.label)
     try:
         conninfo = target.dial_conninfo(application_name=CHECK_APPLICATION_NAME)
@@ -163,6 +182,7 @@ def server_check(*, host: str, port: int, database: str, user: str, password: st
     conn.limit_to(started + limits.snapshot_s, limits.snapshot_s)
     try:
         with conn:
+            out.findings.append(_tls_finding(conn, target))
             _inspect(conn, out, user=user, database=database)
     except psycopg.Error as exc:
         # The server went away or stopped answering in the middle: what was learnt so far stays.
@@ -207,6 +227,8 @@ def _connect_failure(text: str, target: Target) -> tuple[str, Finding]:
     if "failed to resolve host" in low or "could not translate host name" in low:
         return "dns", Finding("problem", "Connection", f"The host name {target.host!r} does not resolve (DNS): "
                               f"check its spelling, or use the server's IP address.")  # fmt: skip
+    if "authentication method requirement" in low:
+        return "scram", _scram_failure(low, target)
     if "password authentication failed" in low or "authentication failed" in low:
         return "authentication", Finding(
             "problem", "Connection",
@@ -246,14 +268,98 @@ def _connect_failure(text: str, target: Target) -> tuple[str, Finding]:
             f"No answer from {where} in time: a firewall drops the packets, or the host is down or overloaded.",
         )  # fmt: skip
     if "ssl" in low or "certificate" in low or "tls" in low:
-        return "tls", Finding(
-            "problem", "Connection",
-            f"The TLS handshake failed with sslmode={target.sslmode}: the server does not offer TLS, or its "
-            f"certificate could not be verified. Enable ssl on the server or choose another sslmode.",
-        )  # fmt: skip
+        return "tls", _tls_failure(low, target)
     if "too many" in low or "remaining connection slots" in low:
         return "busy", Finding("problem", "Connection", "The server has no connection slot left.")
     return "error", Finding("problem", "Connection", f"Cannot connect to {where}.")
+
+
+def _tls_failure(low: str, target: Target) -> Finding:
+    """Which side of TLS failed: the server offers none, its certificate does not verify, or names another
+    host; libpq's words say which."""
+    if "server does not support ssl" in low:
+        what = (
+            f"The server at {target.host}:{target.port} does not offer TLS and sslmode={target.sslmode} "
+            "requires it. Turn ssl on in its postgresql.conf (ssl = on, with ssl_cert_file and ssl_key_file), "
+            "then SELECT pg_reload_conf();"
+        )
+    elif "root certificate file" in low:
+        what = (
+            f"sslmode={target.sslmode} verifies the server's certificate, and no CA is given: paste the CA "
+            "certificate that signed it (PEM) into this server's CA certificate field, or write system to "
+            "trust the machine's roots."
+        )
+    elif "does not match host name" in low or "server certificate for" in low:
+        what = (
+            f"The server's certificate is not for {target.host!r}: connect with the name it was issued for, "
+            "or use sslmode verify-ca, which checks the CA only."
+        )
+    elif "certificate verify failed" in low or "certificate" in low:
+        what = (
+            "The server's certificate does not verify against the CA given for it (another CA signed it, or "
+            "it expired): give the CA that signed it."
+        )
+    else:
+        what = f"The TLS handshake failed with sslmode={target.sslmode}."
+    return Finding("problem", "Connection", what)
+
+
+def _tls_finding(conn: psycopg.Connection, target: Target) -> Finding:
+    """What protects this connection: encryption, and whether the server proved who it is."""
+    if not conn.pgconn.ssl_in_use:
+        return Finding(
+            "warning",
+            "TLS",
+            f"Not encrypted (sslmode={target.sslmode}): the password, the query "
+            "texts and the statistics cross the network in clear. Turn ssl on on the server and choose "
+            "sslmode require, or verify-full.",
+        )
+    row = conn.execute("SELECT version FROM pg_stat_ssl WHERE pid = pg_backend_pid()").fetchone()
+    protocol = row[0] if row and row[0] else "TLS"
+    trusted = {"": "~/.postgresql/root.crt", tls.SYSTEM: "the system's trusted roots"}.get(
+        target.ssl_root_cert, "the CA certificate given"
+    )
+    if target.sslmode == "verify-full":
+        return Finding(
+            "ok",
+            "TLS",
+            f"Encrypted ({protocol}); the server's certificate is verified against {trusted} for host {target.host!r}.",
+        )
+    if target.sslmode == "verify-ca":
+        return Finding(
+            "ok",
+            "TLS",
+            f"Encrypted ({protocol}); the server's certificate is verified against "
+            f"{trusted}, but not its host name (verify-full checks both).",
+        )
+    return Finding(
+        "info",
+        "TLS",
+        f"Encrypted ({protocol}), but the server's certificate is not verified "
+        f"(sslmode={target.sslmode}): an impostor on the path could answer. verify-full with the "
+        "server's CA certificate closes that.",
+    )
+
+
+def _scram_failure(low: str, target: Target) -> Finding:
+    """require_auth=scram-sha-256 refused what the server asked for: say what that was and the two ways out."""
+    if "hashed password" in low or "md5" in low:
+        asked = "asked for the password as an MD5 hash"
+    elif "cleartext password" in low:
+        asked = "asked for the password in clear"
+    elif "did not complete authentication" in low or "not request" in low:
+        asked = "let the role in without a password (trust, peer or cert in pg_hba.conf)"
+    else:
+        asked = "did not use SCRAM-SHA-256"
+    return Finding(
+        "problem",
+        "Connection",
+        f"The server {asked}, and this server requires SCRAM: the console sends the password of role "
+        f"{target.user!r} only through SCRAM-SHA-256. Store the role's password as SCRAM on the server and "
+        f"use scram-sha-256 in pg_hba.conf, or untick Require SCRAM for this server.",
+        f"SET password_encryption = 'scram-sha-256';\nALTER ROLE {quote_ident(target.user)} PASSWORD "
+        f"'the-same-password';   -- then scram-sha-256 in pg_hba.conf and SELECT pg_reload_conf();",
+    )
 
 
 def _inspect(conn: psycopg.Connection, out: _Report, *, user: str, database: str) -> None:

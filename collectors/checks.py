@@ -62,6 +62,8 @@ def check_queue(
     user: str,
     password: str | None,
     sslmode: str,
+    ssl_root_cert: str = "",
+    require_scram: bool = False,
     note: str = "",
 ) -> CheckState:
     """Queue a check of this connection, made for `organization_id` (and its server `server_id` if stored)."""
@@ -76,7 +78,15 @@ def check_queue(
         "started_at": None,
         "note": note,
         "report": None,
-        "connection": {"host": host, "port": port, "database": database, "user": user, "sslmode": sslmode},
+        "connection": {
+            "host": host,
+            "port": port,
+            "database": database,
+            "user": user,
+            "sslmode": sslmode,
+            "ssl_root_cert": ssl_root_cert,
+            "require_scram": require_scram,
+        },
         "password": encrypt_secret(password) if password else None,
     }
     cache.set(_key(check_id), entry, CHECK_TTL_S)

@@ -31,7 +31,7 @@ from collectors.errors import (
     Unreachable,
     from_connect_error,
 )
-from inventory import network_policy
+from inventory import network_policy, tls
 
 # A healthy server answers every statement within statement_timeout, with rows or an error; silence
 # past that (plus this margin for the network and the server's own scheduling) means it is gone.
@@ -144,6 +144,8 @@ class Target:
     password: str | None = field(repr=False)  # never in a log line, a traceback's locals or an error page
     sslmode: str
     interval_s: int | None = None  # the server's collection interval, which caps the wait for a reply
+    ssl_root_cert: str = ""  # the CA to verify the server with (inventory.tls)
+    require_scram: bool = False  # a password only through SCRAM-SHA-256
 
     @property
     def label(self) -> str:
@@ -185,6 +187,14 @@ class Target:
         }
         if self.password:
             params["password"] = self.password
+        try:
+            root = tls.root_cert_file(self.ssl_root_cert)
+        except OSError as exc:
+            raise MalformedDsn(f"cannot write {self.label}'s CA certificate for libpq (TLS_CA_DIR): {exc}") from exc
+        if root:
+            params["sslrootcert"] = root
+        if self.require_scram and self.password:  # (without a password there is nothing to keep from a server)
+            params["require_auth"] = "scram-sha-256"
         try:
             return make_conninfo("", **params)
         except psycopg.ProgrammingError as exc:

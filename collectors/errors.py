@@ -31,6 +31,19 @@ class AuthenticationFailed(CollectionError):
     code = "auth_failed"
 
 
+class TlsFailed(CollectionError):
+    """TLS could not be set up as the server's sslmode asks: no TLS on the server, or a certificate that does
+    not verify against the CA given for it."""
+
+    code = "tls"
+
+
+class ScramRequired(AuthenticationFailed):
+    """The server asked for the password otherwise than through SCRAM-SHA-256, and the server requires SCRAM."""
+
+    code = "scram_required"
+
+
 class UnsupportedVersion(CollectionError):
     code = "unsupported_version"
 
@@ -129,12 +142,19 @@ def _first_line(exc: BaseException) -> str:
 def from_connect_error(exc: psycopg.Error, target: str) -> CollectionError:
     text = _first_line(exc)
     low = text.lower()
+    if "authentication method requirement" in low:
+        return ScramRequired(
+            f"{target} did not ask for the password through SCRAM-SHA-256, and Require SCRAM is on "
+            f"for this server, so it was not sent: {text}"
+        )
     if "password authentication failed" in low or "no password supplied" in low or ("authentication failed" in low):
         return AuthenticationFailed(f"authentication failed for {target}: {text}")
     if "invalid" in low and ("option" in low or "value" in low or "uri" in low or "dsn" in low):
         return MalformedDsn(f"invalid connection settings for {target}: {text}")
     if "permission denied" in low or "not permitted to log in" in low or "no pg_hba.conf entry" in low:
         return InsufficientPrivilege(f"connection refused by {target}: {text}")
+    if "root certificate file" in low or "ssl" in low or "certificate" in low:
+        return TlsFailed(f"TLS to {target} failed: {text}")
     if "does not exist" in low:
         return Unreachable(f"{target}: {text}")
     return Unreachable(f"cannot connect to {target}: {text}")

@@ -83,6 +83,8 @@ def monitoring_target(server: Server) -> monitored.Target:
         password=password,
         sslmode=server.sslmode,
         interval_s=server.interval_s,
+        ssl_root_cert=server.ssl_root_cert,
+        require_scram=server.require_scram,
     )
 
 

@@ -7,7 +7,7 @@ from django.contrib import admin, messages
 from collectors.models import Statement
 from console.services import organization_delete, organizations_delete, server_delete, servers_delete
 from inventory.models import Membership, Organization, Server
-from inventory.services import UPDATABLE_FIELDS, server_update
+from inventory.services import CONNECTION_FIELDS, UPDATABLE_FIELDS, server_update
 
 
 class ServerForm(forms.ModelForm):
@@ -16,14 +16,13 @@ class ServerForm(forms.ModelForm):
         required=False,
         widget=forms.PasswordInput(render_value=False),
         help_text="Leave empty to keep the current password; it is cleared when organization, host, port, "
-                  "database, user or sslmode change. Stored encrypted.",
-    )  # fmt: skip
+        "database, user, sslmode, CA certificate or Require SCRAM change. Stored encrypted.",
+    )
     clear_password = forms.BooleanField(required=False, help_text="Remove the stored password.")
 
     class Meta:
         model = Server
-        fields = ["organization", "name", "host", "port", "database", "user", "sslmode", "enabled",
-                  "interval_s", "cpu_count", "tags"]  # fmt: skip
+        fields = [*CONNECTION_FIELDS, "name", "enabled", "interval_s", "cpu_count", "tags"]
 
     password_cleared = False  # set by save(): the connection changed and the password went with it
 
@@ -87,9 +86,11 @@ class ServerAdmin(_DeletesHistory, admin.ModelAdmin):
     def save_model(self, request, obj, form, change):
         form.save()
         if form.password_cleared:
-            messages.warning(request, f"The stored password of {obj} was cleared because its organization, host, "
-                                      "port, database, user or sslmode changed: enter it again to use it "
-                                      "there.")  # fmt: skip
+            messages.warning(
+                request,
+                f"The stored password of {obj} was cleared because its organization, host, port, database, user, "
+                "sslmode, CA certificate or Require SCRAM changed: enter it again to use it there.",
+            )
 
     def delete_model(self, request, obj):
         server_delete(server=obj)

@@ -9,6 +9,7 @@ from django.db.models import QuerySet
 from psycopg.conninfo import make_conninfo
 
 from advisor.thresholds import Thresholds
+from inventory import tls
 from inventory.models import Membership, Organization, Server
 from inventory.services import connection_moves
 
@@ -26,8 +27,27 @@ class ServerForm(forms.Form):
     user = forms.CharField(max_length=255, label="Role", initial="pgconsole_monitor")
     password = forms.CharField(required=False, strip=False, widget=forms.PasswordInput(render_value=False))
     forget_password = forms.BooleanField(required=False, label="Forget the stored password")
-    sslmode = forms.ChoiceField(choices=[(m, m) for m in Server.SslMode.values], initial=Server.SslMode.PREFER,
-                                label="sslmode")  # fmt: skip
+    sslmode = forms.ChoiceField(
+        choices=[(m, m) for m in Server.SslMode.values],
+        initial=Server.SslMode.REQUIRE,
+        label="sslmode",
+        help_text="require: always TLS. verify-full: TLS to a server whose certificate the CA below vouches for, "
+        "under this host name (the only mode an impostor cannot answer).",
+    )
+    ssl_root_cert = forms.CharField(
+        required=False,
+        strip=False,
+        label="CA certificate",
+        widget=forms.Textarea(attrs={"rows": 4, "placeholder": "-----BEGIN CERTIFICATE-----  (or: system)"}),
+        help_text="For verify-full and verify-ca: the CA that signed the server's certificate (PEM), or system "
+        "for the machine's trusted roots (a cloud provider's CA bundle is PEM too).",
+    )
+    require_scram = forms.BooleanField(
+        required=False,
+        initial=True,
+        label="Require SCRAM",
+        help_text="The password is sent only through SCRAM-SHA-256, never in clear nor as an MD5 hash.",
+    )
     interval_s = forms.IntegerField(min_value=5, initial=60, label="Collection interval (s)")
     cpu_count = forms.IntegerField(min_value=1, required=False, label="CPUs",
                                    help_text="Optional: the server's CPU count, to put database time per second "
@@ -48,6 +68,8 @@ class ServerForm(forms.Form):
                         "database",
                         "user",
                         "sslmode",
+                        "ssl_root_cert",
+                        "require_scram",
                         "interval_s",
                         "cpu_count",
                         "enabled",
@@ -65,8 +87,8 @@ class ServerForm(forms.Form):
             self.fields["password"].help_text = (
                 "Write-only. Empty keeps the stored password"
                 + (" (one is stored)" if server.password_encrypted else " (none is stored)")
-                + ", unless organization, host, port, database, role or sslmode change: then it is cleared, never "
-                "sent elsewhere."
+                + ", unless organization, host, port, database, role, TLS or SCRAM settings change: then it is "
+                "cleared, never sent elsewhere."
             )
 
     def clean_tags(self) -> list[str]:
@@ -75,6 +97,16 @@ class ServerForm(forms.Form):
 
     def clean_name(self) -> str:
         return self.cleaned_data["name"].strip()
+
+    def clean(self) -> dict:
+        """The CA certificate checked with the sslmode it goes with, before a check or a save uses it."""
+        cd = super().clean()
+        if "sslmode" in cd and "ssl_root_cert" in cd:
+            try:
+                cd["ssl_root_cert"] = tls.clean_root_cert(cd["ssl_root_cert"], sslmode=cd["sslmode"])
+            except ValidationError as exc:
+                self.add_service_error(exc)
+        return cd
 
     def dsn(self) -> str:
         """The connection as inventory.services.server_create takes it (a libpq conninfo string)."""

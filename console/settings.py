@@ -135,6 +135,9 @@ ALLOW_PLAIN_HTTP = env.bool("ALLOW_PLAIN_HTTP", default=False)
 # off here, as a hosted console must; loopback only when asked for (on by default in development).
 MONITOR_ALLOW_PRIVATE = env.bool("MONITOR_ALLOW_PRIVATE", default=True)
 MONITOR_ALLOW_LOOPBACK = env.bool("MONITOR_ALLOW_LOOPBACK", default=DEBUG)
+# Where the CA certificates given per server are written for libpq, which reads them only from files
+# (inventory/tls.py): a folder of the console's own account.
+TLS_CA_DIR = env.path("TLS_CA_DIR", default=Path.home() / ".cache" / "pgconsole" / "ca")
 if HTTPS:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=True)

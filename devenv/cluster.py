@@ -20,6 +20,7 @@ from .binaries import _lib_env, ensure_binaries
 from .errors import ClusterError
 from .paths import RUN_DIR
 from .ports import PORT_WAIT_S, _wait_for_port
+from .tls import devenv_tls
 
 _SOCKET_PATH_MAX = 100  # sun_path is 108 bytes; keep a margin
 
@@ -154,7 +155,11 @@ class Cluster:
     # ---- lifecycle -----------------------------------------------------------
 
     def initdb(
-        self, settings: Mapping[str, Any] | None = None, preload: Iterable[str] = (), hba: Iterable[str] = ()
+        self,
+        settings: Mapping[str, Any] | None = None,
+        preload: Iterable[str] = (),
+        hba: Iterable[str] = (),
+        tls: bool = False,
     ) -> None:
         """Create the data directory and write the configuration.
 
@@ -181,12 +186,17 @@ class Cluster:
                 "-N",
             ]
         )
-        self.configure(settings, preload, hba)
+        self.configure(settings, preload, hba, tls)
 
     def configure(
-        self, settings: Mapping[str, Any] | None = None, preload: Iterable[str] = (), hba: Iterable[str] = ()
+        self,
+        settings: Mapping[str, Any] | None = None,
+        preload: Iterable[str] = (),
+        hba: Iterable[str] = (),
+        tls: bool = False,
     ) -> bool:
-        """(Re)write the devenv-managed blocks of postgresql.conf and pg_hba.conf.
+        """(Re)write the devenv-managed blocks of postgresql.conf and pg_hba.conf; with ``tls`` the server
+        offers TLS with devenv's server certificate (devenv.tls; clients choose, pg_hba's host lines take both).
 
         Returns True when anything changed (a running server then needs a
         restart to pick it up).
@@ -210,12 +220,25 @@ class Cluster:
             "log_timezone": "UTC",
             "timezone": "UTC",
         }
+        if tls:
+            conf.update(ssl=True, ssl_cert_file="server.crt", ssl_key_file="server.key")
+            self._install_certificate()
         conf.update(settings or {})
         block = "".join(f"{k} = {_conf_quote(v)}\n" for k, v in conf.items())
         changed = self._write_block(self.datadir / "postgresql.conf", block, top=False)
         hba_block = "".join(f"{line.rstrip()}\n" for line in hba)
         changed |= self._write_block(self.datadir / "pg_hba.conf", hba_block, top=True)
         return changed
+
+    def _install_certificate(self) -> None:
+        """devenv's server certificate and key in the data directory, owned by the server's account (PostgreSQL
+        refuses a key others may read)."""
+        source = devenv_tls()
+        for name, mode in (("server.crt", 0o644), ("server.key", 0o600)):
+            path = self.datadir / name
+            path.write_bytes((source / name).read_bytes())
+            path.chmod(mode)
+            _chown(path)
 
     def _write_block(self, path: Path, block: str, *, top: bool) -> bool:
         old = path.read_text()

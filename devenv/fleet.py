@@ -32,6 +32,8 @@ class ClusterSpec:
     #: True when the datadir was just initialized.
     setup: Callable[[Cluster, bool], None] | None = None
     base: Path | str = RUN_DIR
+    #: offer TLS with devenv's certificate (devenv.tls), as the servers the console monitors should
+    tls: bool = True
 
 
 def start_one(spec: ClusterSpec) -> Cluster:
@@ -52,10 +54,10 @@ def start_one(spec: ClusterSpec) -> Cluster:
     created = False
     if spec.fresh or not c.initialized:
         c.destroy()
-        c.initdb(spec.settings, spec.preload, spec.hba)
+        c.initdb(spec.settings, spec.preload, spec.hba, spec.tls)
         created = True
     else:
-        changed = c.configure(spec.settings, spec.preload, spec.hba)
+        changed = c.configure(spec.settings, spec.preload, spec.hba, spec.tls)
         if changed and c.is_running():
             c.restart()
     c.start()

@@ -27,6 +27,7 @@ def history_spec() -> ClusterSpec:
         port=HISTORY_PORT,
         preload=["pg_stat_statements"],
         setup=_setup,
+        tls=False,  # the console's own database on loopback
     )
 
 

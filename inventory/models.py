@@ -9,7 +9,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.views.decorators.debug import sensitive_variables
 
-from inventory import network_policy
+from inventory import network_policy, tls
 from inventory.crypto import decrypt_secret, encrypt_secret
 
 
@@ -74,7 +74,23 @@ class Server(models.Model):
     database = models.CharField(max_length=255, default="postgres")
     user = models.CharField(max_length=255)
     password_encrypted = models.TextField(blank=True, default="", editable=False)
-    sslmode = models.CharField(max_length=12, choices=SslMode.choices, default=SslMode.PREFER)
+    # New servers require TLS; servers added before keep what they had (their page warns, inventory.tls).
+    sslmode = models.CharField(max_length=12, choices=SslMode.choices, default=SslMode.REQUIRE)
+    ssl_root_cert = models.TextField(
+        blank=True,
+        default="",
+        verbose_name="CA certificate",
+        help_text="The CA that signed the server's certificate (PEM), or system for the machine's trusted roots; "
+        "empty: ~/.postgresql/root.crt of the console's account. Used with sslmode verify-full or verify-ca.",
+    )
+    # The password goes only through SCRAM-SHA-256 (libpq's require_auth): never in clear nor as an MD5 hash to
+    # a server, or an impostor, that asks for it so. New servers require it; servers added before do not.
+    require_scram = models.BooleanField(
+        default=True,
+        verbose_name="Require SCRAM",
+        help_text="Send the password only through SCRAM-SHA-256: the connection fails rather than send it in "
+        "clear or as an MD5 hash.",
+    )
     enabled = models.BooleanField(default=True)
     interval_s = models.PositiveIntegerField(default=60, validators=[MinValueValidator(5)])
     cpu_count = models.PositiveIntegerField(null=True, blank=True)
@@ -101,7 +117,9 @@ class Server(models.Model):
         return f"{self.organization}/{self.name}"
 
     def clean(self) -> None:
-        """The console dials only where its network policy allows (checked again at every connection)."""
+        """The console dials only where its network policy allows (checked again at every connection), and
+        verifies the server's certificate against a CA it can read."""
+        self.ssl_root_cert = tls.clean_root_cert(self.ssl_root_cert, sslmode=self.sslmode)
         if self.host and self.port:
             try:
                 network_policy.check(self.host, self.port)
@@ -114,6 +132,24 @@ class Server(models.Model):
     @sensitive_variables()
     def get_password(self) -> str | None:
         return decrypt_secret(self.password_encrypted) if self.password_encrypted else None
+
+    @property
+    def tls_warnings(self) -> list[str]:
+        """What its connection settings leave open, for its pages (servers added before the console required
+        TLS and SCRAM keep their settings until someone changes them)."""
+        warnings = []
+        if self.sslmode in (self.SslMode.DISABLE, self.SslMode.ALLOW, self.SslMode.PREFER):
+            warnings.append(
+                f"sslmode={self.sslmode}: the connection may go without TLS, and the password, the query texts and "
+                "the statistics cross the network in clear to whoever answers. Choose require, or verify-full with "
+                "the server's CA certificate."
+            )
+        if self.password_encrypted and not self.require_scram:
+            warnings.append(
+                "SCRAM is not required: a server, or an impostor, that asks for the password in clear or as an MD5 "
+                "hash gets it. Require SCRAM once the role's password is stored as SCRAM-SHA-256."
+            )
+        return warnings
 
     @property
     def status(self) -> str:

@@ -11,22 +11,27 @@ from django.db import transaction
 from psycopg import ProgrammingError
 from psycopg.conninfo import conninfo_to_dict
 
+from inventory import tls
 from inventory.models import Membership, Organization, Server
 
 DEFAULT_ORGANIZATION = "default"
 # What server_update may change (the collection status belongs to the collectors).
-UPDATABLE_FIELDS = frozenset({"organization", "name", "host", "port", "database", "user", "sslmode", "enabled",
-                              "interval_s", "cpu_count", "tags"})  # fmt: skip
 # Where the password is sent, and how: a change to any of these without a new password clears the stored one
-# (sslmode: a password given for a verified TLS connection is never sent over a weaker one; organization: it
-# is never handed to another tenant).
-CONNECTION_FIELDS = ("organization", "host", "port", "database", "user", "sslmode")
+# (sslmode, CA certificate, SCRAM: a password given for a verified TLS connection and SCRAM is never sent over
+# a weaker one nor to a server another CA vouches for; organization: it is never handed to another tenant).
+CONNECTION_FIELDS = ("organization", "host", "port", "database", "user", "sslmode", "ssl_root_cert", "require_scram")
+# What server_update may change (the collection status belongs to the collectors).
+UPDATABLE_FIELDS = frozenset({*CONNECTION_FIELDS, "name", "enabled", "interval_s", "cpu_count", "tags"})
 
 
 def connection_moves(server: Server, changes: Mapping[str, Any]) -> bool:
     """Whether `changes` (field -> new value) send the server's connection elsewhere or otherwise, so that its
     stored password must not follow."""
-    return any(name in changes and changes[name] != getattr(server, name) for name in CONNECTION_FIELDS)
+    stored = {name: getattr(server, name) for name in CONNECTION_FIELDS}
+    changed = {name: changes[name] for name in CONNECTION_FIELDS if name in changes}
+    if "ssl_root_cert" in changed:
+        changed["ssl_root_cert"] = tls.normalized(changed["ssl_root_cert"])
+    return any(value != stored[name] for name, value in changed.items())
 
 
 def parse_dsn(dsn: str) -> dict[str, str]:
@@ -40,7 +45,7 @@ def parse_dsn(dsn: str) -> dict[str, str]:
     port = params.get("port", "5432")
     if not str(port).isdigit() or not 0 < int(port) < 65536:
         raise ValidationError(f"malformed DSN: invalid port {port!r}")
-    sslmode = params.get("sslmode", Server.SslMode.PREFER)
+    sslmode = params.get("sslmode", Server.SslMode.REQUIRE)
     if sslmode not in Server.SslMode.values:
         raise ValidationError(f"malformed DSN: invalid sslmode {sslmode!r}")
     unknown = set(params) - {"host", "port", "dbname", "user", "password", "sslmode"}
@@ -65,15 +70,27 @@ def server_create(
     interval_s: int = 60,
     cpu_count: int | None = None,
     tags: list[str] | None = None,
+    ssl_root_cert: str = "",
+    require_scram: bool = True,
 ) -> Server:
+    """A new server from a libpq DSN (sslmode=require when it names none) and the TLS and SCRAM settings a DSN
+    cannot carry (libpq's sslrootcert is a file path; here the certificate itself)."""
     fields = parse_dsn(dsn)
     organization, _ = Organization.objects.get_or_create(name=organization_name)
     if Server.objects.filter(organization=organization, name=name).exists():
         raise ValidationError(f"a server named {name!r} already exists in organization {organization_name!r}")
     _within_limits(organization, interval_s=interval_s, joining=True)
     password = fields.pop("password")
-    server = Server(organization=organization, name=name, interval_s=interval_s, cpu_count=cpu_count,
-                    tags=tags or [], **fields)  # fmt: skip
+    server = Server(
+        organization=organization,
+        name=name,
+        interval_s=interval_s,
+        cpu_count=cpu_count,
+        tags=tags or [],
+        ssl_root_cert=ssl_root_cert,
+        require_scram=require_scram,
+        **fields,
+    )
     server.set_password(password)
     server.full_clean()
     server.save()
@@ -92,8 +109,8 @@ def server_update(
     the stored one.
 
     The stored password goes only where, and how, its owner sent it: when the organization, host, port,
-    database, user or sslmode change and no new password comes with the change, it is cleared, never sent to
-    the new destination.
+    database, user, sslmode, CA certificate or SCRAM requirement change (CONNECTION_FIELDS) and no new password
+    comes with the change, it is cleared, never sent to the new destination.
     """
     unknown = set(data) - UPDATABLE_FIELDS
     if unknown:
@@ -150,12 +167,12 @@ def _admins_left_without(membership: Membership) -> int:
 def membership_add(*, organization: Organization, username: str, role: str, added_by=None) -> Membership:
     """Make an existing user a member of ``organization`` with ``role``.
 
-    ``added_by`` (a user who is not staff) may add a user who is a member of no organization yet, or of one of
+    ``added_by`` (a user who is not a superuser) may add a user who is a member of no organization yet, or of one of
     theirs: a user of other organizations only gets the same answer as a name nobody has, so that an admin of
     one organization cannot learn who uses the console elsewhere."""
     User = get_user_model()
     user = User.objects.filter(**{User.USERNAME_FIELD: username}).first()
-    if user is not None and added_by is not None and not added_by.is_staff:
+    if user is not None and added_by is not None and not added_by.is_superuser:
         theirs = Membership.objects.filter(user=added_by).values("organization_id")
         elsewhere = Membership.objects.filter(user=user)
         if elsewhere.exists() and not elsewhere.filter(organization_id__in=theirs).exists():

@@ -8,7 +8,6 @@ import functools
 import json
 import os
 import posixpath
-import re
 import shlex
 import shutil
 import subprocess
@@ -24,10 +23,12 @@ from tests.dockerfile import (
     Instruction,
     apt_installed,
     context_misses,
+    copy_paths,
     dockerfile,
     dockerignore,
     excluded,
     ignore_patterns,
+    pip_installs,
 )
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -95,20 +96,31 @@ def test_dockerignore_patterns_are_read_as_docker_reads_them():
         excluded("a", ["!"])
 
 
+# What may be copied before the whole context, to the same place in /app: the lock the dependency layers install
+# (tests/test_lock.py checks how), so a change of the source does not install them again.
+COPIED_AHEAD = {"requirements/runtime.txt"}
+
+
 def test_the_dockerfile_copies_the_whole_build_context_to_app_once():
     instructions = dockerfile()
     copies = [ins for ins in instructions if ins.keyword in ("COPY", "ADD")]
-    assert len(copies) == 1 and copies[0].keyword == "COPY", [f"{c.keyword} {c.args}" for c in copies]
-    words = shlex.split(copies[0].args)
-    assert not any(word.startswith("--from") for word in words), "the context, not another stage"
-    *sources, dest = [word for word in words if not word.startswith("--")]
-    assert sources == ["."], "one COPY of the whole context: a new app cannot be forgotten"
-    workdirs = [ins.args for ins in instructions[: instructions.index(copies[0])] if ins.keyword == "WORKDIR"]
-    assert posixpath.normpath(posixpath.join(workdirs[-1] if workdirs else "/", dest)) == APP_DIR
+    assert all(c.keyword == "COPY" for c in copies), [f"{c.keyword} {c.args}" for c in copies]
+    for copy in copies:
+        assert not any(word.startswith("--from") for word in shlex.split(copy.args)), "the context, not another stage"
+    whole = [copy for copy in copies if copy_paths(instructions, copy)[0] == ["."]]
+    assert len(whole) == 1, "one COPY of the whole context: a new app cannot be forgotten"
+    assert copy_paths(instructions, whole[0])[1] == APP_DIR
+    for copy in copies[: copies.index(whole[0])]:
+        sources, dest = copy_paths(instructions, copy)
+        assert len(sources) == 1 and sources[0] in COPIED_AHEAD, f"COPY {copy.args}: only the lock goes ahead"
+        assert dest == posixpath.join(APP_DIR, sources[0]), f"COPY {copy.args}: where the context puts it"
+    assert copies[-1] == whole[0], "nothing is copied over the context"
     # settings.py's BASE_DIR is the folder above console/: templates/ and static/ are found next to it.
     assert Path(console_settings.BASE_DIR) == ROOT and console_settings.STATICFILES_DIRS == [ROOT / "static"]
-    installs = [ins.args for ins in instructions if ins.keyword == "RUN" and "pip install" in ins.args]
-    assert any(re.search(r"pip install --no-cache-dir -e \.(\s|$)", args) for args in installs), installs
+    # ... so the project is installed editable, from /app, after the context is there.
+    after = [ins.args for ins in instructions[instructions.index(whole[0]) :] if ins.keyword == "RUN"]
+    editable = [args for run in after for args in pip_installs(run) if "-e" in args]
+    assert editable and all(args[args.index("-e") + 1] == "." for args in editable), editable
 
 
 def test_every_package_app_and_resource_is_in_the_build_context():
@@ -430,3 +442,61 @@ def test_the_closure_follows_apt_not_every_alternative():
     assert graph.closure(["fontconfig-config"], installed={"fonts-liberation", "cdebconf"}) == {"fontconfig-config"}
     with pytest.raises(KeyError, match="libnothing"):
         graph.closure(["libnothing"])
+
+
+# ---- TLS to monitored servers in the image: verify-full with its user's home and its CA bundle -------------
+
+VERIFY_PROBE = """
+import json, os
+import django
+django.setup()
+from django.conf import settings
+from collectors.check import server_check
+from inventory import tls
+
+port, pem = int(os.environ["PROBE_PORT"]), open(os.environ["PROBE_CA"]).read()
+out = {"ca_dir": str(settings.TLS_CA_DIR), "system": tls.system_roots()}
+for name, root in (("pem", pem), ("root.crt", "")):
+    report = server_check(host="127.0.0.1", port=port, database="app", user="monitor", password="monitor-pw",
+                          sslmode="verify-full", ssl_root_cert=root)
+    out[name] = next((f.text for f in report.findings if f.topic == "TLS"), report.findings[0].text)
+print(json.dumps(out))
+"""
+
+
+def test_verify_full_works_with_the_image_users_home_and_its_ca_bundle(pg_clusters, graph, tmp_path):
+    """As in the image: HOME is the user's (ENV HOME), no TLS_CA_DIR nor SSL_CERT_FILE set. A CA given per server
+    is written under that home; ~/.postgresql/root.crt there is read; `system` is a bundle the image holds."""
+    from devenv import tls as devenv_tls
+
+    home = tmp_path / _image_env()["HOME"].lstrip("/")
+    (home / ".postgresql").mkdir(parents=True)
+    (home / ".postgresql" / "root.crt").write_text(devenv_tls.ca_pem())
+    ca = tmp_path / "ca.pem"
+    ca.write_text(devenv_tls.ca_pem())
+    env = {k: v for k, v in os.environ.items() if k not in ("TLS_CA_DIR", "SSL_CERT_FILE", "SSL_CERT_DIR")}
+    env.update(
+        DEBUG="true",
+        DJANGO_SETTINGS_MODULE="console.settings",
+        HOME=str(home),
+        PROBE_PORT=str(pg_clusters[17].port),
+        PROBE_CA=str(ca),
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", VERIFY_PROBE], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    out = json.loads(result.stdout.splitlines()[-1])
+    assert out["ca_dir"] == str(home / ".cache" / "pgconsole" / "ca")
+    verified = "Encrypted (TLSv1.3); the server's certificate is verified against {} for host '127.0.0.1'."
+    assert out["pem"] == verified.format("the CA certificate given")
+    assert out["root.crt"] == verified.format("~/.postgresql/root.crt")
+    assert [p.read_text() for p in Path(out["ca_dir"]).iterdir()] == [devenv_tls.ca_pem()]
+    # `system`: the machine's bundle as Python finds it, a file of a package the image has.
+    owners = package_owners([out["system"]])
+    assert owners[out["system"]] is not None, out["system"]
+    assert not unprovided({owners[out["system"]]: [out["system"]]}, apt_installed(dockerfile()), graph)
+
+
+def _image_env() -> dict[str, str]:
+    return dict(pair.split("=", 1) for i in dockerfile() if i.keyword == "ENV" for pair in shlex.split(i.args))

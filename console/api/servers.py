@@ -1,8 +1,8 @@
 """/api/v1/servers/: the caller's servers — list, create, read, update, delete, test the connection and
 collect now (each 202 and something to poll), their snapshots and recent collection errors. Writes go through
 inventory.services and console.services (DBA or admin of the server's organization); the monitoring
-password is write-only: never in a response, cleared when organization, host, port, user, database or sslmode change
-without it."""
+password is write-only: never in a response, cleared when organization, host, port, user, database, sslmode,
+ssl_root_cert or require_scram change without it. New servers require TLS (sslmode require) and SCRAM."""
 
 from __future__ import annotations
 
@@ -28,6 +28,7 @@ from console.access import (
     MANAGE_SERVERS,
     check_for,
     require_role,
+    sees_connection_detail,
     server_for,
     visible_organizations,
     visible_servers,
@@ -61,6 +62,13 @@ class ServerOut(serializers.Serializer):
     database = serializers.CharField()
     user = serializers.CharField()
     sslmode = serializers.ChoiceField(choices=SSLMODES)
+    ssl_root_cert = serializers.CharField(
+        allow_blank=True, help_text="the CA certificate(s) the server's certificate is verified with (PEM), or system"
+    )
+    require_scram = serializers.BooleanField(help_text="the password is sent only through SCRAM-SHA-256")
+    warnings = serializers.ListField(
+        child=serializers.CharField(), help_text="what the connection settings leave open (weak sslmode, no SCRAM)"
+    )
     has_password = serializers.BooleanField(help_text="a password is stored (it is never returned)")
     enabled = serializers.BooleanField()
     interval_s = serializers.IntegerField()
@@ -93,7 +101,15 @@ class ServerIn(serializers.Serializer):
     user = serializers.CharField(max_length=255)
     password = serializers.CharField(write_only=True, required=False, allow_blank=True, trim_whitespace=False,
                                      style={"input_type": "password"})  # fmt: skip
-    sslmode = serializers.ChoiceField(choices=SSLMODES, default="prefer")
+    sslmode = serializers.ChoiceField(choices=SSLMODES, default="require")
+    ssl_root_cert = serializers.CharField(
+        default="",
+        allow_blank=True,
+        trim_whitespace=False,
+        max_length=64 * 1024,
+        help_text="for verify-full / verify-ca: the CA certificate(s) in PEM, or system for the trusted roots",
+    )
+    require_scram = serializers.BooleanField(default=True)
     enabled = serializers.BooleanField(default=True)
     interval_s = serializers.IntegerField(min_value=5, default=60)
     cpu_count = serializers.IntegerField(min_value=1, allow_null=True, required=False)
@@ -112,6 +128,7 @@ def _out(s: Server, now=None) -> dict:
     return {
         "id": s.pk, "organization_id": s.organization_id, "organization": s.organization.name, "name": s.name,
         "host": s.host, "port": s.port, "database": s.database, "user": s.user, "sslmode": s.sslmode,
+        "ssl_root_cert": s.ssl_root_cert, "require_scram": s.require_scram, "warnings": s.tls_warnings,
         "has_password": bool(s.password_encrypted), "enabled": s.enabled, "interval_s": s.interval_s,
         "cpu_count": s.cpu_count, "tags": list(s.tags or []), "status": server_status(s, now or timezone.now()),
         "last_attempt_at": s.last_attempt_at, "last_success_at": s.last_success_at,
@@ -169,9 +186,16 @@ class Servers(APIView):
         dsn = make_conninfo(host=data["host"], port=data["port"], dbname=data["database"], user=data["user"],
                             password=data.get("password") or None, sslmode=data["sslmode"])  # fmt: skip
         try:
-            server = server_create(name=data["name"], dsn=dsn, organization_name=org.name,
-                                   interval_s=data["interval_s"], cpu_count=data.get("cpu_count"),
-                                   tags=data.get("tags") or [])  # fmt: skip
+            server = server_create(
+                name=data["name"],
+                dsn=dsn,
+                organization_name=org.name,
+                interval_s=data["interval_s"],
+                cpu_count=data.get("cpu_count"),
+                tags=data.get("tags") or [],
+                ssl_root_cert=data["ssl_root_cert"],
+                require_scram=data["require_scram"],
+            )
             if not data["enabled"]:
                 server = server_update(server=server, data={"enabled": False})
         except DjangoValidationError as exc:
@@ -196,9 +220,14 @@ class ServerView(APIView):
             raise _django_error(exc) from None
         return Response(_out(server))
 
-    @extend_schema(operation_id="server_update", request=ServerPatch, responses=ServerOut,
-                   description="All fields. organization, host, port, user, database or sslmode changed without a "
-                   "password: the stored password is cleared (never sent to the new destination).")  # fmt: skip
+    @extend_schema(
+        operation_id="server_update",
+        request=ServerPatch,
+        responses=ServerOut,
+        description="All fields. organization, host, port, user, database, sslmode, ssl_root_cert or "
+        "require_scram changed without a password: the stored password is cleared (never sent to the new "
+        "destination).",
+    )
     def put(self, request, server_id: int):
         return self._update(request, server_id, partial=False)
 
@@ -249,7 +278,7 @@ class CheckTaskOut(serializers.Serializer):
 
 
 def _check_out(check: CheckState, user) -> dict:
-    r = check.report.seen_by(staff=user.is_staff) if check.report is not None else None
+    r = check.report.seen_by(staff=sees_connection_detail(user)) if check.report is not None else None
     result = None
     if r is not None:
         result = {n: getattr(r, n) for n in field_names(CheckOut)}
@@ -290,6 +319,8 @@ class TestConnection(APIView):
             user=s.user,
             password=password,
             sslmode=s.sslmode,
+            ssl_root_cert=s.ssl_root_cert,
+            require_scram=s.require_scram,
         )
         return Response(_check_out(check, request.user), status=status.HTTP_202_ACCEPTED)
 

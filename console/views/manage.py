@@ -25,6 +25,7 @@ from console.access import (
     check_for,
     managed_organizations,
     require_role,
+    sees_connection_detail,
     server_for,
     visible_servers,
 )
@@ -34,7 +35,7 @@ from console.sql_highlight import highlight
 from console.views.common import is_fragment_request, render_page
 from inventory.crypto import CredentialsError
 from inventory.models import Server
-from inventory.services import server_create, server_update
+from inventory.services import CONNECTION_FIELDS, server_create, server_update
 
 FORM_TEMPLATE = "console/server_form.html"
 LEVEL_BADGE = {"ok": "ok", "info": "new", "warning": "stale", "problem": "failing"}
@@ -132,14 +133,21 @@ def _server_form(request: HttpRequest, *, organizations, server: Server | None) 
 def _save(request: HttpRequest, form: ServerForm, server: Server | None) -> bool:
     cd = form.cleaned_data
     if server is None:
-        created = server_create(name=cd["name"], dsn=form.dsn(), organization_name=cd["organization"].name,
-                                interval_s=cd["interval_s"], cpu_count=cd["cpu_count"], tags=cd["tags"])  # fmt: skip
+        created = server_create(
+            name=cd["name"],
+            dsn=form.dsn(),
+            organization_name=cd["organization"].name,
+            interval_s=cd["interval_s"],
+            cpu_count=cd["cpu_count"],
+            tags=cd["tags"],
+            ssl_root_cert=cd["ssl_root_cert"],
+            require_scram=cd["require_scram"],
+        )
         if not cd["enabled"]:
             server_update(server=created, data={"enabled": False})
         messages.success(request, f"{created.name} was added: the first snapshot is taken within its interval.")
         return True
-    fields = ("organization", "name", "host", "port", "database", "user", "sslmode", "interval_s", "cpu_count",
-              "tags", "enabled")  # fmt: skip
+    fields = (*CONNECTION_FIELDS, "name", "interval_s", "cpu_count", "tags", "enabled")
     had_password = bool(server.password_encrypted)
     # A copy: on a refused change the page still shows the stored server, not the rejected values.
     updated = server_update(server=copy.copy(server), data={name: cd[name] for name in fields},
@@ -148,7 +156,7 @@ def _save(request: HttpRequest, form: ServerForm, server: Server | None) -> bool
         why = (
             "as asked"
             if cd["forget_password"]
-            else "because its organization, host, port, database, role or sslmode changed"
+            else "because its organization, host, port, database, role, TLS or SCRAM settings changed"
         )
         messages.warning(
             request,
@@ -171,7 +179,7 @@ def connection_check(request: HttpRequest, check_id: uuid.UUID) -> HttpResponse:
 
 
 def _check_context(check: CheckState, user) -> dict:
-    report = check.report.seen_by(staff=user.is_staff) if check.report is not None else None
+    report = check.report.seen_by(staff=sees_connection_detail(user)) if check.report is not None else None
     findings = _finding_rows(report) if report else []
     return {"check": check, "report": report, "password_note": check.note, "findings": findings}
 
@@ -184,9 +192,10 @@ def _check(form: ServerForm) -> CheckState:
     server = form.server
     if password is None and server is not None and server.password_encrypted and not cd.get("forget_password"):
         if form.moves():
-            note = ("Tested without a password: the stored one is sent only to the organization, host, port, database, "
-                    "role and sslmode it "
-                    "was given for. Type it to test this connection.")  # fmt: skip
+            note = (
+                "Tested without a password: the stored one is sent only to the organization, host, port, database "
+                "and role it was given for, with its TLS and SCRAM settings. Type it to test this connection."
+            )
         else:
             try:
                 password, note = server.get_password(), "Tested with the stored password."
@@ -201,6 +210,8 @@ def _check(form: ServerForm) -> CheckState:
         user=cd["user"],
         password=password,
         sslmode=cd["sslmode"],
+        ssl_root_cert=cd["ssl_root_cert"],
+        require_scram=cd["require_scram"],
         note=note,
     )
 

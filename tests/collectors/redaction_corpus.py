@@ -52,10 +52,10 @@ _CONTENT = [  # a secret inside a literal, a body or a comment; {s} is the secre
     "DO $$BEGIN IF false THEN PERFORM dblink_connect('host=db1 user=u password={s}'); END IF; END$$",
     "DO $$BEGIN IF false THEN PERFORM dblink('postgresql://u:{s}@db1/app', 'SELECT 1'); END IF; END$$",
     "DO $$BEGIN IF false THEN PERFORM pgp_pub_decrypt(dearmor('-'), dearmor('-'), '{s}'); END IF; END$$",
-    "COPY (SELECT 1) TO PROGRAM 'PGPASSWORD={s} true'",
-    "COPY (SELECT 1) TO PROGRAM 'AWS_SECRET_ACCESS_KEY={s} true'",
-    "COPY (SELECT 1) TO PROGRAM 'true --password={s}'",
-    "COPY (SELECT 1) TO PROGRAM 'true -u admin:{s} https://backup.example/upload'",
+    "COPY (SELECT 1) TO PROGRAM 'cat >/dev/null; PGPASSWORD={s} true'",
+    "COPY (SELECT 1) TO PROGRAM 'cat >/dev/null; AWS_SECRET_ACCESS_KEY={s} true'",
+    "COPY (SELECT 1) TO PROGRAM 'cat >/dev/null; true --password={s}'",
+    "COPY (SELECT 1) TO PROGRAM 'cat >/dev/null; true -u admin:{s} https://backup.example/upload'",
     "CREATE OR REPLACE FUNCTION redaction_g() RETURNS text LANGUAGE sql "
     "AS $$ SELECT pgp_sym_encrypt('x', '{s}')::text $$",
     "CREATE OR REPLACE FUNCTION redaction_h() RETURNS int LANGUAGE plpgsql "

@@ -1,7 +1,7 @@
 """collectors/check.py, the "test connection" check, against real clusters: a server with everything,
 one where the extension is missing in the database asked for, a role that sees only its own statements,
 PostgreSQL 13 (no pg_stat_statements_info), and the ways a connection fails (authentication, a closed
-port, a silent port, TLS, DNS). The password never appears in a report."""
+port, a silent port, DNS; TLS and SCRAM in test_tls.py). The password never appears in a report."""
 
 from __future__ import annotations
 
@@ -188,11 +188,6 @@ def test_a_silent_port_times_out(settings):
     seen = report.seen_by(staff=False)
     assert seen.failure == "timeout" and seen.elapsed_ms is None and seen.findings[0].detail == ""
     assert seen.findings[0].text == report.findings[0].text and report.findings[0].detail
-
-
-def test_tls_required_by_a_server_without_it(pg_clusters):
-    report = check(pg_clusters[17], sslmode="require")
-    assert report.failure == "tls" and "does not support SSL" in report.findings[0].detail
 
 
 def test_a_host_name_that_does_not_resolve():

@@ -1,22 +1,33 @@
 """The redaction corpus through the whole path: every statement run on a real PostgreSQL 15 (which keeps every
 literal of a utility statement), kept there with its secret, collected, then read back from the history store,
-the console's pages (the server's statements and each statement's page) and the API (JSON and CSV): no secret
-anywhere. Strict mode: no literal and no comment at all."""
+the console's pages (the server's statements and each statement's page), the API (JSON and CSV), the weekly mail
+and an audit bundle in every format: no secret anywhere. Strict mode: no literal and no comment at all."""
 
 from __future__ import annotations
 
+import html
 import re
+import subprocess
+import zipfile
+from datetime import timedelta
+from pathlib import Path
 
 import psycopg
 import pytest
 from django.contrib.auth.models import User
 from django.test import Client
+from django.utils import timezone
 
 from collectors.models import Statement
 from console.api.tokens import token_create
 from inventory.models import Membership, Server
+from reports.export_formats.bundle import FORMATS
+from reports.export_services import audit_export_write, export_window
+from reports.selectors import preview_week
+from reports.services import report_send_test
 from tests.collectors.redaction_corpus import CORPUS, DATABASE, SETUP, TEARDOWN
 from tests.conftest import APP_DB
+from tests.reports.weekly_world import running_smtp
 from tests.world import collect, register, run
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -95,3 +106,51 @@ def test_strict_mode_stores_no_literal_and_no_comment(corpus_run, settings):
         bare = text.replace("'<redacted>'", "").replace("/* <redacted> */", "").replace("-- <redacted>", "")
         assert not re.search(r"'|\$\$|\$[a-z]+\$|/\*|--", bare), text
     assert Server.objects.get(pk=strict.pk).consecutive_failures == 0
+
+
+def _bundle_texts(folder: Path) -> dict[str, str]:
+    """Each file of an audit bundle as a reader opens it: PDF through pdftotext, a workbook's XML unzipped."""
+    texts = {}
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        if path.suffix == ".pdf":
+            texts[str(path.relative_to(folder))] = subprocess.run(
+                ["pdftotext", "-layout", str(path), "-"], capture_output=True, text=True, check=True
+            ).stdout
+        elif path.suffix in (".xlsx", ".zip"):
+            with zipfile.ZipFile(path) as z:
+                texts[str(path.relative_to(folder))] = "\n".join(
+                    html.unescape(z.read(n).decode(errors="replace")) for n in z.namelist() if not n.endswith(".pdf")
+                )
+        else:
+            texts[str(path.relative_to(folder))] = path.read_text()
+    return texts
+
+
+def test_no_secret_reaches_the_weekly_mail_nor_an_audit_bundle(corpus_run, settings, tmp_path):
+    """What leaves the console for people outside it: the weekly mail (to an extra recipient, through a real SMTP
+    server) and an audit bundle (every format, the zip too)."""
+    _, server, _ = corpus_run
+    collect(server)
+    now = timezone.now()
+    organization_id = server.organization_id
+    with running_smtp(settings) as smtp:
+        week = preview_week(organization_id=organization_id, now=now)
+        report_send_test(organization_id=organization_id, week=week, address="auditor@client.example")
+        (message,) = smtp.inbox.to("auditor@client.example")
+    parts = {p.get_content_type(): p.get_content() for p in message.walk() if p.get_content_maintype() == "text"}
+    assert set(parts) == {"text/plain", "text/html"}
+    assert _leaks(message.as_string()) == [] and _leaks(parts["text/plain"]) == [] and _leaks(parts["text/html"]) == []
+    assert "<redacted>" in parts["text/plain"], "the corpus's statements are the week's top: the mail shows some"
+
+    written = audit_export_write(
+        organization_id=organization_id,
+        server_ids=[server.pk],
+        formats=list(FORMATS),
+        window=export_window(start=now - timedelta(hours=1), end=timezone.now()),
+        out_dir=tmp_path,
+    )
+    texts = _bundle_texts(tmp_path)
+    assert {Path(w.name).suffix for w in written} >= {".csv", ".json", ".xlsx", ".pdf", ".zip"}
+    assert {name: _leaks(text) for name, text in texts.items() if _leaks(text)} == {}
+    statements = [name for name, text in texts.items() if text.count("<redacted>") >= len(CORPUS)]
+    assert statements, "a bundle file lists the corpus's statements, redacted"

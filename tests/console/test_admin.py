@@ -11,7 +11,9 @@ from inventory.services import server_create
 
 pytestmark = pytest.mark.django_db
 
-CLEARED = "was cleared because its organization, host, port, database, user or sslmode changed"
+CLEARED = (
+    "was cleared because its organization, host, port, database, user, sslmode, CA certificate or Require SCRAM changed"
+)
 
 
 def _server() -> Server:
@@ -23,8 +25,11 @@ def _change(admin_client, server: Server, **changes):
     form = {"organization": server.organization_id, "name": server.name, "host": server.host, "port": server.port,
             "database": server.database, "user": server.user, "sslmode": server.sslmode, "enabled": "on",
             "interval_s": server.interval_s, "cpu_count": "", "tags": json.dumps(server.tags),
-            "password": ""}  # fmt: skip
+            "password": "", "ssl_root_cert": server.ssl_root_cert}  # fmt: skip
+    if server.require_scram:
+        form["require_scram"] = "on"
     form.update(changes)
+    form = {k: v for k, v in form.items() if v is not None}
     response = admin_client.post(f"/admin/inventory/server/{server.pk}/change/", form, follow=True)
     assert response.status_code == 200
     errors = response.context and response.context.get("errors")
@@ -37,7 +42,7 @@ def _stored(server: Server) -> Server:
 
 
 @pytest.mark.parametrize("field, value", [("host", "db2.example"), ("port", "6432"), ("database", "other"),
-                                          ("user", "someone"), ("sslmode", "require"),
+                                          ("user", "someone"), ("sslmode", "prefer"),
                                           ("organization", "elsewhere")])  # fmt: skip
 def test_a_new_destination_without_the_password_clears_it_and_says_so(admin_client, field, value):
     server = _server()

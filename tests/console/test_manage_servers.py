@@ -80,10 +80,11 @@ def stored(server: Server) -> Server:
 def form_data(server: Server | None = None, **changes) -> dict:
     data = {"organization": server.organization_id if server else "", "name": "", "host": "", "port": 5432,
             "database": "postgres", "user": "monitor", "password": "", "sslmode": "prefer", "interval_s": 60,
-            "cpu_count": "", "tags": "", "enabled": "on"}  # fmt: skip
+            "cpu_count": "", "tags": "", "enabled": "on", "ssl_root_cert": "", "require_scram": "on"}  # fmt: skip
     if server is not None:
         data.update(name=server.name, host=server.host, port=server.port, database=server.database, user=server.user,
-                    sslmode=server.sslmode, interval_s=server.interval_s, tags=", ".join(server.tags))  # fmt: skip
+                    sslmode=server.sslmode, interval_s=server.interval_s, tags=", ".join(server.tags),
+                    ssl_root_cert=server.ssl_root_cert, require_scram="on" if server.require_scram else None)  # fmt: skip
     data.update(changes)
     return {k: v for k, v in data.items() if v is not None}
 
@@ -187,7 +188,7 @@ def test_editing_keeps_the_stored_password_unless_the_connection_moves(client, w
     html = body(moved)
     assert moved.redirect_chain[-1][0] == url  # back to the form, to type the password again
     cleared = "The stored password of db1-renamed was cleared because its organization, host, port, database, role"
-    assert f"{cleared} or sslmode changed" in html
+    assert f"{cleared}, TLS or SCRAM settings changed" in html
 
     retyped = client.post(url, form_data(stored(world.db1), password=TYPED))
     assert retyped.status_code == 302 and stored(world.db1).get_password() == TYPED

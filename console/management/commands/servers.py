@@ -1,6 +1,8 @@
 """manage.py servers add|update|list|remove — register the PostgreSQL servers to monitor."""
 
+import argparse
 import json
+from pathlib import Path
 
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.core.management.base import BaseCommand, CommandError
@@ -8,6 +10,7 @@ from django.core.management.base import BaseCommand, CommandError
 from console.services import server_delete
 from inventory.models import Server
 from inventory.services import DEFAULT_ORGANIZATION, parse_dsn, server_create, server_update
+from inventory.tls import SYSTEM
 
 
 def _messages(exc: ValidationError) -> str:
@@ -30,6 +33,7 @@ class Command(BaseCommand):
         add.add_argument("--interval", type=int, default=60, help="seconds between snapshots (default 60)")
         add.add_argument("--cpus", type=int, default=None, help="CPU count of the server (for the advisor)")
         add.add_argument("--tag", action="append", default=[], help="a tag (repeatable)")
+        _tls_arguments(add, scram_default=True)
         add.add_argument(
             "--update",
             action="store_true",
@@ -46,6 +50,7 @@ class Command(BaseCommand):
         upd.add_argument("--interval", type=int, default=None, help="seconds between snapshots")
         upd.add_argument("--cpus", type=int, default=None, help="CPU count of the server (for the advisor)")
         upd.add_argument("--tag", action="append", default=None, help="a tag (repeatable; replaces the tags)")
+        _tls_arguments(upd, scram_default=None)
         enabled = upd.add_mutually_exclusive_group()
         enabled.add_argument("--enable", action="store_true", dest="enable", default=None, help="collect it")
         enabled.add_argument(
@@ -65,22 +70,46 @@ class Command(BaseCommand):
     def handle(self, *args, action, **opts):
         return getattr(self, f"_{action}")(**opts)
 
-    def _add(self, *, name, dsn, org, interval, cpus, tag, update, **_):
+    def _add(self, *, name, dsn, org, interval, cpus, tag, update, ca_cert, require_scram, **_):
         existing = Server.objects.filter(organization__name=org, name=name).first()
         if existing is not None and update:
-            return self._update(name=name, org=org, dsn=dsn, interval=interval, cpus=cpus, tag=tag, enable=None)
+            return self._update(
+                name=name,
+                org=org,
+                dsn=dsn,
+                interval=interval,
+                cpus=cpus,
+                tag=tag,
+                enable=None,
+                ca_cert=ca_cert,
+                require_scram=require_scram,
+            )
         try:
             server = server_create(
-                name=name, dsn=dsn, organization_name=org, interval_s=interval, cpu_count=cpus, tags=tag
+                name=name,
+                dsn=dsn,
+                organization_name=org,
+                interval_s=interval,
+                cpu_count=cpus,
+                tags=tag,
+                ssl_root_cert=_read_ca(ca_cert) or "",
+                require_scram=require_scram,
             )
         except ValidationError as exc:
             raise CommandError(_messages(exc)) from exc
         self.stdout.write(f"added {server.organization.name}/{server.name} ({self._where(server)}, "
                           f"every {server.interval_s}s)")  # fmt: skip
 
-    def _update(self, *, name, org, dsn, interval, cpus, tag, enable, **_):
+    def _update(self, *, name, org, dsn, interval, cpus, tag, enable, ca_cert, require_scram, **_):
         server = self._one(name, org)
-        data: dict = {"interval_s": interval, "cpu_count": cpus, "tags": tag, "enabled": enable}
+        data: dict = {
+            "interval_s": interval,
+            "cpu_count": cpus,
+            "tags": tag,
+            "enabled": enable,
+            "ssl_root_cert": _read_ca(ca_cert),
+            "require_scram": require_scram,
+        }
         data = {field: value for field, value in data.items() if value is not None}
         password = None
         had_password = bool(server.password_encrypted)
@@ -94,8 +123,10 @@ class Command(BaseCommand):
         self.stdout.write(f"updated {server.organization.name}/{server.name} ({self._where(server)}, "
                           f"every {server.interval_s}s)")  # fmt: skip
         if had_password and not server.password_encrypted:
-            self.stderr.write("the stored password was cleared (host, port, database or user changed): "
-                              "give it in --dsn to use it there")  # fmt: skip
+            self.stderr.write(
+                "the stored password was cleared (host, port, database, user, sslmode, CA certificate "
+                "or SCRAM requirement changed): give it in --dsn to use it there"
+            )
 
     @staticmethod
     def _where(server: Server) -> str:
@@ -114,6 +145,8 @@ class Command(BaseCommand):
                 "database": s.database,
                 "user": s.user,
                 "sslmode": s.sslmode,
+                "ssl_root_cert": s.ssl_root_cert,
+                "require_scram": s.require_scram,
                 "has_password": bool(s.password_encrypted),
                 "enabled": s.enabled,
                 "interval_s": s.interval_s,
@@ -159,3 +192,29 @@ class Command(BaseCommand):
         if len(found) > 1:
             raise CommandError(f"{len(found)} servers are named {name!r}: say which with --org")
         return found[0]
+
+
+def _tls_arguments(parser, *, scram_default: bool | None) -> None:
+    parser.add_argument(
+        "--ca-cert",
+        default=None,
+        metavar="FILE|system",
+        help="the CA certificate(s) to verify the server with (a PEM file, read now and stored with the server; "
+        "'' for none), or system for the machine's trusted roots; with sslmode=verify-full in --dsn",
+    )
+    parser.add_argument(
+        "--require-scram",
+        action=argparse.BooleanOptionalAction,
+        default=scram_default,
+        help="send the password only through SCRAM-SHA-256 (default for a new server: yes)",
+    )
+
+
+def _read_ca(value: str | None) -> str | None:
+    """--ca-cert: None (unchanged), '' (none), system, or the content of a PEM file."""
+    if value in (None, "", SYSTEM):
+        return value
+    try:
+        return Path(value).read_text()
+    except OSError as exc:
+        raise CommandError(f"--ca-cert: cannot read {value}: {exc.strerror}") from exc
