@@ -78,13 +78,35 @@ def stored(server: Server) -> Server:
 
 
 def form_data(server: Server | None = None, **changes) -> dict:
-    data = {"organization": server.organization_id if server else "", "name": "", "host": "", "port": 5432,
-            "database": "postgres", "user": "monitor", "password": "", "sslmode": "prefer", "interval_s": 60,
-            "cpu_count": "", "tags": "", "enabled": "on", "ssl_root_cert": "", "require_scram": "on"}  # fmt: skip
+    data = {
+        "organization": server.organization_id if server else "",
+        "name": "",
+        "host": "",
+        "port": 5432,
+        "database": "postgres",
+        "user": "monitor",
+        "password": "",
+        "sslmode": "prefer",
+        "interval_s": 60,
+        "cpu_count": "",
+        "tags": "",
+        "enabled": "on",
+        "ssl_root_cert": "",
+        "require_scram": "on",
+    }
     if server is not None:
-        data.update(name=server.name, host=server.host, port=server.port, database=server.database, user=server.user,
-                    sslmode=server.sslmode, interval_s=server.interval_s, tags=", ".join(server.tags),
-                    ssl_root_cert=server.ssl_root_cert, require_scram="on" if server.require_scram else None)  # fmt: skip
+        data.update(
+            name=server.name,
+            host=server.host,
+            port=server.port,
+            database=server.database,
+            user=server.user,
+            sslmode=server.sslmode,
+            interval_s=server.interval_s,
+            tags=", ".join(server.tags),
+            ssl_root_cert=server.ssl_root_cert,
+            require_scram="on" if server.require_scram else None,
+        )
     data.update(changes)
     return {k: v for k, v in data.items() if v is not None}
 
