@@ -159,7 +159,7 @@ class Cluster:
         settings: Mapping[str, Any] | None = None,
         preload: Iterable[str] = (),
         hba: Iterable[str] = (),
-        tls: bool = False,
+        tls: bool = True,
     ) -> None:
         """Create the data directory and write the configuration.
 
@@ -193,7 +193,7 @@ class Cluster:
         settings: Mapping[str, Any] | None = None,
         preload: Iterable[str] = (),
         hba: Iterable[str] = (),
-        tls: bool = False,
+        tls: bool = True,
     ) -> bool:
         """(Re)write the devenv-managed blocks of postgresql.conf and pg_hba.conf; with ``tls`` the server
         offers TLS with devenv's server certificate (devenv.tls; clients choose, pg_hba's host lines take both).

@@ -36,10 +36,15 @@ MONITORED_MAJORS = (13, 14, 15, 16, 17, 18)
 APP_DB = "app"
 MONITOR_USER = "monitor"
 MONITOR_PASSWORD = "monitor-pw"
-# Before initdb's trust lines: the monitor role must use its password; MD5_USER (made by the tests that need
-# it) is asked for an MD5 hash, as a server that never moved to SCRAM asks.
+# Before initdb's trust lines: over TCP every role but the superuser postgres (the tests' own) authenticates with
+# its password through SCRAM, as on a production server; MD5_USER (made by the tests that need it) is asked for
+# an MD5 hash, as a server that never moved to SCRAM asks.
 MD5_USER = "check_md5"
-MONITOR_HBA = [f"host all {MONITOR_USER} 127.0.0.1/32 scram-sha-256", f"host all {MD5_USER} 127.0.0.1/32 md5"]
+MONITOR_HBA = [
+    f"host all {MD5_USER} 127.0.0.1/32 md5",
+    "host all postgres 127.0.0.1/32 trust",
+    "host all all 127.0.0.1/32 scram-sha-256",
+]
 
 
 def _preload(major: int) -> list[str]:

@@ -320,14 +320,15 @@ def test_sample_rate_is_absent_so_its_advice_names_the_alternatives(pg_clusters)
 LOWPRIV_USER = "e2e_lowpriv"
 LOWPRIV_PASSWORD = "lowpriv-pw"
 APP_USER = "e2e_app"
+APP_PASSWORD = "e2e-app-pw"
 IN_LISTS = 30  # IN lists of 1 ... 30 constants: 30 entries of one in_list family on 16
 
 
 def _roles(c: Cluster) -> None:
     """A login role with only the pg_stat_statements grants (no pg_monitor), and an application role."""
-    for role, password in ((LOWPRIV_USER, LOWPRIV_PASSWORD), (APP_USER, None)):
+    for role, password in ((LOWPRIV_USER, LOWPRIV_PASSWORD), (APP_USER, APP_PASSWORD)):
         if not c.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", params=[role]):
-            c.execute(f"CREATE ROLE {role} LOGIN" + (f" PASSWORD '{password}'" if password else ""))
+            c.execute(f"CREATE ROLE {role} LOGIN PASSWORD '{password}'")
     c.execute(f"GRANT SELECT ON pg_stat_statements, pg_stat_statements_info TO {LOWPRIV_USER}", dbname="app")
     c.execute(f"GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO {LOWPRIV_USER}", dbname="app")
     member = c.execute(
@@ -345,7 +346,7 @@ def test_a_role_without_pg_read_all_stats_gives_partial_advice(pg_clusters):
     full = register(c, name=_name("lowpriv-control"))
     for server in (partial, full):
         collect(server)
-    with psycopg.connect(c.dsn("app", APP_USER), autocommit=True) as conn:
+    with psycopg.connect(c.dsn("app", APP_USER, APP_PASSWORD), autocommit=True) as conn:
         for n in range(1, IN_LISTS + 1):
             conn.execute(f"SELECT * FROM (VALUES (1)) v(id) WHERE id IN ({', '.join(map(str, range(n)))})")
     for server in (partial, full):

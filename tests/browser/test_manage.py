@@ -11,9 +11,9 @@ import socket
 from playwright.sync_api import Page, expect
 
 from inventory.models import Membership, Organization, Server
-from tests.conftest import APP_DB
+from tests.conftest import APP_DB, MONITOR_PASSWORD, MONITOR_USER
 
-TYPED_PASSWORD = "typed-pw-8c1f"
+TYPED_PASSWORD = MONITOR_PASSWORD
 
 
 def closed_port() -> int:
@@ -24,13 +24,13 @@ def closed_port() -> int:
 
 
 def fill_connection(page: Page, *, name: str, port: int) -> None:
-    """A connection to 127.0.0.1:`port`, database app, as the clusters' superuser (trusted there, so the typed
-    password does not matter)."""
+    """A connection to 127.0.0.1:`port`, database app, as the clusters' monitoring role with its password (sent
+    through SCRAM, as a new server requires)."""
     page.get_by_label("Name").fill(name)
     page.get_by_label("Host").fill("127.0.0.1")
     page.get_by_label("Port").fill(str(port))
     page.get_by_label("Database").fill(APP_DB)
-    page.get_by_label("Role").fill("postgres")
+    page.get_by_label("Role").fill(MONITOR_USER)
     page.get_by_label("Password", exact=True).fill(TYPED_PASSWORD)
 
 

@@ -69,8 +69,7 @@ def test_insufficient_privilege(pg_clusters):
     c.execute("REVOKE EXECUTE ON FUNCTION pg_stat_statements(boolean) FROM PUBLIC", dbname="locked")
     c.execute("DROP ROLE IF EXISTS nobody_special")
     c.execute("CREATE ROLE nobody_special LOGIN PASSWORD 'pw'")
-    # No password (the role is trusted here): a password would be refused by Require SCRAM before privileges.
-    server = register(c, name="locked", dbname="locked", user="nobody_special", password=None)
+    server = register(c, name="locked", dbname="locked", user="nobody_special", password="pw")
     _fails(server, "insufficient_privilege", "permission denied")
 
 

@@ -73,7 +73,8 @@ def _lock_held(server: Server) -> bool:
 def test_server_silent_mid_snapshot_fails_in_time_and_recovers(pg_clusters, short_limits):
     with TcpProxy(pg_clusters[17].port) as proxy:
         silent = register(pg_clusters[17], name="behind-proxy")
-        Server.objects.filter(pk=silent.pk).update(port=proxy.port)
+        # In clear (sslmode=disable): the proxy reads the protocol to know when to go silent.
+        Server.objects.filter(pk=silent.pk).update(port=proxy.port, sslmode="disable")
         other = register(pg_clusters[16], name="other")
         collect(silent)  # baseline; its connection is kept, through the proxy
         collect(other)
@@ -128,7 +129,7 @@ def test_a_server_trickling_its_reply_is_given_up_at_the_snapshot_deadline(pg_cl
     settings.COLLECTOR = {**settings.COLLECTOR, "SNAPSHOT_TIMEOUT_S": SNAPSHOT_TIMEOUT_S}
     with TcpProxy(pg_clusters[17].port) as proxy:
         slow = register(pg_clusters[17], name="trickling")
-        Server.objects.filter(pk=slow.pk).update(port=proxy.port)
+        Server.objects.filter(pk=slow.pk).update(port=proxy.port, sslmode="disable")  # the proxy reads the protocol
         other = register(pg_clusters[16], name="other")
         collect(slow)
         collect(other)

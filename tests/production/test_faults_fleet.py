@@ -70,8 +70,9 @@ def test_hostile_servers_get_their_own_status_and_leave_the_others_on_time(fault
     healthy = [w.register(f"healthy-{i}", _dsn(w.primary.port), interval_s=INTERVAL_S) for i in range(3)]
     with TcpProxy(w.primary.port) as trickle, TcpProxy(w.primary.port) as silent:
         hostile = {
-            "trickling": w.register("trickling", _dsn(trickle.port), interval_s=INTERVAL_S),
-            "silent": w.register("silent", _dsn(silent.port), interval_s=INTERVAL_S),
+            # In clear (sslmode=disable): the proxies read the protocol to know when to trickle or go silent.
+            "trickling": w.register("trickling", _dsn(trickle.port) + "?sslmode=disable", interval_s=INTERVAL_S),
+            "silent": w.register("silent", _dsn(silent.port) + "?sslmode=disable", interval_s=INTERVAL_S),
             "resetting": w.register("resetting", _dsn(resetting.port), interval_s=INTERVAL_S),
             "inventing": w.register("inventing", _dsn(inventing.port), interval_s=INTERVAL_S),
             "huge": w.register("huge", _dsn(huge.port), interval_s=INTERVAL_S),

@@ -48,7 +48,7 @@ def _replica_of(primary):
             "fast",
         ]
     )
-    replica.configure(spec.settings, spec.preload, spec.hba)
+    replica.configure(spec.settings, spec.preload, spec.hba, spec.tls)
     replica.start()
     return replica
 

@@ -34,7 +34,7 @@ def test_a_worker_killed_in_the_middle_of_a_snapshot_loses_nothing_and_counts_no
     query = "SELECT count(*) FROM killed_items"
     run(c, "DROP TABLE IF EXISTS killed_items; CREATE TABLE killed_items (id int)")
     with TcpProxy(c.port) as proxy:
-        sid = w.register("killed-worker", _dsn(proxy.port))
+        sid = w.register("killed-worker", _dsn(proxy.port) + "?sslmode=disable")  # the proxy reads the protocol
         worker = faults.procs.start("worker", worker_argv(concurrency=2))
         faults.procs.start("beat", beat_argv(tmp_path / "beat-schedule"))
         wait_for(lambda: len(h.snapshots(sid)) >= 2, 60, what="a baseline and a delta", logs=faults.logs)
