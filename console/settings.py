@@ -47,6 +47,9 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "axes",
+    # The optional second factor (console/two_factor.py): TOTP devices, throttled.
+    "django_otp",
+    "django_otp.plugins.otp_totp",
     "django_htmx",
     "rest_framework",
     "drf_spectacular",
@@ -67,9 +70,13 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # request.user.is_verified(): whether this session gave its authenticator code (console/two_factor.py).
+    "django_otp.middleware.OTPMiddleware",
     # Every page needs a login but the login page itself (@login_not_required).
     "django.contrib.auth.middleware.LoginRequiredMiddleware",
     "console.login_guard.IdleSessionMiddleware",
+    # A user with a second factor reaches nothing but the code's page until the session gives a code.
+    "console.two_factor.SecondFactorMiddleware",
     "console.middleware.UserTimezoneMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
@@ -174,6 +181,8 @@ AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
 AXES_LOCKOUT_CALLABLE = "console.login_guard.lockout_response"
 AXES_CLIENT_IP_CALLABLE = "console.login_guard.client_ip"
 AXES_VERBOSE = False
+# The optional second factor: the name an authenticator app shows for the console's codes.
+OTP_TOTP_ISSUER = env("OTP_ISSUER", default="pgconsole")
 
 ROOT_URLCONF = "console.urls"
 WSGI_APPLICATION = "console.wsgi.application"

@@ -22,6 +22,8 @@ urlpatterns = [
     path("", account.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("preferences/", account.preferences, name="preferences"),
+    path("login/code/", account.two_factor_verify, name="two-factor-verify"),
+    path("preferences/two-factor/", account.two_factor_settings, name="two-factor"),
     path("preferences/tokens/", account.tokens, name="tokens"),
     path("preferences/tokens/<str:prefix>/revoke/", account.token_revoke_view, name="token-revoke"),
     path("", include(fleet.urlpatterns)),

@@ -1,10 +1,12 @@
-"""Logging in (at /), out, the user's preferences (time zone) and personal API tokens."""
+"""Logging in (at /) with the second factor's step, out, the user's preferences (time zone, two-factor
+authentication) and personal API tokens."""
 
 from __future__ import annotations
 
 import zoneinfo
 
 from django import forms
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_not_required
@@ -13,9 +15,12 @@ from django.shortcuts import redirect
 from django.utils.decorators import method_decorator
 from django.views.decorators.http import require_POST
 
+from console import two_factor
+from console.access import managed_organizations
 from console.api.tokens import MAX_EXPIRY_DAYS, TokenError, token_create, token_revoke
 from console.models import ApiToken, UserPreference, validate_time_zone
 from console.views.common import render_page
+from inventory.models import Membership
 
 
 @method_decorator(login_not_required, name="dispatch")
@@ -41,6 +46,67 @@ def preferences(request):
     zones = sorted(zoneinfo.available_timezones())
     return render_page(request, "console/preferences.html", {"form": form, "zones": zones},
                        status=400 if form.errors else 200)  # fmt: skip
+
+
+class CodeForm(forms.Form):
+    code = forms.CharField(max_length=12, label="Code", strip=True)
+
+
+@login_not_required  # a session that owes its code is logged in, and LoginRequiredMiddleware would pass it anyway
+def two_factor_verify(request):
+    """/login/code/: the second step of a login, for a user with an authenticator app."""
+    if not request.user.is_authenticated:
+        return redirect("login")
+    if not two_factor.owes_code(request):
+        return two_factor.back_to(request)
+    device = two_factor.confirmed_device(request.user)
+    if device is None:  # removed meanwhile (by a console administrator): nothing to ask
+        request.session[two_factor.SESSION_KEY] = False
+        return two_factor.back_to(request)
+    form = CodeForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        problem = two_factor.check_code(device, form.cleaned_data["code"])
+        if problem is None:
+            two_factor.passed(request, device)
+            return two_factor.back_to(request)
+        form.add_error("code", problem)
+    context = {
+        "form": form,
+        "next": request.POST.get("next") or request.GET.get("next", ""),
+        "issuer": settings.OTP_TOTP_ISSUER,
+    }
+    return render_page(request, "registration/two_factor.html", context, status=400 if form.errors else 200)
+
+
+def two_factor_settings(request):
+    """/preferences/two-factor/: turn the authenticator app on (its QR code, then a first code) or off (a code)."""
+    form = CodeForm(request.POST or None)
+    setup = two_factor.setup_pending(request)
+    action = request.POST.get("action")
+    if request.method == "POST" and action == "start":
+        two_factor.setup_start(request)
+        return redirect("two-factor")
+    if request.method == "POST" and form.is_valid():
+        code = form.cleaned_data["code"]
+        if action == "confirm" and setup is not None:
+            problem = two_factor.setup_confirm(request, setup, code)
+            done = "Two-factor authentication is on: every login now asks for a code from your app."
+        elif action == "off":
+            problem = two_factor.turn_off(request, code)
+            done = "Two-factor authentication is off: the password alone logs you in."
+        else:
+            problem, done = "Nothing to do: start again.", ""
+        if problem is None:
+            messages.success(request, done)
+            return redirect("two-factor")
+        form.add_error("code", problem)
+    device = two_factor.confirmed_device(request.user)
+    # Who is asked to turn it on: console staff, and organization admins.
+    recommended = request.user.is_staff or managed_organizations(request.user, (Membership.Role.ADMIN,)).exists()
+    context = {"form": form, "device": device, "setup": None if device else setup, "recommended": recommended}
+    response = render_page(request, "console/two_factor.html", context, status=400 if form.errors else 200)
+    response["Cache-Control"] = "no-store"  # the page may hold the app's secret
+    return response
 
 
 class TokenForm(forms.Form):

@@ -417,7 +417,7 @@ def test_the_check_of_an_incomplete_form_says_what_to_fix(client, world):
     response = client.post(reverse("server-add"), form_data(organization=world.acme.pk, action="check"), **HX)
     html = body(response)
     assert response.status_code == 200 and html.lstrip().startswith('<section id="check-result"')
-    assert "Fix the form first" in html and "host: This field is required." in html
+    assert "Fix the form first" in html and "Host: This field is required." in html
 
 
 def test_a_viewer_may_not_check(client, world):
