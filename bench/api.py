@@ -28,7 +28,7 @@ def run(*, server_id: int, statement_id: int, fleet_ids: list[int] | None, end: 
     from django.contrib.auth import get_user_model
     from django.test import Client
 
-    from console.api.tokens import token_create
+    from accounts.tokens import token_create
 
     user, _ = get_user_model().objects.update_or_create(username="bench-api", defaults={"is_superuser": True})
     _, secret = token_create(user=user, name="bench")

@@ -4,7 +4,7 @@ a worker (queue `checks`) and polls its state, kept in the cache for an hour.
 The web process never dials a monitored server, and a server that takes its time holds a worker thread (within
 the check's deadline), not a web one. The password travels encrypted (inventory.crypto) in the cache entry,
 never in the broker's message, and is dropped from the entry as soon as a worker takes the check. A check
-belongs to the organization it was made for: who may read it is console.access's to say."""
+belongs to the organization it was made for: who may read it is accounts.access's to say."""
 
 from __future__ import annotations
 

@@ -44,7 +44,7 @@ class UserTimezoneMiddleware:
 
 
 def _stored_zone(request) -> str:
-    from console.models import UserPreference
+    from accounts.models import UserPreference
 
     pref = UserPreference.objects.filter(user=request.user).first()
     name = pref.time_zone if pref else "UTC"

@@ -56,6 +56,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "template_partials",
     "inventory",
+    "accounts",
     "console",
     "collectors",
     "advisor",

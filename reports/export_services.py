@@ -20,8 +20,8 @@ from django.db.models import Q
 from django.http import Http404
 from django.utils import timezone
 
+from accounts.access import MANAGE_SERVERS, require_role
 from collectors.selectors import Window, WindowError
-from console.access import MANAGE_SERVERS, require_role
 from inventory.models import Organization, Server
 from reports.audit import audit_content
 from reports.export_files import (
@@ -140,7 +140,7 @@ def audit_export_request(*, organization_id: int, user, server_ids: list[int] | 
 
 
 def _time_zone(user) -> str:
-    from console.models import UserPreference
+    from accounts.models import UserPreference
 
     pref = UserPreference.objects.filter(user=user).first() if user is not None else None
     return pref.time_zone if pref else "UTC"

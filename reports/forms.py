@@ -6,7 +6,7 @@ from __future__ import annotations
 from django import forms
 from django.core.exceptions import ValidationError
 
-from console.models import validate_time_zone
+from accounts.models import validate_time_zone
 from reports.models import ReportSchedule
 from reports.services import clean_addresses
 

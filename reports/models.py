@@ -6,7 +6,7 @@ from django.conf import settings
 from django.core.validators import MaxValueValidator
 from django.db import models
 
-from console.models import validate_time_zone
+from accounts.models import validate_time_zone
 from inventory.models import Organization
 
 

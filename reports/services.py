@@ -18,7 +18,7 @@ from django.core.validators import validate_email
 from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.utils import timezone
 
-from console.access import role_in
+from accounts.access import role_in
 from inventory.models import Organization
 from reports.mail import weekly_message
 from reports.models import Delivery, ReportOptIn, ReportSchedule, Unsubscribed, WeeklySend

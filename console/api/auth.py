@@ -8,8 +8,8 @@ from django.utils import timezone
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions, permissions
 
-from console.api.tokens import token_check
-from console.models import ApiToken
+from accounts.models import ApiToken
+from accounts.tokens import token_check
 
 LAST_USED_EVERY = timedelta(minutes=1)  # last_used_at is written at most this often per token
 

@@ -15,10 +15,10 @@ from rest_framework import exceptions, negotiation, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from console.access import MANAGE_SERVERS, require_role, visible_organizations
+from accounts.access import MANAGE_SERVERS, require_role, visible_organizations
 from console.api.common import PAGE_PARAMETERS, JSONRenderer, api, field_names, page_params, paged
 from console.api.errors import error_response
-from console.views.exports import zip_response
+from console.downloads import zip_response
 from reports.audit_data import SCHEMA_PATH
 from reports.export_formats.bundle import FORMATS
 from reports.export_selectors import ExportRow, audit_export, audit_exports

@@ -9,9 +9,9 @@ from rest_framework import exceptions, serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts.access import visible_servers
 from advisor.selectors import recommendation_counts
 from collectors.selectors import fleet_summary
-from console.access import visible_servers
 from console.api.common import (
     PAGE_PARAMETERS,
     TABLE_RENDERERS,

@@ -6,7 +6,7 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.views import APIView
 
-from console.access import role_in, visible_organizations
+from accounts.access import role_in, visible_organizations
 from console.api.common import TABLE_RENDERERS, page_of
 
 

@@ -12,10 +12,10 @@ from rest_framework import exceptions, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts.access import MANAGE_SERVERS, require_role, visible_servers
 from advisor.models import Severity, Status
 from advisor.selectors import RecommendationRow, recommendation_history, recommendations
 from advisor.services import LifecycleError, recommendation_acknowledge, recommendation_resolve
-from console.access import MANAGE_SERVERS, require_role, visible_servers
 from console.api.common import PAGE_PARAMETERS, TABLE_RENDERERS, api, field_names, page_params, paged
 from console.api.errors import error_response
 

@@ -18,13 +18,7 @@ from rest_framework import exceptions, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from collectors.checks import CheckState, check_queue
-from collectors.selectors.fleet import server_status
-from collectors.selectors.server import recent_errors, version_text
-from collectors.selectors.snapshots import SnapshotRow, latest_snapshot, snapshots
-from collectors.selectors.statements import Page
-from collectors.tasks import collect_server, track, tracked_key
-from console.access import (
+from accounts.access import (
     MANAGE_SERVERS,
     check_for,
     require_role,
@@ -33,6 +27,12 @@ from console.access import (
     visible_organizations,
     visible_servers,
 )
+from collectors.checks import CheckState, check_queue
+from collectors.selectors.fleet import server_status
+from collectors.selectors.server import recent_errors, version_text
+from collectors.selectors.snapshots import SnapshotRow, latest_snapshot, snapshots
+from collectors.selectors.statements import Page
+from collectors.tasks import collect_server, track, tracked_key
 from console.api.common import (
     PAGE_PARAMETERS,
     TABLE_RENDERERS,

@@ -12,6 +12,7 @@ from rest_framework import exceptions, serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts.access import server_for, visible_organization_ids, visible_organizations, visible_servers
 from collectors.selectors import (
     ORDERS,
     Page,
@@ -28,7 +29,6 @@ from collectors.selectors.across import SORT_KEYS, statements_across
 from collectors.selectors.series import RESOLUTIONS, STATEMENT_RESOLUTIONS
 from collectors.selectors.server import statements_in
 from collectors.selectors.statement import statement_detail, statement_owner
-from console.access import server_for, visible_organization_ids, visible_organizations, visible_servers
 from console.api.common import (
     PAGE_PARAMETERS,
     TABLE_RENDERERS,

@@ -4,7 +4,7 @@ import django.db.models.deletion
 from django.conf import settings
 from django.db import migrations, models
 
-import console.models
+import accounts.models
 
 
 class Migration(migrations.Migration):
@@ -22,7 +22,7 @@ class Migration(migrations.Migration):
                 ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
                 (
                     "time_zone",
-                    models.CharField(default="UTC", max_length=64, validators=[console.models.validate_time_zone]),
+                    models.CharField(default="UTC", max_length=64, validators=[accounts.models.validate_time_zone]),
                 ),
                 (
                     "user",

@@ -15,10 +15,10 @@ from django.shortcuts import redirect
 from django.utils.decorators import method_decorator
 from django.views.decorators.http import require_POST
 
+from accounts.access import managed_organizations
+from accounts.models import ApiToken, UserPreference, validate_time_zone
+from accounts.tokens import MAX_EXPIRY_DAYS, TokenError, token_create, token_revoke
 from console import two_factor
-from console.access import managed_organizations
-from console.api.tokens import MAX_EXPIRY_DAYS, TokenError, token_create, token_revoke
-from console.models import ApiToken, UserPreference, validate_time_zone
 from console.views.common import render_page
 from inventory.models import Membership
 

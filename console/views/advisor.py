@@ -13,6 +13,14 @@ from django.urls import path, reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
+from accounts.access import (
+    MANAGE_SERVERS,
+    managed_organizations,
+    require_role,
+    server_for,
+    visible_organizations,
+    visible_servers,
+)
 from advisor import sources
 from advisor.selectors import (
     CHANGE_APPLY_TEXT,
@@ -23,14 +31,6 @@ from advisor.selectors import (
     recommendations,
 )
 from advisor.services import LifecycleError, recommendation_acknowledge, recommendation_resolve
-from console.access import (
-    MANAGE_SERVERS,
-    managed_organizations,
-    require_role,
-    server_for,
-    visible_organizations,
-    visible_servers,
-)
 from console.charts import Chart, Series, time_chart
 from console.views.common import render_page
 

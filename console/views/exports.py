@@ -14,14 +14,14 @@ from django.shortcuts import redirect
 from django.urls import path
 from django.utils import timezone
 
-from console.access import MANAGE_SERVERS, organization_for, require_role
+from accounts.access import MANAGE_SERVERS, organization_for, require_role
+from console.downloads import zip_response
 from console.views.common import render_page
 from inventory.models import Organization
 from reports.export_formats.bundle import FORMATS
 from reports.export_selectors import audit_export, audit_exports, audit_log
 from reports.export_services import (
     ExportError,
-    ExportFile,
     ExportNotReady,
     audit_export_download,
     audit_export_request,
@@ -94,14 +94,6 @@ def export_download(request: HttpRequest, organization_id: int, export_id: int) 
         messages.error(request, f"Export #{export_id}: {exc}.")
         return redirect("exports", org.pk)
     return zip_response(found)
-
-
-def zip_response(found: ExportFile) -> HttpResponse:
-    """A built export as the console and the API send it: an attachment with its checksum in a header."""
-    response = HttpResponse(found.data, content_type="application/zip")
-    response["Content-Disposition"] = f'attachment; filename="{found.name}"'
-    response["X-Checksum-SHA256"] = found.sha256
-    return response
 
 
 urlpatterns = [

@@ -15,12 +15,12 @@ from django.http import HttpRequest, HttpResponse
 from django.urls import path, reverse
 from django.utils import timezone
 
+from accounts.access import visible_organizations, visible_servers
 from advisor.selectors import Counts, recommendation_counts
 from collectors.selectors import FleetRow, Window, fleet_summary
 from collectors.selectors.fleet import server_status
 from collectors.selectors.server import version_text
 from collectors.selectors.windows import HOUR, floor_hour
-from console.access import visible_organizations, visible_servers
 from console.charts import Series, time_chart
 from console.ranges import PRESETS, TimeRange, parse_range
 from console.views.common import page_number, render_page

@@ -17,10 +17,7 @@ from django.urls import path
 from django.utils.safestring import SafeString
 from django.views.decorators.http import require_POST
 
-from collectors.check import MONITORING_ROLE_SQL, CheckReport, Finding
-from collectors.checks import CheckState, check_queue
-from console import throttling
-from console.access import (
+from accounts.access import (
     MANAGE_SERVERS,
     check_for,
     managed_organizations,
@@ -29,6 +26,9 @@ from console.access import (
     server_for,
     visible_servers,
 )
+from collectors.check import MONITORING_ROLE_SQL, CheckReport, Finding
+from collectors.checks import CheckState, check_queue
+from console import throttling
 from console.forms import ServerForm
 from console.services import server_delete
 from console.sql_highlight import highlight

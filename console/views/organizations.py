@@ -15,9 +15,9 @@ from django.shortcuts import get_object_or_404, redirect
 from django.urls import path, reverse
 from django.views.decorators.http import require_POST
 
+from accounts.access import MANAGE_MEMBERS, organization_for, require_role, role_in, visible_organizations
 from advisor.selectors import threshold_overrides
 from advisor.services import organization_thresholds_update
-from console.access import MANAGE_MEMBERS, organization_for, require_role, role_in, visible_organizations
 from console.forms import AdvisorThresholdsForm, MemberAddForm, RoleForm
 from console.views.common import render_page
 from inventory.models import Membership, Organization

@@ -11,6 +11,7 @@ from urllib.parse import urlencode
 from django.http import HttpRequest, HttpResponse
 from django.urls import path, reverse
 
+from accounts.access import server_for
 from advisor.thresholds import Thresholds
 from collectors.selectors import (
     Page,
@@ -22,7 +23,6 @@ from collectors.selectors import (
     server_series,
     top_statements,
 )
-from console.access import server_for
 from console.charts import EXEC_COLOR, PLAN_COLOR, Chart, Series, time_chart
 from console.ranges import parse_range
 from console.views.common import render_page

@@ -19,8 +19,8 @@ from django.views.decorators.clickjacking import xframe_options_sameorigin
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_http_methods, require_POST
 
+from accounts.access import MANAGE_SERVERS, organization_for, require_role, role_in
 from console import throttling
-from console.access import MANAGE_SERVERS, organization_for, require_role, role_in
 from console.views.common import render_page
 from inventory.models import Organization
 from reports.forms import WEEKDAYS, ReportScheduleForm

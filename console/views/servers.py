@@ -10,6 +10,7 @@ from datetime import datetime
 from django.http import HttpRequest, HttpResponse
 from django.urls import path, reverse
 
+from accounts.access import server_for
 from advisor.selectors import recommendation_counts
 from collectors.selectors import ServerSeries, Window, server_series
 from collectors.selectors.server import (
@@ -19,7 +20,6 @@ from collectors.selectors.server import (
     recent_errors,
     server_settings,
 )
-from console.access import server_for
 from console.charts import EXEC_COLOR, PLAN_COLOR, Chart, Series, time_chart
 from console.ranges import parse_range
 from console.views.common import is_fragment_request, render_page

@@ -10,11 +10,11 @@ from urllib.parse import urlencode
 from django.http import Http404, HttpRequest, HttpResponse
 from django.urls import path, reverse
 
+from accounts.access import server_for, visible_organization_ids
 from collectors.models import TextStatus
 from collectors.selectors import StatementSeries, StatementTotals, Window, statement_series, wait_events
 from collectors.selectors.server import statements_in
 from collectors.selectors.statement import same_queryid_elsewhere, statement_detail
-from console.access import server_for, visible_organization_ids
 from console.charts import EXEC_COLOR, PLAN_COLOR, Chart, Series, time_chart
 from console.ranges import parse_range
 from console.sql_highlight import highlight

@@ -14,12 +14,12 @@ from django.http import HttpRequest, HttpResponse
 from django.urls import path, reverse
 from django.utils import timezone
 
+from accounts.access import organization_for, server_for
 from collectors.models import TextStatus
 from collectors.selectors import ORDERS, Page, StatementChange, StatementFilters, StatementTotals, top_statements
 from collectors.selectors.across import MAX_PAGES, statement_names_across, statements_across
 from collectors.selectors.fleet import server_status
 from collectors.selectors.server import statement_names, statements_in, version_text
-from console.access import organization_for, server_for
 from console.ranges import PRESETS, TimeRange, parse_range
 from console.views.common import page_number, render_page
 from inventory.models import Server

@@ -5,7 +5,7 @@ import django.db.models.deletion
 from django.conf import settings
 from django.db import migrations, models
 
-import console.models
+import accounts.models
 
 
 class Migration(migrations.Migration):
@@ -45,7 +45,7 @@ class Migration(migrations.Migration):
                 ),
                 (
                     "time_zone",
-                    models.CharField(default="UTC", max_length=64, validators=[console.models.validate_time_zone]),
+                    models.CharField(default="UTC", max_length=64, validators=[accounts.models.validate_time_zone]),
                 ),
                 ("extra_recipients", models.JSONField(blank=True, default=list)),
             ],

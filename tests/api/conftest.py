@@ -8,7 +8,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.cache import cache
 
-from console.api.tokens import token_create
+from accounts.tokens import token_create
 from inventory.models import Membership, Organization
 from tests.api.schema_check import CheckedClient
 

@@ -12,9 +12,9 @@ from django.core.management import CommandError, call_command
 from django.test import Client
 from django.utils import timezone
 
+from accounts.models import ApiToken
+from accounts.tokens import TokenError, token_create, token_hash, token_revoke
 from console.api.throttling import TokenRateThrottle
-from console.api.tokens import TokenError, token_create, token_hash, token_revoke
-from console.models import ApiToken
 from inventory.models import Server
 from tests.api.conftest import assert_error
 

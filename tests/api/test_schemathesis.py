@@ -12,9 +12,9 @@ from django.utils import timezone
 from hypothesis import HealthCheck, settings
 from schemathesis.specs.openapi.checks import negative_data_rejection, positive_data_acceptance
 
+from accounts.tokens import token_create
 from advisor import recommendation as found
 from advisor.services import recommendations_apply
-from console.api.tokens import token_create
 from inventory.models import Membership, Organization
 from inventory.services import server_create
 from tests.api.schema_check import api_schema

@@ -18,8 +18,8 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.utils import timezone
 
+from accounts.tokens import token_create
 from collectors.models import Statement
-from console.api.tokens import token_create
 from inventory.models import Membership, Server
 from reports.export_formats.bundle import FORMATS
 from reports.export_services import audit_export_write, export_window

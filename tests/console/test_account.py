@@ -5,8 +5,8 @@ import pytest
 from django.contrib.auth.models import User
 from django.urls import reverse
 
+from accounts.models import UserPreference
 from console.middleware import CONTENT_SECURITY_POLICY
-from console.models import UserPreference
 
 pytestmark = pytest.mark.django_db
 

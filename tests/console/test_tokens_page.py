@@ -8,8 +8,8 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
 
-from console.api.tokens import token_hash
-from console.models import ApiToken
+from accounts.models import ApiToken
+from accounts.tokens import token_hash
 
 pytestmark = pytest.mark.django_db
 

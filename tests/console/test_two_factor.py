@@ -15,7 +15,7 @@ from django.urls import reverse
 from django_otp.oath import TOTP
 from django_otp.plugins.otp_totp.models import TOTPDevice
 
-from console.api.tokens import token_create
+from accounts.tokens import token_create
 from inventory.models import Membership, Organization
 
 pytestmark = pytest.mark.django_db

@@ -24,11 +24,11 @@ from django.db import connection
 from django.test import Client, override_settings
 from django.utils import timezone
 
+from accounts.tokens import token_create
 from advisor.gather import NO_SNAPSHOT
 from advisor.models import Evaluation
 from collectors import partitions, tables
 from collectors.selectors.parts import core_totals
-from console.api.tokens import token_create
 from console.schedule import beat_schedule
 from console.services import server_delete
 from devenv.cluster import Cluster

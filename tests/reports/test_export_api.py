@@ -14,7 +14,7 @@ from django.core.cache import cache
 from django.test import Client
 from django.utils import timezone
 
-from console.api.tokens import token_create
+from accounts.tokens import token_create
 from reports.export_services import audit_export_build, audit_exports_tidy
 from reports.models import AuditExport, AuditLogEntry
 from tests.api.conftest import assert_error

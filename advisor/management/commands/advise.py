@@ -6,7 +6,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from advisor.selectors import evaluations, recommendations
 from advisor.services import server_advise
-from collectors.management.commands.collect import find_server
+from inventory.lookups import find_server
 from inventory.models import Server
 
 

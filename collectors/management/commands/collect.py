@@ -4,6 +4,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from collectors.errors import HistoryUnavailable
 from collectors.services import server_collect
+from inventory.lookups import find_server
 from inventory.models import Server
 
 
@@ -30,16 +31,3 @@ class Command(BaseCommand):
             self.stdout.write(result.summary())
         if failures and not all:
             raise CommandError(f"{failures} collection(s) failed")
-
-
-def find_server(spec: str) -> Server:
-    org, _, name = spec.rpartition("/")
-    servers = Server.objects.filter(name=name)
-    if org:
-        servers = servers.filter(organization__name=org)
-    found = list(servers.select_related("organization")[:2])
-    if not found:
-        raise CommandError(f"no server named {spec!r} (see `manage.py servers list`)")
-    if len(found) > 1:
-        raise CommandError(f"several servers are named {name!r}: use ORG/NAME")
-    return found[0]

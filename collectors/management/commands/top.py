@@ -7,10 +7,10 @@ from datetime import timedelta
 
 from django.core.management.base import BaseCommand, CommandError
 
-from collectors.management.commands.collect import find_server
 from collectors.models import TextStatus
 from collectors.selectors import ORDERS, Page, StatementTotals, Window, top_statements
 from collectors.selectors.statements import MAX_PAGE_SIZE
+from inventory.lookups import find_server
 
 _UNITS = {"s": 1, "m": 60, "min": 60, "h": 3600, "d": 86400, "w": 604800}
 

@@ -3,8 +3,8 @@
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from console.api.tokens import TokenError, token_create, token_revoke
-from console.models import ApiToken
+from accounts.models import ApiToken
+from accounts.tokens import TokenError, token_create, token_revoke
 
 
 class Command(BaseCommand):

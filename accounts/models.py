@@ -1,4 +1,7 @@
-"""What the console keeps about its users beyond Django's auth: their preferences."""
+"""What the console keeps about its users beyond Django's auth: their preferences and their API tokens.
+
+The tables keep the names they had when these models lived in the console app (db_table): moving the models
+changed no table (accounts/migrations/0001_initial.py)."""
 
 import zoneinfo
 
@@ -17,6 +20,9 @@ class UserPreference(models.Model):
     # Times are stored in UTC and shown in this zone.
     time_zone = models.CharField(max_length=64, default="UTC", validators=[validate_time_zone])
 
+    class Meta:
+        db_table = "console_userpreference"
+
     def __str__(self) -> str:
         return f"{self.user}: {self.time_zone}"
 
@@ -33,6 +39,9 @@ class ApiToken(models.Model):
     expires_at = models.DateTimeField(null=True, blank=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        db_table = "console_apitoken"
 
     def __str__(self) -> str:
         return f"{self.prefix}… ({self.user}, {self.name})"

@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 from django.contrib.auth.models import AbstractBaseUser
 from django.utils import timezone
 
-from console.models import ApiToken
+from accounts.models import ApiToken
 
 SCHEME = "pgc"
 MAX_EXPIRY_DAYS = 3650
