@@ -35,8 +35,14 @@ def token_create(
     prefix = secrets.token_hex(4)
     token = f"{SCHEME}_{prefix}_{secrets.token_urlsafe(32)}"
     expires_at = timezone.now() + timedelta(days=expires_days) if expires_days else None
-    row = ApiToken.objects.create(user=user, name=name[:100], prefix=prefix, secret_hash=token_hash(token),
-                                  read_only=read_only, expires_at=expires_at)  # fmt: skip
+    row = ApiToken.objects.create(
+        user=user,
+        name=name[:100],
+        prefix=prefix,
+        secret_hash=token_hash(token),
+        read_only=read_only,
+        expires_at=expires_at,
+    )
     return row, token
 
 

@@ -88,10 +88,16 @@ def server_evidence(*, server: Server, now: datetime) -> Gathered:
     statements_day, _ = all_statements(server_id=server.pk, window=w["24h"])
     statements_week, _ = all_statements(server_id=server.pk, window=w["7d"])
     facts = tuple(
-        StatementFact(queryid=s.queryid, query=s.query or "", calls=s.calls, total_exec_ms=s.exec_ms,
-                      total_plan_ms=s.plan_ms or 0.0, statement_id=s.statement_id)
+        StatementFact(
+            queryid=s.queryid,
+            query=s.query or "",
+            calls=s.calls,
+            total_exec_ms=s.exec_ms,
+            total_plan_ms=s.plan_ms or 0.0,
+            statement_id=s.statement_id,
+        )
         for s in statements_day
-    )  # fmt: skip
+    )
     hottest = max(statements_day, key=lambda s: s.calls, default=None)
     hottest_peak = None
     hottest_series: tuple = ()
@@ -116,9 +122,11 @@ def server_evidence(*, server: Server, now: datetime) -> Gathered:
         server=server.name,
         version=version,
         settings=Settings(
-            max=settings.entries_max or 5000, track=settings.track or "top",
+            max=settings.entries_max or 5000,
+            track=settings.track or "top",
             track_utility=settings.track_utility if settings.track_utility is not None else True,
-            track_planning=settings.track_planning, save=settings.save if settings.save is not None else True,
+            track_planning=settings.track_planning,
+            save=settings.save if settings.save is not None else True,
             sample_rate=settings.sample_rate,
         ),
         cpu_count=server.cpu_count,
@@ -143,5 +151,5 @@ def server_evidence(*, server: Server, now: datetime) -> Gathered:
         spindelay_on_hot_statements=spindelay_hot,
         server_db_time_ms=sum(s.exec_ms + (s.plan_ms or 0.0) for s in statements_day),
         statements=facts,
-    )  # fmt: skip
+    )
     return Gathered(evidence, notes, partial=not sees_all)

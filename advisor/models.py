@@ -119,6 +119,13 @@ class OrganizationThresholds(models.Model):
     clear_after_minutes = models.PositiveIntegerField(null=True, blank=True)
 
     OVERRIDABLE = (
-        "dealloc_critical_per_s", "dealloc_warning_per_s", "lwlock_share_warning", "lwlock_share_critical",
-        "spindelay_share", "plan_share", "material_time_share", "family_min_entries", "resets_max",
-    )  # fmt: skip
+        "dealloc_critical_per_s",
+        "dealloc_warning_per_s",
+        "lwlock_share_warning",
+        "lwlock_share_critical",
+        "spindelay_share",
+        "plan_share",
+        "material_time_share",
+        "family_min_entries",
+        "resets_max",
+    )

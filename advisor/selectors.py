@@ -22,9 +22,11 @@ from advisor.models import (
 
 ACTIVE = (Status.OPEN, Status.ACKNOWLEDGED)
 _RANK = Case(
-    When(severity=Severity.CRITICAL, then=Value(2)), When(severity=Severity.WARNING, then=Value(1)),
-    default=Value(0), output_field=IntegerField(),
-)  # fmt: skip
+    When(severity=Severity.CRITICAL, then=Value(2)),
+    When(severity=Severity.WARNING, then=Value(1)),
+    default=Value(0),
+    output_field=IntegerField(),
+)
 
 
 # What applying a change needs (RecommendationRow.change_apply), in a DBA's words: the console, the weekly mail
@@ -71,16 +73,32 @@ class RecommendationRow:
 
 def _row(r: Recommendation) -> RecommendationRow:
     return RecommendationRow(
-        id=r.pk, server_id=r.server_id, server=r.server.name, organization_id=r.server.organization_id,
+        id=r.pk,
+        server_id=r.server_id,
+        server=r.server.name,
+        organization_id=r.server.organization_id,
         organization=r.server.organization.name,
-        rule=r.rule, subject=r.subject, severity=r.severity, status=r.status, title=r.title,
-        explanation=r.explanation, change_text=r.change_text, change_apply=r.change_apply, effect=r.effect,
-        cost=r.cost, evidence=r.evidence, references=sources.public(r.references), first_seen_at=r.first_seen_at,
-        opened_at=r.opened_at, last_seen_at=r.last_seen_at, acknowledged_at=r.acknowledged_at,
+        rule=r.rule,
+        subject=r.subject,
+        severity=r.severity,
+        status=r.status,
+        title=r.title,
+        explanation=r.explanation,
+        change_text=r.change_text,
+        change_apply=r.change_apply,
+        effect=r.effect,
+        cost=r.cost,
+        evidence=r.evidence,
+        references=sources.public(r.references),
+        first_seen_at=r.first_seen_at,
+        opened_at=r.opened_at,
+        last_seen_at=r.last_seen_at,
+        acknowledged_at=r.acknowledged_at,
         acknowledged_by=r.acknowledged_by.get_username() if r.acknowledged_by else None,
-        resolved_at=r.resolved_at, resolved_by=r.resolved_by.get_username() if r.resolved_by else None,
+        resolved_at=r.resolved_at,
+        resolved_by=r.resolved_by.get_username() if r.resolved_by else None,
         times_opened=r.times_opened,
-    )  # fmt: skip
+    )
 
 
 def _base(server_ids: Iterable[int]):
@@ -232,6 +250,6 @@ def recommendation_activity(*, server_ids: Iterable[int], start: datetime, end: 
             kind=_ACTIVITY[e.kind],
             at=e.at,
             by=e.user.get_username() if e.user else None,
-        )  # fmt: skip
+        )
         for e in events
     ]

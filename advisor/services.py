@@ -58,10 +58,16 @@ def _evidence_json(rec: found.Recommendation) -> list[dict]:
 
 def _fields(rec: found.Recommendation) -> dict:
     return {
-        "severity": rec.severity, "title": rec.title, "explanation": rec.explanation,
-        "change_text": rec.change.text if rec.change else "", "change_apply": rec.change.apply if rec.change else "",
-        "effect": rec.effect, "cost": rec.cost, "evidence": _evidence_json(rec), "references": list(rec.references),
-    }  # fmt: skip
+        "severity": rec.severity,
+        "title": rec.title,
+        "explanation": rec.explanation,
+        "change_text": rec.change.text if rec.change else "",
+        "change_apply": rec.change.apply if rec.change else "",
+        "effect": rec.effect,
+        "cost": rec.cost,
+        "evidence": _evidence_json(rec),
+        "references": list(rec.references),
+    }
 
 
 @dataclass
@@ -91,11 +97,18 @@ def recommendations_apply(
         fields = _fields(rec)
         if row is None:
             row = Recommendation.objects.create(
-                server=server, rule=rec.rule, subject=rec.subject, subject_key=key[1],
-                first_seen_at=now, opened_at=now, last_seen_at=now, **fields,
-            )  # fmt: skip
-            RecommendationEvent.objects.create(recommendation=row, at=now, kind=Kind.OPENED, severity=rec.severity,
-                                               detail=rec.explanation)  # fmt: skip
+                server=server,
+                rule=rec.rule,
+                subject=rec.subject,
+                subject_key=key[1],
+                first_seen_at=now,
+                opened_at=now,
+                last_seen_at=now,
+                **fields,
+            )
+            RecommendationEvent.objects.create(
+                recommendation=row, at=now, kind=Kind.OPENED, severity=rec.severity, detail=rec.explanation
+            )
             out.opened.append(row.pk)
             continue
         if row.status == Status.RESOLVED:
@@ -104,12 +117,14 @@ def recommendations_apply(
                 continue
             row.status, row.opened_at, row.times_opened = Status.OPEN, now, row.times_opened + 1
             row.acknowledged_at = row.acknowledged_by = row.resolved_at = row.resolved_by = None
-            RecommendationEvent.objects.create(recommendation=row, at=now, kind=Kind.REOPENED, severity=rec.severity,
-                                               detail=rec.explanation)  # fmt: skip
+            RecommendationEvent.objects.create(
+                recommendation=row, at=now, kind=Kind.REOPENED, severity=rec.severity, detail=rec.explanation
+            )
             out.reopened.append(row.pk)
         elif row.severity != rec.severity:
-            RecommendationEvent.objects.create(recommendation=row, at=now, kind=Kind.SEVERITY, severity=rec.severity,
-                                               detail=rec.explanation)  # fmt: skip
+            RecommendationEvent.objects.create(
+                recommendation=row, at=now, kind=Kind.SEVERITY, severity=rec.severity, detail=rec.explanation
+            )
             out.updated.append(row.pk)
         for name, value in fields.items():
             setattr(row, name, value)
@@ -178,8 +193,9 @@ def recommendation_acknowledge(*, recommendation_id: int, user: AbstractBaseUser
         user,
     )
     recommendation.save(update_fields=["status", "acknowledged_at", "acknowledged_by"])
-    RecommendationEvent.objects.create(recommendation=recommendation, at=now, kind=Kind.ACKNOWLEDGED,
-                                       severity=recommendation.severity, user=user)  # fmt: skip
+    RecommendationEvent.objects.create(
+        recommendation=recommendation, at=now, kind=Kind.ACKNOWLEDGED, severity=recommendation.severity, user=user
+    )
     return recommendation
 
 
@@ -191,8 +207,9 @@ def recommendation_resolve(*, recommendation_id: int, user: AbstractBaseUser) ->
     now = timezone.now()
     recommendation.status, recommendation.resolved_at, recommendation.resolved_by = Status.RESOLVED, now, user
     recommendation.save(update_fields=["status", "resolved_at", "resolved_by"])
-    RecommendationEvent.objects.create(recommendation=recommendation, at=now, kind=Kind.RESOLVED,
-                                       severity=recommendation.severity, user=user)  # fmt: skip
+    RecommendationEvent.objects.create(
+        recommendation=recommendation, at=now, kind=Kind.RESOLVED, severity=recommendation.severity, user=user
+    )
     return recommendation
 
 

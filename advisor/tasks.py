@@ -18,8 +18,13 @@ def advise_server(server_id: int) -> dict:
         out = server_advise(server_id=server_id)
     except Server.DoesNotExist:
         return {"server_id": server_id, "error": "deleted"}
-    return {"server_id": server_id, "opened": len(out.opened), "reopened": len(out.reopened),
-            "cleared": len(out.cleared), "error": out.error}  # fmt: skip
+    return {
+        "server_id": server_id,
+        "opened": len(out.opened),
+        "reopened": len(out.reopened),
+        "cleared": len(out.cleared),
+        "error": out.error,
+    }
 
 
 @shared_task

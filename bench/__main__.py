@@ -38,14 +38,14 @@ INGEST_DAY = datetime(2025, 2, 15, tzinfo=UTC)
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m bench", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    p = argparse.ArgumentParser(
+        prog="python -m bench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--quick", action="store_true", help="few snapshots, small levels (a smoke test; no docs)")
     p.add_argument("--only", nargs="+", choices=NAMES, help="run only these benchmarks")
     p.add_argument("--keep", action="store_true", help="keep the benchmark database and clusters running")
     p.add_argument("--no-docs", action="store_true", help="do not write docs/benchmarks.md")
-    p.add_argument("--markdown", metavar="PATH",
-                   help="also write the report to PATH (any run, --quick and --only too)")  # fmt: skip
+    p.add_argument("--markdown", metavar="PATH", help="also write the report to PATH (any run, --quick and --only too)")
     p.add_argument(
         "--skip-uniform-footprint",
         action="store_true",
@@ -128,16 +128,22 @@ def _run(args, only: set[str], clusters: list, started: float, command: str) -> 
     env.setup_django()
 
     now = datetime.now(UTC)
-    results: dict = {"machine": env.machine(), "started_at": now, "code": env.code_version(),
-                     "date": os.environ.get("BENCH_DATE") or now.date().isoformat()}  # fmt: skip
+    results: dict = {
+        "machine": env.machine(),
+        "started_at": now,
+        "code": env.code_version(),
+        "date": os.environ.get("BENCH_DATE") or now.date().isoformat(),
+    }
     try:
         if "collection" in only:
             from bench import collection
 
             cluster = next(c for c in clusters if c.name == env.BENCH_CLUSTER)
             results["machine"].postgres_monitored = cluster.execute("SELECT version()")[0][0]
-            print(f"[1/5] collection time: monitored {cluster.name} (PostgreSQL {cluster.major}, port "
-                  f"{cluster.port})", flush=True)  # fmt: skip
+            print(
+                f"[1/5] collection time: monitored {cluster.name} (PostgreSQL {cluster.major}, port {cluster.port})",
+                flush=True,
+            )
             if args.quick:
                 results["collection"] = collection.run(
                     cluster, levels=(100, 500), snapshots={100: 5, 500: 20}, sampled=1, breakdown=5, all_changed=2
@@ -166,8 +172,9 @@ def _run(args, only: set[str], clusters: list, started: float, command: str) -> 
         if "readtier" in only:
             from bench import readtier
 
-            print("[4/5] read tier: selectors over 30 days of one 5,000-statement server and a fleet of 200",
-                  flush=True)  # fmt: skip
+            print(
+                "[4/5] read tier: selectors over 30 days of one 5,000-statement server and a fleet of 200", flush=True
+            )
             results["readtier"] = readtier.run(size=readtier.QUICK if args.quick else readtier.FULL)
             print(f"      done at {time.perf_counter() - started:.0f}s", flush=True)
         if "scale" in only:
@@ -182,8 +189,10 @@ def _run(args, only: set[str], clusters: list, started: float, command: str) -> 
         from django.db import connection
 
         with connection.cursor() as cur:
-            cur.execute("SELECT version(), current_setting('fsync'), current_setting('synchronous_commit'), "
-                        "current_setting('full_page_writes')")  # fmt: skip
+            cur.execute(
+                "SELECT version(), current_setting('fsync'), current_setting('synchronous_commit'), "
+                "current_setting('full_page_writes')"
+            )
             version, fsync, sync_commit, fpw = cur.fetchone()
             machine = results["machine"]
             machine.postgres_history = version

@@ -23,8 +23,9 @@ def _window(length: timedelta, end: datetime) -> dict[str, str]:
     return {"from": (end - length).isoformat(), "to": end.isoformat()}
 
 
-def run(*, server_id: int, statement_id: int, fleet_ids: list[int] | None, end: datetime, runs: int, warmup: int,
-        log=print) -> list[Measured]:  # fmt: skip
+def run(
+    *, server_id: int, statement_id: int, fleet_ids: list[int] | None, end: datetime, runs: int, warmup: int, log=print
+) -> list[Measured]:
     from django.contrib.auth import get_user_model
     from django.test import Client
 
@@ -35,15 +36,29 @@ def run(*, server_id: int, statement_id: int, fleet_ids: list[int] | None, end: 
     client = Client(HTTP_HOST="localhost", HTTP_AUTHORIZATION=f"Bearer {secret}")
     calls: list[tuple[Measured, str, dict]] = []
     for label, length, _ in WINDOWS:
-        calls.append((Measured("api top statements", f"{label}, page of {TOP_PAGE_SIZE}", TOP_TARGET_MS, window=label),
-                      f"/api/v1/servers/{server_id}/statements/",
-                      {**_window(length, end), "order_by": "total", "page_size": TOP_PAGE_SIZE}))  # fmt: skip
+        calls.append(
+            (
+                Measured("api top statements", f"{label}, page of {TOP_PAGE_SIZE}", TOP_TARGET_MS, window=label),
+                f"/api/v1/servers/{server_id}/statements/",
+                {**_window(length, end), "order_by": "total", "page_size": TOP_PAGE_SIZE},
+            )
+        )
     month = _window(timedelta(days=30), end)
-    calls.append((Measured("api statement series", "30 d", SERIES_TARGET_MS, window="30 d"),
-                  f"/api/v1/statements/{statement_id}/series/", month))  # fmt: skip
+    calls.append(
+        (
+            Measured("api statement series", "30 d", SERIES_TARGET_MS, window="30 d"),
+            f"/api/v1/statements/{statement_id}/series/",
+            month,
+        )
+    )
     if fleet_ids:
-        calls.append((Measured("api fleet", f"{len(fleet_ids)} servers, 24 h", FLEET_TARGET_MS, window="24 h"),
-                      "/api/v1/fleet/", {**_window(timedelta(days=1), end), "page_size": 500}))  # fmt: skip
+        calls.append(
+            (
+                Measured("api fleet", f"{len(fleet_ids)} servers, 24 h", FLEET_TARGET_MS, window="24 h"),
+                "/api/v1/fleet/",
+                {**_window(timedelta(days=1), end), "page_size": 500},
+            )
+        )
     # As console/wsgi.py does in a worker: what exists before the requests (here also this process's history
     # build) is frozen, so the collector's full collections scan only what the requests make.
     gc.collect()

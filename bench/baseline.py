@@ -213,8 +213,9 @@ class TopStatement:
     query: str | None
 
 
-def top_statements(server_id: int, start: datetime, end: datetime, *, order: str = "total",
-                   limit: int = 20) -> tuple[StatementTotals, list[TopStatement]]:  # fmt: skip
+def top_statements(
+    server_id: int, start: datetime, end: datetime, *, order: str = "total", limit: int = 20
+) -> tuple[StatementTotals, list[TopStatement]]:
     totals = statement_totals(server_id, start, end)
     block = totals.block
     if not len(block):
@@ -231,14 +232,25 @@ def top_statements(server_id: int, start: datetime, end: datetime, *, order: str
         calls = int(c[C["calls"]])
         exec_ms = c[C["total_exec_us"]] / 1000.0
         max_exec = block.gauges[i, G["max_exec_ms"]]
-        out.append(TopStatement(
-            statement_id=sid, queryid=s.queryid if s else 0, database=s.database_name if s else "",
-            user=s.user_name if s else "", toplevel=s.toplevel if s else True, calls=calls,
-            plans=int(c[C["plans"]]) if tracked else None, total_exec_ms=exec_ms,
-            total_plan_ms=c[C["total_plan_us"]] / 1000.0 if tracked else None,
-            mean_exec_ms=exec_ms / calls if calls else None, rows=int(c[C["rows"]]),
-            shared_blks_hit=int(c[C["shared_blks_hit"]]), shared_blks_read=int(c[C["shared_blks_read"]]),
-            temp_blks_read=int(c[C["temp_blks_read"]]), temp_blks_written=int(c[C["temp_blks_written"]]),
-            max_exec_ms=None if np.isnan(max_exec) else float(max_exec), query=s.query if s else None,
-        ))  # fmt: skip
+        out.append(
+            TopStatement(
+                statement_id=sid,
+                queryid=s.queryid if s else 0,
+                database=s.database_name if s else "",
+                user=s.user_name if s else "",
+                toplevel=s.toplevel if s else True,
+                calls=calls,
+                plans=int(c[C["plans"]]) if tracked else None,
+                total_exec_ms=exec_ms,
+                total_plan_ms=c[C["total_plan_us"]] / 1000.0 if tracked else None,
+                mean_exec_ms=exec_ms / calls if calls else None,
+                rows=int(c[C["rows"]]),
+                shared_blks_hit=int(c[C["shared_blks_hit"]]),
+                shared_blks_read=int(c[C["shared_blks_read"]]),
+                temp_blks_read=int(c[C["temp_blks_read"]]),
+                temp_blks_written=int(c[C["temp_blks_written"]]),
+                max_exec_ms=None if np.isnan(max_exec) else float(max_exec),
+                query=s.query if s else None,
+            )
+        )
     return totals, out

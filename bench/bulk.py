@@ -31,8 +31,10 @@ def encode_many(ids: np.ndarray, counters: np.ndarray, gauges: np.ndarray, start
     starts = np.asarray(starts, np.int64)
     n_blocks = len(starts) - 1
     if len(ids) > LARGE_BLOCK_ROWS * max(n_blocks, 1):  # codec.encode's per-column numpy wins on large blocks
-        return [codec.encode(codec.Block(ids[a:b], counters[a:b], gauges[a:b]))
-                for a, b in zip(starts[:-1].tolist(), starts[1:].tolist(), strict=True)]  # fmt: skip
+        return [
+            codec.encode(codec.Block(ids[a:b], counters[a:b], gauges[a:b]))
+            for a, b in zip(starts[:-1].tolist(), starts[1:].tolist(), strict=True)
+        ]
     n = np.diff(starts)
     block_of = np.repeat(np.arange(n_blocks), n)
     within = np.arange(len(ids)) - starts[block_of]
@@ -140,13 +142,32 @@ class Interval:
 def snapshot_template(iv: Interval) -> str:
     """A COPY text line of collectors_snapshot with {placeholders} for the per-snapshot fields."""
     row = history.SnapshotRow(
-        server_id=iv.server_id, taken_at=None, prev_taken_at=None, interval_s=iv.interval_s, kind="delta",
-        server_version_num=170010, extension_version="1.11", entries=iv.entries, entries_hidden=0,
-        entries_max=10000, changed=0, new_entries=0, gone_entries=0, dealloc=0, dealloc_delta=0,
-        stats_reset_at=iv.stats_reset_at, full_reset=False, track="top", track_utility=True,
-        track_planning=False, save=True, sample_rate=None, waits_source="pg_stat_activity", waits_samples=10,
+        server_id=iv.server_id,
+        taken_at=None,
+        prev_taken_at=None,
+        interval_s=iv.interval_s,
+        kind="delta",
+        server_version_num=170010,
+        extension_version="1.11",
+        entries=iv.entries,
+        entries_hidden=0,
+        entries_max=10000,
+        changed=0,
+        new_entries=0,
+        gone_entries=0,
+        dealloc=0,
+        dealloc_delta=0,
+        stats_reset_at=iv.stats_reset_at,
+        full_reset=False,
+        track="top",
+        track_utility=True,
+        track_planning=False,
+        save=True,
+        sample_rate=None,
+        waits_source="pg_stat_activity",
+        waits_samples=10,
         block=None,
-    )  # fmt: skip
+    )
     values = {f.name: getattr(row, f.name) for f in fields(row)}
     parts = []
     for name in history.SNAPSHOT_FIELDS:
@@ -157,18 +178,29 @@ def snapshot_template(iv: Interval) -> str:
     return "\t".join(parts) + "\n"
 
 
-def snapshot_lines(template: str, taken_at_us: np.ndarray, interval_s: float, changed: np.ndarray,
-                   payloads: Sequence[bytes], totals: np.ndarray) -> str:  # fmt: skip
+def snapshot_lines(
+    template: str,
+    taken_at_us: np.ndarray,
+    interval_s: float,
+    changed: np.ndarray,
+    payloads: Sequence[bytes],
+    totals: np.ndarray,
+) -> str:
     """COPY text lines of delta snapshots (totals: (k, len(TOTAL_NAMES)) server totals per snapshot)."""
     taken = _iso(taken_at_us)
     prev = _iso(taken_at_us - int(interval_s * 1_000_000))
     lines = []
     for i, payload in enumerate(payloads):
         t = totals[i].tolist()
-        lines.append(template.format(
-            taken_at=taken[i], prev_taken_at=prev[i], changed=int(changed[i]), statements="\\\\x" + payload.hex(),
-            **dict(zip(TOTAL_NAMES, t, strict=True)),
-        ))  # fmt: skip
+        lines.append(
+            template.format(
+                taken_at=taken[i],
+                prev_taken_at=prev[i],
+                changed=int(changed[i]),
+                statements="\\\\x" + payload.hex(),
+                **dict(zip(TOTAL_NAMES, t, strict=True)),
+            )
+        )
     return "".join(lines)
 
 

@@ -122,8 +122,18 @@ def _collect(server_id: int) -> tuple[float, object]:
     return ms, result
 
 
-def run(cluster, *, levels=(100, 1000, 5000), snapshots=None, warmup: int = 3, sampled: int = 5,
-        maintenance_every: int = 10, breakdown: int = 20, all_changed: int = 10, log=print) -> dict:  # fmt: skip
+def run(
+    cluster,
+    *,
+    levels=(100, 1000, 5000),
+    snapshots=None,
+    warmup: int = 3,
+    sampled: int = 5,
+    maintenance_every: int = 10,
+    breakdown: int = 20,
+    all_changed: int = 10,
+    log=print,
+) -> dict:
     snapshots = snapshots or {100: 30, 1000: 30, 5000: 100}
     app_dsn = cluster.dsn(env.APP_DB)
     monitor_dsn = cluster.dsn(env.APP_DB, env.MONITOR_USER, env.MONITOR_PASSWORD)
@@ -136,9 +146,16 @@ def run(cluster, *, levels=(100, 1000, 5000), snapshots=None, warmup: int = 3, s
     try:
         for n in levels:
             out["levels"][n] = _level(
-                cluster, driver, bare_conn, monitor_dsn, n, snapshots.get(n, 30), warmup,
-                maintenance_every if n == max(levels) else 0, log,
-            )  # fmt: skip
+                cluster,
+                driver,
+                bare_conn,
+                monitor_dsn,
+                n,
+                snapshots.get(n, 30),
+                warmup,
+                maintenance_every if n == max(levels) else 0,
+                log,
+            )
         top = max(levels)
         server_id = out["levels"][top]["server_id"]
         stmts = workload.statements(top)
@@ -157,10 +174,15 @@ def run(cluster, *, levels=(100, 1000, 5000), snapshots=None, warmup: int = 3, s
                 bares.append(bare_ms)
                 times.append(ms)
                 changed.append(result.changed)
-            out["all_changed"] = {"collect_ms": summary(times), "bare_ms": summary(bares),
-                                  "changed": int(median(changed))}  # fmt: skip
-            log(f"  {top} entries, every one changed: median {median(times):.1f} ms "
-                f"(bare SELECT {median(bares):.1f} ms) over {all_changed} snapshots")  # fmt: skip
+            out["all_changed"] = {
+                "collect_ms": summary(times),
+                "bare_ms": summary(bares),
+                "changed": int(median(changed)),
+            }
+            log(
+                f"  {top} entries, every one changed: median {median(times):.1f} ms "
+                f"(bare SELECT {median(bares):.1f} ms) over {all_changed} snapshots"
+            )
 
         # What the default pg_stat_activity sampling (10 samples over ~1 s) costs in wall time.
         if sampled:
@@ -174,10 +196,16 @@ def run(cluster, *, levels=(100, 1000, 5000), snapshots=None, warmup: int = 3, s
                     times.append(_collect(server_id)[0])
             finally:
                 settings.COLLECTOR["ACTIVITY_SAMPLES"] = saved
-            out["sampled"] = {"samples": 10, "span_s": settings.COLLECTOR["ACTIVITY_SPAN_S"],
-                              "collect_ms": summary(times), "bare_ms": summary(bares)}  # fmt: skip
-            log(f"  {top} entries with 10 pg_stat_activity samples: median {median(times):.0f} ms "
-                f"over {sampled} snapshots")  # fmt: skip
+            out["sampled"] = {
+                "samples": 10,
+                "span_s": settings.COLLECTOR["ACTIVITY_SPAN_S"],
+                "collect_ms": summary(times),
+                "bare_ms": summary(bares),
+            }
+            log(
+                f"  {top} entries with 10 pg_stat_activity samples: median {median(times):.0f} ms "
+                f"over {sampled} snapshots"
+            )
         if breakdown and min(levels) != top:
             low = min(levels)
             cluster.execute("SELECT pg_stat_statements_reset()", dbname=env.APP_DB)
@@ -225,9 +253,18 @@ def _level(cluster, driver, bare_conn, monitor_dsn, n, n_snapshots, warmup, main
                 maint.request()
                 time.sleep(0.002)  # let the thread start: the snapshot then runs alongside it
             start, ms, result, bare_ms, bare_rows = _paired(server.pk, bare_conn, bare_first=i % 2 == 0)
-            rows.append({"ms": ms, "start": start, "end": start + ms / 1000, "bare_ms": bare_ms,
-                         "bare_rows": bare_rows, "entries": result.entries, "changed": result.changed,
-                         "new": result.new_entries})  # fmt: skip
+            rows.append(
+                {
+                    "ms": ms,
+                    "start": start,
+                    "end": start + ms / 1000,
+                    "bare_ms": bare_ms,
+                    "bare_rows": bare_rows,
+                    "entries": result.entries,
+                    "changed": result.changed,
+                    "new": result.new_entries,
+                }
+            )
         if maint is not None:
             maint.q.join()
     finally:

@@ -42,8 +42,14 @@ def history_spec():
     from devenv.fleet import ClusterSpec
     from devenv.history import HISTORY_MAJOR
 
-    return ClusterSpec(name=HISTORY_CLUSTER, major=HISTORY_MAJOR, port=HISTORY_PORT, settings=dict(DURABLE),
-                       preload=["pg_stat_statements"], fresh=True)  # fmt: skip
+    return ClusterSpec(
+        name=HISTORY_CLUSTER,
+        major=HISTORY_MAJOR,
+        port=HISTORY_PORT,
+        settings=dict(DURABLE),
+        preload=["pg_stat_statements"],
+        fresh=True,
+    )
 
 
 def _admin_url() -> str:

@@ -61,11 +61,15 @@ class _Slice:
     def read_entries(self, prev: Entries, *, send_all: bool = False) -> pgss.Reading:
         f, r = self.fleet, self.rows
         cur = Entries(
-            keys=f.keys[r].copy(), counters=f.counters[r].copy(), gauges=f.gauges[r].copy(),
-            stats_since_us=f.stats_since[r].copy(), minmax_stats_since_us=f.minmax_since[r].copy(),
-        )  # fmt: skip
-        return pgss.Reading(entries=cur, prev_index=match_keys(prev.keys, cur.keys), hidden=0, total=len(cur),
-                            sent=len(cur))  # fmt: skip
+            keys=f.keys[r].copy(),
+            counters=f.counters[r].copy(),
+            gauges=f.gauges[r].copy(),
+            stats_since_us=f.stats_since[r].copy(),
+            minmax_stats_since_us=f.minmax_since[r].copy(),
+        )
+        return pgss.Reading(
+            entries=cur, prev_index=match_keys(prev.keys, cur.keys), hidden=0, total=len(cur), sent=len(cur)
+        )
 
     def read_texts(self, keys: np.ndarray):
         return self.fleet.read_texts(keys)
@@ -73,8 +77,9 @@ class _Slice:
 
 def _ids(server_ids: list[int], keys: np.ndarray, n: int) -> np.ndarray:
     with connection.cursor() as cur:
-        cur.execute(f"SELECT server_id, queryid, id FROM {tables.STATEMENT.name} WHERE server_id = ANY(%s)",
-                    [server_ids])  # fmt: skip
+        cur.execute(
+            f"SELECT server_id, queryid, id FROM {tables.STATEMENT.name} WHERE server_id = ANY(%s)", [server_ids]
+        )
         found = {(s, q): i for s, q, i in cur.fetchall()}
     return np.array([found[(server_ids[j // n], q)] for j, q in enumerate(keys[:, 2].tolist())], np.int64)
 
@@ -89,16 +94,18 @@ class Pending:
     workdir: Path
 
 
-def start(*, servers: int, statements: int, days: int, last_taken_at: datetime, workdir: Path, seed: int = 31,
-          log=print) -> Pending:  # fmt: skip
+def start(
+    *, servers: int, statements: int, days: int, last_taken_at: datetime, workdir: Path, seed: int = 31, log=print
+) -> Pending:
     """Register the servers and take their baselines here, then generate and encode every delta in a
     child process, as COPY files in `workdir` (no database access there): on two cores this overlaps
     the single server's history, which keeps one core busy. `finish` loads them."""
     seconds: dict[str, float] = {}
     first = last_taken_at - timedelta(days=days) + timedelta(minutes=1)
     t0 = time.perf_counter()
-    gen = synthetic.SyntheticServer(servers * statements, 0.10, seed=seed, start=first - timedelta(minutes=1),
-                                    waits_per_minute=0)  # fmt: skip
+    gen = synthetic.SyntheticServer(
+        servers * statements, 0.10, seed=seed, start=first - timedelta(minutes=1), waits_per_minute=0
+    )
     t1 = time.perf_counter()
     seconds["generator (texts, model)"] = t1 - t0
     server_ids = []
@@ -110,12 +117,22 @@ def start(*, servers: int, statements: int, days: int, last_taken_at: datetime, 
             assert r.ok and r.kind == "baseline", r.summary()
     ids = _ids(server_ids, gen.keys, statements)
     seconds["register + baseline snapshots (server_collect)"] = time.perf_counter() - t1
-    log(f"    {servers} servers registered, baselines taken ({time.perf_counter() - t1:.0f}s); "
-        "their deltas are generated in a child process meanwhile")  # fmt: skip
-    templates = [bulk.snapshot_template(bulk.Interval(sid, statements, stats_reset_at=pgss.timestamp(
-        int(gen.stats_since[0])))) for sid in server_ids]  # fmt: skip
-    fleet = Fleet(server_ids=server_ids, statements=statements, first_taken_at=first, last_taken_at=last_taken_at,
-                  snapshots=servers * days * 1440, seconds=seconds)  # fmt: skip
+    log(
+        f"    {servers} servers registered, baselines taken ({time.perf_counter() - t1:.0f}s); "
+        "their deltas are generated in a child process meanwhile"
+    )
+    templates = [
+        bulk.snapshot_template(bulk.Interval(sid, statements, stats_reset_at=pgss.timestamp(int(gen.stats_since[0]))))
+        for sid in server_ids
+    ]
+    fleet = Fleet(
+        server_ids=server_ids,
+        statements=statements,
+        first_taken_at=first,
+        last_taken_at=last_taken_at,
+        snapshots=servers * days * 1440,
+        seconds=seconds,
+    )
     ctx = multiprocessing.get_context("fork")
     queue = ctx.SimpleQueue()
     connections.close_all()  # the child must not share this process's connection to the history store

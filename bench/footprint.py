@@ -43,9 +43,12 @@ HISTORY_TABLES = tuple(t.name for t in tables.PER_SERVER)
 # every two or three snapshots. The run VACUUMs the state every VACUUM_EVERY synthetic minutes instead.
 VACUUM_EVERY = 3
 NAIVE_COLUMNS = (
-    ("server_id", "i8"), ("statement_id", "i8"), ("taken_at_us", "i8"),
-    *((c, "i8") for c in COUNTER_NAMES), *((g, "f8") for g in FACT_GAUGE_NAMES),
-)  # fmt: skip
+    ("server_id", "i8"),
+    ("statement_id", "i8"),
+    ("taken_at_us", "i8"),
+    *((c, "i8") for c in COUNTER_NAMES),
+    *((g, "f8") for g in FACT_GAUGE_NAMES),
+)
 
 
 def _truncate() -> None:
@@ -124,8 +127,14 @@ def run(*, day: datetime, uniform: bool = False, seed: int = 7, entries: int = 5
                 _vacuum(("collectors_statement_state",))
             if minute < 60:
                 # what the naive layout would store: the same changed rows, all columns
-                naive_rows.append((synth.taken_at_us, synth.last_changed.copy(), synth.last_deltas.copy(),
-                                   synth.gauges[synth.last_changed][:, gauge_idx]))  # fmt: skip
+                naive_rows.append(
+                    (
+                        synth.taken_at_us,
+                        synth.last_changed.copy(),
+                        synth.last_deltas.copy(),
+                        synth.gauges[synth.last_changed][:, gauge_idx],
+                    )
+                )
             taken = synth.taken_at
             if taken.minute == 59:  # the periodic rollup just after each hour ends
                 t0 = time.perf_counter()
@@ -168,11 +177,14 @@ def run(*, day: datetime, uniform: bool = False, seed: int = 7, entries: int = 5
         n_snap, payload_bytes, stored_rows = cur.fetchone()
         cur.execute(f"SELECT count(*) FROM {tables.SERVER_HOURLY.name} WHERE server_id = %s", [server.pk])
         n_hourly = cur.fetchone()[0]
-        cur.execute(f"SELECT count(*), count(DISTINCT until) FROM {tables.STATEMENT_HOURLY.name} WHERE server_id = %s",
-                    [server.pk])  # fmt: skip
+        cur.execute(
+            f"SELECT count(*), count(DISTINCT until) FROM {tables.STATEMENT_HOURLY.name} WHERE server_id = %s",
+            [server.pk],
+        )
         hourly_rows, hourly_boundaries = cur.fetchone()
-        cur.execute("SELECT count(*), sum(octet_length(query)) FROM collectors_statement WHERE server_id = %s",
-                    [server.pk])  # fmt: skip
+        cur.execute(
+            "SELECT count(*), sum(octet_length(query)) FROM collectors_statement WHERE server_id = %s", [server.pk]
+        )
         n_stmt, text_bytes = cur.fetchone()
         cur.execute("SELECT count(*) FROM collectors_wait_event WHERE server_id = %s", [server.pk])
         wait_rows = cur.fetchone()[0]

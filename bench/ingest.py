@@ -96,8 +96,9 @@ def _pass(synth, server, n: int, *, floor: bool) -> dict:
     }
 
 
-def run(*, day: datetime, snapshots: int = 200, warmup: int = 20, all_changed: int = 30,
-        breakdown: int = 40, log=print) -> dict:  # fmt: skip
+def run(
+    *, day: datetime, snapshots: int = 200, warmup: int = 20, all_changed: int = 30, breakdown: int = 40, log=print
+) -> dict:
     with connection.cursor() as cur:
         cur.execute("DROP TABLE IF EXISTS bench_copy_floor")
         cur.execute("CREATE TABLE bench_copy_floor (LIKE collectors_statement_state)")
@@ -112,10 +113,12 @@ def run(*, day: datetime, snapshots: int = 200, warmup: int = 20, all_changed: i
             assert server_collect(server_id=server.pk).kind == "baseline"
             _pass(synth, server, warmup, floor=False)
             out["steady"] = s = _pass(synth, server, snapshots, floor=True)
-            log(f"  10% changed: {s['rows_per_s']:,.0f} entries/s wall, {s['stored_rows_per_s']:,.0f} stored (changed) "
+            log(
+                f"  10% changed: {s['rows_per_s']:,.0f} entries/s wall, {s['stored_rows_per_s']:,.0f} stored (changed) "
                 f"rows/s ({s['wall_ms']['median']:.1f} ms median per "
                 f"5,000-entry snapshot), {s['rows_per_cpu_s']:,.0f} rows per CPU-second; bare COPY of the same "
-                f"rows {s['copy_floor_ms']['median']:.1f} ms ({s['ratio_to_copy_floor']:.2f}x)")  # fmt: skip
+                f"rows {s['copy_floor_ms']['median']:.1f} ms ({s['ratio_to_copy_floor']:.2f}x)"
+            )
             if breakdown:
                 totals = []
                 with phases.timed_phases() as acc:

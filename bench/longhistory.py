@@ -103,8 +103,9 @@ class _BulkHour:
         self.clear()
 
 
-def build(*, statements: int, days: int, real_days: int, last_taken_at: datetime, seed: int = 21,
-          log=print) -> LongHistory:  # fmt: skip
+def build(
+    *, statements: int, days: int, real_days: int, last_taken_at: datetime, seed: int = 21, log=print
+) -> LongHistory:
     """Write the history; the baseline's old rollup tables must exist (baseline.create_tables)."""
     seconds: dict[str, float] = {}
     first = last_taken_at - timedelta(days=days) + timedelta(minutes=1)
@@ -181,10 +182,18 @@ def build(*, statements: int, days: int, real_days: int, last_taken_at: datetime
     partitions.drop_expired(now=last_taken_at)
     _add(seconds, "real: drop_expired (daily)", t0)
     return LongHistory(
-        server_id=server.pk, statements=statements, first_taken_at=first, last_taken_at=last_taken_at,
-        bulk=(first, handoff) if n_bulk else None, real=(real_first, last_taken_at), statement_ids=ids,
-        p_run=synth.p_run.copy(), snapshots_bulk=n_bulk, snapshots_real=n_real, seconds=seconds,
-    )  # fmt: skip
+        server_id=server.pk,
+        statements=statements,
+        first_taken_at=first,
+        last_taken_at=last_taken_at,
+        bulk=(first, handoff) if n_bulk else None,
+        real=(real_first, last_taken_at),
+        statement_ids=ids,
+        p_run=synth.p_run.copy(),
+        snapshots_bulk=n_bulk,
+        snapshots_real=n_real,
+        seconds=seconds,
+    )
 
 
 def build_old_rollups(h: LongHistory, log=print) -> dict[str, float]:

@@ -62,8 +62,9 @@ class Size:
     baseline_runs: int = 5  # for old-path calls over 0.3 s (up to seconds each): a ratio, not a p95
 
 
-QUICK = Size(statements=200, days=3, real_days=1, fleet_servers=20, fleet_days=1, runs=5, api_runs=5, warmup=2,
-             baseline_runs=3)  # fmt: skip
+QUICK = Size(
+    statements=200, days=3, real_days=1, fleet_servers=20, fleet_days=1, runs=5, api_runs=5, warmup=2, baseline_runs=3
+)
 
 
 @dataclass
@@ -138,19 +139,40 @@ def _calls(h: longhistory.LongHistory, fl: fleet_history.Fleet | None, end: date
         for text in (False, True):
             for page in (1, DEEP_PAGE):
                 for order in s.ORDERS if page == 1 else DEEP_ORDERS:
-                    m = Measured("top_statements", f"{label}, {order}{', text' if text else ''}, page {page}",
-                                 target, window=label, order=order, text=text, page=page)  # fmt: skip
+                    m = Measured(
+                        "top_statements",
+                        f"{label}, {order}{', text' if text else ''}, page {page}",
+                        target,
+                        window=label,
+                        order=order,
+                        text=text,
+                        page=page,
+                    )
                     filters = s.StatementFilters(text=TEXT if text else None)
-                    out.append((m, lambda w=w, o=order, f=filters, p=page: top(
-                        server_id=h.server_id, window=w, order=o, filters=f, page=s.Page(p, PAGE_SIZE))))  # fmt: skip
+                    out.append(
+                        (
+                            m,
+                            lambda w=w, o=order, f=filters, p=page: top(
+                                server_id=h.server_id, window=w, order=o, filters=f, page=s.Page(p, PAGE_SIZE)
+                            ),
+                        )
+                    )
     month = s.Window(end - timedelta(days=30), end)
     hot, rare = _hot_and_rare(h)
     for name, sid in (("hot", hot), ("rare", rare)):
-        out.append((Measured("statement_series", f"30 d, {name} statement ({sid[1]})", 30, window="30 d"),
-                    lambda sid=sid: s.statement_series(statement_id=sid[0], window=month)))  # fmt: skip
+        out.append(
+            (
+                Measured("statement_series", f"30 d, {name} statement ({sid[1]})", 30, window="30 d"),
+                lambda sid=sid: s.statement_series(statement_id=sid[0], window=month),
+            )
+        )
     out += _statement_calls(h, hot, rare)
-    out.append((Measured("server_series", "30 d", 50, window="30 d"),
-                lambda: s.server_series(server_id=h.server_id, window=month)))  # fmt: skip
+    out.append(
+        (
+            Measured("server_series", "30 d", 50, window="30 d"),
+            lambda: s.server_series(server_id=h.server_id, window=month),
+        )
+    )
     # The default range of the pages: a server's day in 10-minute bins of its snapshots' totals, a statement's in
     # hours with the hour in progress snapshot by snapshot (ending 37 minutes into an hour, as a range ending now).
     day = s.Window(end - timedelta(hours=24), end)  # LAST_TAKEN_AT: 13:37
@@ -167,18 +189,34 @@ def _calls(h: longhistory.LongHistory, fl: fleet_history.Fleet | None, end: date
         )
     )
     week = s.Window(end - timedelta(days=7), end)
-    out.append((Measured("compare_windows", "7 d vs the 7 d before", 300, window="7 d"),
-                lambda: s.compare_windows(server_id=h.server_id, window=week)))  # fmt: skip
+    out.append(
+        (
+            Measured("compare_windows", "7 d vs the 7 d before", 300, window="7 d"),
+            lambda: s.compare_windows(server_id=h.server_id, window=week),
+        )
+    )
     if fl is not None:
         day = s.Window(end - timedelta(days=1), end)
-        out.append((Measured("fleet_summary", f"{len(fl.server_ids)} servers, 24 h", 150, window="24 h"),
-                    lambda: s.fleet_summary(server_ids=fl.server_ids, window=day)))  # fmt: skip
+        out.append(
+            (
+                Measured("fleet_summary", f"{len(fl.server_ids)} servers, 24 h", 150, window="24 h"),
+                lambda: s.fleet_summary(server_ids=fl.server_ids, window=day),
+            )
+        )
     for label, length, _ in WINDOWS[2:4]:
         w = s.Window(end - length, end)
-        out.append((Measured("wait_events", f"{label}, server", None, window=label),
-                    lambda w=w: s.wait_events(server_id=h.server_id, window=w)))  # fmt: skip
-        out.append((Measured("wait_events", f"{label}, hot statement", None, window=label),
-                    lambda w=w: s.wait_events(server_id=h.server_id, window=w, statement_id=hot[0])))  # fmt: skip
+        out.append(
+            (
+                Measured("wait_events", f"{label}, server", None, window=label),
+                lambda w=w: s.wait_events(server_id=h.server_id, window=w),
+            )
+        )
+        out.append(
+            (
+                Measured("wait_events", f"{label}, hot statement", None, window=label),
+                lambda w=w: s.wait_events(server_id=h.server_id, window=w, statement_id=hot[0]),
+            )
+        )
     out += _advisor_calls(h, fl, end)
     return out
 
@@ -192,12 +230,24 @@ def _statement_calls(h: longhistory.LongHistory, hot: tuple[int, str], rare: tup
     org = Server.objects.values_list("organization_id", flat=True).get(pk=h.server_id)
     out = []
     for name, sid in (("hot", hot), ("rare", rare)):
-        out.append((Measured("statement_detail", f"{name} statement ({sid[1]})", 50),
-                    lambda sid=sid: statement_detail(statement_id=sid[0], organization_ids=[org])))  # fmt: skip
-    out.append((Measured("statement_owner", "hot statement", 10),
-                lambda: statement_owner(statement_id=hot[0], organization_ids=[org])))  # fmt: skip
-    out.append((Measured("same_queryid_elsewhere", "hot statement", 20),
-                lambda: same_queryid_elsewhere(statement_id=hot[0], organization_id=org)))  # fmt: skip
+        out.append(
+            (
+                Measured("statement_detail", f"{name} statement ({sid[1]})", 50),
+                lambda sid=sid: statement_detail(statement_id=sid[0], organization_ids=[org]),
+            )
+        )
+    out.append(
+        (
+            Measured("statement_owner", "hot statement", 10),
+            lambda: statement_owner(statement_id=hot[0], organization_ids=[org]),
+        )
+    )
+    out.append(
+        (
+            Measured("same_queryid_elsewhere", "hot statement", 20),
+            lambda: same_queryid_elsewhere(statement_id=hot[0], organization_id=org),
+        )
+    )
     return out
 
 
@@ -220,9 +270,16 @@ def _advisor_calls(h: longhistory.LongHistory, fl: fleet_history.Fleet | None, e
     server = Server.objects.get(pk=h.server_id)
     out = [
         (Measured("server_facts", "7 d", 50, window="7 d"), lambda: server_facts(server_id=h.server_id, window=week)),
-        (Measured("advisor evidence", f"1 h, 24 h and 7 d of {h.statements:,} statements", ADVISOR_EVIDENCE_TARGET_MS,
-                  window="7 d"), lambda: gather.server_evidence(server=server, now=end)),
-    ]  # fmt: skip
+        (
+            Measured(
+                "advisor evidence",
+                f"1 h, 24 h and 7 d of {h.statements:,} statements",
+                ADVISOR_EVIDENCE_TARGET_MS,
+                window="7 d",
+            ),
+            lambda: gather.server_evidence(server=server, now=end),
+        ),
+    ]
     if fl is not None:
         for sid in fl.server_ids:
             findings = [
@@ -233,15 +290,23 @@ def _advisor_calls(h: longhistory.LongHistory, fl: fleet_history.Fleet | None, e
                     subject="server",
                     title="t",
                     explanation="e",
-                )  # fmt: skip
+                )
                 for k in range(ADVICE_PER_SERVER)
             ]
             recommendations_apply(server=Server(pk=sid), found_now=findings, now=end, clear_after=timedelta(hours=2))
         n = len(fl.server_ids)
-        out.append((Measured("recommendation_counts", f"{n} servers", 50),
-                    lambda: advice.recommendation_counts(server_ids=fl.server_ids)))  # fmt: skip
-        out.append((Measured("recommendations", f"{n} servers, {n * ADVICE_PER_SERVER} active", 150),
-                    lambda: advice.recommendations(server_ids=fl.server_ids)))  # fmt: skip
+        out.append(
+            (
+                Measured("recommendation_counts", f"{n} servers", 50),
+                lambda: advice.recommendation_counts(server_ids=fl.server_ids),
+            )
+        )
+        out.append(
+            (
+                Measured("recommendations", f"{n} servers, {n * ADVICE_PER_SERVER} active", 150),
+                lambda: advice.recommendations(server_ids=fl.server_ids),
+            )
+        )
     return out
 
 
@@ -250,8 +315,10 @@ def _hot_and_rare(h: longhistory.LongHistory) -> tuple[tuple[int, str], tuple[in
     hot = int(np.argmax(h.p_run))
     minutes = 30 * 1440
     rare = int(np.argmin(np.abs(h.p_run - 20 / minutes)))
-    return ((int(h.statement_ids[hot]), f"runs in {h.p_run[hot]:.0%} of minutes"),
-            (int(h.statement_ids[rare]), f"about {h.p_run[rare] * minutes:.0f} runs in 30 days"))  # fmt: skip
+    return (
+        (int(h.statement_ids[hot]), f"runs in {h.p_run[hot]:.0%} of minutes"),
+        (int(h.statement_ids[rare]), f"about {h.p_run[rare] * minutes:.0f} runs in 30 days"),
+    )
 
 
 def _baseline_calls(h: longhistory.LongHistory, end: datetime, size: Size) -> list[Measured]:
@@ -294,8 +361,13 @@ def _tier_rows(server_id: int) -> dict[str, int]:
 
     out = {}
     with connection.cursor() as cur:
-        for t in (tables.SNAPSHOT, tables.SERVER_HOURLY, tables.SERVER_DAILY, tables.STATEMENT_HOURLY,
-                  tables.STATEMENT_DAILY):  # fmt: skip
+        for t in (
+            tables.SNAPSHOT,
+            tables.SERVER_HOURLY,
+            tables.SERVER_DAILY,
+            tables.STATEMENT_HOURLY,
+            tables.STATEMENT_DAILY,
+        ):
             cur.execute(f"SELECT count(*) FROM {t.name} WHERE server_id = %s", [server_id])
             out[t.name] = cur.fetchone()[0]
     return out
@@ -319,15 +391,23 @@ def run(*, size: Size = FULL, log=print) -> dict:
         t0 = time.perf_counter()
         if size.fleet_servers:
             log(f"  fleet: {size.fleet_servers} servers x {size.fleet_statements} statements, {size.fleet_days} days")
-            pending = fleet_history.start(servers=size.fleet_servers, statements=size.fleet_statements,
-                                          days=size.fleet_days, last_taken_at=LAST_TAKEN_AT, workdir=Path(workdir),
-                                          log=log)  # fmt: skip
+            pending = fleet_history.start(
+                servers=size.fleet_servers,
+                statements=size.fleet_statements,
+                days=size.fleet_days,
+                last_taken_at=LAST_TAKEN_AT,
+                workdir=Path(workdir),
+                log=log,
+            )
         fleet_start_s = time.perf_counter() - t0
         t0 = time.perf_counter()
-        log(f"  history: 1 server, {size.statements:,} statements, {size.days} days of 1-minute snapshots "
-            f"(last {size.real_days} through server_collect)")  # fmt: skip
-        h = longhistory.build(statements=size.statements, days=size.days, real_days=size.real_days,
-                              last_taken_at=LAST_TAKEN_AT, log=log)  # fmt: skip
+        log(
+            f"  history: 1 server, {size.statements:,} statements, {size.days} days of 1-minute snapshots "
+            f"(last {size.real_days} through server_collect)"
+        )
+        h = longhistory.build(
+            statements=size.statements, days=size.days, real_days=size.real_days, last_taken_at=LAST_TAKEN_AT, log=log
+        )
         h.seconds.update(longhistory.build_old_rollups(h, log=log))
         history_s = time.perf_counter() - t0
         log(f"    written in {history_s:.0f}s: " + ", ".join(f"{k} {v:.0f}s" for k, v in h.seconds.items()))
@@ -355,22 +435,35 @@ def run(*, size: Size = FULL, log=print) -> dict:
 
     log("  console pages (bench/pages.py)")
     page_calls = pages.run(server_id=h.server_id, end=end, runs=size.runs, warmup=size.warmup, log=log)
-    page_calls += pages.run_browser(server_id=h.server_id, end=end, runs=3 if size is QUICK else pages.BROWSER_RUNS,
-                                    log=log)  # fmt: skip
+    page_calls += pages.run_browser(
+        server_id=h.server_id, end=end, runs=3 if size is QUICK else pages.BROWSER_RUNS, log=log
+    )
     pages_s = time.perf_counter() - t0
     from bench import api as api_bench
 
     log("  REST API (bench/api.py)")
     hot, _ = _hot_and_rare(h)
-    page_calls += api_bench.run(server_id=h.server_id, statement_id=hot[0], fleet_ids=fl.server_ids if fl else None,
-                                end=end, runs=size.api_runs, warmup=size.warmup, log=log)  # fmt: skip
+    page_calls += api_bench.run(
+        server_id=h.server_id,
+        statement_id=hot[0],
+        fleet_ids=fl.server_ids if fl else None,
+        end=end,
+        runs=size.api_runs,
+        warmup=size.warmup,
+        log=log,
+    )
     builds = []
     if fl:
         from bench import reports as reports_bench
 
         log("  weekly report and audit export (bench/reports.py)")
-        builds = reports_bench.run(long_server_id=h.server_id, fleet_ids=fl.server_ids, end=end,
-                                   runs=1 if size is QUICK else reports_bench.RUNS, log=log)  # fmt: skip
+        builds = reports_bench.run(
+            long_server_id=h.server_id,
+            fleet_ids=fl.server_ids,
+            end=end,
+            runs=1 if size is QUICK else reports_bench.RUNS,
+            log=log,
+        )
     t0 = time.perf_counter()
     base = _baseline_calls(h, end, size)
     baseline_s = time.perf_counter() - t0
@@ -393,7 +486,7 @@ def run(*, size: Size = FULL, log=print) -> dict:
             "pages": pages_s,
             "baseline": baseline_s,
             "total": time.perf_counter() - started,
-        },  # fmt: skip
+        },
     }
     baseline.drop_tables()
     for line in summary_lines(res):

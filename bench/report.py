@@ -17,28 +17,56 @@ def checks(r: dict) -> list[tuple[str, str, str, bool | None]]:
     if col:
         top = max(col["levels"])
         lv = col["levels"][top]
-        out.append((f"collection per snapshot at {top:,} entries, median", "≤ 60 ms",
-                    f"{lv['collect_ms']['median']:.1f} ms", lv["collect_ms"]["median"] <= 60))  # fmt: skip
-        out.append((f"collection / bare `SELECT * FROM pg_stat_statements(false)`, {top:,} entries "
-                    "(median of paired ratios)", "≤ 3×",
-                    f"{lv['ratio_paired_median']:.2f}× ({lv['collect_ms']['median']:.1f} / "
-                    f"{lv['bare_ms']['median']:.1f} ms)", lv["ratio_paired_median"] <= 3))  # fmt: skip
-        out.append((f"p99 / median over {lv['collect_ms']['n']} snapshots at {top:,} entries "
-                    f"({lv['maintenance_runs']} maintenance runs alongside)", "≤ 2×",
-                    f"{lv['p99_over_median']:.2f}× (p99 {lv['collect_ms']['p99']:.1f} ms)",
-                    lv["p99_over_median"] <= 2))  # fmt: skip
+        out.append(
+            (
+                f"collection per snapshot at {top:,} entries, median",
+                "≤ 60 ms",
+                f"{lv['collect_ms']['median']:.1f} ms",
+                lv["collect_ms"]["median"] <= 60,
+            )
+        )
+        out.append(
+            (
+                f"collection / bare `SELECT * FROM pg_stat_statements(false)`, {top:,} entries "
+                "(median of paired ratios)",
+                "≤ 3×",
+                f"{lv['ratio_paired_median']:.2f}× ({lv['collect_ms']['median']:.1f} / "
+                f"{lv['bare_ms']['median']:.1f} ms)",
+                lv["ratio_paired_median"] <= 3,
+            )
+        )
+        out.append(
+            (
+                f"p99 / median over {lv['collect_ms']['n']} snapshots at {top:,} entries "
+                f"({lv['maintenance_runs']} maintenance runs alongside)",
+                "≤ 2×",
+                f"{lv['p99_over_median']:.2f}× (p99 {lv['collect_ms']['p99']:.1f} ms)",
+                lv["p99_over_median"] <= 2,
+            )
+        )
     fp = r.get("footprint")
     if fp:
-        out.append(("history per server-day (raw + read tier + wait rollups, with indexes and TOAST), 5,000 entries, "
-                    "10% changing per minute", "≤ 30 MB", f"{fp['per_day_bytes'] / MB:.1f} MB",
-                    fp["per_day_bytes"] <= 30 * MB))  # fmt: skip
+        out.append(
+            (
+                "history per server-day (raw + read tier + wait rollups, with indexes and TOAST), 5,000 entries, "
+                "10% changing per minute",
+                "≤ 30 MB",
+                f"{fp['per_day_bytes'] / MB:.1f} MB",
+                fp["per_day_bytes"] <= 30 * MB,
+            )
+        )
     ing = r.get("ingest")
     if ing:
         s = ing["steady"]
-        out.append(("delta writer throughput, 5,000 entries, one core (wall time): entries processed "
-                    "(stored, changed rows beside)", "≥ 100,000 rows/s",
-                    f"{s['rows_per_s']:,.0f} entries/s ({s['stored_rows_per_s']:,.0f} stored rows/s)",
-                    s["rows_per_s"] >= 100_000))  # fmt: skip
+        out.append(
+            (
+                "delta writer throughput, 5,000 entries, one core (wall time): entries processed "
+                "(stored, changed rows beside)",
+                "≥ 100,000 rows/s",
+                f"{s['rows_per_s']:,.0f} entries/s ({s['stored_rows_per_s']:,.0f} stored rows/s)",
+                s["rows_per_s"] >= 100_000,
+            )
+        )
     if r.get("readtier"):
         from bench import readtier_report
 
@@ -62,9 +90,11 @@ def text(r: dict) -> str:
     if col:
         lines.append("  collection per level (median / p99 ms; bare SELECT median ms; paired ratio):")
         for n, lv in col["levels"].items():
-            lines.append(f"    {n:>5}: {_ms(lv['collect_ms'])} / {_ms(lv['collect_ms'], 'p99')}; "
-                         f"bare {_ms(lv['bare_ms'])}; {lv['ratio_paired_median']:.2f}x; "
-                         f"baseline snapshot {lv['baseline_snapshot_ms']:.0f} ms")  # fmt: skip
+            lines.append(
+                f"    {n:>5}: {_ms(lv['collect_ms'])} / {_ms(lv['collect_ms'], 'p99')}; "
+                f"bare {_ms(lv['bare_ms'])}; {lv['ratio_paired_median']:.2f}x; "
+                f"baseline snapshot {lv['baseline_snapshot_ms']:.0f} ms"
+            )
         if col.get("all_changed"):
             a = col["all_changed"]
             lines.append(f"    every entry changed: median {_ms(a['collect_ms'])} ms (bare {_ms(a['bare_ms'])} ms)")
@@ -77,10 +107,12 @@ def text(r: dict) -> str:
                 lines += [f"    {lab:<58} {ms:7.1f} {share:4.0%}" for lab, ms, share in col[key]["rows"]]
     fp = r.get("footprint")
     if fp:
-        lines.append(f"  footprint: raw {sum(fp['raw'].values()) / MB:.2f} MB/day, read tier + wait rollups "
-                     f"{sum(fp['rollups'].values()) / MB:.2f} MB/day, fixed per server "
-                     f"{sum(fp['fixed'].values()) / MB:.2f} MB; naive layout "
-                     f"{fp['naive_bytes_day'] / MB:.0f} MB/day")  # fmt: skip
+        lines.append(
+            f"  footprint: raw {sum(fp['raw'].values()) / MB:.2f} MB/day, read tier + wait rollups "
+            f"{sum(fp['rollups'].values()) / MB:.2f} MB/day, fixed per server "
+            f"{sum(fp['fixed'].values()) / MB:.2f} MB; naive layout "
+            f"{fp['naive_bytes_day'] / MB:.0f} MB/day"
+        )
         lines.append(
             "    read tier + wait rollups, MB per day: "
             + ", ".join(f"{k} {v / MB:.2f}" for k, v in fp["rollups"].items())
@@ -132,8 +164,9 @@ def markdown(r: dict) -> str:
         "## Results",
         "",
     ]
-    L += _table([[w, t, g, "**pass**" if ok else "**FAIL**"] for w, t, g, ok in checks(r)],
-                ["figure", "target", "measured", ""])  # fmt: skip
+    L += _table(
+        [[w, t, g, "**pass**" if ok else "**FAIL**"] for w, t, g, ok in checks(r)], ["figure", "target", "measured", ""]
+    )
     col = r.get("collection")
     if col:
         top = max(col["levels"])
@@ -150,11 +183,20 @@ def markdown(r: dict) -> str:
         ]
         rows = []
         for n, v in col["levels"].items():
-            rows.append([
-                f"{n:,}", f"{v['entries']:,}", f"{v['changed']:,}", str(v["collect_ms"]["n"]),
-                _ms(v["collect_ms"]), _ms(v["collect_ms"], "p99"), _ms(v["collect_ms"], "max"),
-                _ms(v["bare_ms"]), f"{v['ratio_paired_median']:.2f}×", f"{v['baseline_snapshot_ms']:.0f}",
-            ])  # fmt: skip
+            rows.append(
+                [
+                    f"{n:,}",
+                    f"{v['entries']:,}",
+                    f"{v['changed']:,}",
+                    str(v["collect_ms"]["n"]),
+                    _ms(v["collect_ms"]),
+                    _ms(v["collect_ms"], "p99"),
+                    _ms(v["collect_ms"], "max"),
+                    _ms(v["bare_ms"]),
+                    f"{v['ratio_paired_median']:.2f}×",
+                    f"{v['baseline_snapshot_ms']:.0f}",
+                ]
+            )
         L += _table(
             rows,
             [
@@ -217,8 +259,9 @@ def markdown(r: dict) -> str:
                 ]
                 L += _table(rows, ["step", f"{top:,} entries: ms", "share", f"{small['level']:,} entries: ms", "share"])
             else:
-                L += _table([[lab, f"{ms:.1f}", f"{share:.0%}"] for lab, ms, share in big],
-                            ["step", "ms / snapshot", "share"])  # fmt: skip
+                L += _table(
+                    [[lab, f"{ms:.1f}", f"{share:.0%}"] for lab, ms, share in big], ["step", "ms / snapshot", "share"]
+                )
     fp = r.get("footprint")
     if fp:
         raw, roll, fixed = sum(fp["raw"].values()), sum(fp["rollups"].values()), sum(fp["fixed"].values())
@@ -235,27 +278,52 @@ def markdown(r: dict) -> str:
         ]
         ro = fp["rollups"]
         rows = [
-            ["raw: snapshots (one row per snapshot, deltas encoded, server totals as columns)",
-             f"{fp['raw']['snapshots'] / MB:.2f}", "per day"],
+            [
+                "raw: snapshots (one row per snapshot, deltas encoded, server totals as columns)",
+                f"{fp['raw']['snapshots'] / MB:.2f}",
+                "per day",
+            ],
             [f"raw: wait events ({fp['wait_rows']:,} rows)", f"{fp['raw']['waits'] / MB:.2f}", "per day"],
-            [f"read tier: server totals per hour ({fp['hourly_buckets']} rows) and per day ({fp['daily_buckets']})",
-             f"{(ro['server hourly'] + ro['server daily']) / MB:.2f}", "per day"],
-            [f"read tier: statement prefix sums at {fp['statement_hourly_boundaries']} hour boundaries "
-             f"({fp['statement_hourly_rows']:,} rows)", f"{ro['statement hourly'] / MB:.2f}", "per day"],
-            [f"read tier: statement prefix sums at the day boundary ({fp['statement_daily_rows']:,} rows)",
-             f"{ro['statement daily'] / MB:.2f}", "per day"],
-            [f"wait-event rollups ({fp['hourly_wait_rows']:,} hourly rows, {fp['daily_wait_rows']:,} daily)",
-             f"{(ro['hourly waits'] + ro['daily waits']) / MB:.2f}", "per day"],
+            [
+                f"read tier: server totals per hour ({fp['hourly_buckets']} rows) and per day ({fp['daily_buckets']})",
+                f"{(ro['server hourly'] + ro['server daily']) / MB:.2f}",
+                "per day",
+            ],
+            [
+                f"read tier: statement prefix sums at {fp['statement_hourly_boundaries']} hour boundaries "
+                f"({fp['statement_hourly_rows']:,} rows)",
+                f"{ro['statement hourly'] / MB:.2f}",
+                "per day",
+            ],
+            [
+                f"read tier: statement prefix sums at the day boundary ({fp['statement_daily_rows']:,} rows)",
+                f"{ro['statement daily'] / MB:.2f}",
+                "per day",
+            ],
+            [
+                f"wait-event rollups ({fp['hourly_wait_rows']:,} hourly rows, {fp['daily_wait_rows']:,} daily)",
+                f"{(ro['hourly waits'] + ro['daily waits']) / MB:.2f}",
+                "per day",
+            ],
             ["**total per server-day**", f"**{(raw + roll) / MB:.2f}**", "per day"],
-            [f"statement dimension ({fp['statements']:,} texts, {fp['text_bytes'] / MB:.1f} MB of text)",
-             f"{fp['fixed']['statement dimension'] / MB:.2f}", "fixed per server"],
-            ["statement state (cumulative counters, 5,000 rows, with update churn)",
-             f"{fp['fixed']['statement state'] / MB:.2f}", "fixed per server"],
+            [
+                f"statement dimension ({fp['statements']:,} texts, {fp['text_bytes'] / MB:.1f} MB of text)",
+                f"{fp['fixed']['statement dimension'] / MB:.2f}",
+                "fixed per server",
+            ],
+            [
+                "statement state (cumulative counters, 5,000 rows, with update churn)",
+                f"{fp['fixed']['statement state'] / MB:.2f}",
+                "fixed per server",
+            ],
             ["server state", f"{fp['fixed']['server state'] / MB:.2f}", "fixed per server"],
             ["first day in total (per day + fixed)", f"{(raw + roll + fixed) / MB:.2f}", ""],
-            ["baseline in the same run: one row per changed statement per minute, all columns, primary key",
-             f"{fp['naive_bytes_day'] / MB:.1f}", f"per day ({fp['naive_bytes_day'] / (raw + roll):.0f}× ours)"],
-        ]  # fmt: skip
+            [
+                "baseline in the same run: one row per changed statement per minute, all columns, primary key",
+                f"{fp['naive_bytes_day'] / MB:.1f}",
+                f"per day ({fp['naive_bytes_day'] / (raw + roll):.0f}× ours)",
+            ],
+        ]
         L += _table(rows, ["what", "MB", ""])
         hourly = ro["server hourly"] + ro["statement hourly"] + ro["hourly waits"]
         daily = ro["server daily"] + ro["statement daily"] + ro["daily waits"]
@@ -271,11 +339,14 @@ def markdown(r: dict) -> str:
         ]
         fu = r.get("footprint_uniform")
         if fu:
-            L += ["", f"Worst case for rollups, measured the same way (a uniform random 10% of the entries every "
-                  f"minute, so that nearly every entry has a row at every hour boundary): "
-                  f"{fu['per_day_bytes'] / MB:.2f} MB per server-day (raw {sum(fu['raw'].values()) / MB:.2f}, "
-                  f"read tier and wait rollups {sum(fu['rollups'].values()) / MB:.2f}), "
-                  f"{'within' if fu['per_day_bytes'] <= 30 * MB else 'over'} the 30 MB target."]  # fmt: skip
+            L += [
+                "",
+                f"Worst case for rollups, measured the same way (a uniform random 10% of the entries every "
+                f"minute, so that nearly every entry has a row at every hour boundary): "
+                f"{fu['per_day_bytes'] / MB:.2f} MB per server-day (raw {sum(fu['raw'].values()) / MB:.2f}, "
+                f"read tier and wait rollups {sum(fu['rollups'].values()) / MB:.2f}), "
+                f"{'within' if fu['per_day_bytes'] <= 30 * MB else 'over'} the 30 MB target.",
+            ]
     ing = r.get("ingest")
     if ing:
         s, a = ing["steady"], ing.get("all_changed")
@@ -288,21 +359,46 @@ def markdown(r: dict) -> str:
             "",
         ]
         rows = [
-            ["10% changed (target)", f"{s['wall_ms']['median']:.1f}", f"{s['wall_ms']['p99']:.1f}",
-             f"{s['rows_per_s']:,.0f}", f"{s['stored_rows_per_s']:,.0f}", f"{s['rows_per_cpu_s']:,.0f}"],
-        ]  # fmt: skip
+            [
+                "10% changed (target)",
+                f"{s['wall_ms']['median']:.1f}",
+                f"{s['wall_ms']['p99']:.1f}",
+                f"{s['rows_per_s']:,.0f}",
+                f"{s['stored_rows_per_s']:,.0f}",
+                f"{s['rows_per_cpu_s']:,.0f}",
+            ],
+        ]
         if a:
-            rows.append(["100% changed (worst case, informative)", f"{a['wall_ms']['median']:.1f}",
-                         f"{a['wall_ms']['p99']:.1f}", f"{a['rows_per_s']:,.0f}", f"{a['stored_rows_per_s']:,.0f}",
-                         f"{a['rows_per_cpu_s']:,.0f}"])  # fmt: skip
-        L += _table(rows, ["pass", "median ms / snapshot", "p99 ms", "entries processed/s (wall)",
-                           "stored (changed) rows/s (wall)", "entries per CPU-second"])  # fmt: skip
+            rows.append(
+                [
+                    "100% changed (worst case, informative)",
+                    f"{a['wall_ms']['median']:.1f}",
+                    f"{a['wall_ms']['p99']:.1f}",
+                    f"{a['rows_per_s']:,.0f}",
+                    f"{a['stored_rows_per_s']:,.0f}",
+                    f"{a['rows_per_cpu_s']:,.0f}",
+                ]
+            )
+        L += _table(
+            rows,
+            [
+                "pass",
+                "median ms / snapshot",
+                "p99 ms",
+                "entries processed/s (wall)",
+                "stored (changed) rows/s (wall)",
+                "entries per CPU-second",
+            ],
+        )
         if a:
-            L += ["", f"Entries processed count every entry read, changed or not; stored rows are the changed "
-                  f"entries, each one row of the snapshot's block and one state row. With every entry changing "
-                  f"each minute, a snapshot stores {a['entries']:,} rows instead of {s['changed']:,} and takes "
-                  f"{a['wall_ms']['median'] / s['wall_ms']['median']:.1f}× as long: "
-                  f"{a['stored_rows_per_s']:,.0f} stored rows/s against {s['stored_rows_per_s']:,.0f}."]  # fmt: skip
+            L += [
+                "",
+                f"Entries processed count every entry read, changed or not; stored rows are the changed "
+                f"entries, each one row of the snapshot's block and one state row. With every entry changing "
+                f"each minute, a snapshot stores {a['entries']:,} rows instead of {s['changed']:,} and takes "
+                f"{a['wall_ms']['median'] / s['wall_ms']['median']:.1f}× as long: "
+                f"{a['stored_rows_per_s']:,.0f} stored rows/s against {s['stored_rows_per_s']:,.0f}.",
+            ]
         L += [
             "",
             f"Baseline in the same run, interleaved: a bare binary COPY of the same 5,000 state rows into an "
@@ -312,9 +408,11 @@ def markdown(r: dict) -> str:
             "",
         ]
         if fp:
-            L += [f"Cross-check: the footprint run's 1,440 snapshots (heavy-tailed changes, not pinned) took median "
-                  f"{fp['write_ms']['median']:.1f} ms each ({5000 / fp['write_ms']['median'] * 1000:,.0f} rows/s); "
-                  f"each hourly rollup median {fp['rollup_ms']['median']:.0f} ms."]  # fmt: skip
+            L += [
+                f"Cross-check: the footprint run's 1,440 snapshots (heavy-tailed changes, not pinned) took median "
+                f"{fp['write_ms']['median']:.1f} ms each ({5000 / fp['write_ms']['median'] * 1000:,.0f} rows/s); "
+                f"each hourly rollup median {fp['rollup_ms']['median']:.0f} ms."
+            ]
         if ing.get("breakdown"):
             L += [
                 "",
@@ -323,9 +421,14 @@ def markdown(r: dict) -> str:
                 '"read: new and changed entries"):',
                 "",
             ]
-            L += _table([[lab, f"{ms:.2f}", f"{share:.0%}"] for lab, ms, share in ing["breakdown"]["rows"]
-                         if ms > 0.005 or lab in ("total",) or lab.startswith("rest")],
-                        ["step", "ms / snapshot", "share"])  # fmt: skip
+            L += _table(
+                [
+                    [lab, f"{ms:.2f}", f"{share:.0%}"]
+                    for lab, ms, share in ing["breakdown"]["rows"]
+                    if ms > 0.005 or lab in ("total",) or lab.startswith("rest")
+                ],
+                ["step", "ms / snapshot", "share"],
+            )
     if r.get("readtier"):
         from bench import readtier_report
 

@@ -50,8 +50,13 @@ class BuildRun:
 
 
 def _worker(args: list[str]) -> dict:
-    out = subprocess.run([sys.executable, "-m", "bench.reports", "worker", *args], capture_output=True, text=True,
-                         timeout=600, env=os.environ.copy())  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-m", "bench.reports", "worker", *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=os.environ.copy(),
+    )
     if out.returncode != 0:
         raise RuntimeError((out.stderr.strip().splitlines() or ["no output"])[-1][:300])
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -64,13 +69,25 @@ def run(*, long_server_id: int, fleet_ids: list[int], end: datetime, runs: int =
     weekly_ids = [long_server_id, *fleet_ids[: WEEKLY_SERVERS - 1]]
     Server.objects.filter(pk__in=weekly_ids).update(organization=org)
     jobs = [
-        (BuildRun("weekly report", f"{len(weekly_ids)} servers ({WEEK}), charts and the MIME message",
-                  WEEKLY_TARGET_S), ["weekly", str(org.pk), WEEK, end.isoformat()]),  # fmt: skip
-        (BuildRun("audit export", f"{EXPORT_SERVERS} servers × 30 d, PDF + XLSX + CSV + JSON and the zip",
-                  EXPORT_TARGET_S),
-         ["export", str(org.pk), (end - timedelta(days=30)).isoformat(), end.isoformat(),
-          ",".join(str(i) for i in weekly_ids[:EXPORT_SERVERS])]),
-    ]  # fmt: skip
+        (
+            BuildRun(
+                "weekly report", f"{len(weekly_ids)} servers ({WEEK}), charts and the MIME message", WEEKLY_TARGET_S
+            ),
+            ["weekly", str(org.pk), WEEK, end.isoformat()],
+        ),
+        (
+            BuildRun(
+                "audit export", f"{EXPORT_SERVERS} servers × 30 d, PDF + XLSX + CSV + JSON and the zip", EXPORT_TARGET_S
+            ),
+            [
+                "export",
+                str(org.pk),
+                (end - timedelta(days=30)).isoformat(),
+                end.isoformat(),
+                ",".join(str(i) for i in weekly_ids[:EXPORT_SERVERS]),
+            ],
+        ),
+    ]
     results = []
     for r, args in jobs:
         try:
@@ -82,8 +99,10 @@ def run(*, long_server_id: int, fleet_ids: list[int], end: datetime, runs: int =
                 r.info = got["info"]
         except (RuntimeError, subprocess.TimeoutExpired, json.JSONDecodeError, KeyError) as exc:
             r.missing = f"failed: {exc}"
-        log(f"    {r.name}: " + (f"worst {r.worst_s:.2f} s, peak {r.worst_mb:.0f} MB ({r.info})" if r.seconds
-                                  else r.missing))  # fmt: skip
+        log(
+            f"    {r.name}: "
+            + (f"worst {r.worst_s:.2f} s, peak {r.worst_mb:.0f} MB ({r.info})" if r.seconds else r.missing)
+        )
         results.append(r)
     return results
 
@@ -94,26 +113,45 @@ def checks(results: list[BuildRun]) -> list[tuple[str, str, str, bool | None]]:
         if not r.seconds:
             rows.append((f"{r.name}: {r.label}", f"≤ {r.target_s:g} s", r.missing, False))
             continue
-        rows.append((f"{r.name}: {r.label}, one core, worst of {len(r.seconds)} fresh processes",
-                     f"≤ {r.target_s:g} s", f"{r.worst_s:.2f} s (selectors alone {max(r.baseline_s):.2f} s)",
-                     r.worst_s <= r.target_s))  # fmt: skip
-        rows.append((f"{r.name}: peak memory of the worker process (VmHWM)", f"≤ {MEMORY_TARGET_MB:g} MB",
-                     f"{r.worst_mb:.0f} MB", r.worst_mb <= MEMORY_TARGET_MB))  # fmt: skip
+        rows.append(
+            (
+                f"{r.name}: {r.label}, one core, worst of {len(r.seconds)} fresh processes",
+                f"≤ {r.target_s:g} s",
+                f"{r.worst_s:.2f} s (selectors alone {max(r.baseline_s):.2f} s)",
+                r.worst_s <= r.target_s,
+            )
+        )
+        rows.append(
+            (
+                f"{r.name}: peak memory of the worker process (VmHWM)",
+                f"≤ {MEMORY_TARGET_MB:g} MB",
+                f"{r.worst_mb:.0f} MB",
+                r.worst_mb <= MEMORY_TARGET_MB,
+            )
+        )
     return rows
 
 
 def markdown(results: list[BuildRun]) -> list[str]:
-    lines = ["", "### 7. Weekly report and audit export", "", __doc__.split("\n\n", 1)[1].strip(), "",
-             "| build | runs (s) | selectors alone (s) | rendering / selectors | peak memory (MB) | what it made |",
-             "|---|---|---|---|---|---|"]  # fmt: skip
+    lines = [
+        "",
+        "### 7. Weekly report and audit export",
+        "",
+        __doc__.split("\n\n", 1)[1].strip(),
+        "",
+        "| build | runs (s) | selectors alone (s) | rendering / selectors | peak memory (MB) | what it made |",
+        "|---|---|---|---|---|---|",
+    ]
     for r in results:
         if not r.seconds:
             lines.append(f"| {r.name} | {r.missing} | | | | |")
             continue
         ratio = (sum(r.seconds) - sum(r.baseline_s)) / sum(r.baseline_s) if sum(r.baseline_s) else float("nan")
-        lines.append(f"| {r.name}: {r.label} | {', '.join(f'{s:.2f}' for s in r.seconds)} | "
-                     f"{', '.join(f'{s:.2f}' for s in r.baseline_s)} | {ratio:.2f}× | "
-                     f"{', '.join(f'{m:.0f}' for m in r.peak_mb)} | {r.info} |")  # fmt: skip
+        lines.append(
+            f"| {r.name}: {r.label} | {', '.join(f'{s:.2f}' for s in r.seconds)} | "
+            f"{', '.join(f'{s:.2f}' for s in r.baseline_s)} | {ratio:.2f}× | "
+            f"{', '.join(f'{m:.0f}' for m in r.peak_mb)} | {r.info} |"
+        )
     return lines
 
 
@@ -158,8 +196,13 @@ def _export(org_id: int, start: datetime, end: datetime, server_ids: list[int]) 
     baseline = time.perf_counter() - t0
     with tempfile.TemporaryDirectory(prefix="bench-export-") as out:
         t0 = time.perf_counter()
-        written = audit_export_write(organization_id=org_id, server_ids=server_ids, window=window,
-                                     formats=["pdf", "xlsx", "csv", "json"], out_dir=Path(out))  # fmt: skip
+        written = audit_export_write(
+            organization_id=org_id,
+            server_ids=server_ids,
+            window=window,
+            formats=["pdf", "xlsx", "csv", "json"],
+            out_dir=Path(out),
+        )
         seconds = time.perf_counter() - t0
     size = {w.name.rsplit(".", 1)[-1]: w.size_bytes for w in written if w.name.endswith((".zip", ".pdf", ".xlsx"))}
     size["json"] = next(w.size_bytes for w in written if w.name == "audit.json")
@@ -190,8 +233,12 @@ def worker(argv: list[str]) -> None:
     if kind == "weekly":
         got = _weekly(org_id, argv[2], datetime.fromisoformat(argv[3]))
     else:
-        got = _export(org_id, datetime.fromisoformat(argv[2]), datetime.fromisoformat(argv[3]),
-                      [int(i) for i in argv[4].split(",")])  # fmt: skip
+        got = _export(
+            org_id,
+            datetime.fromisoformat(argv[2]),
+            datetime.fromisoformat(argv[3]),
+            [int(i) for i in argv[4].split(",")],
+        )
     got["peak_mb"] = _peak_rss_mb()
     print(json.dumps(got))
 

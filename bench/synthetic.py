@@ -40,12 +40,57 @@ G = {name: j for j, name in enumerate(GAUGE_NAMES)}
 _FACT_GAUGE_IDX = [G[g] for g in FACT_GAUGE_NAMES]
 
 _WORDS = (
-    "SELECT", "FROM", "WHERE", "AND", "OR", "JOIN", "LEFT", "ON", "GROUP", "BY", "ORDER", "LIMIT", "IN",
-    "customer_id", "orders", "order_items", "o.created_at", "i.product_id", "p.price", "status", "=", "$1",
-    "$2", "$3", "count(*)", "sum(i.quantity)", "coalesce(", ")", "(", ",", "<>", ">=", "IS NOT NULL",
-    "accounts", "a.balance", "invoices", "tenant_id", "updated_at", "deleted_at", "UPDATE", "SET",
-    "INSERT INTO", "VALUES", "RETURNING", "id", "products", "categories", "c.name", "lower(", "ILIKE",
-)  # fmt: skip
+    "SELECT",
+    "FROM",
+    "WHERE",
+    "AND",
+    "OR",
+    "JOIN",
+    "LEFT",
+    "ON",
+    "GROUP",
+    "BY",
+    "ORDER",
+    "LIMIT",
+    "IN",
+    "customer_id",
+    "orders",
+    "order_items",
+    "o.created_at",
+    "i.product_id",
+    "p.price",
+    "status",
+    "=",
+    "$1",
+    "$2",
+    "$3",
+    "count(*)",
+    "sum(i.quantity)",
+    "coalesce(",
+    ")",
+    "(",
+    ",",
+    "<>",
+    ">=",
+    "IS NOT NULL",
+    "accounts",
+    "a.balance",
+    "invoices",
+    "tenant_id",
+    "updated_at",
+    "deleted_at",
+    "UPDATE",
+    "SET",
+    "INSERT INTO",
+    "VALUES",
+    "RETURNING",
+    "id",
+    "products",
+    "categories",
+    "c.name",
+    "lower(",
+    "ILIKE",
+)
 
 
 def _text(rng: np.random.Generator, n_bytes: int, i: int) -> str:
@@ -54,8 +99,17 @@ def _text(rng: np.random.Generator, n_bytes: int, i: int) -> str:
 
 
 class SyntheticServer:
-    def __init__(self, n: int = 5000, change_fraction: float = 0.10, *, seed: int = 7, uniform: bool = False,
-                 start: datetime, step_s: int = 60, waits_per_minute: float = 6.0):  # fmt: skip
+    def __init__(
+        self,
+        n: int = 5000,
+        change_fraction: float = 0.10,
+        *,
+        seed: int = 7,
+        uniform: bool = False,
+        start: datetime,
+        step_s: int = 60,
+        waits_per_minute: float = 6.0,
+    ):
         self.n = n
         self.rng = rng = np.random.default_rng(seed)
         self.uniform = uniform
@@ -179,15 +233,27 @@ class SyntheticServer:
 
     def state(self, statement_id: np.ndarray) -> Entries:
         """The cumulative state now, with each entry's statement id (what collectors_statement_state holds)."""
-        return Entries(keys=self.keys.copy(), counters=self.counters.copy(), gauges=self.gauges.copy(),
-                       stats_since_us=self.stats_since.copy(), minmax_stats_since_us=self.minmax_since.copy(),
-                       statement_id=np.asarray(statement_id, np.int64))  # fmt: skip
+        return Entries(
+            keys=self.keys.copy(),
+            counters=self.counters.copy(),
+            gauges=self.gauges.copy(),
+            stats_since_us=self.stats_since.copy(),
+            minmax_stats_since_us=self.minmax_since.copy(),
+            statement_id=np.asarray(statement_id, np.int64),
+        )
 
     def _sample_waits(self) -> waits.WaitReading:
         # pg_stat_activity samples (10 per snapshot): a few distinct (event, query) rows a minute.
         counts = {}
-        events = ((None, None), ("IO", "DataFileRead"), ("LWLock", "WALWrite"), ("Lock", "transactionid"),
-                  ("IO", "WalSync"), ("LWLock", "BufferContent"), ("Client", "ClientRead"))  # fmt: skip
+        events = (
+            (None, None),
+            ("IO", "DataFileRead"),
+            ("LWLock", "WALWrite"),
+            ("Lock", "transactionid"),
+            ("IO", "WalSync"),
+            ("LWLock", "BufferContent"),
+            ("Client", "ClientRead"),
+        )
         for _ in range(self.rng.poisson(self.waits_per_minute)):
             et, ev = events[int(self.rng.integers(0, len(events)))]
             qid = int(self.hot_queryids[int(self.rng.integers(0, len(self.hot_queryids)))])

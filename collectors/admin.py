@@ -27,8 +27,20 @@ class StatementAdmin(admin.ModelAdmin):
 
 @admin.register(Snapshot)
 class SnapshotAdmin(admin.ModelAdmin):
-    list_display = ["taken_at", "server", "kind", "interval_s", "entries", "entries_max", "changed",
-                    "new_entries", "gone_entries", "dealloc_delta", "track_planning", "full_reset"]  # fmt: skip
+    list_display = [
+        "taken_at",
+        "server",
+        "kind",
+        "interval_s",
+        "entries",
+        "entries_max",
+        "changed",
+        "new_entries",
+        "gone_entries",
+        "dealloc_delta",
+        "track_planning",
+        "full_reset",
+    ]
     list_filter = ["server", "kind"]
     exclude = ["statements"]
 

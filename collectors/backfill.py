@@ -81,10 +81,17 @@ def convert_legacy_hours() -> int:
     for server_id, bucket, snapshots, span_s, tracked_s, dd, payload in _legacy_rows(LEGACY_HOURLY):
         block = codec.decode(bytes(payload))
         by_day[(server_id, tiers.day_of(bucket))][bucket] = tiers.HourRaw(
-            snapshots=snapshots, span_s=span_s, planning_tracked_s=tracked_s, dealloc_delta=dd,
-            dealloc_span_s=span_s if dd is not None else 0.0, entries_peak=0, entries_max=None, changed=len(block),
-            new_entries=0, sums=tiers.from_blocks([block]),
-        )  # fmt: skip
+            snapshots=snapshots,
+            span_s=span_s,
+            planning_tracked_s=tracked_s,
+            dealloc_delta=dd,
+            dealloc_span_s=span_s if dd is not None else 0.0,
+            entries_peak=0,
+            entries_max=None,
+            changed=len(block),
+            new_entries=0,
+            sums=tiers.from_blocks([block]),
+        )
     converted = 0
     for (server_id, day), hours in sorted(by_day.items()):
         with transaction.atomic(), connection.cursor() as cur:
@@ -106,18 +113,29 @@ def convert_legacy_days(until: datetime) -> int:
     waits: dict[int, dict[datetime, dict[str, float]]] = {}
     for server_id, bucket, snapshots, span_s, tracked_s, dd, payload in _legacy_rows(LEGACY_DAILY):
         if server_id not in waits:  # the daily wait rollups were kept as they were
-            waits[server_id] = tiers.wait_events(tables.WAIT_EVENT_DAILY, "bucket", server_id, datetime.min.replace(
-                tzinfo=until.tzinfo), until, "day")  # fmt: skip
+            waits[server_id] = tiers.wait_events(
+                tables.WAIT_EVENT_DAILY, "bucket", server_id, datetime.min.replace(tzinfo=until.tzinfo), until, "day"
+            )
         day_waits = waits[server_id].get(bucket, {})
         sums = tiers.from_blocks([codec.decode(bytes(payload))])
         values = sums.values.sum(axis=0) if len(sums) else [0] * len(TOTAL_NAMES)
         server = {
-            "server_id": server_id, "bucket": bucket, "snapshots": snapshots, "span_s": span_s,
-            "planning_tracked_s": tracked_s, **{c: int(v) for c, v in zip(TOTAL_NAMES, values, strict=True)},
-            "dealloc_delta": dd, "dealloc_span_s": span_s if dd is not None else 0.0, "entries_peak": 0,
-            "entries_max": None, "changed": len(sums), "new_entries": 0,
-            "wait_session_s": sum(day_waits.values()), "waits": day_waits, "built_until": bucket + tiers.DAY,
-        }  # fmt: skip
+            "server_id": server_id,
+            "bucket": bucket,
+            "snapshots": snapshots,
+            "span_s": span_s,
+            "planning_tracked_s": tracked_s,
+            **{c: int(v) for c, v in zip(TOTAL_NAMES, values, strict=True)},
+            "dealloc_delta": dd,
+            "dealloc_span_s": span_s if dd is not None else 0.0,
+            "entries_peak": 0,
+            "entries_max": None,
+            "changed": len(sums),
+            "new_entries": 0,
+            "wait_session_s": sum(day_waits.values()),
+            "waits": day_waits,
+            "built_until": bucket + tiers.DAY,
+        }
         older[(server_id, tiers.month_of(bucket))][bucket] = (server, sums)
     converted = 0
     for (server_id, month), days in sorted(older.items()):

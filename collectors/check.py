@@ -206,8 +206,14 @@ class _Report:
 
     def build(self, *, connected: bool, started: float) -> CheckReport:
         elapsed_ms = (time.monotonic() - started) * 1000
-        return CheckReport(target=self.target, connected=connected, failure=self.failure,
-                           findings=tuple(self.findings), elapsed_ms=elapsed_ms, **self.values)  # fmt: skip
+        return CheckReport(
+            target=self.target,
+            connected=connected,
+            failure=self.failure,
+            findings=tuple(self.findings),
+            elapsed_ms=elapsed_ms,
+            **self.values,
+        )
 
 
 def _scrub(exc: BaseException, password: str | None) -> str:
@@ -225,48 +231,64 @@ def _connect_failure(text: str, target: Target) -> tuple[str, Finding]:
     where = f"{target.host}:{target.port}"
     user, db = quote_ident(target.user), quote_ident(target.database)
     if "failed to resolve host" in low or "could not translate host name" in low:
-        return "dns", Finding("problem", "Connection", f"The host name {target.host!r} does not resolve (DNS): "
-                              f"check its spelling, or use the server's IP address.")  # fmt: skip
+        return "dns", Finding(
+            "problem",
+            "Connection",
+            f"The host name {target.host!r} does not resolve (DNS): "
+            f"check its spelling, or use the server's IP address.",
+        )
     if "authentication method requirement" in low:
         return "scram", _scram_failure(low, target)
     if "password authentication failed" in low or "authentication failed" in low:
         return "authentication", Finding(
-            "problem", "Connection",
+            "problem",
+            "Connection",
             f"The server refused the password of role {target.user!r} (authentication failed). Check the "
             f"password typed here, or set a new one on the server.",
             f"ALTER ROLE {user} PASSWORD 'choose-one';",
-        )  # fmt: skip
+        )
     if "no password supplied" in low or "password is required" in low:
         return "authentication", Finding(
             "problem", "Connection", f"The server asks role {target.user!r} for a password and none was given."
         )
     if "no pg_hba.conf entry" in low:
         return "pg_hba", Finding(
-            "problem", "Connection",
+            "problem",
+            "Connection",
             f"pg_hba.conf on the server has no line that lets role {target.user!r} connect to database "
             f"{target.database!r} from the console's address.",
             f"host  {db}  {user}  <console address>/32  scram-sha-256   # pg_hba.conf, then SELECT pg_reload_conf();",
-        )  # fmt: skip
+        )
     if re.search(r'role ".*" does not exist', low):
-        return "role", Finding("problem", "Connection", f"There is no role {target.user!r} on the server: create "
-                               f"the monitoring role.", MONITORING_ROLE_SQL)  # fmt: skip
+        return "role", Finding(
+            "problem",
+            "Connection",
+            f"There is no role {target.user!r} on the server: create the monitoring role.",
+            MONITORING_ROLE_SQL,
+        )
     if "not permitted to log in" in low:
-        return "role", Finding("problem", "Connection", f"Role {target.user!r} may not log in.",
-                               f"ALTER ROLE {user} LOGIN;")  # fmt: skip
+        return "role", Finding(
+            "problem", "Connection", f"Role {target.user!r} may not log in.", f"ALTER ROLE {user} LOGIN;"
+        )
     if re.search(r'database ".*" does not exist', low):
-        return "database", Finding("problem", "Connection", f"There is no database {target.database!r} on the "
-                                   f"server: choose the database whose statements you want.")  # fmt: skip
+        return "database", Finding(
+            "problem",
+            "Connection",
+            f"There is no database {target.database!r} on the server: choose the database whose statements you want.",
+        )
     if "connection refused" in low:
         return "refused", Finding(
-            "problem", "Connection",
+            "problem",
+            "Connection",
             f"Nothing accepts connections at {where}: PostgreSQL is not running there, listens on another port, "
             f"or only on other addresses (listen_addresses).",
-        )  # fmt: skip
+        )
     if "timeout" in low or "timed out" in low or "no reply" in low:
         return "timeout", Finding(
-            "problem", "Connection",
+            "problem",
+            "Connection",
             f"No answer from {where} in time: a firewall drops the packets, or the host is down or overloaded.",
-        )  # fmt: skip
+        )
     if "ssl" in low or "certificate" in low or "tls" in low:
         return "tls", _tls_failure(low, target)
     if "too many" in low or "remaining connection slots" in low:
@@ -368,22 +390,47 @@ def _inspect(conn: psycopg.Connection, out: _Report, *, user: str, database: str
     out.values.update(server_version=version.split(" ")[0], server_version_num=version_num)
     out.findings.append(Finding("ok", "Connection", f"Connected to database {database!r} as role {user!r}."))
     if version_num < MIN_SERVER_VERSION:
-        out.findings.append(Finding("problem", "PostgreSQL version",
-                                    f"PostgreSQL {version} is not supported: the console needs PostgreSQL 13 or "
-                                    "newer."))  # fmt: skip
+        out.findings.append(
+            Finding(
+                "problem",
+                "PostgreSQL version",
+                f"PostgreSQL {version} is not supported: the console needs PostgreSQL 13 or newer.",
+            )
+        )
         return
     out.findings.append(Finding("ok", "PostgreSQL version", f"PostgreSQL {version}."))
-    (dbname, current_user, preload, compute_query_id, extversion, schema, default_version, all_stats, superuser,
-     gucs) = conn.execute(META_SQL).fetchone()  # fmt: skip
+    (
+        dbname,
+        current_user,
+        preload,
+        compute_query_id,
+        extversion,
+        schema,
+        default_version,
+        all_stats,
+        superuser,
+        gucs,
+    ) = conn.execute(META_SQL).fetchone()
     gucs = dict(gucs or {})
     preloaded = "pg_stat_statements.max" in gucs  # pg_stat_statements defines its settings only when preloaded
     settings = tuple(SettingValue(name, gucs.get(name), missing) for name, missing in SETTINGS)
-    out.values.update(preloaded=preloaded, shared_preload_libraries=preload, extension_version=extversion,
-                      extension_default_version=default_version, reads_all_stats=bool(all_stats),
-                      superuser=bool(superuser), settings=settings if preloaded else ())  # fmt: skip
+    out.values.update(
+        preloaded=preloaded,
+        shared_preload_libraries=preload,
+        extension_version=extversion,
+        extension_default_version=default_version,
+        reads_all_stats=bool(all_stats),
+        superuser=bool(superuser),
+        settings=settings if preloaded else (),
+    )
     _preload_findings(out, preloaded=preloaded, preload=preload, compute_query_id=compute_query_id)
-    _extension_findings(out, extversion=extversion, default_version=default_version, dbname=dbname,
-                        available=default_version is not None)  # fmt: skip
+    _extension_findings(
+        out,
+        extversion=extversion,
+        default_version=default_version,
+        dbname=dbname,
+        available=default_version is not None,
+    )
     _privilege_findings(out, role=current_user, superuser=bool(superuser), all_stats=bool(all_stats))
     if preloaded:
         _setting_findings(out, gucs)
@@ -393,24 +440,35 @@ def _inspect(conn: psycopg.Connection, out: _Report, *, user: str, database: str
 
 def _preload_findings(out: _Report, *, preloaded: bool, preload: str | None, compute_query_id: str | None) -> None:
     if preloaded:
-        out.findings.append(Finding("ok", "shared_preload_libraries", "pg_stat_statements is loaded at server start "
-                                    "(shared_preload_libraries)."))  # fmt: skip
+        out.findings.append(
+            Finding(
+                "ok",
+                "shared_preload_libraries",
+                "pg_stat_statements is loaded at server start (shared_preload_libraries).",
+            )
+        )
     else:
         libraries = [lib.strip().strip('"') for lib in (preload or "").split(",") if lib.strip()]
         line = ",".join([*libraries, "pg_stat_statements"])
         known = "" if preload is not None else " (this role may not read the current list: keep what is there)"
-        out.findings.append(Finding(
-            "problem", "shared_preload_libraries",
-            "pg_stat_statements is not in shared_preload_libraries: nothing is counted until it is added and "
-            f"PostgreSQL restarted{known}.",
-            f"shared_preload_libraries = '{line}'   # postgresql.conf, then restart PostgreSQL",
-        ))  # fmt: skip
+        out.findings.append(
+            Finding(
+                "problem",
+                "shared_preload_libraries",
+                "pg_stat_statements is not in shared_preload_libraries: nothing is counted until it is added and "
+                f"PostgreSQL restarted{known}.",
+                f"shared_preload_libraries = '{line}'   # postgresql.conf, then restart PostgreSQL",
+            )
+        )
     if compute_query_id == "off":
-        out.findings.append(Finding(
-            "problem", "compute_query_id",
-            "compute_query_id is off: statements get no query id, so pg_stat_statements records nothing.",
-            "ALTER SYSTEM SET compute_query_id = 'auto';\nSELECT pg_reload_conf();",
-        ))  # fmt: skip
+        out.findings.append(
+            Finding(
+                "problem",
+                "compute_query_id",
+                "compute_query_id is off: statements get no query id, so pg_stat_statements records nothing.",
+                "ALTER SYSTEM SET compute_query_id = 'auto';\nSELECT pg_reload_conf();",
+            )
+        )
 
 
 def _in_comment(name: str) -> str:
@@ -420,71 +478,100 @@ def _in_comment(name: str) -> str:
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in quote_ident(name))
 
 
-def _extension_findings(out: _Report, *, extversion: str | None, default_version: str | None, dbname: str,
-                        available: bool) -> None:  # fmt: skip
+def _extension_findings(
+    out: _Report, *, extversion: str | None, default_version: str | None, dbname: str, available: bool
+) -> None:
     if extversion is None:
         if available:
-            text = (f"The pg_stat_statements extension is not created in database {dbname!r} (the one the console "
-                    "connects to): a superuser must create it there.")  # fmt: skip
+            text = (
+                f"The pg_stat_statements extension is not created in database {dbname!r} (the one the console "
+                "connects to): a superuser must create it there."
+            )
         else:
-            text = ("The pg_stat_statements extension is not installed on this host (the contrib package is "
-                    "missing): install it, then create the extension.")  # fmt: skip
+            text = (
+                "The pg_stat_statements extension is not installed on this host (the contrib package is "
+                "missing): install it, then create the extension."
+            )
         fix = (
             f"-- in database {_in_comment(dbname)}, as a superuser:\nCREATE EXTENSION IF NOT EXISTS pg_stat_statements;"
         )
         out.findings.append(Finding("problem", "Extension", text, fix))
         return
-    out.findings.append(Finding("ok", "Extension", f"Extension pg_stat_statements {extversion} is created in "
-                                f"database {dbname!r}."))  # fmt: skip
+    out.findings.append(
+        Finding("ok", "Extension", f"Extension pg_stat_statements {extversion} is created in database {dbname!r}.")
+    )
     if default_version and _version_tuple(default_version) > _version_tuple(extversion):
-        out.findings.append(Finding(
-            "info", "Extension",
-            f"The extension is at version {extversion}; this server ships {default_version}, with more columns "
-            "(the console reads the columns of the installed version).",
-            f"-- in database {_in_comment(dbname)}:\nALTER EXTENSION pg_stat_statements UPDATE;",
-        ))  # fmt: skip
+        out.findings.append(
+            Finding(
+                "info",
+                "Extension",
+                f"The extension is at version {extversion}; this server ships {default_version}, with more columns "
+                "(the console reads the columns of the installed version).",
+                f"-- in database {_in_comment(dbname)}:\nALTER EXTENSION pg_stat_statements UPDATE;",
+            )
+        )
 
 
 def _privilege_findings(out: _Report, *, role: str, superuser: bool, all_stats: bool) -> None:
     if superuser:
-        out.findings.append(Finding("ok", "Privileges", f"Role {role!r} is a superuser and sees every statement (a "
-                                    "role in pg_monitor is enough, and safer)."))  # fmt: skip
+        out.findings.append(
+            Finding(
+                "ok",
+                "Privileges",
+                f"Role {role!r} is a superuser and sees every statement (a role in pg_monitor is enough, and safer).",
+            )
+        )
     elif all_stats:
-        out.findings.append(Finding("ok", "Privileges", f"Role {role!r} has pg_read_all_stats: it sees every "
-                                    "role's statements."))  # fmt: skip
+        out.findings.append(
+            Finding("ok", "Privileges", f"Role {role!r} has pg_read_all_stats: it sees every role's statements.")
+        )
     else:
-        out.findings.append(Finding(
-            "warning", "Privileges",
-            f"Role {role!r} has neither pg_read_all_stats nor superuser: it sees only its own statements (the "
-            "others are counted as hidden).",
-            f"GRANT pg_monitor TO {quote_ident(role)};   -- includes pg_read_all_stats",
-        ))  # fmt: skip
+        out.findings.append(
+            Finding(
+                "warning",
+                "Privileges",
+                f"Role {role!r} has neither pg_read_all_stats nor superuser: it sees only its own statements (the "
+                "others are counted as hidden).",
+                f"GRANT pg_monitor TO {quote_ident(role)};   -- includes pg_read_all_stats",
+            )
+        )
 
 
 def _setting_findings(out: _Report, gucs: dict[str, str]) -> None:
     track = gucs.get("pg_stat_statements.track")
     if track == "none":
-        out.findings.append(Finding(
-            "problem", "pg_stat_statements.track", "pg_stat_statements.track is none: no statement is counted.",
-            "ALTER SYSTEM SET pg_stat_statements.track = 'top';\nSELECT pg_reload_conf();",
-        ))  # fmt: skip
+        out.findings.append(
+            Finding(
+                "problem",
+                "pg_stat_statements.track",
+                "pg_stat_statements.track is none: no statement is counted.",
+                "ALTER SYSTEM SET pg_stat_statements.track = 'top';\nSELECT pg_reload_conf();",
+            )
+        )
     if gucs.get("pg_stat_statements.track_planning") == "off":
-        out.findings.append(Finding(
-            "info", "pg_stat_statements.track_planning",
-            "Planning time is not tracked (track_planning = off): the planning pages will say \"not tracked\". "
-            "Enabling it adds a second update of each statement's entry, which can contend on very hot statements.",
-            "ALTER SYSTEM SET pg_stat_statements.track_planning = on;\nSELECT pg_reload_conf();",
-        ))  # fmt: skip
+        out.findings.append(
+            Finding(
+                "info",
+                "pg_stat_statements.track_planning",
+                'Planning time is not tracked (track_planning = off): the planning pages will say "not tracked". '
+                "Enabling it adds a second update of each statement's entry, which can contend on very hot statements.",
+                "ALTER SYSTEM SET pg_stat_statements.track_planning = on;\nSELECT pg_reload_conf();",
+            )
+        )
     if gucs.get("pg_stat_statements.save") == "off":
-        out.findings.append(Finding(
-            "warning", "pg_stat_statements.save",
-            "pg_stat_statements.save is off: the statistics are lost at every restart.",
-            "ALTER SYSTEM SET pg_stat_statements.save = on;\nSELECT pg_reload_conf();",
-        ))  # fmt: skip
+        out.findings.append(
+            Finding(
+                "warning",
+                "pg_stat_statements.save",
+                "pg_stat_statements.save is off: the statistics are lost at every restart.",
+                "ALTER SYSTEM SET pg_stat_statements.save = on;\nSELECT pg_reload_conf();",
+            )
+        )
 
 
-def _read_view(conn: psycopg.Connection, out: _Report, *, schema: str, extversion: str, role: str,
-               gucs: dict[str, str]) -> None:  # fmt: skip
+def _read_view(
+    conn: psycopg.Connection, out: _Report, *, schema: str, extversion: str, role: str, gucs: dict[str, str]
+) -> None:
     """Read pg_stat_statements (without texts) and, from 1.9 on, pg_stat_statements_info."""
     max_entries = int(gucs["pg_stat_statements.max"])
     counted = sql.SQL("SELECT count(*), count(queryid) FROM {}.pg_stat_statements(false)").format(
@@ -495,15 +582,24 @@ def _read_view(conn: psycopg.Connection, out: _Report, *, schema: str, extversio
     except psycopg.Error as exc:
         if isinstance(exc, psycopg.OperationalError):  # the connection is gone: the caller says so
             raise
-        out.findings.append(Finding(
-            "problem", "Privileges", f"Role {role!r} cannot read pg_stat_statements: {_scrub(exc, None)}",
-            f"GRANT EXECUTE ON FUNCTION {quote_ident(schema)}.pg_stat_statements(boolean) TO {quote_ident(role)};",
-        ))  # fmt: skip
+        out.findings.append(
+            Finding(
+                "problem",
+                "Privileges",
+                f"Role {role!r} cannot read pg_stat_statements: {_scrub(exc, None)}",
+                f"GRANT EXECUTE ON FUNCTION {quote_ident(schema)}.pg_stat_statements(boolean) TO {quote_ident(role)};",
+            )
+        )
         return
     out.values.update(entries=entries, hidden_entries=entries - visible)
     if entries - visible:
-        out.findings.append(Finding("warning", "Privileges", f"{entries - visible} of {entries} entries belong to "
-                                    f"other roles and are hidden from {role!r}."))  # fmt: skip
+        out.findings.append(
+            Finding(
+                "warning",
+                "Privileges",
+                f"{entries - visible} of {entries} entries belong to other roles and are hidden from {role!r}.",
+            )
+        )
     dealloc = None
     if _version_tuple(extversion) >= (1, 9):
         info = sql.SQL("SELECT dealloc, stats_reset FROM {}.pg_stat_statements_info").format(sql.Identifier(schema))
@@ -512,24 +608,36 @@ def _read_view(conn: psycopg.Connection, out: _Report, *, schema: str, extversio
         except psycopg.Error as exc:
             if isinstance(exc, psycopg.OperationalError):
                 raise
-            out.findings.append(Finding("warning", "pg_stat_statements_info",
-                                        f"pg_stat_statements_info cannot be read: {_scrub(exc, None)}"))  # fmt: skip
+            out.findings.append(
+                Finding(
+                    "warning", "pg_stat_statements_info", f"pg_stat_statements_info cannot be read: {_scrub(exc, None)}"
+                )
+            )
         else:
             out.values.update(dealloc=dealloc, stats_reset=stats_reset)
     usage = f"{entries} of pg_stat_statements.max = {max_entries} entries in use"
     if dealloc:
-        out.findings.append(Finding(
-            "warning", "pg_stat_statements.max",
-            f"{usage}, and entries were evicted {dealloc} times since the statistics were reset: the least used "
-            "statements keep dropping out and their history breaks. Raise max (takes a restart).",
-            f"ALTER SYSTEM SET pg_stat_statements.max = {max_entries * 2};   -- then restart PostgreSQL",
-        ))  # fmt: skip
+        out.findings.append(
+            Finding(
+                "warning",
+                "pg_stat_statements.max",
+                f"{usage}, and entries were evicted {dealloc} times since the statistics were reset: the least used "
+                "statements keep dropping out and their history breaks. Raise max (takes a restart).",
+                f"ALTER SYSTEM SET pg_stat_statements.max = {max_entries * 2};   -- then restart PostgreSQL",
+            )
+        )
     elif dealloc is None:
-        out.findings.append(Finding("ok", "pg_stat_statements.max", f"{usage} (evictions are counted from "
-                                    "PostgreSQL 14, extension 1.9, on)."))  # fmt: skip
+        out.findings.append(
+            Finding(
+                "ok",
+                "pg_stat_statements.max",
+                f"{usage} (evictions are counted from PostgreSQL 14, extension 1.9, on).",
+            )
+        )
     else:
-        out.findings.append(Finding("ok", "pg_stat_statements.max", f"{usage}; no eviction since the statistics "
-                                    "were reset."))  # fmt: skip
+        out.findings.append(
+            Finding("ok", "pg_stat_statements.max", f"{usage}; no eviction since the statistics were reset.")
+        )
 
 
 def _version_tuple(version: str) -> tuple[int, ...]:

@@ -79,10 +79,19 @@ TOTALS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("shared_blks_hit", ("shared_blks_hit",)),
     ("shared_blks_read", ("shared_blks_read",)),
     ("temp_blks", ("temp_blks_read", "temp_blks_written")),
-    ("io_us", ("shared_blk_read_us", "shared_blk_write_us", "local_blk_read_us", "local_blk_write_us",
-               "temp_blk_read_us", "temp_blk_write_us")),
+    (
+        "io_us",
+        (
+            "shared_blk_read_us",
+            "shared_blk_write_us",
+            "local_blk_read_us",
+            "local_blk_write_us",
+            "temp_blk_read_us",
+            "temp_blk_write_us",
+        ),
+    ),
     ("wal_bytes", ("wal_bytes",)),
-)  # fmt: skip
+)
 TOTAL_NAMES: tuple[str, ...] = tuple(name for name, _ in TOTALS)
 
 

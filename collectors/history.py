@@ -148,8 +148,9 @@ class StatementLookup:
         return [self.missing_text.get(i) for i in self.ids[rows].tolist()]
 
 
-def lookup_statements(server_id: int, entries: Entries, prev: Entries, prev_index: np.ndarray,
-                      present: np.ndarray) -> StatementLookup:  # fmt: skip
+def lookup_statements(
+    server_id: int, entries: Entries, prev: Entries, prev_index: np.ndarray, present: np.ndarray
+) -> StatementLookup:
     """Statement ids of the current entries: from the previous state for the keys in it, from the
     dimension for keys seen before but not in the state (evicted since, or hidden), -1 for keys never
     seen (statement_ids gives them theirs when the snapshot is stored). Text statuses are looked up
@@ -190,8 +191,9 @@ class NewStatement:
     text: StatementText
 
 
-def statement_ids(server_id: int, lookup: StatementLookup, keys: np.ndarray, new: list[NewStatement],
-                  first_seen_at: datetime) -> np.ndarray:  # fmt: skip
+def statement_ids(
+    server_id: int, lookup: StatementLookup, keys: np.ndarray, new: list[NewStatement], first_seen_at: datetime
+) -> np.ndarray:
     """The statement id of every current entry: the lookup's, and for the keys never seen (`new`, in
     the order of lookup.unseen) the ids of their new dimension rows."""
     ids = lookup.ids.copy()

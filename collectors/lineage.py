@@ -74,10 +74,15 @@ def _role(in_recovery: bool) -> str:
 
 
 def _other_server(prev: ServerState, meta: pgss.ServerMeta, identity: Identity) -> str | None:
-    if prev.system_identifier is not None and identity.system_identifier is not None \
-            and prev.system_identifier != identity.system_identifier:  # fmt: skip
-        return (f"a different PostgreSQL cluster answers at this address (system identifier "
-                f"{identity.system_identifier}, was {prev.system_identifier})")  # fmt: skip
+    if (
+        prev.system_identifier is not None
+        and identity.system_identifier is not None
+        and prev.system_identifier != identity.system_identifier
+    ):
+        return (
+            f"a different PostgreSQL cluster answers at this address (system identifier "
+            f"{identity.system_identifier}, was {prev.system_identifier})"
+        )
     # A restore or a failover brings another postmaster: a promotion in place keeps the same
     # shared memory, so the same counters, and needs no baseline.
     restarted = (
@@ -108,8 +113,10 @@ def _reset_moved(prev: ServerState, stats_reset_at: datetime) -> str | None:
     if stats_reset_at <= prev.taken_at:
         # A reset inside the interval happens after the previous snapshot: these counters hold
         # activity from before the interval.
-        return (f"the statistics were reset at {stats_reset_at.isoformat()}, before the previous snapshot "
-                f"({prev.taken_at.isoformat()}) yet after its reset time: another server's statistics")  # fmt: skip
+        return (
+            f"the statistics were reset at {stats_reset_at.isoformat()}, before the previous snapshot "
+            f"({prev.taken_at.isoformat()}) yet after its reset time: another server's statistics"
+        )
     return None
 
 
@@ -135,8 +142,11 @@ def assess(
     # visible before keep exact deltas, and so do the server-wide dealloc and waits, which a
     # whole-snapshot baseline would lose for nothing.
     visible_before = None
-    if prev.reads_all_stats is False and prev.role_oid is not None \
-            and (meta.reads_all_stats or meta.role_oid != prev.role_oid):  # fmt: skip
+    if (
+        prev.reads_all_stats is False
+        and prev.role_oid is not None
+        and (meta.reads_all_stats or meta.role_oid != prev.role_oid)
+    ):
         visible_before = prev.role_oid
     return Continuity(full_reset=full_reset, visible_before_userid=visible_before)
 

@@ -105,8 +105,19 @@ def read_meta(conn: psycopg.Connection, functions: tuple[str, ...] = ()) -> Serv
         row = conn.execute(META_SQL, (list(functions),)).fetchone()
     except psycopg.Error as exc:
         raise from_query_error(exc, "reading server information") from exc
-    (version_num, taken_at_us, pm_start_us, dbname, extversion, schema, ws_schema, settings_json, all_stats,
-     role_oid, executable) = row  # fmt: skip
+    (
+        version_num,
+        taken_at_us,
+        pm_start_us,
+        dbname,
+        extversion,
+        schema,
+        ws_schema,
+        settings_json,
+        all_stats,
+        role_oid,
+        executable,
+    ) = row
     if version_num < MIN_SERVER_VERSION:
         major = version_num // 10000
         raise UnsupportedVersion(
@@ -245,7 +256,7 @@ def _prev_columns(cmap: ColumnMap) -> tuple[tuple[_PrevColumn, ...], tuple[_Prev
             compared.append(
                 _PrevColumn(
                     f"prev_{column}", "timestamptz", "timestamptz[]", f"{column} IS DISTINCT FROM prev_{column}"
-                )  # fmt: skip
+                )
             )
     return tuple(keys), tuple(compared)
 

@@ -48,8 +48,9 @@ def _waits(level: str, server_id: int, start: datetime, end: datetime) -> None:
     }[level]
     partitions.ensure(target.name, start)
     with connection.cursor() as cur:
-        cur.execute(f"DELETE FROM {target.name} WHERE server_id = %s AND bucket >= %s AND bucket < %s",
-                    [server_id, start, end])  # fmt: skip
+        cur.execute(
+            f"DELETE FROM {target.name} WHERE server_id = %s AND bucket >= %s AND bucket < %s", [server_id, start, end]
+        )
         cur.execute(
             f"INSERT INTO {target.name} (server_id, bucket, event_type, event, query_id, samples, session_s) "
             f"SELECT server_id, date_trunc('{unit}', {time_col}), event_type, event, query_id, sum(samples), "

@@ -176,8 +176,19 @@ def _read(conn: psycopg.Connection, server: Server, previous: _Previous) -> _Rea
             notes.append(f"pg_wait_sampling unusable ({exc.message}); sampling pg_stat_activity instead")
     if wait_reading is None and settings.COLLECTOR["ACTIVITY_SAMPLES"] > 0:
         wait_reading = _sampled_activity(conn, server, meta, baseline)
-    return _Read(meta, identity, dealloc, stats_reset_us, continuity, reading, statements, text_rows, text_reads,
-                 wait_reading, notes)  # fmt: skip
+    return _Read(
+        meta,
+        identity,
+        dealloc,
+        stats_reset_us,
+        continuity,
+        reading,
+        statements,
+        text_rows,
+        text_reads,
+        wait_reading,
+        notes,
+    )
 
 
 def _sampled_activity(
@@ -401,8 +412,9 @@ def _record_failure(server: Server, exc: CollectionError) -> None:
                 last_error_class=exc.code,
                 last_error_message=exc.message[:2000],
             )
-            ErrorRecord.objects.create(server_id=server.pk, at=timezone.now(), error_class=exc.code,
-                                       message=exc.message[:2000])  # fmt: skip
+            ErrorRecord.objects.create(
+                server_id=server.pk, at=timezone.now(), error_class=exc.code, message=exc.message[:2000]
+            )
             older = ErrorRecord.objects.filter(server_id=server.pk).order_by("-at", "-id").values("id")[KEEP_ERRORS:]
             ErrorRecord.objects.filter(server_id=server.pk, id__in=older).delete()
     except DatabaseError:
@@ -418,8 +430,14 @@ def server_collect(*, server_id: int) -> CollectionResult:
     except Server.DoesNotExist:
         # A task queued before the server was removed: nothing to do.
         log.info("server %s no longer exists: collection dropped", server_id)
-        return CollectionResult(server_id=server_id, server_name=str(server_id), ok=False, kind="gone",
-                                error_code="gone", error="the server no longer exists")  # fmt: skip
+        return CollectionResult(
+            server_id=server_id,
+            server_name=str(server_id),
+            ok=False,
+            kind="gone",
+            error_code="gone",
+            error="the server no longer exists",
+        )
     except (OperationalError, InterfaceError) as exc:
         raise HistoryUnavailable(f"history store unavailable: {exc}") from exc
     result = CollectionResult(server_id=server.pk, server_name=server.name, ok=False)

@@ -30,8 +30,14 @@ STATEMENT_STATE = HistoryTable("collectors_statement_state")
 SERVER_STATE = HistoryTable("collectors_serverstate")
 
 PARTITIONED: tuple[HistoryTable, ...] = (
-    SNAPSHOT, WAIT_EVENT, SERVER_HOURLY, SERVER_DAILY, STATEMENT_HOURLY, STATEMENT_DAILY,
-    WAIT_EVENT_HOURLY, WAIT_EVENT_DAILY,
-)  # fmt: skip
+    SNAPSHOT,
+    WAIT_EVENT,
+    SERVER_HOURLY,
+    SERVER_DAILY,
+    STATEMENT_HOURLY,
+    STATEMENT_DAILY,
+    WAIT_EVENT_HOURLY,
+    WAIT_EVENT_DAILY,
+)
 # Everything a server owns in the history store (a server's delete empties each of them).
 PER_SERVER: tuple[HistoryTable, ...] = (*PARTITIONED, STATEMENT_STATE, STATEMENT, SERVER_STATE)

@@ -82,8 +82,9 @@ def statement_text(read: pgss.TextRead, max_bytes: int) -> history.StatementText
     return history.StatementText(text, truncated or read.cut, TextStatus.STORED)
 
 
-def outcome(keys: np.ndarray, rows: np.ndarray, statements: history.StatementLookup, texts: pgss.Texts,
-            max_bytes: int) -> tuple[list[history.NewStatement], dict[int, history.StatementText]]:  # fmt: skip
+def outcome(
+    keys: np.ndarray, rows: np.ndarray, statements: history.StatementLookup, texts: pgss.Texts, max_bytes: int
+) -> tuple[list[history.NewStatement], dict[int, history.StatementText]]:
     """(the dimension rows of the keys never seen, in row order; statement id -> text of the known
     statements whose text was read, where that changed anything)."""
     new_statements: list[history.NewStatement] = []
@@ -100,9 +101,9 @@ def outcome(keys: np.ndarray, rows: np.ndarray, statements: history.StatementLoo
             continue
         text = statement_text(read, max_bytes)
         if statements.unseen[row]:
-            new_statements.append(history.NewStatement(
-                key, texts.databases.get(key[1], ""), texts.users.get(key[0], ""), text
-            ))  # fmt: skip
+            new_statements.append(
+                history.NewStatement(key, texts.databases.get(key[1], ""), texts.users.get(key[0], ""), text)
+            )
         elif text.status != status:
             changed[int(statements.ids[row])] = text
     return new_statements, changed

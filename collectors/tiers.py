@@ -100,8 +100,7 @@ def read_boundary(table: tables.HistoryTable, server_id: int, until: datetime) -
     query = sql.SQL(
         "COPY (SELECT {cols} FROM {table} WHERE server_id = {sid} AND until = {until} ORDER BY statement_id) "
         "TO STDOUT (FORMAT binary)"
-    ).format(cols=_TIER_READ, table=sql.Identifier(table.name), sid=sql.Literal(server_id),
-             until=sql.Literal(until))  # fmt: skip
+    ).format(cols=_TIER_READ, table=sql.Identifier(table.name), sid=sql.Literal(server_id), until=sql.Literal(until))
     rows = _copy_out(query)
     values = np.column_stack([rows[c] for c in TOTAL_NAMES]).reshape(len(rows), len(TOTAL_NAMES))
     return Sums(rows["statement_id"].astype(np.int64), values.astype(np.int64))
@@ -211,8 +210,9 @@ def _raw_hours(server_id: int, start: datetime, end: datetime) -> dict[datetime,
     return hours
 
 
-def wait_events(table: tables.HistoryTable, time_col: str, server_id: int, start: datetime, end: datetime,
-                unit: str) -> dict[datetime, dict[str, float]]:  # fmt: skip
+def wait_events(
+    table: tables.HistoryTable, time_col: str, server_id: int, start: datetime, end: datetime, unit: str
+) -> dict[datetime, dict[str, float]]:
     """Per bucket, session-seconds by wait event (all query_ids together): what the server charts need."""
     with connection.cursor() as cur:
         cur.execute(
@@ -227,10 +227,22 @@ def wait_events(table: tables.HistoryTable, time_col: str, server_id: int, start
 
 
 _SERVER_COLUMNS = (
-    "server_id", "bucket", "snapshots", "span_s", "planning_tracked_s", *TOTAL_NAMES, "dealloc_delta",
-    "dealloc_span_s", "entries_peak", "entries_max", "changed", "new_entries", "wait_session_s", "waits",
+    "server_id",
+    "bucket",
+    "snapshots",
+    "span_s",
+    "planning_tracked_s",
+    *TOTAL_NAMES,
+    "dealloc_delta",
+    "dealloc_span_s",
+    "entries_peak",
+    "entries_max",
+    "changed",
+    "new_entries",
+    "wait_session_s",
+    "waits",
     "built_until",
-)  # fmt: skip
+)
 
 
 def _write_server_bucket(table: tables.HistoryTable, values: dict) -> None:
@@ -247,13 +259,18 @@ def _write_server_bucket(table: tables.HistoryTable, values: dict) -> None:
                 cols=cols,
                 updates=updates,
                 marks=sql.SQL(", ").join(sql.Placeholder() * len(_SERVER_COLUMNS)),
-            ),  # fmt: skip
+            ),
             [Jsonb(values[c]) if c == "waits" else values[c] for c in _SERVER_COLUMNS],
         )
 
 
-def _drop_bucket(server_table: tables.HistoryTable, statement_table: tables.HistoryTable, server_id: int,
-                 bucket: datetime, boundary: datetime) -> None:  # fmt: skip
+def _drop_bucket(
+    server_table: tables.HistoryTable,
+    statement_table: tables.HistoryTable,
+    server_id: int,
+    bucket: datetime,
+    boundary: datetime,
+) -> None:
     """A bucket without snapshots: neither its server row nor the statements' sums at its end."""
     with connection.cursor() as cur:
         cur.execute(f"DELETE FROM {server_table.name} WHERE server_id = %s AND bucket = %s", [server_id, bucket])
@@ -310,16 +327,23 @@ def write_hours(server_id: int, from_hour: datetime, end: datetime, hours: dict[
         _write_server_bucket(
             tables.SERVER_HOURLY,
             {
-                "server_id": server_id, "bucket": hour, "snapshots": h.snapshots, "span_s": h.span_s,
+                "server_id": server_id,
+                "bucket": hour,
+                "snapshots": h.snapshots,
+                "span_s": h.span_s,
                 "planning_tracked_s": h.planning_tracked_s,
                 **{c: int(v) for c, v in zip(TOTAL_NAMES, server_totals, strict=True)},
-                "dealloc_delta": h.dealloc_delta, "dealloc_span_s": h.dealloc_span_s,
-                "entries_peak": h.entries_peak, "entries_max": h.entries_max, "changed": h.changed,
-                "new_entries": h.new_entries, "wait_session_s": sum(waits.get(hour, {}).values()),
+                "dealloc_delta": h.dealloc_delta,
+                "dealloc_span_s": h.dealloc_span_s,
+                "entries_peak": h.entries_peak,
+                "entries_max": h.entries_max,
+                "changed": h.changed,
+                "new_entries": h.new_entries,
+                "wait_session_s": sum(waits.get(hour, {}).values()),
                 "waits": waits.get(hour, {}),
                 "built_until": boundary if boundary <= end else h.last_taken_at + timedelta(microseconds=1),
             },
-        )  # fmt: skip
+        )
         written += 1
         hour = boundary
     return written
@@ -334,8 +358,9 @@ def day_totals(server_id: int, day: datetime) -> Sums:
     return Sums.empty() if last is None else read_boundary(tables.STATEMENT_HOURLY, server_id, last)
 
 
-def rebuild_days(server_id: int, from_day: datetime, until: datetime,
-                 older: dict[datetime, tuple[dict, Sums]] | None = None) -> int:  # fmt: skip
+def rebuild_days(
+    server_id: int, from_day: datetime, until: datetime, older: dict[datetime, tuple[dict, Sums]] | None = None
+) -> int:
     """Rebuild the days of `from_day`'s UTC month from `from_day` on (whole days before `until`):
     server totals per day (sums of its hours) and the statements' running sums at each day's end.
     `older` gives days whose hours have expired (the backfill of blob rollups)."""
@@ -356,14 +381,23 @@ def rebuild_days(server_id: int, from_day: datetime, until: datetime,
     for day, snapshots, span_s, tracked_s, *rest in rows:
         figures, (dd, dd_span, peak, emax, changed, new, waits, hour_waits) = rest[:n], rest[n:]
         server = {
-            "server_id": server_id, "bucket": day, "snapshots": int(snapshots), "span_s": float(span_s),
-            "planning_tracked_s": float(tracked_s), **{c: int(v) for c, v in zip(TOTAL_NAMES, figures, strict=True)},
-            "dealloc_delta": None if dd is None else int(dd), "dealloc_span_s": float(dd_span),
-            "entries_peak": int(peak), "entries_max": emax, "changed": int(changed), "new_entries": int(new),
-            "wait_session_s": float(waits), "built_until": day + DAY,
+            "server_id": server_id,
+            "bucket": day,
+            "snapshots": int(snapshots),
+            "span_s": float(span_s),
+            "planning_tracked_s": float(tracked_s),
+            **{c: int(v) for c, v in zip(TOTAL_NAMES, figures, strict=True)},
+            "dealloc_delta": None if dd is None else int(dd),
+            "dealloc_span_s": float(dd_span),
+            "entries_peak": int(peak),
+            "entries_max": emax,
+            "changed": int(changed),
+            "new_entries": int(new),
+            "wait_session_s": float(waits),
+            "built_until": day + DAY,
             # jsonb comes back as text through Django's cursor (its JSONField decodes it itself)
             "waits": add_waits([json.loads(w) if isinstance(w, str) else w for w in json_list(hour_waits)]),
-        }  # fmt: skip
+        }
         days[day] = (server, day_totals(server_id, day))
     for day, value in (older or {}).items():
         if from_day <= day < end:

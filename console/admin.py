@@ -75,13 +75,33 @@ class OrganizationAdmin(_DeletesHistory, admin.ModelAdmin):
 @admin.register(Server)
 class ServerAdmin(_DeletesHistory, admin.ModelAdmin):
     form = ServerForm
-    list_display = ["name", "organization", "host", "port", "database", "enabled", "interval_s", "status",
-                    "last_success_at", "last_error_class", "server_version_num", "extension_version"]  # fmt: skip
+    list_display = [
+        "name",
+        "organization",
+        "host",
+        "port",
+        "database",
+        "enabled",
+        "interval_s",
+        "status",
+        "last_success_at",
+        "last_error_class",
+        "server_version_num",
+        "extension_version",
+    ]
     list_filter = ["organization", "enabled", "last_error_class"]
     search_fields = ["name", "host"]
-    readonly_fields = ["last_attempt_at", "last_success_at", "last_error_class", "last_error_message",
-                       "consecutive_failures", "status_notes", "server_version_num", "extension_version",
-                       "next_collect_at"]  # fmt: skip
+    readonly_fields = [
+        "last_attempt_at",
+        "last_success_at",
+        "last_error_class",
+        "last_error_message",
+        "consecutive_failures",
+        "status_notes",
+        "server_version_num",
+        "extension_version",
+        "next_collect_at",
+    ]
 
     def save_model(self, request, obj, form, change):
         form.save()

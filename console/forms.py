@@ -22,8 +22,9 @@ class ServerForm(forms.Form):
     name = forms.CharField(max_length=200)
     host = forms.CharField(max_length=255, help_text="Host name or IP address the collectors connect to.")
     port = forms.IntegerField(min_value=1, max_value=65535, initial=5432)
-    database = forms.CharField(max_length=255, initial="postgres",
-                               help_text="The database where the pg_stat_statements extension is created.")  # fmt: skip
+    database = forms.CharField(
+        max_length=255, initial="postgres", help_text="The database where the pg_stat_statements extension is created."
+    )
     user = forms.CharField(max_length=255, label="Role", initial="pgconsole_monitor")
     password = forms.CharField(required=False, strip=False, widget=forms.PasswordInput(render_value=False))
     forget_password = forms.BooleanField(required=False, label="Forget the stored password")
@@ -49,9 +50,12 @@ class ServerForm(forms.Form):
         help_text="The password is sent only through SCRAM-SHA-256, never in clear nor as an MD5 hash.",
     )
     interval_s = forms.IntegerField(min_value=5, initial=60, label="Collection interval (s)")
-    cpu_count = forms.IntegerField(min_value=1, required=False, label="CPUs",
-                                   help_text="Optional: the server's CPU count, to put database time per second "
-                                             "in proportion.")  # fmt: skip
+    cpu_count = forms.IntegerField(
+        min_value=1,
+        required=False,
+        label="CPUs",
+        help_text="Optional: the server's CPU count, to put database time per second in proportion.",
+    )
     tags = forms.CharField(required=False, help_text="Comma-separated, e.g. prod, eu-west.")
     enabled = forms.BooleanField(required=False, initial=True, label="Collect (enabled)")
 
@@ -111,8 +115,15 @@ class ServerForm(forms.Form):
     def dsn(self) -> str:
         """The connection as inventory.services.server_create takes it (a libpq conninfo string)."""
         cd = self.cleaned_data
-        return make_conninfo("", host=cd["host"], port=cd["port"], dbname=cd["database"], user=cd["user"],
-                             password=cd["password"] or None, sslmode=cd["sslmode"])  # fmt: skip
+        return make_conninfo(
+            "",
+            host=cd["host"],
+            port=cd["port"],
+            dbname=cd["database"],
+            user=cd["user"],
+            password=cd["password"] or None,
+            sslmode=cd["sslmode"],
+        )
 
     def moves(self) -> bool:
         """The connection fields differ from the stored server's (a stored password must not follow)."""
@@ -143,28 +154,68 @@ class RoleForm(forms.Form):
 # The advisor's thresholds an organization may override: (field, label, kind, what it means). kind "share" is a
 # fraction 0..1, "rate" a number >= 0, "count" a whole number >= `minimum`.
 THRESHOLD_FIELDS: tuple[tuple[str, str, str, str], ...] = (
-    ("dealloc_critical_per_s", "Deallocations per second: critical", "rate",
-     "Sustained pg_stat_statements deallocations per second above which pg_stat_statements.max is critically small."),
-    ("dealloc_warning_per_s", "Deallocations per second: warning", "rate",
-     "Sustained deallocations per second above which it is a warning."),
-    ("lwlock_share_warning", "LWLock:pg_stat_statements share: warning", "share",
-     "Share of active time waiting on pg_stat_statements' lock that is a warning (0.05 = 5%)."),
-    ("lwlock_share_critical", "LWLock:pg_stat_statements share: critical", "share",
-     "Share of active time waiting on pg_stat_statements' lock that is critical."),
-    ("spindelay_share", "SpinDelay share", "share",
-     "Share of active time spent in SpinDelay that counts as spinlock contention."),
-    ("plan_share", "Plan share", "share",
-     "Share of a statement's time spent planning above which planning is flagged."),
-    ("material_time_share", "Material time share", "share",
-     "Share of the server's database time a statement needs for its plan share to matter."),
-    ("family_min_entries", "Family entries", "count",
-     "Entries over a day that make a family of similar statements churn."),
-    ("resets_max", "Resets over 7 days", "count",
-     "More resets of pg_stat_statements than this over 7 days is too often."),
-    ("clear_after_minutes", "Clear after (minutes)", "count",
-     "Minutes a condition must stay clear before its recommendation resolves by itself (and before a "
-     "recommendation a user resolved can open again)."),
-)  # fmt: skip
+    (
+        "dealloc_critical_per_s",
+        "Deallocations per second: critical",
+        "rate",
+        "Sustained pg_stat_statements deallocations per second above which pg_stat_statements.max is critically small.",
+    ),
+    (
+        "dealloc_warning_per_s",
+        "Deallocations per second: warning",
+        "rate",
+        "Sustained deallocations per second above which it is a warning.",
+    ),
+    (
+        "lwlock_share_warning",
+        "LWLock:pg_stat_statements share: warning",
+        "share",
+        "Share of active time waiting on pg_stat_statements' lock that is a warning (0.05 = 5%).",
+    ),
+    (
+        "lwlock_share_critical",
+        "LWLock:pg_stat_statements share: critical",
+        "share",
+        "Share of active time waiting on pg_stat_statements' lock that is critical.",
+    ),
+    (
+        "spindelay_share",
+        "SpinDelay share",
+        "share",
+        "Share of active time spent in SpinDelay that counts as spinlock contention.",
+    ),
+    (
+        "plan_share",
+        "Plan share",
+        "share",
+        "Share of a statement's time spent planning above which planning is flagged.",
+    ),
+    (
+        "material_time_share",
+        "Material time share",
+        "share",
+        "Share of the server's database time a statement needs for its plan share to matter.",
+    ),
+    (
+        "family_min_entries",
+        "Family entries",
+        "count",
+        "Entries over a day that make a family of similar statements churn.",
+    ),
+    (
+        "resets_max",
+        "Resets over 7 days",
+        "count",
+        "More resets of pg_stat_statements than this over 7 days is too often.",
+    ),
+    (
+        "clear_after_minutes",
+        "Clear after (minutes)",
+        "count",
+        "Minutes a condition must stay clear before its recommendation resolves by itself (and before a "
+        "recommendation a user resolved can open again).",
+    ),
+)
 # Two thresholds of one measure: the warning must stay below the critical one.
 THRESHOLD_PAIRS = (
     ("dealloc_warning_per_s", "dealloc_critical_per_s"),

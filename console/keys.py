@@ -81,20 +81,24 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="console/keys.py",
         description="Write a new SECRET_KEY and CREDENTIALS_KEY as an env file (docker compose's env_file, "
-                    "systemd's EnvironmentFile, or `set -a; . FILE`).",
-    )  # fmt: skip
+        "systemd's EnvironmentFile, or `set -a; . FILE`).",
+    )
     parser.add_argument("path", nargs="?", default="-", help="file to write (default: standard output)")
-    parser.add_argument("--force", action="store_true",
-                        help="overwrite an existing file (its CREDENTIALS_KEY is lost, and with it "
-                             "every stored monitoring password)")  # fmt: skip
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="overwrite an existing file (its CREDENTIALS_KEY is lost, and with it every stored monitoring password)",
+    )
     args = parser.parse_args(argv)
     text = env_file_text()
     if args.path == "-":
         sys.stdout.write(text)
         return 0
     if os.path.exists(args.path) and not args.force:
-        print(f"{args.path} exists: keeping it (its CREDENTIALS_KEY decrypts the stored passwords); "
-              "--force replaces it", file=sys.stderr)  # fmt: skip
+        print(
+            f"{args.path} exists: keeping it (its CREDENTIALS_KEY decrypts the stored passwords); --force replaces it",
+            file=sys.stderr,
+        )
         return 1
     flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
     with os.fdopen(os.open(args.path, flags, 0o600), "w") as f:

@@ -198,8 +198,9 @@ def membership_update(*, membership: Membership, role: str) -> Membership:
         and role != Membership.Role.ADMIN
         and not _admins_left_without(membership)
     ):
-        raise ValidationError(f"{membership.user} is the last admin of {membership.organization.name}: make another "
-                              "member admin first")  # fmt: skip
+        raise ValidationError(
+            f"{membership.user} is the last admin of {membership.organization.name}: make another member admin first"
+        )
     membership.role = role
     membership.full_clean()
     membership.save(update_fields=["role"])
@@ -210,6 +211,7 @@ def membership_update(*, membership: Membership, role: str) -> Membership:
 def membership_remove(*, membership: Membership) -> None:
     """Remove a member; an organization never loses its last admin."""
     if membership.role == Membership.Role.ADMIN and not _admins_left_without(membership):
-        raise ValidationError(f"{membership.user} is the last admin of {membership.organization.name}: make another "
-                              "member admin first")  # fmt: skip
+        raise ValidationError(
+            f"{membership.user} is the last admin of {membership.organization.name}: make another member admin first"
+        )
     membership.delete()

@@ -169,13 +169,18 @@ def server_audit(*, server: Server, window: Window, top_n: int = TOP_N) -> Serve
                 cut.add(row.statement_id)
     coverage = collection_coverage(server_id=server.pk, window=window, errors_limit=50)
     return ServerAudit(
-        server_id=server.pk, name=server.name, settings=_settings(server.pk, window),
+        server_id=server.pk,
+        name=server.name,
+        settings=_settings(server.pk, window),
         changes=config_changes(server_id=server.pk, window=window),
         summary=window_summary(server_id=server.pk, window=window),
         coverage=coverage,
-        planning=planning, statement_count=count, top=top, cut_texts=frozenset(cut),
+        planning=planning,
+        statement_count=count,
+        top=top,
+        cut_texts=frozenset(cut),
         series=server_series(server_id=server.pk, window=window, resolution=coverage.resolution, top_events=0),
-    )  # fmt: skip
+    )
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -210,13 +215,24 @@ def findings_in(*, server_ids: list[int], window: Window) -> list[Finding]:
 def _clean_finding(rec: RecommendationRow) -> RecommendationRow:
     """A family's or a statement's recommendation quotes its query text: redacted like every other text."""
     return dataclasses.replace(
-        rec, subject=clean_text(rec.subject)[0], title=clean_text(rec.title)[0],
-        explanation=clean_text(rec.explanation)[0], change_text=clean_text(rec.change_text)[0],
-    )  # fmt: skip
+        rec,
+        subject=clean_text(rec.subject)[0],
+        title=clean_text(rec.title)[0],
+        explanation=clean_text(rec.explanation)[0],
+        change_text=clean_text(rec.change_text)[0],
+    )
 
 
-def audit_content(*, organization_id: int, server_ids: list[int], window: Window, requested_by: str | None = None,
-                  time_zone: str = "UTC", now: datetime | None = None, progress=None) -> AuditContent:  # fmt: skip
+def audit_content(
+    *,
+    organization_id: int,
+    server_ids: list[int],
+    window: Window,
+    requested_by: str | None = None,
+    time_zone: str = "UTC",
+    now: datetime | None = None,
+    progress=None,
+) -> AuditContent:
     """The organization's servers among `server_ids` (never another organization's) over `window`.
     `progress(done, total)` is called after each server (the task's progress bar)."""
     organization = Organization.objects.get(pk=organization_id)
@@ -227,7 +243,12 @@ def audit_content(*, organization_id: int, server_ids: list[int], window: Window
         if progress is not None:
             progress(i, len(servers))
     return AuditContent(
-        organization_id=organization.pk, organization=organization.name, window=window,
-        generated_at=now or timezone.now(), requested_by=requested_by, time_zone=time_zone, servers=audits,
+        organization_id=organization.pk,
+        organization=organization.name,
+        window=window,
+        generated_at=now or timezone.now(),
+        requested_by=requested_by,
+        time_zone=time_zone,
+        servers=audits,
         findings=findings_in(server_ids=[s.pk for s in servers], window=window),
-    )  # fmt: skip
+    )

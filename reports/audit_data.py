@@ -33,79 +33,159 @@ def _ratio(value: float | None) -> float | None:
 
 
 STATEMENT_FIELDS = (
-    "rank", "statement_id", "queryid", "database", "user", "toplevel", "calls", "plans", "exec_ms", "plan_ms",
-    "total_ms", "mean_exec_ms", "mean_plan_ms", "plan_share", "rows", "shared_blks_hit", "shared_blks_read",
-    "hit_ratio", "temp_blks", "io_ms", "wal_bytes", "text_status", "query", "query_truncated",
-)  # fmt: skip
+    "rank",
+    "statement_id",
+    "queryid",
+    "database",
+    "user",
+    "toplevel",
+    "calls",
+    "plans",
+    "exec_ms",
+    "plan_ms",
+    "total_ms",
+    "mean_exec_ms",
+    "mean_plan_ms",
+    "plan_share",
+    "rows",
+    "shared_blks_hit",
+    "shared_blks_read",
+    "hit_ratio",
+    "temp_blks",
+    "io_ms",
+    "wal_bytes",
+    "text_status",
+    "query",
+    "query_truncated",
+)
 
 
 def _statement(rank: int, r: StatementTotals, cut: frozenset[int]) -> dict:
     return {
-        "rank": rank, "statement_id": r.statement_id, "queryid": r.queryid, "database": r.database, "user": r.user,
-        "toplevel": r.toplevel, "calls": r.calls, "plans": r.plans, "exec_ms": _ms(r.exec_ms),
-        "plan_ms": _ms(r.plan_ms), "total_ms": _ms(r.total_ms), "mean_exec_ms": _ms(r.mean_exec_ms),
-        "mean_plan_ms": _ms(r.mean_plan_ms), "plan_share": _ratio(r.plan_share), "rows": r.rows,
-        "shared_blks_hit": r.shared_blks_hit, "shared_blks_read": r.shared_blks_read,
-        "hit_ratio": _ratio(r.hit_ratio), "temp_blks": r.temp_blks, "io_ms": _ms(r.io_ms), "wal_bytes": r.wal_bytes,
-        "text_status": r.text_status, "query": r.query, "query_truncated": r.statement_id in cut,
-    }  # fmt: skip
+        "rank": rank,
+        "statement_id": r.statement_id,
+        "queryid": r.queryid,
+        "database": r.database,
+        "user": r.user,
+        "toplevel": r.toplevel,
+        "calls": r.calls,
+        "plans": r.plans,
+        "exec_ms": _ms(r.exec_ms),
+        "plan_ms": _ms(r.plan_ms),
+        "total_ms": _ms(r.total_ms),
+        "mean_exec_ms": _ms(r.mean_exec_ms),
+        "mean_plan_ms": _ms(r.mean_plan_ms),
+        "plan_share": _ratio(r.plan_share),
+        "rows": r.rows,
+        "shared_blks_hit": r.shared_blks_hit,
+        "shared_blks_read": r.shared_blks_read,
+        "hit_ratio": _ratio(r.hit_ratio),
+        "temp_blks": r.temp_blks,
+        "io_ms": _ms(r.io_ms),
+        "wal_bytes": r.wal_bytes,
+        "text_status": r.text_status,
+        "query": r.query,
+        "query_truncated": r.statement_id in cut,
+    }
 
 
 def _server(s: ServerAudit) -> dict:
     w, c = s.summary, s.coverage
     return {
-        "id": s.server_id, "name": s.name, "server_version": s.version, "planning": s.planning_state,
+        "id": s.server_id,
+        "name": s.name,
+        "server_version": s.version,
+        "planning": s.planning_state,
         "statement_count": s.statement_count,
-        "settings": {"as_of": _iso(s.settings.as_of), "in_window": s.settings.in_window,
-                     "values": [{"setting": n, "value": v} for n, v in s.settings.values]},
-        "setting_changes": [{"at": _iso(ch.at), "setting": ch.setting, "before": ch.before, "after": ch.after}
-                            for ch in s.changes],
+        "settings": {
+            "as_of": _iso(s.settings.as_of),
+            "in_window": s.settings.in_window,
+            "values": [{"setting": n, "value": v} for n, v in s.settings.values],
+        },
+        "setting_changes": [
+            {"at": _iso(ch.at), "setting": ch.setting, "before": ch.before, "after": ch.after} for ch in s.changes
+        ],
         "summary": {
-            "snapshots": w.snapshots, "span_s": _ms(w.span_s), "calls": w.calls, "exec_ms": _ms(w.exec_ms),
-            "plan_ms": _ms(w.plan_ms), "db_time_ms": _ms(w.db_time_ms), "plan_share": _ratio(w.plan_share),
-            "dealloc": w.dealloc, "dealloc_per_s": _ms(w.dealloc_per_s), "entries_peak": w.entries_peak,
+            "snapshots": w.snapshots,
+            "span_s": _ms(w.span_s),
+            "calls": w.calls,
+            "exec_ms": _ms(w.exec_ms),
+            "plan_ms": _ms(w.plan_ms),
+            "db_time_ms": _ms(w.db_time_ms),
+            "plan_share": _ratio(w.plan_share),
+            "dealloc": w.dealloc,
+            "dealloc_per_s": _ms(w.dealloc_per_s),
+            "entries_peak": w.entries_peak,
             "entries_max": w.entries_max,
         },
         "coverage": {
-            "history_from": _iso(c.history_from), "expected_s": _ms(c.expected_s), "covered_s": _ms(c.covered_s),
-            "share": _ratio(c.share), "resolution": c.resolution, "gap_hours": _ms(c.gap_hours),
-            "peak_dealloc_per_s": _ms(c.peak_dealloc_per_s), "error_count": c.error_count,
+            "history_from": _iso(c.history_from),
+            "expected_s": _ms(c.expected_s),
+            "covered_s": _ms(c.covered_s),
+            "share": _ratio(c.share),
+            "resolution": c.resolution,
+            "gap_hours": _ms(c.gap_hours),
+            "peak_dealloc_per_s": _ms(c.peak_dealloc_per_s),
+            "error_count": c.error_count,
             "gaps": [{"start": _iso(g.start), "end": _iso(g.end), "hours": _ms(g.hours)} for g in c.gaps],
             "errors": [{"at": _iso(e.at), "error_class": e.error_class, "message": e.message} for e in c.errors],
         },
-        "top": {order: [_statement(i, r, s.cut_texts) for i, r in enumerate(s.top[order], start=1)]
-                for order in TOP_ORDERS},
-    }  # fmt: skip
+        "top": {
+            order: [_statement(i, r, s.cut_texts) for i, r in enumerate(s.top[order], start=1)] for order in TOP_ORDERS
+        },
+    }
 
 
 def _finding(f: Finding) -> dict:
     r = f.rec
     return {
-        "id": r.id, "server_id": r.server_id, "server": r.server, "rule": r.rule, "subject": r.subject,
-        "severity": r.severity, "status": r.status, "state_at_end": f.state_at_end, "title": r.title,
+        "id": r.id,
+        "server_id": r.server_id,
+        "server": r.server,
+        "rule": r.rule,
+        "subject": r.subject,
+        "severity": r.severity,
+        "status": r.status,
+        "state_at_end": f.state_at_end,
+        "title": r.title,
         "explanation": r.explanation,
         "change": {"text": r.change_text, "apply": r.change_apply} if r.change_text else None,
-        "effect": r.effect, "cost": r.cost, "evidence": r.evidence, "references": list(r.references),
-        "first_seen_at": _iso(r.first_seen_at), "opened_at": _iso(r.opened_at), "last_seen_at": _iso(r.last_seen_at),
-        "acknowledged_at": _iso(r.acknowledged_at), "resolved_at": _iso(r.resolved_at),
+        "effect": r.effect,
+        "cost": r.cost,
+        "evidence": r.evidence,
+        "references": list(r.references),
+        "first_seen_at": _iso(r.first_seen_at),
+        "opened_at": _iso(r.opened_at),
+        "last_seen_at": _iso(r.last_seen_at),
+        "acknowledged_at": _iso(r.acknowledged_at),
+        "resolved_at": _iso(r.resolved_at),
         "times_opened": r.times_opened,
-    }  # fmt: skip
+    }
 
 
 def audit_json(c: AuditContent) -> dict:
     return {
-        "format": FORMAT, "version": VERSION,
+        "format": FORMAT,
+        "version": VERSION,
         "organization": {"id": c.organization_id, "name": c.organization},
         "window": {"start": _iso(c.window.start), "end": _iso(c.window.end)},
-        "generated_at": _iso(c.generated_at), "requested_by": c.requested_by, "time_zone": c.time_zone,
+        "generated_at": _iso(c.generated_at),
+        "requested_by": c.requested_by,
+        "time_zone": c.time_zone,
         "summary": {
-            "servers": len(c.servers), "calls": c.calls, "exec_ms": _ms(c.exec_ms), "plan_ms": _ms(c.plan_ms),
-            "db_time_ms": _ms(c.db_time_ms), "gap_hours": _ms(c.gap_hours), "collection_errors": c.collection_errors,
-            "findings": c.findings_by_severity(), "planning_not_tracked": c.not_tracked,
+            "servers": len(c.servers),
+            "calls": c.calls,
+            "exec_ms": _ms(c.exec_ms),
+            "plan_ms": _ms(c.plan_ms),
+            "db_time_ms": _ms(c.db_time_ms),
+            "gap_hours": _ms(c.gap_hours),
+            "collection_errors": c.collection_errors,
+            "findings": c.findings_by_severity(),
+            "planning_not_tracked": c.not_tracked,
         },
         "servers": [_server(s) for s in c.servers],
         "findings": [_finding(f) for f in c.findings],
-    }  # fmt: skip
+    }
 
 
 # -- the canonical tables -------------------------------------------------------------------------------
@@ -135,19 +215,62 @@ def _table(name: str, header: list[str], rows: list[list]) -> Table:
     return Table(name, header, [_planning_cells(header, [None if v == "" else v for v in r]) for r in rows])
 
 
-SUMMARY_FIELDS = ("snapshots", "span_s", "calls", "exec_ms", "plan_ms", "db_time_ms", "plan_share", "dealloc",
-                  "dealloc_per_s", "entries_peak", "entries_max")  # fmt: skip
-COVERAGE_FIELDS = ("history_from", "expected_s", "covered_s", "share", "resolution", "gap_hours",
-                   "peak_dealloc_per_s", "error_count")  # fmt: skip
-FINDING_FIELDS = ("id", "server_id", "server", "rule", "severity", "status", "state_at_end", "subject", "title",
-                  "explanation", "change_text", "change_apply", "effect", "cost", "references", "first_seen_at",
-                  "opened_at", "last_seen_at", "acknowledged_at", "resolved_at", "times_opened")  # fmt: skip
+SUMMARY_FIELDS = (
+    "snapshots",
+    "span_s",
+    "calls",
+    "exec_ms",
+    "plan_ms",
+    "db_time_ms",
+    "plan_share",
+    "dealloc",
+    "dealloc_per_s",
+    "entries_peak",
+    "entries_max",
+)
+COVERAGE_FIELDS = (
+    "history_from",
+    "expected_s",
+    "covered_s",
+    "share",
+    "resolution",
+    "gap_hours",
+    "peak_dealloc_per_s",
+    "error_count",
+)
+FINDING_FIELDS = (
+    "id",
+    "server_id",
+    "server",
+    "rule",
+    "severity",
+    "status",
+    "state_at_end",
+    "subject",
+    "title",
+    "explanation",
+    "change_text",
+    "change_apply",
+    "effect",
+    "cost",
+    "references",
+    "first_seen_at",
+    "opened_at",
+    "last_seen_at",
+    "acknowledged_at",
+    "resolved_at",
+    "times_opened",
+)
 
 
 def _finding_row(f: dict) -> list:
     change = f["change"] or {}
-    flat = {**f, "change_text": change.get("text"), "change_apply": change.get("apply"),
-            "references": "\n".join(f["references"])}  # fmt: skip
+    flat = {
+        **f,
+        "change_text": change.get("text"),
+        "change_apply": change.get("apply"),
+        "references": "\n".join(f["references"]),
+    }
     return [flat[k] for k in FINDING_FIELDS]
 
 
@@ -156,40 +279,98 @@ def audit_tables(doc: dict) -> dict[str, Table]:
     servers = doc["servers"]
     ids = [(s["id"], s["name"]) for s in servers]
     about = [
-        ["format", f"{doc['format']} {doc['version']}"], ["organization", doc["organization"]["name"]],
-        ["organization_id", doc["organization"]["id"]], ["window_start", doc["window"]["start"]],
-        ["window_end", doc["window"]["end"]], ["generated_at", doc["generated_at"]],
-        ["requested_by", doc["requested_by"]], ["time_zone", doc["time_zone"]],
+        ["format", f"{doc['format']} {doc['version']}"],
+        ["organization", doc["organization"]["name"]],
+        ["organization_id", doc["organization"]["id"]],
+        ["window_start", doc["window"]["start"]],
+        ["window_end", doc["window"]["end"]],
+        ["generated_at", doc["generated_at"]],
+        ["requested_by", doc["requested_by"]],
+        ["time_zone", doc["time_zone"]],
         *[[k, v] for k, v in doc["summary"].items() if not isinstance(v, dict | list)],
         *[[f"findings_{k}", v] for k, v in doc["summary"]["findings"].items()],
         ["planning_not_tracked", ", ".join(doc["summary"]["planning_not_tracked"])],
-    ]  # fmt: skip
+    ]
     tables = [
         _table("export", ["field", "value"], about),
-        _table("servers", ["server_id", "server", "server_version", "planning", "statement_count", *SUMMARY_FIELDS],
-               [[s["id"], s["name"], s["server_version"], s["planning"], s["statement_count"],
-                 *[s["summary"][k] for k in SUMMARY_FIELDS]] for s in servers]),
-        _table("settings", ["server_id", "server", "as_of", "in_window", "setting", "value"],
-               [[i, n, s["settings"]["as_of"], s["settings"]["in_window"], v["setting"], v["value"]]
-                for (i, n), s in zip(ids, servers, strict=True) for v in s["settings"]["values"]]),
-        _table("setting_changes", ["server_id", "server", "at", "setting", "before", "after"],
-               [[i, n, ch["at"], ch["setting"], ch["before"], ch["after"]]
-                for (i, n), s in zip(ids, servers, strict=True) for ch in s["setting_changes"]]),
-        _table("coverage", ["server_id", "server", *COVERAGE_FIELDS],
-               [[s["id"], s["name"], *[s["coverage"][k] for k in COVERAGE_FIELDS]] for s in servers]),
-        _table("gaps", ["server_id", "server", "start", "end", "hours"],
-               [[i, n, g["start"], g["end"], g["hours"]]
-                for (i, n), s in zip(ids, servers, strict=True) for g in s["coverage"]["gaps"]]),
-        _table("collection_errors", ["server_id", "server", "at", "error_class", "message"],
-               [[i, n, e["at"], e["error_class"], e["message"]]
-                for (i, n), s in zip(ids, servers, strict=True) for e in s["coverage"]["errors"]]),
-        *[_table(f"top_{order}", ["server_id", "server", *STATEMENT_FIELDS],
-                 [[i, n, *[_cell(k, r[k]) for k in STATEMENT_FIELDS]]
-                  for (i, n), s in zip(ids, servers, strict=True) for r in s["top"][order]])
-          for order in TOP_ORDERS],
+        _table(
+            "servers",
+            ["server_id", "server", "server_version", "planning", "statement_count", *SUMMARY_FIELDS],
+            [
+                [
+                    s["id"],
+                    s["name"],
+                    s["server_version"],
+                    s["planning"],
+                    s["statement_count"],
+                    *[s["summary"][k] for k in SUMMARY_FIELDS],
+                ]
+                for s in servers
+            ],
+        ),
+        _table(
+            "settings",
+            ["server_id", "server", "as_of", "in_window", "setting", "value"],
+            [
+                [i, n, s["settings"]["as_of"], s["settings"]["in_window"], v["setting"], v["value"]]
+                for (i, n), s in zip(ids, servers, strict=True)
+                for v in s["settings"]["values"]
+            ],
+        ),
+        _table(
+            "setting_changes",
+            ["server_id", "server", "at", "setting", "before", "after"],
+            [
+                [i, n, ch["at"], ch["setting"], ch["before"], ch["after"]]
+                for (i, n), s in zip(ids, servers, strict=True)
+                for ch in s["setting_changes"]
+            ],
+        ),
+        _table(
+            "coverage",
+            ["server_id", "server", *COVERAGE_FIELDS],
+            [[s["id"], s["name"], *[s["coverage"][k] for k in COVERAGE_FIELDS]] for s in servers],
+        ),
+        _table(
+            "gaps",
+            ["server_id", "server", "start", "end", "hours"],
+            [
+                [i, n, g["start"], g["end"], g["hours"]]
+                for (i, n), s in zip(ids, servers, strict=True)
+                for g in s["coverage"]["gaps"]
+            ],
+        ),
+        _table(
+            "collection_errors",
+            ["server_id", "server", "at", "error_class", "message"],
+            [
+                [i, n, e["at"], e["error_class"], e["message"]]
+                for (i, n), s in zip(ids, servers, strict=True)
+                for e in s["coverage"]["errors"]
+            ],
+        ),
+        *[
+            _table(
+                f"top_{order}",
+                ["server_id", "server", *STATEMENT_FIELDS],
+                [
+                    [i, n, *[_cell(k, r[k]) for k in STATEMENT_FIELDS]]
+                    for (i, n), s in zip(ids, servers, strict=True)
+                    for r in s["top"][order]
+                ],
+            )
+            for order in TOP_ORDERS
+        ],
         _table("findings", list(FINDING_FIELDS), [_finding_row(f) for f in doc["findings"]]),
-        _table("evidence", ["finding_id", "server", "series", "unit", "at", "value"],
-               [[f["id"], f["server"], e.get("label", ""), e.get("unit", ""), p[0], p[1]]
-                for f in doc["findings"] for e in f["evidence"] for p in e.get("points") or []]),
-    ]  # fmt: skip
+        _table(
+            "evidence",
+            ["finding_id", "server", "series", "unit", "at", "value"],
+            [
+                [f["id"], f["server"], e.get("label", ""), e.get("unit", ""), p[0], p[1]]
+                for f in doc["findings"]
+                for e in f["evidence"]
+                for p in e.get("points") or []
+            ],
+        ),
+    ]
     return {t.name: t for t in tables}

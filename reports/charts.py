@@ -66,8 +66,16 @@ def _values(line: Line) -> tuple[list[datetime], list[float]]:
     return times, values
 
 
-def chart_png(lines: list[Line], *, title: str, unit: str, stacked: bool = False, width_px: int = 600,
-              height_px: int = 220, time_zone=None) -> bytes:  # fmt: skip
+def chart_png(
+    lines: list[Line],
+    *,
+    title: str,
+    unit: str,
+    stacked: bool = False,
+    width_px: int = 600,
+    height_px: int = 220,
+    time_zone=None,
+) -> bytes:
     """A line chart (or stacked areas) of `lines` over time, as PNG bytes. `time_zone` (a tzinfo) labels the
     axis in the reader's zone; the points themselves are UTC-aware."""
     fig = Figure(figsize=(width_px / DPI, height_px / DPI), dpi=DPI)
@@ -106,9 +114,17 @@ def chart_png(lines: list[Line], *, title: str, unit: str, stacked: bool = False
     middle = (bottom_px + (height_px - top_px - bottom_px) / 2) / height_px
     fig.text(3 / width_px, middle, unit, fontsize=8, rotation=90, ha="left", va="center")  # the tick labels' left
     if rows:
-        fig.legend(fontsize=7, frameon=False, loc="upper left", ncols=columns, borderaxespad=0, borderpad=0,
-                   bbox_to_anchor=(left, 1 - TITLE_ROW_PX / height_px), handlelength=1.5,
-                   columnspacing=1.2)  # fmt: skip
+        fig.legend(
+            fontsize=7,
+            frameon=False,
+            loc="upper left",
+            ncols=columns,
+            borderaxespad=0,
+            borderpad=0,
+            bbox_to_anchor=(left, 1 - TITLE_ROW_PX / height_px),
+            handlelength=1.5,
+            columnspacing=1.2,
+        )
     out = io.BytesIO()
     fig.savefig(out, format="png", dpi=DPI)
     return out.getvalue()

@@ -115,8 +115,9 @@ class OrganizationDigest:
         return sum(len(s.resolved) for s in self.servers)
 
 
-def server_digest(*, server: Server, week: ReportWeek, status: str, error_message: str,
-                  activity: list[ActivityRow]) -> ServerDigest:  # fmt: skip
+def server_digest(
+    *, server: Server, week: ReportWeek, status: str, error_message: str, activity: list[ActivityRow]
+) -> ServerDigest:
     window, previous = week.window, week.previous().window
     comparison = compare_windows(server_id=server.pk, window=window, previous=previous)
     top = [c for c in comparison.changes if c.current is not None][:TOP_STATEMENTS]
@@ -124,23 +125,30 @@ def server_digest(*, server: Server, week: ReportWeek, status: str, error_messag
     # Without history the week before, nothing is known to be new: it may all have run before it was watched.
     new = sorted(comparison.new, key=lambda c: -c.current.total_ms) if earlier.snapshots else []
     return ServerDigest(
-        server_id=server.pk, name=server.name, tags=list(server.tags or []),
+        server_id=server.pk,
+        name=server.name,
+        tags=list(server.tags or []),
         version=version_text(server.server_version_num),
         major=server.server_version_num // 10000 if server.server_version_num else None,
-        status=status, error_message=error_message,
+        status=status,
+        error_message=error_message,
         week=window_summary(server_id=server.pk, window=window),
         previous=earlier,
-        top=top, new=new[:LISTED], new_count=len(new),
-        regressions=comparison.regressions[:LISTED], regression_count=len(comparison.regressions),
+        top=top,
+        new=new[:LISTED],
+        new_count=len(new),
+        regressions=comparison.regressions[:LISTED],
+        regression_count=len(comparison.regressions),
         waits=wait_events(server_id=server.pk, window=window, top=TOP_WAITS),
         coverage=collection_coverage(server_id=server.pk, window=window),
         activity=activity,
         series=server_series(server_id=server.pk, window=window, resolution="hourly", top_events=TOP_WAITS),
-    )  # fmt: skip
+    )
 
 
-def organization_digest(*, organization_id: int, week: ReportWeek, server_ids: list[int] | None = None,
-                        now: datetime | None = None) -> OrganizationDigest:  # fmt: skip
+def organization_digest(
+    *, organization_id: int, week: ReportWeek, server_ids: list[int] | None = None, now: datetime | None = None
+) -> OrganizationDigest:
     """Every server of the organization (or those of `server_ids` that are its own) over `week`."""
     organization = Organization.objects.get(pk=organization_id)
     servers = Server.objects.filter(organization_id=organization_id).order_by("name")
@@ -160,11 +168,14 @@ def organization_digest(*, organization_id: int, week: ReportWeek, server_ids: l
             status=status[s.pk].status if s.pk in status else s.status,
             error_message=status[s.pk].error_message if s.pk in status else "",
             activity=activity.get(s.pk, []),
-        )  # fmt: skip
+        )
         for s in servers
     ]
     digests.sort(key=lambda d: (-d.week.db_time_ms, d.name))
     return OrganizationDigest(
-        organization_id=organization.pk, organization=organization.name, week=week,
-        generated_at=now or timezone.now(), servers=digests,
-    )  # fmt: skip
+        organization_id=organization.pk,
+        organization=organization.name,
+        week=week,
+        generated_at=now or timezone.now(),
+        servers=digests,
+    )

@@ -63,7 +63,7 @@ def _rows(exports: list[AuditExport]) -> list[ExportRow]:
             file_name=PurePosixPath(e.file_name).name if e.file_name else "",
             sha256=e.sha256,
             size_bytes=e.size_bytes,
-        )  # fmt: skip
+        )
         for e in exports
     ]
 

@@ -84,8 +84,14 @@ def export_window(*, start: datetime, end: datetime) -> Window:
         raise ExportError("window_start", str(exc)) from None
 
 
-def export_spec(*, organization_id: int, server_ids: list[int] | None, window: Window, formats: list[str],
-                now: datetime | None = None) -> ExportSpec:  # fmt: skip
+def export_spec(
+    *,
+    organization_id: int,
+    server_ids: list[int] | None,
+    window: Window,
+    formats: list[str],
+    now: datetime | None = None,
+) -> ExportSpec:
     """The request checked: the servers are the organization's (all of them when none is named), the window
     has ended and is inside the daily tier's retention, the formats are known."""
     now = now or timezone.now()
@@ -108,33 +114,52 @@ def export_spec(*, organization_id: int, server_ids: list[int] | None, window: W
 
 
 def _log(*, organization_id: int, action: str, user=None, export: AuditExport | None = None, detail: str = "") -> None:
-    AuditLogEntry.objects.create(organization_id=organization_id, user=user, action=action, export=export,
-                                 at=timezone.now(), detail=detail)  # fmt: skip
+    AuditLogEntry.objects.create(
+        organization_id=organization_id, user=user, action=action, export=export, at=timezone.now(), detail=detail
+    )
 
 
 def _describe(spec: ExportSpec) -> str:
     """What was asked, as the audit log keeps it (names as they were: a server may be renamed or removed later)."""
     names = Server.objects.filter(pk__in=spec.server_ids).order_by("name").values_list("name", flat=True)
-    return (f"{', '.join(names)}; {spec.window.start.isoformat()} to {spec.window.end.isoformat()}; "
-            f"{', '.join(spec.formats)}")  # fmt: skip
+    return (
+        f"{', '.join(names)}; {spec.window.start.isoformat()} to {spec.window.end.isoformat()}; "
+        f"{', '.join(spec.formats)}"
+    )
 
 
-def audit_export_request(*, organization_id: int, user, server_ids: list[int] | None, window: Window,
-                         formats: list[str], now: datetime | None = None) -> AuditExport:  # fmt: skip
+def audit_export_request(
+    *,
+    organization_id: int,
+    user,
+    server_ids: list[int] | None,
+    window: Window,
+    formats: list[str],
+    now: datetime | None = None,
+) -> AuditExport:
     """Queue an export (DBA or admin of the organization: 404 for others, 403 for a viewer); the worker
     builds it once the row is committed."""
     from reports.export_tasks import audit_export_build_task
 
     require_role(user, organization_id, MANAGE_SERVERS)
-    spec = export_spec(organization_id=organization_id, server_ids=server_ids, window=window, formats=formats,
-                       now=now)  # fmt: skip
+    spec = export_spec(organization_id=organization_id, server_ids=server_ids, window=window, formats=formats, now=now)
     with transaction.atomic():
         export = AuditExport.objects.create(
-            organization_id=organization_id, requested_by=user, server_ids=spec.server_ids,
-            window_start=spec.window.start, window_end=spec.window.end, formats=spec.formats, step="queued",
-        )  # fmt: skip
-        _log(organization_id=organization_id, action=Action.EXPORT_REQUESTED, user=user, export=export,
-             detail=_describe(spec))  # fmt: skip
+            organization_id=organization_id,
+            requested_by=user,
+            server_ids=spec.server_ids,
+            window_start=spec.window.start,
+            window_end=spec.window.end,
+            formats=spec.formats,
+            step="queued",
+        )
+        _log(
+            organization_id=organization_id,
+            action=Action.EXPORT_REQUESTED,
+            user=user,
+            export=export,
+            detail=_describe(spec),
+        )
         transaction.on_commit(lambda: audit_export_build_task.delay(export.pk))
     return export
 
@@ -149,10 +174,13 @@ def _time_zone(user) -> str:
 def _bundle(spec: ExportSpec, *, requested_by: str | None, time_zone: str, progress) -> dict[str, bytes]:
     """Read (5-50%) and write (50-95%) the bundle's files."""
     content = audit_content(
-        organization_id=spec.organization_id, server_ids=spec.server_ids, window=spec.window,
-        requested_by=requested_by, time_zone=time_zone,
+        organization_id=spec.organization_id,
+        server_ids=spec.server_ids,
+        window=spec.window,
+        requested_by=requested_by,
+        time_zone=time_zone,
         progress=lambda done, total: progress(5 + 45 * done // total, f"read {done} of {total} servers"),
-    )  # fmt: skip
+    )
     return bundle_files(content, spec.formats, step=lambda what, pct: progress(50 + 45 * pct // 100, what))
 
 
@@ -176,8 +204,12 @@ def audit_export_build(*, export_id: int) -> AuditExport:
     def progress(percent: int, step: str) -> None:
         mine.update(progress=min(99, percent), step=step[:200])
 
-    spec = ExportSpec(export.organization_id, list(export.server_ids), Window(export.window_start, export.window_end),
-                      list(export.formats))  # fmt: skip
+    spec = ExportSpec(
+        export.organization_id,
+        list(export.server_ids),
+        Window(export.window_start, export.window_end),
+        list(export.formats),
+    )
     try:
         with _statements_bounded(settings.EXPORT_TIME_LIMIT_S):
             requested_by = export.requested_by.get_username() if export.requested_by else None
@@ -284,8 +316,12 @@ def audit_exports_tidy(*, now: datetime | None = None) -> TidyOutcome:
         export_files_remove(organization_id=export.organization_id, export_id=export.pk)
         step = f"expired: its file was deleted {retention.days} days after it was built"
         if AuditExport.objects.filter(pk=export.pk, status=Status.DONE).update(status=Status.EXPIRED, step=step):
-            _log(organization_id=export.organization_id, action=Action.EXPORT_EXPIRED, export=export,
-                 detail=f"{PurePosixPath(export.file_name).name} deleted after {retention.days} days")  # fmt: skip
+            _log(
+                organization_id=export.organization_id,
+                action=Action.EXPORT_EXPIRED,
+                export=export,
+                detail=f"{PurePosixPath(export.file_name).name} deleted after {retention.days} days",
+            )
             expired.append(export.pk)
     # Not one a worker is building right now, however long it waited for one.
     unfinished = Q(status=Status.QUEUED) | Q(status=Status.RUNNING, started_at__lt=now - STALE_RUNNING_AFTER)
@@ -293,14 +329,15 @@ def audit_exports_tidy(*, now: datetime | None = None) -> TidyOutcome:
     hours = int(GIVE_UP_AFTER.total_seconds() // 3600)
     error = f"no worker built it within {hours} hours of the request (is a Celery worker running?): request it again"
     for export in AuditExport.objects.filter(unfinished, created_at__lt=now - GIVE_UP_AFTER).order_by("pk"):
-        if AuditExport.objects.filter(unfinished, pk=export.pk).update(status=Status.FAILED, step="failed",
-                                                                       error=error, finished_at=now):  # fmt: skip
+        if AuditExport.objects.filter(unfinished, pk=export.pk).update(
+            status=Status.FAILED, step="failed", error=error, finished_at=now
+        ):
             _log(organization_id=export.organization_id, action=Action.EXPORT_FAILED, export=export, detail=error)
             given_up.append(export.pk)
     resend = AuditExport.objects.filter(
         Q(status=Status.QUEUED, created_at__lt=now - RESEND_QUEUED_AFTER)
         | Q(status=Status.RUNNING, started_at__lt=now - STALE_RUNNING_AFTER)
-    ).order_by("pk")  # fmt: skip
+    ).order_by("pk")
     swept = export_files_sweep(now=now, younger=STALE_RUNNING_AFTER)
     return TidyOutcome(expired, list(resend.values_list("pk", flat=True)), given_up, swept)
 
@@ -323,8 +360,13 @@ def audit_export_download(*, export_id: int, user) -> ExportFile:
         raise ExportNotReady("the export's file is no longer stored: request it again") from None
     if sha256(data) != export.sha256:
         raise ExportNotReady("the stored file does not match its checksum: request it again")
-    _log(organization_id=export.organization_id, action=Action.EXPORT_DOWNLOADED, user=user, export=export,
-         detail=path.name)  # fmt: skip
+    _log(
+        organization_id=export.organization_id,
+        action=Action.EXPORT_DOWNLOADED,
+        user=user,
+        export=export,
+        detail=path.name,
+    )
     return ExportFile(name=path.name, data=data, sha256=export.sha256)
 
 
@@ -335,8 +377,16 @@ class WrittenFile:
     size_bytes: int
 
 
-def audit_export_write(*, organization_id: int, server_ids: list[int] | None, window: Window, formats: list[str],
-                       out_dir: Path, time_zone: str = "UTC", operator: str = "") -> list[WrittenFile]:  # fmt: skip
+def audit_export_write(
+    *,
+    organization_id: int,
+    server_ids: list[int] | None,
+    window: Window,
+    formats: list[str],
+    out_dir: Path,
+    time_zone: str = "UTC",
+    operator: str = "",
+) -> list[WrittenFile]:
     """The bundle's files into `out_dir` (and the zip itself, as the console would give it), for manage.py
     export; logged in the organization's audit log without a user."""
     spec = export_spec(organization_id=organization_id, server_ids=server_ids, window=window, formats=formats)
@@ -348,6 +398,9 @@ def audit_export_write(*, organization_id: int, server_ids: list[int] | None, wi
         store_file(out_dir / name, files[name])
         written.append(WrittenFile(name, sha256(files[name]), len(files[name])))
     by = f" by {operator}" if operator else ""
-    _log(organization_id=organization_id, action=Action.EXPORT_GENERATED,
-         detail=f"manage.py export{by} into {out_dir}: {_describe(spec)}")  # fmt: skip
+    _log(
+        organization_id=organization_id,
+        action=Action.EXPORT_GENERATED,
+        detail=f"manage.py export{by} into {out_dir}: {_describe(spec)}",
+    )
     return written

@@ -24,16 +24,21 @@ class ReportScheduleForm(forms.Form):
         help_text="The day and hour are in this time zone, and so are the times in the mail.",
     )
     extra_recipients = forms.CharField(
-        required=False, label="Extra recipients", widget=forms.Textarea(attrs={"rows": 4, "spellcheck": "false"}),
+        required=False,
+        label="Extra recipients",
+        widget=forms.Textarea(attrs={"rows": 4, "spellcheck": "false"}),
         help_text="Addresses without an account (client stakeholders), one per line. Members opt in themselves.",
-    )  # fmt: skip
+    )
 
     def __init__(self, *args, schedule: ReportSchedule | None = None, **kwargs):
         if schedule is not None:
             kwargs.setdefault("initial", {}).update(
-                enabled=schedule.enabled, weekday=schedule.weekday, hour=schedule.hour,
-                time_zone=schedule.time_zone, extra_recipients="\n".join(schedule.extra_recipients or []),
-            )  # fmt: skip
+                enabled=schedule.enabled,
+                weekday=schedule.weekday,
+                hour=schedule.hour,
+                time_zone=schedule.time_zone,
+                extra_recipients="\n".join(schedule.extra_recipients or []),
+            )
         super().__init__(*args, **kwargs)
 
     def clean_extra_recipients(self) -> list[str]:

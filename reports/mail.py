@@ -44,8 +44,9 @@ def render(name: str, context: dict) -> tuple[str, str, str]:
     return subject, render_to_string(f"reports/{name}.txt", context), render_to_string(f"reports/{name}.html", context)
 
 
-def build(name: str, context: dict, *, to: str, images: list[InlineImage] = (),
-          headers: dict[str, str] | None = None) -> EmailMultiAlternatives:  # fmt: skip
+def build(
+    name: str, context: dict, *, to: str, images: list[InlineImage] = (), headers: dict[str, str] | None = None
+) -> EmailMultiAlternatives:
     subject, text, html = render(name, context)
     message = RelatedEmail(subject, text, settings.DEFAULT_FROM_EMAIL, [to], headers=headers or {})
     if images:
@@ -59,8 +60,9 @@ def weekly_context(report: WeeklyReport, *, unsubscribe_url: str, test: bool = F
     return {"report": report, "unsubscribe_url": unsubscribe_url, "test": test}
 
 
-def weekly_message(report: WeeklyReport, *, to: str, unsubscribe_url: str,
-                   test: bool = False) -> EmailMultiAlternatives:  # fmt: skip
+def weekly_message(
+    report: WeeklyReport, *, to: str, unsubscribe_url: str, test: bool = False
+) -> EmailMultiAlternatives:
     """The weekly report for one recipient, with its own unsubscribe link (RFC 8058 one-click too)."""
     headers = {
         "List-Unsubscribe": f"<{unsubscribe_url}>",

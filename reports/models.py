@@ -156,8 +156,9 @@ class AuditLogEntry(models.Model):
         EXPORT_EXPIRED = "export_expired"
 
     organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="audit_log")
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-                             related_name="+")  # fmt: skip
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     action = models.CharField(max_length=20, choices=Action.choices)
     export = models.ForeignKey(AuditExport, null=True, blank=True, on_delete=models.SET_NULL, related_name="log")
     at = models.DateTimeField()

@@ -35,8 +35,9 @@ def report_week(*, organization_id: int, label: str | None = None, now: datetime
     week = parse_week(label, time_zone=tz)
     if week.window.end > now:
         # Its figures would compare part of a week with a whole one, and its future hours count as gaps.
-        raise WeekError(f"week {label} is not over yet: a report covers a whole week (the last complete one is "
-                        f"{last.label})")  # fmt: skip
+        raise WeekError(
+            f"week {label} is not over yet: a report covers a whole week (the last complete one is {last.label})"
+        )
     return week
 
 
@@ -76,8 +77,10 @@ def unsubscribed(*, organization_id: int) -> list[Unsubscribed]:
 
 
 def is_opted_in(*, organization_id: int, user) -> bool:
-    if not user.email or Unsubscribed.objects.filter(organization_id=organization_id,
-                                                     address=user.email.strip().lower()).exists():  # fmt: skip
+    if (
+        not user.email
+        or Unsubscribed.objects.filter(organization_id=organization_id, address=user.email.strip().lower()).exists()
+    ):
         return False
     return ReportOptIn.objects.filter(organization_id=organization_id, user=user).exists()
 
@@ -116,8 +119,11 @@ def reports_due(*, now: datetime) -> list[Due]:
         week = last_complete_week(now, time_zone=schedule.time_zone)
         if now >= due_at(schedule, week):
             candidates.append(Due(organization_id, week))
-    sends = WeeklySend.objects.filter(kind=WeeklySend.Kind.WEEKLY, week__in={c.week.label for c in candidates},
-                                      organization_id__in=[c.organization_id for c in candidates])  # fmt: skip
+    sends = WeeklySend.objects.filter(
+        kind=WeeklySend.Kind.WEEKLY,
+        week__in={c.week.label for c in candidates},
+        organization_id__in=[c.organization_id for c in candidates],
+    )
     claimed = set(sends.values_list("organization_id", "week"))
     return [c for c in candidates if (c.organization_id, c.week.label) not in claimed]
 
@@ -134,14 +140,26 @@ class SendRow:
 
 def send_history(*, organization_id: int, limit: int = HISTORY) -> list[SendRow]:
     """The latest sends (weekly and tests), newest first, with their deliveries."""
-    sends = (WeeklySend.objects.filter(organization_id=organization_id).select_related("requested_by")
-             .prefetch_related("deliveries").order_by("-claimed_at", "-id")[:limit])  # fmt: skip
+    sends = (
+        WeeklySend.objects.filter(organization_id=organization_id)
+        .select_related("requested_by")
+        .prefetch_related("deliveries")
+        .order_by("-claimed_at", "-id")[:limit]
+    )
     rows = []
     for s in sends:
         deliveries = sorted(s.deliveries.all(), key=lambda d: d.address)
         count = {status: sum(1 for d in deliveries if d.status == status) for status in Delivery.Status.values}
-        rows.append(SendRow(s, s.requested_by.get_username() if s.requested_by else None,
-                            count["sent"], count["failed"], count["pending"], deliveries))  # fmt: skip
+        rows.append(
+            SendRow(
+                s,
+                s.requested_by.get_username() if s.requested_by else None,
+                count["sent"],
+                count["failed"],
+                count["pending"],
+                deliveries,
+            )
+        )
     return rows
 
 
@@ -155,9 +173,12 @@ class FailingRecipient:
 
 def failing_recipients(*, organization_id: int, after: int = FAILING_AFTER) -> list[FailingRecipient]:
     """Addresses whose last `after` deliveries (weekly or test) all failed."""
-    recent = (Delivery.objects.filter(send__organization_id=organization_id)
-              .exclude(status=Delivery.Status.PENDING).select_related("send")
-              .order_by("address", "-send__claimed_at", "-id"))  # fmt: skip
+    recent = (
+        Delivery.objects.filter(send__organization_id=organization_id)
+        .exclude(status=Delivery.Status.PENDING)
+        .select_related("send")
+        .order_by("address", "-send__claimed_at", "-id")
+    )
     streak: dict[str, list[Delivery]] = {}
     done: set[str] = set()
     for d in recent.iterator():
@@ -167,6 +188,9 @@ def failing_recipients(*, organization_id: int, after: int = FAILING_AFTER) -> l
             streak.setdefault(d.address, []).append(d)
         else:
             done.add(d.address)
-    out = [FailingRecipient(a, len(ds), ds[0].last_error, ds[0].send.finished_at or ds[0].send.claimed_at)
-           for a, ds in streak.items() if len(ds) >= after]  # fmt: skip
+    out = [
+        FailingRecipient(a, len(ds), ds[0].last_error, ds[0].send.finished_at or ds[0].send.claimed_at)
+        for a, ds in streak.items()
+        if len(ds) >= after
+    ]
     return sorted(out, key=lambda r: r.address)

@@ -57,8 +57,9 @@ def clean_addresses(addresses: list[str]) -> list[str]:
     return out
 
 
-def report_schedule_update(*, organization_id: int, enabled: bool, weekday: int, hour: int, time_zone: str,
-                           extra_recipients: list[str]) -> ReportSchedule:  # fmt: skip
+def report_schedule_update(
+    *, organization_id: int, enabled: bool, weekday: int, hour: int, time_zone: str, extra_recipients: list[str]
+) -> ReportSchedule:
     schedule = report_schedule(organization_id=organization_id)
     schedule.enabled, schedule.weekday, schedule.hour, schedule.time_zone = enabled, weekday, hour, time_zone
     schedule.extra_recipients = clean_addresses(extra_recipients)
@@ -88,8 +89,9 @@ def report_unsubscribe(*, organization_id: int, address: str, now: datetime | No
     if not Organization.objects.filter(pk=organization_id).exists():
         raise LookupError("no such organization")
     with transaction.atomic():
-        _, created = Unsubscribed.objects.get_or_create(organization_id=organization_id, address=address,
-                                                        defaults={"at": now or timezone.now()})  # fmt: skip
+        _, created = Unsubscribed.objects.get_or_create(
+            organization_id=organization_id, address=address, defaults={"at": now or timezone.now()}
+        )
         ReportOptIn.objects.filter(organization_id=organization_id, user__email__iexact=address).delete()
     return created
 
@@ -119,8 +121,7 @@ def _result(send: WeeklySend, *, claimed: bool, busy: bool = False) -> SendResul
         counts[status] += 1
         if error and status != Delivery.Status.SENT:
             errors[address] = error
-    return SendResult(send.pk, claimed, send.status, counts["sent"], counts["failed"], counts["pending"], busy,
-                      errors)  # fmt: skip
+    return SendResult(send.pk, claimed, send.status, counts["sent"], counts["failed"], counts["pending"], busy, errors)
 
 
 def report_send_weekly(*, organization_id: int, week: ReportWeek, now: datetime | None = None) -> SendResult:
@@ -132,11 +133,15 @@ def report_send_weekly(*, organization_id: int, week: ReportWeek, now: datetime 
     try:
         with transaction.atomic():
             send = WeeklySend.objects.create(
-                organization_id=organization_id, kind=WeeklySend.Kind.WEEKLY, week=week.label,
-                window_start=week.window.start, window_end=week.window.end, claimed_at=now,
+                organization_id=organization_id,
+                kind=WeeklySend.Kind.WEEKLY,
+                week=week.label,
+                window_start=week.window.start,
+                window_end=week.window.end,
+                claimed_at=now,
                 status=WeeklySend.Status.SENDING if addresses else WeeklySend.Status.EMPTY,
                 finished_at=None if addresses else now,
-            )  # fmt: skip
+            )
             Delivery.objects.bulk_create([Delivery(send=send, address=a) for a in addresses])
     except IntegrityError:
         send = WeeklySend.objects.get(organization_id=organization_id, kind=WeeklySend.Kind.WEEKLY, week=week.label)
@@ -157,8 +162,9 @@ def report_send_retry(*, send_id: int, now: datetime | None = None, final: bool 
     return _deliver(send, week=week, now=now or timezone.now(), claimed=False, final=final)
 
 
-def report_send_test(*, organization_id: int, week: ReportWeek, address: str, requested_by=None,
-                     now: datetime | None = None) -> SendResult:  # fmt: skip
+def report_send_test(
+    *, organization_id: int, week: ReportWeek, address: str, requested_by=None, now: datetime | None = None
+) -> SendResult:
     """The report of `week` to one address at once ("send me a test now", `reports send --to`): recorded as a
     test send, one attempt, and the week stays unclaimed."""
     now = now or timezone.now()
@@ -167,9 +173,14 @@ def report_send_test(*, organization_id: int, week: ReportWeek, address: str, re
         raise ValidationError("no address to send the test to")
     with transaction.atomic():
         send = WeeklySend.objects.create(
-            organization_id=organization_id, kind=WeeklySend.Kind.TEST, week=week.label,
-            window_start=week.window.start, window_end=week.window.end, claimed_at=now, requested_by=requested_by,
-        )  # fmt: skip
+            organization_id=organization_id,
+            kind=WeeklySend.Kind.TEST,
+            week=week.label,
+            window_start=week.window.start,
+            window_end=week.window.end,
+            claimed_at=now,
+            requested_by=requested_by,
+        )
         Delivery.objects.create(send=send, address=address)
     return _deliver(send, week=week, now=now, claimed=True, final=True)
 
@@ -200,8 +211,9 @@ def _deliver(send: WeeklySend, *, week: ReportWeek, now: datetime, claimed: bool
         pending = list(send.deliveries.filter(status=Delivery.Status.PENDING).order_by("address"))
         if send.kind == WeeklySend.Kind.WEEKLY:
             # Unsubscribed between the claim and this attempt: not sent, and not a failure either.
-            unsubscribed = Unsubscribed.objects.filter(organization_id=send.organization_id,
-                                                       address__in=[d.address for d in pending])  # fmt: skip
+            unsubscribed = Unsubscribed.objects.filter(
+                organization_id=send.organization_id, address__in=[d.address for d in pending]
+            )
             gone = set(unsubscribed.values_list("address", flat=True))
             Delivery.objects.filter(pk__in=[d.pk for d in pending if d.address in gone]).delete()
             pending = [d for d in pending if d.address not in gone]
@@ -266,8 +278,9 @@ def _mail(send: WeeklySend, report: WeeklyReport, pending: list[Delivery], *, fi
                 done = failure.permanent or final or d.attempts >= MAX_ATTEMPTS
                 d.status = Delivery.Status.FAILED if done else Delivery.Status.PENDING
                 d.last_error = failure.text[:2000]
-                log.warning("weekly report %s to %s: attempt %d failed: %s", send.pk, d.address, d.attempts,
-                            d.last_error)  # fmt: skip
+                log.warning(
+                    "weekly report %s to %s: attempt %d failed: %s", send.pk, d.address, d.attempts, d.last_error
+                )
             d.save(update_fields=["attempts", "status", "last_error", "sent_at"])
     finally:
         _close(backend)

@@ -35,8 +35,9 @@ def send_due_reports(now: str | None = None) -> int:
 
 
 @shared_task(bind=True, max_retries=MAX_ATTEMPTS, acks_late=True)
-def send_weekly_report(self, organization_id: int, week: str, now: str | None = None,
-                       send_id: int | None = None) -> dict:  # fmt: skip
+def send_weekly_report(
+    self, organization_id: int, week: str, now: str | None = None, send_id: int | None = None
+) -> dict:
     """Claim and send the organization's report of `week`; then, while deliveries are pending, try them again."""
     at = datetime.fromisoformat(now) if now else timezone.now()
     last = self.request.retries >= self.max_retries

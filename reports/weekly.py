@@ -122,8 +122,11 @@ def _window_params(week: ReportWeek) -> dict[str, str]:
     # With their UTC offset: the console reads them as written, whatever the reader's own time zone.
     tz = zoneinfo.ZoneInfo(week.time_zone)
     w = week.window
-    return {"range": "custom", "start": w.start.astimezone(tz).isoformat(timespec="minutes"),
-            "end": w.end.astimezone(tz).isoformat(timespec="minutes")}  # fmt: skip
+    return {
+        "range": "custom",
+        "start": w.start.astimezone(tz).isoformat(timespec="minutes"),
+        "end": w.end.astimezone(tz).isoformat(timespec="minutes"),
+    }
 
 
 def _statement_text(s: StatementTotals) -> str:
@@ -134,11 +137,13 @@ def _statement_line(c: StatementChange, params: dict[str, str], *, compared: boo
     """`compared`: the week before has history (else a statement's change is unknown, never "new")."""
     s = c.current
     return StatementLine(
-        text=_statement_text(s), url=console_url(reverse("statement", args=[s.statement_id]), params),
+        text=_statement_text(s),
+        url=console_url(reverse("statement", args=[s.statement_id]), params),
         total=f.duration_text(s.total_ms),
         change=("new" if c.is_new else f.change_text(c.change("total_ms"))) if compared else "no week before",
-        calls=f.calls_text(s.calls), mean=f.mean_text(s.total_ms / s.calls if s.calls else None),
-    )  # fmt: skip
+        calls=f.calls_text(s.calls),
+        mean=f.mean_text(s.total_ms / s.calls if s.calls else None),
+    )
 
 
 def _regression_line(c: StatementChange, params: dict[str, str]) -> StatementLine:
@@ -154,15 +159,21 @@ def _figures(d: ServerDigest) -> list[Figure]:
         before = {"db": ("", f.NO_DATA), "calls": ("", f.NO_DATA), "dealloc": ("", f.NO_DATA)}
     else:
         dealloc_change = "" if not w.dealloc and not p.dealloc else f.change_text(_relative(w.dealloc, p.dealloc))
-        before = {"db": (f.change_text(d.db_time_change), f.duration_text(p.db_time_ms)),
-                  "calls": (f.change_text(d.calls_change), f.count_text(p.calls)),
-                  "dealloc": (dealloc_change, f.count_text(p.dealloc))}  # fmt: skip
+        before = {
+            "db": (f.change_text(d.db_time_change), f.duration_text(p.db_time_ms)),
+            "calls": (f.change_text(d.calls_change), f.count_text(p.calls)),
+            "dealloc": (dealloc_change, f.count_text(p.dealloc)),
+        }
     out = [
         Figure("Database time", f.duration_text(w.db_time_ms), *before["db"]),
         Figure("Calls", f.count_text(w.calls), *before["calls"]),
-        Figure("Planning share", f.plan_share_text(w.plan_share, w.planning), "",
-               f.plan_share_text(p.plan_share, p.planning)),
-    ]  # fmt: skip
+        Figure(
+            "Planning share",
+            f.plan_share_text(w.plan_share, w.planning),
+            "",
+            f.plan_share_text(p.plan_share, p.planning),
+        ),
+    ]
     if w.dealloc is not None:
         out.append(Figure("Deallocations", f.count_text(w.dealloc), *before["dealloc"]))
     return out
@@ -175,8 +186,10 @@ def _relative(now: float | None, before: float | None) -> float | None:
 def _planning(d: ServerDigest) -> str:
     w = d.week
     if w.planning == "not tracked":
-        return ("Planning time: not tracked (pg_stat_statements.track_planning is off), so database time is "
-                "execution time only.")  # fmt: skip
+        return (
+            "Planning time: not tracked (pg_stat_statements.track_planning is off), so database time is "
+            "execution time only."
+        )
     if w.planning == "no data":
         return "Planning time: no data this week."
     where = " while it was tracked (part of the week)" if w.planning == "partly tracked" else ""
@@ -193,9 +206,11 @@ def _dealloc(d: ServerDigest) -> str:
         return "Deallocations: not measured this week (pg_stat_statements_info could not be read)."
     if w.dealloc == 0:
         return "No pg_stat_statements entry was deallocated: pg_stat_statements.max holds every statement."
-    return (f"{f.count_text(w.dealloc)} deallocations ({f.rate_text(w.dealloc_per_s)} on average, peak "
-            f"{f.rate_text(d.coverage.peak_dealloc_per_s)} in an hour): pg_stat_statements.max is too small "
-            "for the statements seen, so their figures are incomplete.")  # fmt: skip
+    return (
+        f"{f.count_text(w.dealloc)} deallocations ({f.rate_text(w.dealloc_per_s)} on average, peak "
+        f"{f.rate_text(d.coverage.peak_dealloc_per_s)} in an hour): pg_stat_statements.max is too small "
+        "for the statements seen, so their figures are incomplete."
+    )
 
 
 def _coverage(d: ServerDigest, tz, *, so_far: bool = False) -> tuple[str, list[str], str]:
@@ -221,8 +236,10 @@ def _coverage(d: ServerDigest, tz, *, so_far: bool = False) -> tuple[str, list[s
         )
     if cov.error_count:
         last = cov.errors[0]
-        errors += (f"{f.count_text(cov.error_count)} collection{'s' if cov.error_count > 1 else ''} failed; the last, "
-                  f"{f.when_text(last.at, tz)}: {last.error_class}: {f.shorten(last.message, 200)}")  # fmt: skip
+        errors += (
+            f"{f.count_text(cov.error_count)} collection{'s' if cov.error_count > 1 else ''} failed; the last, "
+            f"{f.when_text(last.at, tz)}: {last.error_class}: {f.shorten(last.message, 200)}"
+        )
     return text, gaps, errors
 
 
@@ -257,10 +274,15 @@ def _charts(d: ServerDigest, tz) -> list[InlineImage]:
         db_time.append(Line("planning", [(p.start, p.plan_ms_per_s) for p in points], ends))
     calls = [Line("calls", [(p.start, p.calls_per_s) for p in points], ends)]
     charts = [
-        ("dbtime", "Database time per second" + ("" if d.week.plan_ms is not None else " (planning not tracked)"),
-         db_time, "ms/s", True),
+        (
+            "dbtime",
+            "Database time per second" + ("" if d.week.plan_ms is not None else " (planning not tracked)"),
+            db_time,
+            "ms/s",
+            True,
+        ),
         ("calls", "Calls per second", calls, "calls/s", False),
-    ]  # fmt: skip
+    ]
     if d.week.dealloc:
         dealloc = [Line("dealloc", [(p.start, p.dealloc_per_s) for p in points], ends)]
         charts.append(("dealloc", "Deallocations per second", dealloc, "dealloc/s", False))
@@ -279,24 +301,45 @@ def server_section(d: ServerDigest, week: ReportWeek, *, charts: bool = True) ->
     note = ", ".join(x for x in (f"PostgreSQL {d.version}" if d.version else "", status) if x)
     waits = [WaitLine(r.event, f.sessions_text(r.active_sessions), f.share_text(r.share)) for r in d.waits.rows]
     return ServerSection(
-        name=d.name, url=console_url(reverse("server", args=[d.server_id]), params),
+        name=d.name,
+        url=console_url(reverse("server", args=[d.server_id]), params),
         statements_url=console_url(reverse("server-statements", args=[d.server_id]), {**params, "compare": "1"}),
         advisor_url=console_url(reverse("server-advisor", args=[d.server_id])),
-        heading_note=note, summary=_summary(d, previous_label(week)), figures=_figures(d),
-        planning=_planning(d), dealloc=_dealloc(d),
-        coverage=coverage, gaps=gaps, errors=errors,
+        heading_note=note,
+        summary=_summary(d, previous_label(week)),
+        figures=_figures(d),
+        planning=_planning(d),
+        dealloc=_dealloc(d),
+        coverage=coverage,
+        gaps=gaps,
+        errors=errors,
         top=[_statement_line(c, params, compared=bool(d.previous.snapshots)) for c in d.top],
-        new=[_statement_line(c, params) for c in d.new], new_count=d.new_count,
-        regressions=[_regression_line(c, params) for c in d.regressions], regression_count=d.regression_count,
-        waits=waits, waits_note="" if waits else "No wait event was sampled this week.",
-        opened=[AdviceLine(a.title, console_url(reverse("advisor-recommendation", args=[a.recommendation_id])),
-                           f"{a.severity}, {f.when_text(a.at, tz)}") for a in d.opened],
-        resolved=[AdviceLine(a.title, console_url(reverse("advisor-recommendation", args=[a.recommendation_id])),
-                             f"{'by ' + a.by if a.by else 'its condition cleared'}, {f.when_text(a.at, tz)}")
-                  for a in d.resolved],
-        charts=_charts(d, tz) if charts else [], history=bool(d.week.snapshots),
+        new=[_statement_line(c, params) for c in d.new],
+        new_count=d.new_count,
+        regressions=[_regression_line(c, params) for c in d.regressions],
+        regression_count=d.regression_count,
+        waits=waits,
+        waits_note="" if waits else "No wait event was sampled this week.",
+        opened=[
+            AdviceLine(
+                a.title,
+                console_url(reverse("advisor-recommendation", args=[a.recommendation_id])),
+                f"{a.severity}, {f.when_text(a.at, tz)}",
+            )
+            for a in d.opened
+        ],
+        resolved=[
+            AdviceLine(
+                a.title,
+                console_url(reverse("advisor-recommendation", args=[a.recommendation_id])),
+                f"{'by ' + a.by if a.by else 'its condition cleared'}, {f.when_text(a.at, tz)}",
+            )
+            for a in d.resolved
+        ],
+        charts=_charts(d, tz) if charts else [],
+        history=bool(d.week.snapshots),
         compared=bool(d.previous.snapshots),
-    )  # fmt: skip
+    )
 
 
 def _plural(n: int, word: str) -> str:
@@ -355,8 +398,10 @@ def highlights(digest: OrganizationDigest) -> list[str]:
             *_failing_sentences(digest),
         ]
     change = _relative(digest.db_time_ms, digest.previous_db_time_ms)
-    text = (f"Your {_plural(n, 'server')} spent {f.duration_text(digest.db_time_ms)} in the database over "
-            f"{f.calls_text(digest.calls)}")  # fmt: skip
+    text = (
+        f"Your {_plural(n, 'server')} spent {f.duration_text(digest.db_time_ms)} in the database over "
+        f"{f.calls_text(digest.calls)}"
+    )
     if change is not None:
         calls = _relative(digest.calls, digest.previous_calls)
         text += (
@@ -377,23 +422,33 @@ def highlights(digest: OrganizationDigest) -> list[str]:
         out.append("; ".join(parts).capitalize() + ".")
     out.extend(_coverage_sentences(digest, zoneinfo.ZoneInfo(digest.week.time_zone)))
     if digest.opened or digest.resolved:
-        out.append(f"The advisor opened {_plural(digest.opened, 'recommendation')} and "
-                   f"{digest.resolved} {'was' if digest.resolved == 1 else 'were'} resolved.")  # fmt: skip
+        out.append(
+            f"The advisor opened {_plural(digest.opened, 'recommendation')} and "
+            f"{digest.resolved} {'was' if digest.resolved == 1 else 'were'} resolved."
+        )
     return out
 
 
-def weekly_report(*, organization_id: int, week: ReportWeek, now: datetime | None = None,
-                  charts: bool = True) -> WeeklyReport:  # fmt: skip
+def weekly_report(
+    *, organization_id: int, week: ReportWeek, now: datetime | None = None, charts: bool = True
+) -> WeeklyReport:
     """The organization's report over `week`: its digest, laid out for the mail (charts rendered here)."""
     digest = organization_digest(organization_id=organization_id, week=week, now=now)
     tz = zoneinfo.ZoneInfo(week.time_zone)
     w = week.window
-    headline = (f"{f.duration_text(digest.db_time_ms)} database time "
-                f"({f.change_text(_relative(digest.db_time_ms, digest.previous_db_time_ms))})")  # fmt: skip
+    headline = (
+        f"{f.duration_text(digest.db_time_ms)} database time "
+        f"({f.change_text(_relative(digest.db_time_ms, digest.previous_db_time_ms))})"
+    )
     return WeeklyReport(
-        organization_id=organization_id, organization=digest.organization,
-        week=week.label if week.until is None else f"{week.label}, so far", previous_label=previous_label(week),
-        span=f.week_span_text(w.start, w.end, tz), time_zone=week.time_zone, headline=headline,
-        highlights=highlights(digest), servers=[server_section(s, week, charts=charts) for s in digest.servers],
+        organization_id=organization_id,
+        organization=digest.organization,
+        week=week.label if week.until is None else f"{week.label}, so far",
+        previous_label=previous_label(week),
+        span=f.week_span_text(w.start, w.end, tz),
+        time_zone=week.time_zone,
+        headline=headline,
+        highlights=highlights(digest),
+        servers=[server_section(s, week, charts=charts) for s in digest.servers],
         settings_url=console_url(reverse("organization-reports", args=[organization_id])),
-    )  # fmt: skip
+    )

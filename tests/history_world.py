@@ -17,16 +17,26 @@ from collectors.services import server_collect
 STORM = 40  # how many times as often statements run in a storm
 
 
-def build(name: str, *, n: int, start: datetime, end: datetime, step: timedelta,
-          outage: tuple[datetime, datetime] | None = None, seed: int = 11,
-          last_rollup_at: datetime | None = None, storm_from: datetime | None = None):  # fmt: skip
+def build(
+    name: str,
+    *,
+    n: int,
+    start: datetime,
+    end: datetime,
+    step: timedelta,
+    outage: tuple[datetime, datetime] | None = None,
+    seed: int = 11,
+    last_rollup_at: datetime | None = None,
+    storm_from: datetime | None = None,
+):
     """A server with `n` statements, a snapshot every `step` in [start, end) except during the outage,
     rolled up every hour as the periodic task does, and a last time at `last_rollup_at` (default: a day
     after the end; a time inside the last hour leaves it rolled up only that far). From `storm_from` on,
     every statement runs STORM times as often (the snapshots taken after it carry it)."""
     server = synthetic.register(name)
-    synth = synthetic.SyntheticServer(n=n, change_fraction=0.3, start=start, step_s=int(step.total_seconds()),
-                                      seed=seed)  # fmt: skip
+    synth = synthetic.SyntheticServer(
+        n=n, change_fraction=0.3, start=start, step_s=int(step.total_seconds()), seed=seed
+    )
     last_rollup, stormy = start, False
     with synthetic.reading_from(synth):
         synth.step()
@@ -80,6 +90,18 @@ def raw_sums(server_id: int, start: datetime, end: datetime) -> tuple[dict[int, 
 
 def figures(row) -> np.ndarray:
     """A selector's StatementTotals as the TOTAL_NAMES figures (integers, as stored)."""
-    return np.array([row.calls, row.plans or 0, round(row.exec_ms * 1000), round((row.plan_ms or 0) * 1000),
-                     row.rows, row.shared_blks_hit, row.shared_blks_read, row.temp_blks, round(row.io_ms * 1000),
-                     row.wal_bytes], np.int64)  # fmt: skip
+    return np.array(
+        [
+            row.calls,
+            row.plans or 0,
+            round(row.exec_ms * 1000),
+            round((row.plan_ms or 0) * 1000),
+            row.rows,
+            row.shared_blks_hit,
+            row.shared_blks_read,
+            row.temp_blks,
+            round(row.io_ms * 1000),
+            row.wal_bytes,
+        ],
+        np.int64,
+    )

@@ -147,8 +147,14 @@ def test_demo_runs_collects_and_stops(demo_database):
     # computed value, planning is invisible on the storm server, and the 11-table join is planning-dominated.
     # (The GID family needs 20 distinct GIDs caught by snapshots: about 5 minutes of the demo, not 60 s.)
     env = {**os.environ, "DATABASE_URL": demo_database, "REDIS_URL": REDIS_URL, "DEBUG": "true"}
-    advise = subprocess.run([sys.executable, "manage.py", "advise", "--all", "--json"], cwd=REPO_ROOT, env=env,
-                            capture_output=True, text=True, timeout=120)  # fmt: skip
+    advise = subprocess.run(
+        [sys.executable, "manage.py", "advise", "--all", "--json"],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert advise.returncode == 0, advise.stderr
     servers = json.loads(advise.stdout)
     advice = {s["server"]: {(r["rule"], r["subject"]): r for r in s["recommendations"]} for s in servers}

@@ -186,8 +186,12 @@ def test_evict_cluster(evict_cluster, monitor_dsn):
 def test_reserved_ports_are_merged_not_replaced(tmp_path):
     assert ports.merge_reserved("\n") == "54320,55400-55699,56400-56499,57000-57199"
     assert ports.merge_reserved("8080,55400-55699\n").split(",") == [
-        "8080", "55400-55699", "54320", "56400-56499", "57000-57199"
-    ]  # fmt: skip
+        "8080",
+        "55400-55699",
+        "54320",
+        "56400-56499",
+        "57000-57199",
+    ]
     f = tmp_path / "reserved"
     f.write_text("9000\n")
     assert ports.reserve_ports(str(f))

@@ -49,8 +49,19 @@ def _healthcheck(service: dict) -> str:
 
 
 def test_services_images_and_environment(services):
-    assert set(services) == {"history", "redis", "migrate", "web", "worker", "tasks", "sampler", "beat", "monitored",
-                             "monitored-setup", "register-demo"}  # fmt: skip
+    assert set(services) == {
+        "history",
+        "redis",
+        "migrate",
+        "web",
+        "worker",
+        "tasks",
+        "sampler",
+        "beat",
+        "monitored",
+        "monitored-setup",
+        "register-demo",
+    }
     assert services["history"]["image"].startswith("postgres:")
     assert services["redis"]["image"].startswith("redis:")
     for name in CONSOLE:

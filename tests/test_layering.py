@@ -86,9 +86,12 @@ def test_the_rules_of_the_advisor_read_no_orm():
 
 def test_console_names_no_history_table():
     """console reaches the history through collectors (selectors, services), never by table name."""
-    wrong = [f"{path.relative_to(ROOT)}:{node.lineno} {node.value[:60]!r}"
-             for path, tree in _modules("console") if "migrations" not in path.relative_to(ROOT).parts
-             for node in _history_tables(tree)]  # fmt: skip
+    wrong = [
+        f"{path.relative_to(ROOT)}:{node.lineno} {node.value[:60]!r}"
+        for path, tree in _modules("console")
+        if "migrations" not in path.relative_to(ROOT).parts
+        for node in _history_tables(tree)
+    ]
     assert not wrong, "\n".join(wrong)
 
 

@@ -26,8 +26,15 @@ MONITOR_PASSWORD = "monitor-pw"
 _names = itertools.count(1)
 
 
-def register(cluster: Cluster, *, name: str | None = None, dbname: str = APP_DB, user: str = MONITOR_USER,
-             password: str | None = MONITOR_PASSWORD, org: str = "acme") -> Server:  # fmt: skip
+def register(
+    cluster: Cluster,
+    *,
+    name: str | None = None,
+    dbname: str = APP_DB,
+    user: str = MONITOR_USER,
+    password: str | None = MONITOR_PASSWORD,
+    org: str = "acme",
+) -> Server:
     dsn = cluster.dsn(dbname, user, password)
     return server_create(name=name or f"{cluster.name}-{next(_names)}", dsn=dsn, organization_name=org)
 
@@ -99,8 +106,13 @@ def history_counts(server: Server) -> dict[str, int]:
     """Rows this server owns in every history table (to prove nothing partial was stored)."""
     out = {}
     with connection.cursor() as cur:
-        for table in ("collectors_snapshot", "collectors_wait_event", "collectors_statement",
-                      "collectors_statement_state", "collectors_serverstate"):  # fmt: skip
+        for table in (
+            "collectors_snapshot",
+            "collectors_wait_event",
+            "collectors_statement",
+            "collectors_statement_state",
+            "collectors_serverstate",
+        ):
             cur.execute(f"SELECT count(*) FROM {table} WHERE server_id = %s", [server.pk])
             out[table] = cur.fetchone()[0]
     return out

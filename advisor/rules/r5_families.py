@@ -43,9 +43,13 @@ REFERENCES: dict[str, tuple[str, ...]] = {
     "comment": (sources.PGSS_DOCS,),
 }
 LABELS = {
-    "gid": "two-phase commit GID", "savepoint": "savepoint name", "in_list": "IN-list length",
-    "temp_table": "temp table name", "set": "SET value", "comment": "comment",
-}  # fmt: skip
+    "gid": "two-phase commit GID",
+    "savepoint": "savepoint name",
+    "in_list": "IN-list length",
+    "temp_table": "temp table name",
+    "set": "SET value",
+    "comment": "comment",
+}
 GID_FAMILY = "PREPARE TRANSACTION / COMMIT PREPARED / ROLLBACK PREPARED '?'"
 _COMMENT = re.compile(r"/\*.*?\*/|--[^\n]*", re.S)
 _GID = re.compile(r"^\s*(prepare\s+transaction|commit\s+prepared|rollback\s+prepared)\s+'(?:[^']|'')*'", re.I)

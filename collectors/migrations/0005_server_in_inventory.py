@@ -20,7 +20,7 @@ class Migration(migrations.Migration):
                     name="server",
                     field=models.ForeignKey(
                         on_delete=django.db.models.deletion.CASCADE, related_name="statements", to="inventory.server"
-                    ),  # fmt: skip
+                    ),
                 ),
                 migrations.AlterField(
                     model_name="serverstate",
@@ -31,7 +31,7 @@ class Migration(migrations.Migration):
                         related_name="collector_state",
                         serialize=False,
                         to="inventory.server",
-                    ),  # fmt: skip
+                    ),
                 ),
             ],
         ),

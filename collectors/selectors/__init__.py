@@ -27,8 +27,27 @@ from collectors.selectors.waits import WaitEventRow, WaitEvents, wait_events
 from collectors.selectors.windows import Window, WindowError
 
 __all__ = [
-    "ORDERS", "FleetRow", "Page", "Planning", "ServerPoint", "ServerSeries", "StatementChange", "StatementFilters",
-    "StatementPoint", "StatementSeries", "StatementTotals", "TopStatements", "WaitEventRow", "WaitEvents", "Window",
-    "WindowComparison", "WindowError", "compare_windows", "fleet_summary", "server_series", "statement_series",
-    "top_statements", "wait_events",
-]  # fmt: skip
+    "ORDERS",
+    "FleetRow",
+    "Page",
+    "Planning",
+    "ServerPoint",
+    "ServerSeries",
+    "StatementChange",
+    "StatementFilters",
+    "StatementPoint",
+    "StatementSeries",
+    "StatementTotals",
+    "TopStatements",
+    "WaitEventRow",
+    "WaitEvents",
+    "Window",
+    "WindowComparison",
+    "WindowError",
+    "compare_windows",
+    "fleet_summary",
+    "server_series",
+    "statement_series",
+    "top_statements",
+    "wait_events",
+]

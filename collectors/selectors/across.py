@@ -16,10 +16,18 @@ MAX_PAGES = 10
 
 # order -> the StatementTotals figure it sorts on (descending, None last), as the SQL orders do.
 SORT_KEYS: dict[str, str] = {
-    "total": "total_ms", "exec": "exec_ms", "plan": "plan_ms", "calls": "calls", "mean": "mean_exec_ms",
-    "rows": "rows", "shared_read": "shared_blks_read", "temp": "temp_blks", "io": "io_ms", "wal": "wal_bytes",
+    "total": "total_ms",
+    "exec": "exec_ms",
+    "plan": "plan_ms",
+    "calls": "calls",
+    "mean": "mean_exec_ms",
+    "rows": "rows",
+    "shared_read": "shared_blks_read",
+    "temp": "temp_blks",
+    "io": "io_ms",
+    "wal": "wal_bytes",
     "plan_share": "plan_share",
-}  # fmt: skip
+}
 
 
 @dataclass(frozen=True)
@@ -46,9 +54,13 @@ def _key(order: str, row: ServerStatement) -> tuple:
 
 
 def statements_across(
-    *, server_ids: list[int], window: Window, order: str = "total", filters: StatementFilters = StatementFilters(),
+    *,
+    server_ids: list[int],
+    window: Window,
+    order: str = "total",
+    filters: StatementFilters = StatementFilters(),
     page: Page = Page(),
-) -> StatementsAcross:  # fmt: skip
+) -> StatementsAcross:
     """The statements of several servers over a window in one list, ordered by `order`, filtered, paged."""
     if order not in ORDERS or order not in SORT_KEYS:
         raise ValueError(f"unknown order {order!r}: one of {', '.join(o for o in ORDERS if o in SORT_KEYS)}")

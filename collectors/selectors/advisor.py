@@ -53,7 +53,13 @@ def server_facts(*, server_id: int, window: Window) -> ServerFacts:
     )
     snapshots, read_from, gone, peak, resets, full_resets, mean_text, reads_all = row
     return ServerFacts(
-        window=window, snapshots=snapshots, read_from=read_from, gone_entries=int(gone), entries_peak=peak,
-        stats_resets=sorted(resets), full_resets=full_resets,
-        mean_text_bytes=float(mean_text) if mean_text is not None else None, reads_all_stats=reads_all,
-    )  # fmt: skip
+        window=window,
+        snapshots=snapshots,
+        read_from=read_from,
+        gone_entries=int(gone),
+        entries_peak=peak,
+        stats_resets=sorted(resets),
+        full_resets=full_resets,
+        mean_text_bytes=float(mean_text) if mean_text is not None else None,
+        reads_all_stats=reads_all,
+    )

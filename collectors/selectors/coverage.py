@@ -44,10 +44,18 @@ class WindowSummary:
 
 def _summary(window: Window, t: ServerTotals) -> WindowSummary:
     return WindowSummary(
-        window=window, snapshots=t.snapshots, span_s=t.span_s, planning=t.planning, calls=t.get("calls"),
-        exec_ms=t.get("exec_us") / 1000, plan_ms=t.get("plan_us") / 1000 if t.planning_tracked_s > 0 else None,
-        dealloc=t.dealloc, dealloc_per_s=t.dealloc_per_s, entries_peak=t.entries_peak, entries_max=t.entries_max,
-    )  # fmt: skip
+        window=window,
+        snapshots=t.snapshots,
+        span_s=t.span_s,
+        planning=t.planning,
+        calls=t.get("calls"),
+        exec_ms=t.get("exec_us") / 1000,
+        plan_ms=t.get("plan_us") / 1000 if t.planning_tracked_s > 0 else None,
+        dealloc=t.dealloc,
+        dealloc_per_s=t.dealloc_per_s,
+        entries_peak=t.entries_peak,
+        entries_max=t.entries_max,
+    )
 
 
 def window_summary(*, server_id: int, window: Window) -> WindowSummary:
@@ -110,9 +118,13 @@ def collection_coverage(*, server_id: int, window: Window, errors_limit: int = 1
     rates = [p.dealloc_per_s for p in s.points if p.dealloc_per_s is not None]
     errors = CollectionError.objects.filter(server_id=server_id, at__gte=window.start, at__lt=window.end)
     return CollectionCoverage(
-        window=window, history_from=history_from, expected_s=expected_s,
+        window=window,
+        history_from=history_from,
+        expected_s=expected_s,
         covered_s=max(0.0, expected_s - sum((g.end - g.start).total_seconds() for g in gaps)),
-        resolution=s.resolution, gaps=gaps, peak_dealloc_per_s=max(rates) if rates else None,
+        resolution=s.resolution,
+        gaps=gaps,
+        peak_dealloc_per_s=max(rates) if rates else None,
         errors=[RecentError(e.at, e.error_class, e.message) for e in errors.order_by("-at", "-id")[:errors_limit]],
         error_count=errors.count(),
-    )  # fmt: skip
+    )

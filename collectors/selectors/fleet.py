@@ -152,6 +152,6 @@ def fleet_summary(*, server_ids: list[int], window: Window, now: datetime | None
                 entries_peak=total.entries_peak,
                 entries_max=total.entries_max,
                 trend_calls_per_s=[rate.get(h) for h in hours],
-            )  # fmt: skip
+            )
         )
     return out

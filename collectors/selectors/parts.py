@@ -71,13 +71,16 @@ class ServerTotals:
         """One delta snapshot's totals, counted with `sign` (-1: a part subtracted from a whole hour; gauges,
         not being sums, count only from snapshots inside the window)."""
         return cls(
-            snapshots=sign, span_s=sign * interval_s, planning_tracked_s=sign * interval_s if tracked else 0.0,
+            snapshots=sign,
+            span_s=sign * interval_s,
+            planning_tracked_s=sign * interval_s if tracked else 0.0,
             values=sign * np.array([int(v or 0) for v in figures], np.int64),
             dealloc=None if dealloc is None else sign * dealloc,
             dealloc_span_s=sign * interval_s if dealloc is not None else 0.0,
-            entries_peak=entries if sign > 0 else None, entries_max=entries_max if sign > 0 else None,
+            entries_peak=entries if sign > 0 else None,
+            entries_max=entries_max if sign > 0 else None,
             wait_session_s=sign * wait_session_s,
-        )  # fmt: skip
+        )
 
     def get(self, name: str) -> int:
         return int(self.values[TOTAL_NAMES.index(name)])
@@ -128,7 +131,7 @@ def read_raw(server_id: int, segments: list[tuple[datetime, datetime, int]], *, 
         totals.add(
             ServerTotals.of_snapshot(
                 interval_s, tracked, figures, dd, entries, entries_max, sign=sign, wait_session_s=waits
-            )  # fmt: skip
+            )
         )
     if not statements:
         return totals, tiers.Sums.empty()
@@ -156,10 +159,16 @@ def bucket_totals(row) -> ServerTotals:
     snapshots, span_s, tracked_s, *rest = row
     figures, (dd, dd_span, peak, emax, waits) = rest[:N], rest[N:]
     return ServerTotals(
-        snapshots=int(snapshots or 0), span_s=float(span_s or 0), planning_tracked_s=float(tracked_s or 0),
-        values=np.array([int(v or 0) for v in figures], np.int64), dealloc=None if dd is None else int(dd),
-        dealloc_span_s=float(dd_span or 0), entries_peak=peak, entries_max=emax, wait_session_s=float(waits or 0),
-    )  # fmt: skip
+        snapshots=int(snapshots or 0),
+        span_s=float(span_s or 0),
+        planning_tracked_s=float(tracked_s or 0),
+        values=np.array([int(v or 0) for v in figures], np.int64),
+        dealloc=None if dd is None else int(dd),
+        dealloc_span_s=float(dd_span or 0),
+        entries_peak=peak,
+        entries_max=emax,
+        wait_session_s=float(waits or 0),
+    )
 
 
 def core_totals(server_id: int, core: tuple[datetime, datetime] | None) -> ServerTotals:

@@ -160,12 +160,18 @@ def _statement_point(start, end, span_s, tracked_s, f: Sequence[int] | None) -> 
     calls, plans, blocks = f[_CALLS], f[_PLANS], f[_HIT] + f[_READ]
     tracked = tracked_s > 0
     return StatementPoint(
-        start=start, end=end, span_s=span_s, planning_tracked=tracked, calls=calls,
-        calls_per_s=calls / span_s, mean_exec_ms=f[_EXEC] / 1000 / calls if calls else None,
+        start=start,
+        end=end,
+        span_s=span_s,
+        planning_tracked=tracked,
+        calls=calls,
+        calls_per_s=calls / span_s,
+        mean_exec_ms=f[_EXEC] / 1000 / calls if calls else None,
         mean_plan_ms=f[_PLAN] / 1000 / plans if tracked and plans else None,
         rows_per_call=f[_ROWS] / calls if calls else None,
-        hit_ratio=f[_HIT] / blocks if blocks else None, temp_blks=f[_TEMP],
-    )  # fmt: skip
+        hit_ratio=f[_HIT] / blocks if blocks else None,
+        temp_blks=f[_TEMP],
+    )
 
 
 def statement_series(*, statement_id: int, window: Window, resolution: str | None = None) -> StatementSeries:
@@ -232,8 +238,9 @@ def _statement_raw(server_id: int, statement_id: int, window: Window) -> list[St
 _FIGURES = ", ".join(f"coalesce({c}, 0)" for c in TOTAL_NAMES)  # the statement tiers store 0 as NULL
 
 
-def _running_sums(table: tables.HistoryTable, server_id: int, statement_id: int, first: datetime, last: datetime,
-                  step: timedelta) -> list[tuple]:  # fmt: skip
+def _running_sums(
+    table: tables.HistoryTable, server_id: int, statement_id: int, first: datetime, last: datetime, step: timedelta
+) -> list[tuple]:
     """(until, *figures) at every boundary from `first` to `last` where the statement has a row, in order.
 
     One index probe per boundary, in one query: the range prunes the partitions at plan time and the
@@ -345,11 +352,19 @@ def _server_point(start, end, t: ServerTotals | None, waits: dict[str, float]) -
         return ServerPoint(start, end, None, None, None, None, None, None, None, None, None, {})
     hit, read = t.get("shared_blks_hit"), t.get("shared_blks_read")
     return ServerPoint(
-        start=start, end=end, span_s=t.span_s, planning=t.planning, calls_per_s=t.per_s("calls"),
-        exec_ms_per_s=t.per_s("exec_us", 1 / 1000), plan_ms_per_s=t.plan_ms_per_s, dealloc_per_s=t.dealloc_per_s,
-        entries_peak=t.entries_peak, entries_max=t.entries_max, hit_ratio=hit / (hit + read) if hit + read else None,
+        start=start,
+        end=end,
+        span_s=t.span_s,
+        planning=t.planning,
+        calls_per_s=t.per_s("calls"),
+        exec_ms_per_s=t.per_s("exec_us", 1 / 1000),
+        plan_ms_per_s=t.plan_ms_per_s,
+        dealloc_per_s=t.dealloc_per_s,
+        entries_peak=t.entries_peak,
+        entries_max=t.entries_max,
+        hit_ratio=hit / (hit + read) if hit + read else None,
         active_sessions={k: v / t.span_s for k, v in waits.items()},
-    )  # fmt: skip
+    )
 
 
 def _top_events(per_point: dict, top: int) -> list[str]:

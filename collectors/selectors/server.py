@@ -85,10 +85,16 @@ def server_settings(*, server_id: int) -> ServerSettings:
     taken_at, *values = rows[0]
     f = dict(zip(CONFIG_COLUMNS, values, strict=True))
     return ServerSettings(
-        taken_at=taken_at, server_version_num=f["server_version_num"], extension_version=f["extension_version"],
-        entries_max=f["entries_max"], track=f["track"], track_utility=f["track_utility"],
-        track_planning=f["track_planning"], save=f["save"], sample_rate=f["sample_rate"],
-    )  # fmt: skip
+        taken_at=taken_at,
+        server_version_num=f["server_version_num"],
+        extension_version=f["extension_version"],
+        entries_max=f["entries_max"],
+        track=f["track"],
+        track_utility=f["track_utility"],
+        track_planning=f["track_planning"],
+        save=f["save"],
+        sample_rate=f["sample_rate"],
+    )
 
 
 # -- changes between snapshots ---------------------------------------------------------------------
@@ -125,8 +131,9 @@ def config_changes(*, server_id: int, window: Window) -> list[ConfigChange]:
         now, before = values[:n], values[n:]
         for column, a, b in zip(cols, before, now, strict=True):
             if a != b:
-                out.append(ConfigChange(taken_at, CONFIG_COLUMNS[column], setting_text(column, a),
-                                        setting_text(column, b)))  # fmt: skip
+                out.append(
+                    ConfigChange(taken_at, CONFIG_COLUMNS[column], setting_text(column, a), setting_text(column, b))
+                )
     return out
 
 
@@ -198,8 +205,13 @@ def statements_in(*, server_id: int, window: Window, statement_ids: list[int]) -
         "GROUP BY statement_id) "
         "SELECT {dim}, {figures} FROM k JOIN {dimension} st ON st.id = k.statement_id AND st.server_id = %s "
         "WHERE k.calls <> 0 OR k.plans <> 0 OR k.exec_us <> 0 OR k.plan_us <> 0 OR k.rows <> 0"
-    ).format(sums=sums, union=union, dim=sql.SQL(statements._DIMENSION), figures=figures,
-             dimension=sql.Identifier(tables.STATEMENT.name))  # fmt: skip
+    ).format(
+        sums=sums,
+        union=union,
+        dim=sql.SQL(statements._DIMENSION),
+        figures=figures,
+        dimension=sql.Identifier(tables.STATEMENT.name),
+    )
     rows = db.fetchall(query, params + [ids.tolist(), server_id])
     out.update((r[0], statements._row(r, planning)) for r in rows)
     return out

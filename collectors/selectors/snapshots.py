@@ -12,11 +12,30 @@ from collectors.selectors.statements import Page
 from collectors.selectors.windows import Window
 
 COLUMNS = (
-    "taken_at", "prev_taken_at", "interval_s", "kind", "server_version_num", "extension_version", "entries",
-    "entries_hidden", "entries_max", "changed", "new_entries", "gone_entries", "dealloc", "dealloc_delta",
-    "stats_reset_at", "full_reset", "track", "track_utility", "track_planning", "save", "sample_rate",
-    "waits_source", "waits_samples",
-)  # fmt: skip
+    "taken_at",
+    "prev_taken_at",
+    "interval_s",
+    "kind",
+    "server_version_num",
+    "extension_version",
+    "entries",
+    "entries_hidden",
+    "entries_max",
+    "changed",
+    "new_entries",
+    "gone_entries",
+    "dealloc",
+    "dealloc_delta",
+    "stats_reset_at",
+    "full_reset",
+    "track",
+    "track_utility",
+    "track_planning",
+    "save",
+    "sample_rate",
+    "waits_source",
+    "waits_samples",
+)
 
 
 @dataclass(frozen=True)

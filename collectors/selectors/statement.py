@@ -77,14 +77,27 @@ def statement_detail(*, statement_id: int, organization_ids: Iterable[int] | Non
     )
     if not found:
         raise LookupError(f"no statement {statement_id}")
-    (sid, server_id, org_id, queryid, userid, dbid, database, user, toplevel, query, truncated, status,
-     first_seen) = found[0]  # fmt: skip
+    (sid, server_id, org_id, queryid, userid, dbid, database, user, toplevel, query, truncated, status, first_seen) = (
+        found[0]
+    )
     last_seen, precision = last_seen_at(server_id=server_id, statement_id=sid)
     return StatementDetail(
-        statement_id=sid, server_id=server_id, organization_id=org_id, queryid=queryid, userid=userid, dbid=dbid,
-        database=database, user=user, toplevel=toplevel, query=query, query_truncated=truncated,
-        text_status=status, first_seen_at=first_seen, last_seen_at=last_seen, last_seen_precision=precision,
-    )  # fmt: skip
+        statement_id=sid,
+        server_id=server_id,
+        organization_id=org_id,
+        queryid=queryid,
+        userid=userid,
+        dbid=dbid,
+        database=database,
+        user=user,
+        toplevel=toplevel,
+        query=query,
+        query_truncated=truncated,
+        text_status=status,
+        first_seen_at=first_seen,
+        last_seen_at=last_seen,
+        last_seen_precision=precision,
+    )
 
 
 # -- last seen --------------------------------------------------------------------------------------
@@ -168,8 +181,9 @@ def _period_ends(boundaries: list[datetime], step: timedelta, period_of) -> list
     return list(ends.values())
 
 
-def _probe(server_id: int, statement_id: int,
-           wanted: Iterable[tuple[tables.HistoryTable, list[datetime]]]) -> dict[str, dict[datetime, int]]:  # fmt: skip
+def _probe(
+    server_id: int, statement_id: int, wanted: Iterable[tuple[tables.HistoryTable, list[datetime]]]
+) -> dict[str, dict[datetime, int]]:
     """table name -> {boundary: the statement's running calls there} (absent: no row, i.e. 0). One query
     of index probes, grouped by the partition that holds each boundary (the planner prunes each group)."""
     pieces, params = [], []

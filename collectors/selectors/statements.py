@@ -163,8 +163,11 @@ def _parts_sql(server_id: int, resolved, raw: tiers.Sums) -> tuple[sql.Composabl
         params.append(binary_array.param(raw.statement_id, "int8"))
         params += [binary_array.param(raw.values[:, j], "int8") for j in range(len(TOTAL_NAMES))]
     if not pieces:
-        pieces.append(sql.SQL("SELECT NULL::int8 AS statement_id, {} WHERE false").format(
-            sql.SQL(", ").join(sql.SQL("0::int8 AS {}").format(sql.Identifier(c)) for c in TOTAL_NAMES)))  # fmt: skip
+        pieces.append(
+            sql.SQL("SELECT NULL::int8 AS statement_id, {} WHERE false").format(
+                sql.SQL(", ").join(sql.SQL("0::int8 AS {}").format(sql.Identifier(c)) for c in TOTAL_NAMES)
+            )
+        )
     return sql.SQL(" UNION ALL ").join(pieces), params
 
 
@@ -232,8 +235,15 @@ def _aggregate(
             "ON st.id = k.statement_id AND st.server_id = %s "
             "WHERE (k.calls <> 0 OR k.plans <> 0 OR k.exec_us <> 0 OR k.plan_us <> 0 OR k.rows <> 0){where} "
             "ORDER BY {key} DESC NULLS LAST, st.id"
-        ).format(sums=sums, union=union, dim=sql.SQL(_DIMENSION), figures=figures,
-                 dimension=sql.Identifier(tables.STATEMENT.name), where=where, key=sql.SQL(key))  # fmt: skip
+        ).format(
+            sums=sums,
+            union=union,
+            dim=sql.SQL(_DIMENSION),
+            figures=figures,
+            dimension=sql.Identifier(tables.STATEMENT.name),
+            where=where,
+            key=sql.SQL(key),
+        )
         return db.fetchall(query, params + [server_id] + fparams)
     narrow = sql.SQL(", ").join(_sum("{c}", " AS {c}", c) for c in (*_RAN, *extra))
     full = sql.SQL(", ").join(_sum("p.{c}", "::int8", c) for c in TOTAL_NAMES)
@@ -247,8 +257,15 @@ def _aggregate(
         "SELECT {dim}, {full}, (SELECT count(*) FROM f) FROM page "
         "JOIN parts p ON p.statement_id = page.statement_id JOIN {dimension} st ON st.id = page.statement_id "
         "GROUP BY st.server_id, st.id, page.key ORDER BY page.key DESC NULLS LAST, st.id"
-    ).format(union=union, narrow=narrow, key=sql.SQL(key), dimension=sql.Identifier(tables.STATEMENT.name),
-             where=where, dim=sql.SQL(_DIMENSION), full=full)  # fmt: skip
+    ).format(
+        union=union,
+        narrow=narrow,
+        key=sql.SQL(key),
+        dimension=sql.Identifier(tables.STATEMENT.name),
+        where=where,
+        dim=sql.SQL(_DIMENSION),
+        full=full,
+    )
     return db.fetchall(query, params + [server_id] + fparams + [limit, offset])
 
 
@@ -257,12 +274,24 @@ def _row(r: tuple, planning: Planning) -> StatementTotals:
     f = dict(zip(TOTAL_NAMES, figs[: len(TOTAL_NAMES)], strict=True))
     tracked = planning.tracked
     return StatementTotals(
-        statement_id=sid, queryid=queryid, database=database, user=user, toplevel=toplevel, query=query,
-        text_status=text_status, calls=f["calls"], plans=f["plans"] if tracked else None,
-        exec_ms=f["exec_us"] / 1000.0, plan_ms=f["plan_us"] / 1000.0 if tracked else None, rows=f["rows"],
-        shared_blks_hit=f["shared_blks_hit"], shared_blks_read=f["shared_blks_read"], temp_blks=f["temp_blks"],
-        io_ms=f["io_us"] / 1000.0, wal_bytes=f["wal_bytes"],
-    )  # fmt: skip
+        statement_id=sid,
+        queryid=queryid,
+        database=database,
+        user=user,
+        toplevel=toplevel,
+        query=query,
+        text_status=text_status,
+        calls=f["calls"],
+        plans=f["plans"] if tracked else None,
+        exec_ms=f["exec_us"] / 1000.0,
+        plan_ms=f["plan_us"] / 1000.0 if tracked else None,
+        rows=f["rows"],
+        shared_blks_hit=f["shared_blks_hit"],
+        shared_blks_read=f["shared_blks_read"],
+        temp_blks=f["temp_blks"],
+        io_ms=f["io_us"] / 1000.0,
+        wal_bytes=f["wal_bytes"],
+    )
 
 
 def _read_window(server_id: int, window: Window) -> tuple[windows.Plan, tiers.Sums, parts.ServerTotals]:
@@ -272,8 +301,14 @@ def _read_window(server_id: int, window: Window) -> tuple[windows.Plan, tiers.Su
     return p, raw, parts.window_totals(server_id, p, raw_totals)
 
 
-def top_statements(*, server_id: int, window: Window, order: str = "total",
-                   filters: StatementFilters = StatementFilters(), page: Page = Page()) -> TopStatements:  # fmt: skip
+def top_statements(
+    *,
+    server_id: int,
+    window: Window,
+    order: str = "total",
+    filters: StatementFilters = StatementFilters(),
+    page: Page = Page(),
+) -> TopStatements:
     """The statements of a server over a window, ordered by `order` (descending), filtered, paged."""
     if order not in ORDERS:
         raise ValueError(f"unknown order {order!r}: one of {', '.join(ORDERS)}")
@@ -299,10 +334,17 @@ def top_statements(*, server_id: int, window: Window, order: str = "total",
     else:
         count = 0
     return TopStatements(
-        window=window, read_start=p.start, read_end=p.end, order=order, page=page,
-        rows=[_row(r, planning) for r in rows], total_count=count, planning=planning,
-        intervals=totals.snapshots, resolutions=tuple(p.resolutions),
-    )  # fmt: skip
+        window=window,
+        read_start=p.start,
+        read_end=p.end,
+        order=order,
+        page=page,
+        rows=[_row(r, planning) for r in rows],
+        total_count=count,
+        planning=planning,
+        intervals=totals.snapshots,
+        resolutions=tuple(p.resolutions),
+    )
 
 
 def all_statements(*, server_id: int, window: Window) -> tuple[list[StatementTotals], Planning]:
@@ -374,14 +416,25 @@ def compare_windows(*, server_id: int, window: Window, previous: Window | None =
     changes += [StatementChange(None, r) for r in before_rows if r.statement_id not in seen]
     total_ms = float(sum(r.total_ms for r in now_rows))
     regressions = [
-        c for c in changes
-        if c.current is not None and c.previous is not None and c.current.calls and c.previous.calls
+        c
+        for c in changes
+        if c.current is not None
+        and c.previous is not None
+        and c.current.calls
+        and c.previous.calls
         and (c.current.total_ms / c.current.calls) > REGRESSION_MEAN_RATIO * (c.previous.total_ms / c.previous.calls)
-        and total_ms > 0 and c.current.total_ms >= REGRESSION_MIN_SHARE * total_ms
-    ]  # fmt: skip
+        and total_ms > 0
+        and c.current.total_ms >= REGRESSION_MIN_SHARE * total_ms
+    ]
     return WindowComparison(
-        window=window, previous_window=previous, changes=changes,
-        new=[c for c in changes if c.is_new], gone=[c for c in changes if c.is_gone], regressions=regressions,
-        planning=planning, previous_planning=previous_planning, total_ms=total_ms,
+        window=window,
+        previous_window=previous,
+        changes=changes,
+        new=[c for c in changes if c.is_new],
+        gone=[c for c in changes if c.is_gone],
+        regressions=regressions,
+        planning=planning,
+        previous_planning=previous_planning,
+        total_ms=total_ms,
         previous_total_ms=float(sum(r.total_ms for r in before_rows)),
-    )  # fmt: skip
+    )

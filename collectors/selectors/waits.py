@@ -46,8 +46,10 @@ def wait_events(*, server_id: int, window: Window, statement_id: int | None = No
     pieces, params = [], []
     qfilter = "" if query_id is None else " AND query_id = %s"
     for a, b, sign in p.raw:
-        pieces.append(f"SELECT event_type, event, {sign:d} * session_s AS session_s FROM {tables.WAIT_EVENT.name} "
-                      f"WHERE server_id = %s AND taken_at >= %s AND taken_at < %s{qfilter}")  # fmt: skip
+        pieces.append(
+            f"SELECT event_type, event, {sign:d} * session_s AS session_s FROM {tables.WAIT_EVENT.name} "
+            f"WHERE server_id = %s AND taken_at >= %s AND taken_at < %s{qfilter}"
+        )
         params += [server_id, a, b] + ([query_id] if query_id is not None else [])
     if p.core is not None:
         s, e = p.core

@@ -170,8 +170,13 @@ def plan(window: Window, cov: Coverage) -> Plan:
     # Start edge: from the hour boundary after it, or from the one before less the minutes before it.
     s_core = ceil_hour(start)
     before = floor_hour(start)
-    if (s_core != start and cov.has_raw(before) and start - before < s_core - start and before + HOUR <= complete
-            and cov.hourly_from <= before):  # fmt: skip
+    if (
+        s_core != start
+        and cov.has_raw(before)
+        and start - before < s_core - start
+        and before + HOUR <= complete
+        and cov.hourly_from <= before
+    ):
         s_core = before
         minus.append((before, start, -1))
     # End edge: up to the hour in progress as far as it is rolled up, or a whole hour less the minutes after.

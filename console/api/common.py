@@ -38,9 +38,13 @@ def api(view):
 WINDOW_PARAMETERS = [
     OpenApiParameter("from", OpenApiTypes.DATETIME, description="window start (ISO 8601 with a UTC offset)"),
     OpenApiParameter("to", OpenApiTypes.DATETIME, description="window end (default: now)"),
-    OpenApiParameter("since", OpenApiTypes.STR, description="instead of from/to: the last 15m, 6h, 7d... (default 1h)",
-                     pattern=r"^\d+\s*(m|min|h|d)$"),
-]  # fmt: skip
+    OpenApiParameter(
+        "since",
+        OpenApiTypes.STR,
+        description="instead of from/to: the last 15m, 6h, 7d... (default 1h)",
+        pattern=r"^\d+\s*(m|min|h|d)$",
+    ),
+]
 PAGE_PARAMETERS = [
     OpenApiParameter("page", {"type": "integer", "minimum": 1}, description="1 and up (default 1)"),
     OpenApiParameter(
@@ -130,8 +134,13 @@ def field_names(serializer: type) -> tuple[str, ...]:
 
 
 def paged(results: list, *, count: int, page: int, page_size: int) -> dict:
-    return {"count": count, "page": page, "page_size": page_size, "pages": max(1, math.ceil(count / page_size)),
-            "results": results}  # fmt: skip
+    return {
+        "count": count,
+        "page": page,
+        "page_size": page_size,
+        "pages": max(1, math.ceil(count / page_size)),
+        "results": results,
+    }
 
 
 def page_of(items: list, request: Request, *, default: int = DEFAULT_PAGE_SIZE) -> Response:

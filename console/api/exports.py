@@ -37,13 +37,19 @@ ID_MAX = 2**63 - 1
 class ExportIn(serializers.Serializer):
     organization = serializers.IntegerField(min_value=1, max_value=ID_MAX, help_text="the organization's id")
     servers = serializers.ListField(
-        child=serializers.IntegerField(min_value=1, max_value=ID_MAX), required=False, allow_empty=True,
+        child=serializers.IntegerField(min_value=1, max_value=ID_MAX),
+        required=False,
+        allow_empty=True,
         help_text="server ids of that organization (default: all of them)",
-    )  # fmt: skip
+    )
     window_start = serializers.DateTimeField(help_text="ISO 8601 with a UTC offset")
     window_end = serializers.DateTimeField(help_text="at most now: the window must have ended")
-    formats = serializers.ListField(child=serializers.ChoiceField(choices=list(FORMATS)), required=False,
-                                    allow_empty=False, help_text="default: all of them")  # fmt: skip
+    formats = serializers.ListField(
+        child=serializers.ChoiceField(choices=list(FORMATS)),
+        required=False,
+        allow_empty=False,
+        help_text="default: all of them",
+    )
 
 
 class ExportOut(serializers.Serializer):
@@ -106,19 +112,28 @@ def _visible(request, export_id: int) -> ExportRow:
 
 
 class Exports(APIView):
-    @extend_schema(operation_id="exports_list", parameters=PAGE_PARAMETERS, responses=ExportPage,
-                   description="The exports of your organizations, newest first (any member reads them; "
-                   "DBAs and admins request and download them).")  # fmt: skip
+    @extend_schema(
+        operation_id="exports_list",
+        parameters=PAGE_PARAMETERS,
+        responses=ExportPage,
+        description="The exports of your organizations, newest first (any member reads them; "
+        "DBAs and admins request and download them).",
+    )
     def get(self, request):
         page, size = page_params(request)
         rows = audit_exports(organization_ids=_organization_ids(request.user), limit=None)
         start = (page - 1) * size
-        return Response(paged([_out(r) for r in rows[start : start + size]], count=len(rows), page=page,
-                              page_size=size))  # fmt: skip
+        return Response(
+            paged([_out(r) for r in rows[start : start + size]], count=len(rows), page=page, page_size=size)
+        )
 
-    @extend_schema(operation_id="export_create", request=ExportIn, responses={202: ExportOut},
-                   description="Queue an audit export of an organization's servers over a window that has ended; "
-                   "poll status_url until status is done (or failed), then fetch download_url.")  # fmt: skip
+    @extend_schema(
+        operation_id="export_create",
+        request=ExportIn,
+        responses={202: ExportOut},
+        description="Queue an audit export of an organization's servers over a window that has ended; "
+        "poll status_url until status is done (or failed), then fetch download_url.",
+    )
     def post(self, request):
         if not isinstance(request.data, dict):
             raise exceptions.ValidationError({"non_field_errors": ["a JSON object is expected"]})
@@ -131,9 +146,13 @@ class Exports(APIView):
         require_role(request.user, data["organization"], MANAGE_SERVERS)
         try:
             window = export_window(start=data["window_start"], end=data["window_end"])
-            export = audit_export_request(organization_id=data["organization"], user=request.user,
-                                          server_ids=data.get("servers") or None, window=window,
-                                          formats=data.get("formats") or list(FORMATS))  # fmt: skip
+            export = audit_export_request(
+                organization_id=data["organization"],
+                user=request.user,
+                server_ids=data.get("servers") or None,
+                window=window,
+                formats=data.get("formats") or list(FORMATS),
+            )
         except ExportError as exc:
             raise exceptions.ValidationError({exc.field: [str(exc)]}) from None
         return Response(_out(_visible(request, export.pk)), status=status.HTTP_202_ACCEPTED)
@@ -158,11 +177,13 @@ class ExportDownload(APIView):
 
     @extend_schema(
         operation_id="export_download",
-        responses={(200, "application/zip"): OpenApiTypes.BINARY,
-                   409: OpenApiResponse(ErrorShape, description="not built yet, failed, or its file is gone")},
+        responses={
+            (200, "application/zip"): OpenApiTypes.BINARY,
+            409: OpenApiResponse(ErrorShape, description="not built yet, failed, or its file is gone"),
+        },
         description="The bundle (a zip: audit.pdf, audit.xlsx, csv/, audit.json, its schema, SHA256SUMS); its "
         "sha256 is in the X-Checksum-SHA256 header. Each download is recorded in the organization's audit log.",
-    )  # fmt: skip
+    )
     def get(self, request, export_id: int):
         _visible(request, export_id)  # 404 for a stranger; the service refuses a viewer (403)
         try:
@@ -173,8 +194,11 @@ class ExportDownload(APIView):
 
 
 class ExportSchema(APIView):
-    @extend_schema(operation_id="export_json_schema", responses=OpenApiTypes.OBJECT,
-                   description="The JSON Schema (draft 2020-12) of audit.json in an export's bundle.")  # fmt: skip
+    @extend_schema(
+        operation_id="export_json_schema",
+        responses=OpenApiTypes.OBJECT,
+        description="The JSON Schema (draft 2020-12) of audit.json in an export's bundle.",
+    )
     def get(self, request):
         return Response(json.loads(SCHEMA_PATH.read_text()))
 

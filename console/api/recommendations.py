@@ -123,13 +123,14 @@ class Recommendations(APIView):
             OpenApiParameter("server", OpenApiTypes.INT, description="one server"),
             OpenApiParameter("organization", OpenApiTypes.INT, description="one organization's servers"),
             OpenApiParameter("severity", OpenApiTypes.STR, enum=Severity.values),
-            OpenApiParameter("status", OpenApiTypes.STR, enum=list(STATUSES),
-                             description="default active (open and acknowledged)"),
+            OpenApiParameter(
+                "status", OpenApiTypes.STR, enum=list(STATUSES), description="default active (open and acknowledged)"
+            ),
             OpenApiParameter("rule", OpenApiTypes.STR, description="a rule code, e.g. pgss_max"),
             *PAGE_PARAMETERS,
         ],
         responses=RecommendationPage,
-    )  # fmt: skip
+    )
     def get(self, request):
         server, organization = _int(request, "server"), _int(request, "organization")
         severity = _choice(request, "severity", Severity.values)
@@ -149,8 +150,9 @@ class Recommendations(APIView):
             rows += [r for r in recommendations(server_ids=ids) if r.status in STATUSES[state]]
         rows = [r for r in rows if (severity is None or r.severity == severity) and (rule is None or r.rule == rule)]
         start = (page - 1) * size
-        return Response(paged([_out(r) for r in rows[start : start + size]], count=len(rows), page=page,
-                              page_size=size))  # fmt: skip
+        return Response(
+            paged([_out(r) for r in rows[start : start + size]], count=len(rows), page=page, page_size=size)
+        )
 
 
 def _history(request, recommendation_id: int):
@@ -204,8 +206,10 @@ class Resolve(_Step):
 urlpatterns = [
     path("recommendations/", api(Recommendations.as_view()), name="api-recommendations"),
     path("recommendations/<int:recommendation_id>/", api(RecommendationView.as_view()), name="api-recommendation"),
-    path("recommendations/<int:recommendation_id>/acknowledge/", api(Acknowledge.as_view()),
-         name="api-recommendation-acknowledge"),
-    path("recommendations/<int:recommendation_id>/resolve/", api(Resolve.as_view()),
-         name="api-recommendation-resolve"),
-]  # fmt: skip
+    path(
+        "recommendations/<int:recommendation_id>/acknowledge/",
+        api(Acknowledge.as_view()),
+        name="api-recommendation-acknowledge",
+    ),
+    path("recommendations/<int:recommendation_id>/resolve/", api(Resolve.as_view()), name="api-recommendation-resolve"),
+]

@@ -99,8 +99,9 @@ class ServerIn(serializers.Serializer):
     port = serializers.IntegerField(min_value=1, max_value=65535, default=5432)
     database = serializers.CharField(max_length=255, default="postgres")
     user = serializers.CharField(max_length=255)
-    password = serializers.CharField(write_only=True, required=False, allow_blank=True, trim_whitespace=False,
-                                     style={"input_type": "password"})  # fmt: skip
+    password = serializers.CharField(
+        write_only=True, required=False, allow_blank=True, trim_whitespace=False, style={"input_type": "password"}
+    )
     sslmode = serializers.ChoiceField(choices=SSLMODES, default="require")
     ssl_root_cert = serializers.CharField(
         default="",
@@ -126,16 +127,32 @@ def _out(s: Server, now=None) -> dict:
     from django.utils import timezone
 
     return {
-        "id": s.pk, "organization_id": s.organization_id, "organization": s.organization.name, "name": s.name,
-        "host": s.host, "port": s.port, "database": s.database, "user": s.user, "sslmode": s.sslmode,
-        "ssl_root_cert": s.ssl_root_cert, "require_scram": s.require_scram, "warnings": s.tls_warnings,
-        "has_password": bool(s.password_encrypted), "enabled": s.enabled, "interval_s": s.interval_s,
-        "cpu_count": s.cpu_count, "tags": list(s.tags or []), "status": server_status(s, now or timezone.now()),
-        "last_attempt_at": s.last_attempt_at, "last_success_at": s.last_success_at,
-        "last_error_class": s.last_error_class, "last_error_message": s.last_error_message,
-        "consecutive_failures": s.consecutive_failures, "server_version": version_text(s.server_version_num),
+        "id": s.pk,
+        "organization_id": s.organization_id,
+        "organization": s.organization.name,
+        "name": s.name,
+        "host": s.host,
+        "port": s.port,
+        "database": s.database,
+        "user": s.user,
+        "sslmode": s.sslmode,
+        "ssl_root_cert": s.ssl_root_cert,
+        "require_scram": s.require_scram,
+        "warnings": s.tls_warnings,
+        "has_password": bool(s.password_encrypted),
+        "enabled": s.enabled,
+        "interval_s": s.interval_s,
+        "cpu_count": s.cpu_count,
+        "tags": list(s.tags or []),
+        "status": server_status(s, now or timezone.now()),
+        "last_attempt_at": s.last_attempt_at,
+        "last_success_at": s.last_success_at,
+        "last_error_class": s.last_error_class,
+        "last_error_message": s.last_error_message,
+        "consecutive_failures": s.consecutive_failures,
+        "server_version": version_text(s.server_version_num),
         "extension_version": s.extension_version,
-    }  # fmt: skip
+    }
 
 
 def _valid(serializer_class, request, **kwargs) -> dict:
@@ -161,9 +178,15 @@ def _managed(request, server_id: int) -> Server:
 class Servers(APIView):
     renderer_classes = TABLE_RENDERERS
 
-    @extend_schema(operation_id="servers_list", parameters=[
-        OpenApiParameter("organization", OpenApiTypes.INT), OpenApiParameter("tag", OpenApiTypes.STR),
-        *PAGE_PARAMETERS], responses=ServerPage)  # fmt: skip
+    @extend_schema(
+        operation_id="servers_list",
+        parameters=[
+            OpenApiParameter("organization", OpenApiTypes.INT),
+            OpenApiParameter("tag", OpenApiTypes.STR),
+            *PAGE_PARAMETERS,
+        ],
+        responses=ServerPage,
+    )
     def get(self, request):
         servers = visible_servers(request.user).select_related("organization").order_by("organization__name", "name")
         org = request.query_params.get("organization")
@@ -183,8 +206,14 @@ class Servers(APIView):
         if org is None:
             raise exceptions.ValidationError({"organization": ["not one of your organizations"]})
         require_role(request.user, org.pk, MANAGE_SERVERS)
-        dsn = make_conninfo(host=data["host"], port=data["port"], dbname=data["database"], user=data["user"],
-                            password=data.get("password") or None, sslmode=data["sslmode"])  # fmt: skip
+        dsn = make_conninfo(
+            host=data["host"],
+            port=data["port"],
+            dbname=data["database"],
+            user=data["user"],
+            password=data.get("password") or None,
+            sslmode=data["sslmode"],
+        )
         try:
             server = server_create(
                 name=data["name"],
@@ -341,8 +370,13 @@ class TaskOut(serializers.Serializer):
 
 def _task(task_id: str, data: dict) -> dict:
     url = reverse("api-task", args=[task_id])
-    return {"task_id": task_id, "server_id": data["server_id"], "status": data["status"], "status_url": url,
-            "result": data.get("result")}  # fmt: skip
+    return {
+        "task_id": task_id,
+        "server_id": data["server_id"],
+        "status": data["status"],
+        "status_url": url,
+        "result": data.get("result"),
+    }
 
 
 class CollectNow(APIView):
@@ -407,17 +441,19 @@ def _snapshot(row: SnapshotRow) -> dict:
 class Snapshots(APIView):
     renderer_classes = TABLE_RENDERERS
 
-    @extend_schema(operation_id="server_snapshots", parameters=[*WINDOW_PARAMETERS, *PAGE_PARAMETERS],
-                   responses=SnapshotPageOut,
-                   description="Newest first; the whole history unless a window is given.")  # fmt: skip
+    @extend_schema(
+        operation_id="server_snapshots",
+        parameters=[*WINDOW_PARAMETERS, *PAGE_PARAMETERS],
+        responses=SnapshotPageOut,
+        description="Newest first; the whole history unless a window is given.",
+    )
     def get(self, request, server_id: int):
         server = server_for(request.user, server_id)
         q = request.query_params
         window = window_params(request) if any(q.get(k) for k in ("from", "to", "since")) else None
         page, size = page_params(request)
         found = snapshots(server_id=server.pk, window=window, page=Page(page, size))
-        return Response(paged([_snapshot(r) for r in found.rows], count=found.total_count, page=page,
-                              page_size=size))  # fmt: skip
+        return Response(paged([_snapshot(r) for r in found.rows], count=found.total_count, page=page, page_size=size))
 
 
 class LatestSnapshot(APIView):
@@ -446,12 +482,18 @@ class ErrorPage(serializers.Serializer):
 class Errors(APIView):
     renderer_classes = TABLE_RENDERERS
 
-    @extend_schema(operation_id="server_errors", parameters=PAGE_PARAMETERS, responses=ErrorPage,
-                   description="The latest failed collections, newest first (the collector keeps 50).")  # fmt: skip
+    @extend_schema(
+        operation_id="server_errors",
+        parameters=PAGE_PARAMETERS,
+        responses=ErrorPage,
+        description="The latest failed collections, newest first (the collector keeps 50).",
+    )
     def get(self, request, server_id: int):
         server = server_for(request.user, server_id)
-        rows = [{"at": e.at, "error_class": e.error_class, "message": e.message}
-                for e in recent_errors(server_id=server.pk, limit=50)]  # fmt: skip
+        rows = [
+            {"at": e.at, "error_class": e.error_class, "message": e.message}
+            for e in recent_errors(server_id=server.pk, limit=50)
+        ]
         return page_of(rows, request)
 
 
@@ -465,4 +507,4 @@ urlpatterns = [
     path("servers/<int:server_id>/errors/", api(Errors.as_view()), name="api-server-errors"),
     path("tasks/<uuid:task_id>/", api(TaskView.as_view()), name="api-task"),
     path("checks/<uuid:check_id>/", api(CheckView.as_view()), name="api-check"),
-]  # fmt: skip
+]

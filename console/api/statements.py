@@ -121,17 +121,22 @@ def _filters(request) -> tuple[str, StatementFilters]:
     if toplevel not in (None, "", "true", "false"):
         raise exceptions.ValidationError({"toplevel": ["true or false"]})
     filters = StatementFilters(
-        database=q.get("database") or None, user=q.get("user") or None, text=q.get("text") or None,
+        database=q.get("database") or None,
+        user=q.get("user") or None,
+        text=q.get("text") or None,
         toplevel=None if not toplevel else toplevel == "true",
-    )  # fmt: skip
+    )
     return order, filters
 
 
 class ServerStatements(APIView):
     renderer_classes = TABLE_RENDERERS
 
-    @extend_schema(operation_id="server_statements", parameters=[*WINDOW_PARAMETERS, *FILTER_PARAMETERS,
-                   *PAGE_PARAMETERS], responses=TopPage)  # fmt: skip
+    @extend_schema(
+        operation_id="server_statements",
+        parameters=[*WINDOW_PARAMETERS, *FILTER_PARAMETERS, *PAGE_PARAMETERS],
+        responses=TopPage,
+    )
     def get(self, request, server_id: int):
         server = server_for(request.user, server_id)
         window = window_params(request)
@@ -139,16 +144,28 @@ class ServerStatements(APIView):
         page, size = page_params(request)
         top = top_statements(server_id=server.pk, window=window, order=order, filters=filters, page=Page(page, size))
         body = paged([_row(s) for s in top.rows], count=top.total_count, page=page, page_size=size)
-        return Response({**body, "order_by": order, "window_start": window.start, "window_end": window.end,
-                         "read_start": top.read_start, "read_end": top.read_end,
-                         "planning_tracked": top.planning.tracked, "planning": top.planning.state})  # fmt: skip
+        return Response(
+            {
+                **body,
+                "order_by": order,
+                "window_start": window.start,
+                "window_end": window.end,
+                "read_start": top.read_start,
+                "read_end": top.read_end,
+                "planning_tracked": top.planning.tracked,
+                "planning": top.planning.state,
+            }
+        )
 
 
 class OrganizationStatements(APIView):
     renderer_classes = TABLE_RENDERERS
 
-    @extend_schema(operation_id="organization_statements", parameters=[*WINDOW_PARAMETERS, *FILTER_PARAMETERS,
-                   *PAGE_PARAMETERS], responses=AcrossPage)  # fmt: skip
+    @extend_schema(
+        operation_id="organization_statements",
+        parameters=[*WINDOW_PARAMETERS, *FILTER_PARAMETERS, *PAGE_PARAMETERS],
+        responses=AcrossPage,
+    )
     def get(self, request, organization_id: int):
         if not visible_organizations(request.user).filter(pk=organization_id).exists():
             raise Http404("no such organization")
@@ -160,12 +177,20 @@ class OrganizationStatements(APIView):
         if page > ACROSS_PAGES or page * size > ACROSS_MAX:
             raise exceptions.ValidationError({"page": [f"across servers, only the first {ACROSS_MAX} are listed"]})
         servers = dict(visible_servers(request.user).filter(organization_id=organization_id).values_list("pk", "name"))
-        across = statements_across(server_ids=list(servers), window=window, order=order, filters=filters,
-                                   page=Page(page, size))  # fmt: skip
+        across = statements_across(
+            server_ids=list(servers), window=window, order=order, filters=filters, page=Page(page, size)
+        )
         rows = [{**_row(r.statement), "server_id": r.server_id, "server": servers[r.server_id]} for r in across.rows]
         body = paged(rows, count=across.total_count, page=page, page_size=size)
-        return Response({**body, "order_by": order, "window_start": window.start, "window_end": window.end,
-                         "planning_tracked": across.planning_tracked})  # fmt: skip
+        return Response(
+            {
+                **body,
+                "order_by": order,
+                "window_start": window.start,
+                "window_end": window.end,
+                "planning_tracked": across.planning_tracked,
+            }
+        )
 
 
 def _statement(request, statement_id: int, selector=statement_detail):
@@ -204,13 +229,24 @@ class StatementView(APIView):
         window = window_params(request)
         totals = statements_in(server_id=server.pk, window=window, statement_ids=[detail.statement_id])
         s = totals.get(detail.statement_id)
-        return Response({
-            "statement_id": detail.statement_id, "server_id": detail.server_id, "queryid": detail.queryid,
-            "database": detail.database, "user": detail.user, "toplevel": detail.toplevel, "query": detail.query,
-            "query_truncated": detail.query_truncated, "text_status": detail.text_status,
-            "first_seen_at": detail.first_seen_at, "last_seen_at": detail.last_seen_at,
-            "window_start": window.start, "window_end": window.end, "totals": _row(s) if s else None,
-        })  # fmt: skip
+        return Response(
+            {
+                "statement_id": detail.statement_id,
+                "server_id": detail.server_id,
+                "queryid": detail.queryid,
+                "database": detail.database,
+                "user": detail.user,
+                "toplevel": detail.toplevel,
+                "query": detail.query,
+                "query_truncated": detail.query_truncated,
+                "text_status": detail.text_status,
+                "first_seen_at": detail.first_seen_at,
+                "last_seen_at": detail.last_seen_at,
+                "window_start": window.start,
+                "window_end": window.end,
+                "totals": _row(s) if s else None,
+            }
+        )
 
 
 def _resolution(request, allowed: tuple[str, ...] = RESOLUTIONS) -> str | None:
@@ -220,8 +256,9 @@ def _resolution(request, allowed: tuple[str, ...] = RESOLUTIONS) -> str | None:
     return asked
 
 
-RESOLUTION_PARAMETER = OpenApiParameter("resolution", OpenApiTypes.STR, enum=list(RESOLUTIONS),
-                                        description="default: chosen from the window")  # fmt: skip
+RESOLUTION_PARAMETER = OpenApiParameter(
+    "resolution", OpenApiTypes.STR, enum=list(RESOLUTIONS), description="default: chosen from the window"
+)
 STATEMENT_RESOLUTION_PARAMETER = OpenApiParameter(
     "resolution", OpenApiTypes.STR, enum=list(STATEMENT_RESOLUTIONS), description="default: chosen from the window"
 )
@@ -255,8 +292,11 @@ def _points(points, serializer) -> list[dict]:
 
 
 class StatementSeriesView(APIView):
-    @extend_schema(operation_id="statement_series", parameters=[*WINDOW_PARAMETERS, STATEMENT_RESOLUTION_PARAMETER],
-                   responses=StatementSeriesOut)  # fmt: skip
+    @extend_schema(
+        operation_id="statement_series",
+        parameters=[*WINDOW_PARAMETERS, STATEMENT_RESOLUTION_PARAMETER],
+        responses=StatementSeriesOut,
+    )
     def get(self, request, statement_id: int):
         owner, _ = _statement(request, statement_id, statement_owner)
         window = window_params(request)
@@ -265,9 +305,15 @@ class StatementSeriesView(APIView):
             series = statement_series(statement_id=owner.statement_id, window=window, resolution=resolution)
         except WindowError as exc:
             raise exceptions.ValidationError({"resolution": [str(exc)]}) from None
-        return Response({"statement_id": owner.statement_id, "resolution": series.resolution,
-                         "window_start": window.start, "window_end": window.end,
-                         "points": _points(series.points, StatementPointOut)})  # fmt: skip
+        return Response(
+            {
+                "statement_id": owner.statement_id,
+                "resolution": series.resolution,
+                "window_start": window.start,
+                "window_end": window.end,
+                "points": _points(series.points, StatementPointOut),
+            }
+        )
 
 
 class WaitRow(serializers.Serializer):
@@ -299,11 +345,19 @@ class StatementWaitsView(APIView):
         version = server.server_version_num
         if version is None or version < WAITS_BY_QUERY_FROM:
             why = "the server's version is not known yet" if version is None else f"the server runs {version}"
-            return Response({**base, "available": False, "reason": f"wait events by query need PostgreSQL 14 ({why})",
-                             "span_s": None, "results": []})  # fmt: skip
+            return Response(
+                {
+                    **base,
+                    "available": False,
+                    "reason": f"wait events by query need PostgreSQL 14 ({why})",
+                    "span_s": None,
+                    "results": [],
+                }
+            )
         waits = wait_events(server_id=server.pk, window=window, statement_id=owner.statement_id)
-        return Response({**base, "available": True, "reason": "", "span_s": waits.span_s,
-                         "results": _points(waits.rows, WaitRow)})  # fmt: skip
+        return Response(
+            {**base, "available": True, "reason": "", "span_s": waits.span_s, "results": _points(waits.rows, WaitRow)}
+        )
 
 
 class ServerPointOut(serializers.Serializer):
@@ -331,8 +385,9 @@ class ServerSeriesOut(serializers.Serializer):
 
 
 class ServerSeriesView(APIView):
-    @extend_schema(operation_id="server_series", parameters=[*WINDOW_PARAMETERS, RESOLUTION_PARAMETER],
-                   responses=ServerSeriesOut)  # fmt: skip
+    @extend_schema(
+        operation_id="server_series", parameters=[*WINDOW_PARAMETERS, RESOLUTION_PARAMETER], responses=ServerSeriesOut
+    )
     def get(self, request, server_id: int):
         server = server_for(request.user, server_id)
         window = window_params(request)
@@ -340,17 +395,27 @@ class ServerSeriesView(APIView):
             series = server_series(server_id=server.pk, window=window, resolution=_resolution(request))
         except WindowError as exc:
             raise exceptions.ValidationError({"resolution": [str(exc)]}) from None
-        return Response({"server_id": server.pk, "resolution": series.resolution, "window_start": window.start,
-                         "window_end": window.end, "events": series.events,
-                         "points": _points(series.points, ServerPointOut)})  # fmt: skip
+        return Response(
+            {
+                "server_id": server.pk,
+                "resolution": series.resolution,
+                "window_start": window.start,
+                "window_end": window.end,
+                "events": series.events,
+                "points": _points(series.points, ServerPointOut),
+            }
+        )
 
 
 urlpatterns = [
     path("servers/<int:server_id>/statements/", api(ServerStatements.as_view()), name="api-server-statements"),
     path("servers/<int:server_id>/series/", api(ServerSeriesView.as_view()), name="api-server-series"),
-    path("organizations/<int:organization_id>/statements/", api(OrganizationStatements.as_view()),
-         name="api-organization-statements"),
+    path(
+        "organizations/<int:organization_id>/statements/",
+        api(OrganizationStatements.as_view()),
+        name="api-organization-statements",
+    ),
     path("statements/<int:statement_id>/", api(StatementView.as_view()), name="api-statement"),
     path("statements/<int:statement_id>/series/", api(StatementSeriesView.as_view()), name="api-statement-series"),
     path("statements/<int:statement_id>/waits/", api(StatementWaitsView.as_view()), name="api-statement-waits"),
-]  # fmt: skip
+]

@@ -30,8 +30,9 @@ class LoginView(auth_views.LoginView):
 
 
 class PreferencesForm(forms.Form):
-    time_zone = forms.CharField(max_length=64, validators=[validate_time_zone],
-                                help_text="Times are stored in UTC and shown in this time zone.")  # fmt: skip
+    time_zone = forms.CharField(
+        max_length=64, validators=[validate_time_zone], help_text="Times are stored in UTC and shown in this time zone."
+    )
 
 
 def preferences(request):
@@ -44,8 +45,9 @@ def preferences(request):
         messages.success(request, f"Times are now shown in {pref.time_zone}.")
         return redirect("preferences")
     zones = sorted(zoneinfo.available_timezones())
-    return render_page(request, "console/preferences.html", {"form": form, "zones": zones},
-                       status=400 if form.errors else 200)  # fmt: skip
+    return render_page(
+        request, "console/preferences.html", {"form": form, "zones": zones}, status=400 if form.errors else 200
+    )
 
 
 class CodeForm(forms.Form):
@@ -112,8 +114,9 @@ def two_factor_settings(request):
 class TokenForm(forms.Form):
     name = forms.CharField(max_length=100, help_text="What it is for, e.g. ci-checks or chatops.")
     read_only = forms.BooleanField(required=False, help_text="It may only read (no changes, acknowledgements).")
-    expires_days = forms.IntegerField(required=False, min_value=1, max_value=MAX_EXPIRY_DAYS,
-                                      help_text="Empty: it never expires.")  # fmt: skip
+    expires_days = forms.IntegerField(
+        required=False, min_value=1, max_value=MAX_EXPIRY_DAYS, help_text="Empty: it never expires."
+    )
 
 
 def tokens(request):
@@ -122,17 +125,24 @@ def tokens(request):
     created = None
     if request.method == "POST" and form.is_valid():
         try:
-            row, secret = token_create(user=request.user, name=form.cleaned_data["name"],
-                                       read_only=form.cleaned_data["read_only"],
-                                       expires_days=form.cleaned_data["expires_days"])  # fmt: skip
+            row, secret = token_create(
+                user=request.user,
+                name=form.cleaned_data["name"],
+                read_only=form.cleaned_data["read_only"],
+                expires_days=form.cleaned_data["expires_days"],
+            )
         except TokenError as exc:
             form.add_error(None, str(exc))
         else:
             created = {"token": row, "secret": secret}
             form = TokenForm()
     rows = ApiToken.objects.filter(user=request.user).order_by("-created_at")
-    response = render_page(request, "console/tokens.html", {"form": form, "tokens": rows, "created": created},
-                           status=400 if form.errors else 200)  # fmt: skip
+    response = render_page(
+        request,
+        "console/tokens.html",
+        {"form": form, "tokens": rows, "created": created},
+        status=400 if form.errors else 200,
+    )
     response["Cache-Control"] = "no-store"  # the page may hold a secret
     return response
 

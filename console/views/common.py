@@ -12,8 +12,9 @@ def is_fragment_request(request: HttpRequest) -> bool:
     return bool(htmx) and not htmx.history_restore_request and not htmx.boosted
 
 
-def render_page(request: HttpRequest, template: str, context: dict, *, fragment: str | None = None,
-                status: int = 200) -> HttpResponse:  # fmt: skip
+def render_page(
+    request: HttpRequest, template: str, context: dict, *, fragment: str | None = None, status: int = 200
+) -> HttpResponse:
     """The whole page, or for an htmx request its named fragment (template.html#fragment)."""
     name = f"{template}#{fragment}" if fragment and is_fragment_request(request) else template
     response = render(request, name, context, status=status)

@@ -33,14 +33,18 @@ LOCAL = "%Y-%m-%dT%H:%M"  # what <input type="datetime-local"> sends and shows
 
 
 class ExportForm(forms.Form):
-    servers = forms.MultipleChoiceField(required=False, widget=forms.CheckboxSelectMultiple,
-                                        help_text="None ticked: every server of the organization.")  # fmt: skip
+    servers = forms.MultipleChoiceField(
+        required=False, widget=forms.CheckboxSelectMultiple, help_text="None ticked: every server of the organization."
+    )
     # Read in the user's time zone (the middleware activates it), stored in UTC.
-    window_start = forms.DateTimeField(label="From", widget=forms.DateTimeInput(attrs={"type": "datetime-local"},
-                                                                                  format=LOCAL))  # fmt: skip
-    window_end = forms.DateTimeField(label="To", widget=forms.DateTimeInput(attrs={"type": "datetime-local"},
-                                                                              format=LOCAL),
-                                     help_text="The window must have ended: its figures no longer change.")  # fmt: skip
+    window_start = forms.DateTimeField(
+        label="From", widget=forms.DateTimeInput(attrs={"type": "datetime-local"}, format=LOCAL)
+    )
+    window_end = forms.DateTimeField(
+        label="To",
+        widget=forms.DateTimeInput(attrs={"type": "datetime-local"}, format=LOCAL),
+        help_text="The window must have ended: its figures no longer change.",
+    )
     formats = forms.MultipleChoiceField(choices=list(FORMAT_LABELS.items()), widget=forms.CheckboxSelectMultiple)
 
     def __init__(self, *args, organization: Organization, **kwargs):
@@ -63,9 +67,13 @@ def exports(request: HttpRequest, organization_id: int) -> HttpResponse:
             data = form.cleaned_data
             try:
                 window = export_window(start=data["window_start"], end=data["window_end"])
-                export = audit_export_request(organization_id=org.pk, user=request.user,
-                                              server_ids=[int(i) for i in data["servers"]] or None, window=window,
-                                              formats=data["formats"])  # fmt: skip
+                export = audit_export_request(
+                    organization_id=org.pk,
+                    user=request.user,
+                    server_ids=[int(i) for i in data["servers"]] or None,
+                    window=window,
+                    formats=data["formats"],
+                )
             except ExportError as exc:
                 form.add_error(exc.field if exc.field in form.fields else None, str(exc))
             else:
@@ -75,12 +83,17 @@ def exports(request: HttpRequest, organization_id: int) -> HttpResponse:
         form = ExportForm(initial=_initial(timezone.now()), organization=org)
     rows = audit_exports(organization_ids=[org.pk])
     context = {
-        "organization": org, "form": form, "exports": rows, "busy": any(r.busy for r in rows),
-        "log": audit_log(organization_id=org.pk), "format_labels": FORMAT_LABELS,
+        "organization": org,
+        "form": form,
+        "exports": rows,
+        "busy": any(r.busy for r in rows),
+        "log": audit_log(organization_id=org.pk),
+        "format_labels": FORMAT_LABELS,
         "retention_days": settings.EXPORT_RETENTION_DAYS,
-    }  # fmt: skip
-    return render_page(request, "console/exports.html", context, fragment="exports-list",
-                       status=400 if form.is_bound else 200)  # fmt: skip
+    }
+    return render_page(
+        request, "console/exports.html", context, fragment="exports-list", status=400 if form.is_bound else 200
+    )
 
 
 def export_download(request: HttpRequest, organization_id: int, export_id: int) -> HttpResponse:
@@ -100,5 +113,5 @@ urlpatterns = [
     path("organizations/<int:organization_id>/exports/", exports, name="exports"),
     path(
         "organizations/<int:organization_id>/exports/<int:export_id>/download/", export_download, name="export-download"
-    ),  # fmt: skip
+    ),
 ]

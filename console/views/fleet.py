@@ -51,17 +51,35 @@ SORTS: dict[str, str] = {
 FIGURE_SORTS = ("calls", "dbtime", "dealloc")
 # The table's columns in order (a key of SORTS: sortable).
 COLUMNS: tuple[tuple[str, str], ...] = (
-    ("status", "Status"), ("advice", "Advisor"), ("name", "Server"), ("org", "Organization"), ("version", "PostgreSQL"),
-    ("extension", "pgss"), ("age", "Last snapshot"), ("calls", "Calls/s"),
-    ("dbtime", "DB time (ms/s)"), ("exec", "Exec (ms/s)"), ("plan", "Planning (ms/s)"),
-    ("dealloc", "Dealloc/s"), ("entries", "Entries / max"), ("trend", "Trend (calls/s)"),
-)  # fmt: skip
+    ("status", "Status"),
+    ("advice", "Advisor"),
+    ("name", "Server"),
+    ("org", "Organization"),
+    ("version", "PostgreSQL"),
+    ("extension", "pgss"),
+    ("age", "Last snapshot"),
+    ("calls", "Calls/s"),
+    ("dbtime", "DB time (ms/s)"),
+    ("exec", "Exec (ms/s)"),
+    ("plan", "Planning (ms/s)"),
+    ("dealloc", "Dealloc/s"),
+    ("entries", "Entries / max"),
+    ("trend", "Trend (calls/s)"),
+)
 NUMERIC_COLUMNS = ("calls", "dbtime", "exec", "plan", "dealloc", "entries")
 DEFAULT_SORT = "status"
 NO_ADVICE = Counts()
 # What filtering, sorting and server_status read of the inventory rows (not the status notes or secrets).
-INVENTORY_FIELDS = ("name", "organization__name", "tags", "enabled", "interval_s", "last_attempt_at",
-                    "last_success_at", "consecutive_failures")  # fmt: skip
+INVENTORY_FIELDS = (
+    "name",
+    "organization__name",
+    "tags",
+    "enabled",
+    "interval_s",
+    "last_attempt_at",
+    "last_success_at",
+    "consecutive_failures",
+)
 
 
 @dataclass(frozen=True)
@@ -81,12 +99,21 @@ class FleetState:
         return bool(self.organization_id or self.tag or self.status or self.text)
 
     def params(self, **changes) -> dict[str, str]:
-        values = {"org": self.organization_id, "tag": self.tag, "status": self.status, "q": self.text,
-                  "sort": self.sort, "page": self.page}  # fmt: skip
+        values = {
+            "org": self.organization_id,
+            "tag": self.tag,
+            "status": self.status,
+            "q": self.text,
+            "sort": self.sort,
+            "page": self.page,
+        }
         values.update(changes)
         # Defaults stay out of the URL, so that a bookmark reads short.
-        return {k: str(v) for k, v in values.items() if v not in ("", None) and not (k == "page" and v == 1)
-                and not (k == "sort" and v == DEFAULT_SORT)}  # fmt: skip
+        return {
+            k: str(v)
+            for k, v in values.items()
+            if v not in ("", None) and not (k == "page" and v == 1) and not (k == "sort" and v == DEFAULT_SORT)
+        }
 
 
 def parse_state(params, organization_ids: set[int]) -> FleetState:
@@ -113,8 +140,15 @@ def parse_state(params, organization_ids: set[int]) -> FleetState:
         sort = DEFAULT_SORT
     page = page_number(params, errors)
     tag, text = params.get("tag", "").strip()[:100], params.get("q", "").strip()[:200]
-    return FleetState(organization_id=organization_id, tag=tag, status=status, text=text, sort=sort, page=page,
-                      error="; ".join(errors))  # fmt: skip
+    return FleetState(
+        organization_id=organization_id,
+        tag=tag,
+        status=status,
+        text=text,
+        sort=sort,
+        page=page,
+        error="; ".join(errors),
+    )
 
 
 def rate_text(value: float | None) -> str:

@@ -150,8 +150,12 @@ def _save(request: HttpRequest, form: ServerForm, server: Server | None) -> bool
     fields = (*CONNECTION_FIELDS, "name", "interval_s", "cpu_count", "tags", "enabled")
     had_password = bool(server.password_encrypted)
     # A copy: on a refused change the page still shows the stored server, not the rejected values.
-    updated = server_update(server=copy.copy(server), data={name: cd[name] for name in fields},
-                            password=cd["password"] or None, clear_password=cd["forget_password"])  # fmt: skip
+    updated = server_update(
+        server=copy.copy(server),
+        data={name: cd[name] for name in fields},
+        password=cd["password"] or None,
+        clear_password=cd["forget_password"],
+    )
     if had_password and not updated.password_encrypted:
         why = (
             "as asked"

@@ -152,8 +152,9 @@ def member_remove(request: HttpRequest, organization_id: int, membership_id: int
 
 
 def _membership(organization_id: int, membership_id: int) -> Membership:
-    return get_object_or_404(Membership.objects.select_related("user", "organization"), pk=membership_id,
-                             organization_id=organization_id)  # fmt: skip
+    return get_object_or_404(
+        Membership.objects.select_related("user", "organization"), pk=membership_id, organization_id=organization_id
+    )
 
 
 urlpatterns = [

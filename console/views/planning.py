@@ -128,15 +128,26 @@ def planning_charts(series: ServerSeries, window: Window, untracked: list[Untrac
     else:
         share_note = time_note = ""
         plan_label = "planning"
-    share = time_chart(series=[Series("plan share", plan_share_points(series), PLAN_COLOR)], unit="%", y_max=100,
-                       **common)  # fmt: skip
+    share = time_chart(
+        series=[Series("plan share", plan_share_points(series), PLAN_COLOR)], unit="%", y_max=100, **common
+    )
     return [
         Chart("chart-plan-share", "Plan share of database time", None if never else share, share_note),
-        Chart("chart-plan-time", "Database time per second, execution and planning",
-              time_chart(series=[Series("execution", [p.exec_ms_per_s for p in points], EXEC_COLOR),
-                                 Series(plan_label, [p.plan_ms_per_s for p in points], PLAN_COLOR)],
-                         unit="ms/s", stacked=True, **common), time_note),
-    ]  # fmt: skip
+        Chart(
+            "chart-plan-time",
+            "Database time per second, execution and planning",
+            time_chart(
+                series=[
+                    Series("execution", [p.exec_ms_per_s for p in points], EXEC_COLOR),
+                    Series(plan_label, [p.plan_ms_per_s for p in points], PLAN_COLOR),
+                ],
+                unit="ms/s",
+                stacked=True,
+                **common,
+            ),
+            time_note,
+        ),
+    ]
 
 
 def _num(value: float | None, digits: int) -> str:
@@ -159,14 +170,20 @@ def ranking_rows(top: TopStatements, query: str) -> list[Row]:
             continue
         text = s.query if s.query is not None else MISSING_TEXT.get(s.text_status, "<no text>")
         mean_plan = s.mean_plan_ms
-        rows.append(Row(
-            s=s, text=text, has_text=s.query is not None,
-            url=reverse("statement", args=[s.statement_id]) + "?" + query,
-            calls=_num(s.calls, 0), plans=_num(s.plans, 0),
-            plan_ms=_num(s.plan_ms, 1), exec_ms=_num(s.exec_ms, 1),
-            mean_plan_ms=_num(mean_plan, 3 if mean_plan is not None and mean_plan < 1 else 2),
-            share=_num(None if s.plan_share is None else s.plan_share * 100, 1),
-        ))  # fmt: skip
+        rows.append(
+            Row(
+                s=s,
+                text=text,
+                has_text=s.query is not None,
+                url=reverse("statement", args=[s.statement_id]) + "?" + query,
+                calls=_num(s.calls, 0),
+                plans=_num(s.plans, 0),
+                plan_ms=_num(s.plan_ms, 1),
+                exec_ms=_num(s.exec_ms, 1),
+                mean_plan_ms=_num(mean_plan, 3 if mean_plan is not None and mean_plan < 1 else 2),
+                share=_num(None if s.plan_share is None else s.plan_share * 100, 1),
+            )
+        )
     return rows
 
 

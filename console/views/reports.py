@@ -46,8 +46,10 @@ from reports.weekly import weekly_report
 from reports.weeks import ReportWeek, WeekError, week_of
 
 # The preview is the mail's HTML: its own inline styles and data: images, and nothing else (no script).
-PREVIEW_CSP = ("default-src 'none'; img-src data:; style-src 'unsafe-inline'; base-uri 'none'; "
-               "form-action 'none'; frame-ancestors 'self'")  # fmt: skip
+PREVIEW_CSP = (
+    "default-src 'none'; img-src data:; style-src 'unsafe-inline'; base-uri 'none'; "
+    "form-action 'none'; frame-ancestors 'self'"
+)
 
 
 def _week(request: HttpRequest, organization_id: int, params) -> tuple[ReportWeek, str]:
@@ -126,8 +128,12 @@ def opt_in(request: HttpRequest, organization_id: int) -> HttpResponse:
     except ValidationError as exc:
         messages.error(request, " ".join(exc.messages))
     else:
-        messages.success(request, f"You will receive the weekly report at {request.user.email}." if wanted
-                         else "You will no longer receive the weekly report.")  # fmt: skip
+        messages.success(
+            request,
+            f"You will receive the weekly report at {request.user.email}."
+            if wanted
+            else "You will no longer receive the weekly report.",
+        )
     return redirect("organization-reports", org.pk)
 
 
@@ -141,8 +147,9 @@ def test_send(request: HttpRequest, organization_id: int) -> HttpResponse:
     elif not request.user.email:
         messages.error(request, "Your account has no email address: an admin can set one in the Django admin.")
     else:
-        result = report_send_test(organization_id=org.pk, week=week, address=request.user.email,
-                                  requested_by=request.user)  # fmt: skip
+        result = report_send_test(
+            organization_id=org.pk, week=week, address=request.user.email, requested_by=request.user
+        )
         if result.sent:
             messages.success(request, f"The report of {week.label} was sent to {request.user.email}.")
         else:

@@ -29,23 +29,46 @@ RECENT_ERRORS = 10
 
 # (snapshot column, GUC, what it means in a DBA's words, where it does not exist)
 SETTINGS: tuple[tuple[str, str, str, str], ...] = (
-    ("entries_max", "pg_stat_statements.max",
-     "How many distinct statements are tracked at once. When it is full the least used are evicted "
-     "(dealloc rises) and their history breaks; changing it needs a restart.", ""),
-    ("track", "pg_stat_statements.track",
-     "Which statements are counted: top (those clients send), all (also those run inside functions) or none.", ""),
-    ("track_utility", "pg_stat_statements.track_utility",
-     "Whether utility commands (DDL, VACUUM, SET, COPY ...) are counted besides queries.", ""),
-    ("track_planning", "pg_stat_statements.track_planning",
-     "Whether planning time is counted too. Off by default: it adds a second update of the statement's "
-     "entry, which contends on very hot statements.", "needs PostgreSQL 13"),
-    ("save", "pg_stat_statements.save",
-     "Whether the statistics survive a clean restart (written to disk at shutdown); off loses them at every "
-     "restart.", ""),
-    ("sample_rate", "pg_stat_statements.sample_rate",
-     "The fraction of statements counted (1 = all), to lower the cost of very hot statements.",
-     "exists only in some forks such as Tantor Postgres, not in community PostgreSQL"),
-)  # fmt: skip
+    (
+        "entries_max",
+        "pg_stat_statements.max",
+        "How many distinct statements are tracked at once. When it is full the least used are evicted "
+        "(dealloc rises) and their history breaks; changing it needs a restart.",
+        "",
+    ),
+    (
+        "track",
+        "pg_stat_statements.track",
+        "Which statements are counted: top (those clients send), all (also those run inside functions) or none.",
+        "",
+    ),
+    (
+        "track_utility",
+        "pg_stat_statements.track_utility",
+        "Whether utility commands (DDL, VACUUM, SET, COPY ...) are counted besides queries.",
+        "",
+    ),
+    (
+        "track_planning",
+        "pg_stat_statements.track_planning",
+        "Whether planning time is counted too. Off by default: it adds a second update of the statement's "
+        "entry, which contends on very hot statements.",
+        "needs PostgreSQL 13",
+    ),
+    (
+        "save",
+        "pg_stat_statements.save",
+        "Whether the statistics survive a clean restart (written to disk at shutdown); off loses them at every "
+        "restart.",
+        "",
+    ),
+    (
+        "sample_rate",
+        "pg_stat_statements.sample_rate",
+        "The fraction of statements counted (1 = all), to lower the cost of very hot statements.",
+        "exists only in some forks such as Tantor Postgres, not in community PostgreSQL",
+    ),
+)
 
 
 @dataclass(frozen=True)
@@ -68,8 +91,9 @@ def change_markers(changes: list[ConfigChange]) -> list[tuple[datetime, str]]:
     return [(at, "; ".join(labels)) for at, labels in by_time.items()]
 
 
-def server_charts(series: ServerSeries, markers: list[tuple[datetime, str]], settings: ServerSettings,
-                  window: Window) -> list[Chart]:  # fmt: skip
+def server_charts(
+    series: ServerSeries, markers: list[tuple[datetime, str]], settings: ServerSettings, window: Window
+) -> list[Chart]:
     """The six charts of the server page, from one ServerSeries."""
     points = series.points
     # Each point drawn flat across the time it covers (a bucket, or a snapshot's interval).
@@ -83,10 +107,14 @@ def server_charts(series: ServerSeries, markers: list[tuple[datetime, str]], set
     else:
         planning_note, plan_label = "", "planning"
     time = time_chart(
-        series=[Series("execution", [p.exec_ms_per_s for p in points], EXEC_COLOR),
-                Series(plan_label, [p.plan_ms_per_s for p in points], PLAN_COLOR)],
-        unit="ms/s", stacked=True, **common,
-    )  # fmt: skip
+        series=[
+            Series("execution", [p.exec_ms_per_s for p in points], EXEC_COLOR),
+            Series(plan_label, [p.plan_ms_per_s for p in points], PLAN_COLOR),
+        ],
+        unit="ms/s",
+        stacked=True,
+        **common,
+    )
     entries_max = settings.entries_max
     max_text = f"{entries_max:,}" if entries_max is not None else "unknown"
     version = settings.server_version_num
@@ -94,24 +122,52 @@ def server_charts(series: ServerSeries, markers: list[tuple[datetime, str]], set
     waits = [Series(ev, [p.active_sessions.get(ev, 0.0) if p.span_s else None for p in points]) for ev in series.events]
     return [
         Chart("chart-time", f"Database time per second, execution and planning{planning_note}", time),
-        Chart("chart-calls", "Calls per second",
-              time_chart(series=[Series("calls/s", [p.calls_per_s for p in points], EXEC_COLOR)], unit="calls/s",
-                         **common)),
-        Chart("chart-dealloc", f"Deallocations per second (pg_stat_statements.max = {max_text})",
-              time_chart(series=[Series("dealloc/s", [p.dealloc_per_s for p in points], "#b3261e")],
-                         unit="dealloc/s", **common), dealloc_note),
-        Chart("chart-waits", "Wait events, average active sessions",
-              time_chart(series=waits, unit="sessions", stacked=True, **common),
-              "" if waits else "No wait event was sampled in this range."),
-        Chart("chart-entries", "Entries against pg_stat_statements.max",
-              time_chart(series=[Series("entries (peak)", [p.entries_peak for p in points], EXEC_COLOR),
-                                 Series("pg_stat_statements.max", [p.entries_max for p in points], "#b3261e")],
-                         unit="entries", **common)),
-        Chart("chart-hit", "Shared buffer hit ratio",
-              time_chart(series=[Series("hit ratio", [None if p.hit_ratio is None else p.hit_ratio * 100
-                                                      for p in points], "#3c9a5f")],
-                         unit="%", y_max=100, **common)),
-    ]  # fmt: skip
+        Chart(
+            "chart-calls",
+            "Calls per second",
+            time_chart(
+                series=[Series("calls/s", [p.calls_per_s for p in points], EXEC_COLOR)], unit="calls/s", **common
+            ),
+        ),
+        Chart(
+            "chart-dealloc",
+            f"Deallocations per second (pg_stat_statements.max = {max_text})",
+            time_chart(
+                series=[Series("dealloc/s", [p.dealloc_per_s for p in points], "#b3261e")], unit="dealloc/s", **common
+            ),
+            dealloc_note,
+        ),
+        Chart(
+            "chart-waits",
+            "Wait events, average active sessions",
+            time_chart(series=waits, unit="sessions", stacked=True, **common),
+            "" if waits else "No wait event was sampled in this range.",
+        ),
+        Chart(
+            "chart-entries",
+            "Entries against pg_stat_statements.max",
+            time_chart(
+                series=[
+                    Series("entries (peak)", [p.entries_peak for p in points], EXEC_COLOR),
+                    Series("pg_stat_statements.max", [p.entries_max for p in points], "#b3261e"),
+                ],
+                unit="entries",
+                **common,
+            ),
+        ),
+        Chart(
+            "chart-hit",
+            "Shared buffer hit ratio",
+            time_chart(
+                series=[
+                    Series("hit ratio", [None if p.hit_ratio is None else p.hit_ratio * 100 for p in points], "#3c9a5f")
+                ],
+                unit="%",
+                y_max=100,
+                **common,
+            ),
+        ),
+    ]
 
 
 def setting_rows(settings: ServerSettings) -> list[SettingRow]:

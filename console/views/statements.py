@@ -25,19 +25,27 @@ WAITS_BY_QUERY_FROM = 140000  # query_id in pg_stat_activity and pg_wait_samplin
 TOP_WAITS = 10
 # Why a statement has no text, and what would bring it (never a blank).
 MISSING_TEXT: dict[str, tuple[str, str]] = {
-    TextStatus.NOT_VISIBLE: ("Its text is not visible to the monitoring role.",
-                             "Grant it pg_read_all_stats to read the texts of other roles' statements."),
-    TextStatus.EVICTED: ("Its text was evicted before it could be read.",
-                         "pg_stat_statements dropped the entry (pg_stat_statements.max is full); the text is read "
-                         "again when the statement comes back."),
-    TextStatus.UNAVAILABLE: ("Its text is unavailable: pg_stat_statements did not keep it.",
-                             "Its query text file was discarded (e.g. after a failed garbage collection); the text "
-                             "is read again when the entry is re-created."),
-    TextStatus.PENDING: ("Its text has not been read yet.",
-                         "The server had more new statements than one snapshot reads texts for "
-                         "(COLLECTOR_TEXTS_PER_SNAPSHOT, COLLECTOR_TEXT_BYTES_PER_SNAPSHOT); the next snapshots "
-                         "read it first."),
-}  # fmt: skip
+    TextStatus.NOT_VISIBLE: (
+        "Its text is not visible to the monitoring role.",
+        "Grant it pg_read_all_stats to read the texts of other roles' statements.",
+    ),
+    TextStatus.EVICTED: (
+        "Its text was evicted before it could be read.",
+        "pg_stat_statements dropped the entry (pg_stat_statements.max is full); the text is read "
+        "again when the statement comes back.",
+    ),
+    TextStatus.UNAVAILABLE: (
+        "Its text is unavailable: pg_stat_statements did not keep it.",
+        "Its query text file was discarded (e.g. after a failed garbage collection); the text "
+        "is read again when the entry is re-created.",
+    ),
+    TextStatus.PENDING: (
+        "Its text has not been read yet.",
+        "The server had more new statements than one snapshot reads texts for "
+        "(COLLECTOR_TEXTS_PER_SNAPSHOT, COLLECTOR_TEXT_BYTES_PER_SNAPSHOT); the next snapshots "
+        "read it first.",
+    ),
+}
 
 
 def planning_note(series: StatementSeries) -> str:
@@ -58,22 +66,51 @@ def statement_charts(series: StatementSeries, window: Window) -> list[Chart]:
     plan_label = "planning (not tracked)" if note.startswith("planning not tracked (") else "planning"
     temp_per_s = [p.temp_blks / p.span_s if p.span_s and p.temp_blks is not None else None for p in points]
     return [
-        Chart("chart-calls", "Calls per second",
-              time_chart(series=[Series("calls/s", [p.calls_per_s for p in points], EXEC_COLOR)], unit="calls/s",
-                         **common)),
-        Chart("chart-mean", "Mean time per call, execution and planning",
-              time_chart(series=[Series("execution", [p.mean_exec_ms for p in points], EXEC_COLOR),
-                                 Series(plan_label, [p.mean_plan_ms for p in points], PLAN_COLOR)],
-                         unit="ms", **common), note),
-        Chart("chart-rows", "Rows per call",
-              time_chart(series=[Series("rows/call", [p.rows_per_call for p in points], "#3c9a5f")], unit="rows",
-                         **common)),
-        Chart("chart-hit", "Shared buffer hit ratio",
-              time_chart(series=[Series("hit ratio", [None if p.hit_ratio is None else p.hit_ratio * 100
-                                                      for p in points], "#3c9a5f")], unit="%", y_max=100, **common)),
-        Chart("chart-temp", "Temporary blocks per second (read + written)",
-              time_chart(series=[Series("temp blocks/s", temp_per_s, "#b3261e")], unit="blocks/s", **common)),
-    ]  # fmt: skip
+        Chart(
+            "chart-calls",
+            "Calls per second",
+            time_chart(
+                series=[Series("calls/s", [p.calls_per_s for p in points], EXEC_COLOR)], unit="calls/s", **common
+            ),
+        ),
+        Chart(
+            "chart-mean",
+            "Mean time per call, execution and planning",
+            time_chart(
+                series=[
+                    Series("execution", [p.mean_exec_ms for p in points], EXEC_COLOR),
+                    Series(plan_label, [p.mean_plan_ms for p in points], PLAN_COLOR),
+                ],
+                unit="ms",
+                **common,
+            ),
+            note,
+        ),
+        Chart(
+            "chart-rows",
+            "Rows per call",
+            time_chart(
+                series=[Series("rows/call", [p.rows_per_call for p in points], "#3c9a5f")], unit="rows", **common
+            ),
+        ),
+        Chart(
+            "chart-hit",
+            "Shared buffer hit ratio",
+            time_chart(
+                series=[
+                    Series("hit ratio", [None if p.hit_ratio is None else p.hit_ratio * 100 for p in points], "#3c9a5f")
+                ],
+                unit="%",
+                y_max=100,
+                **common,
+            ),
+        ),
+        Chart(
+            "chart-temp",
+            "Temporary blocks per second (read + written)",
+            time_chart(series=[Series("temp blocks/s", temp_per_s, "#b3261e")], unit="blocks/s", **common),
+        ),
+    ]
 
 
 @dataclass(frozen=True)
@@ -163,8 +200,9 @@ def statement(request: HttpRequest, statement_id: int) -> HttpResponse:
         "waits_need": waits_need,
     }
     if not is_fragment_request(request):  # outside the range-dependent body
-        context["elsewhere"] = same_queryid_elsewhere(statement_id=detail.statement_id,
-                                                      organization_id=detail.organization_id)  # fmt: skip
+        context["elsewhere"] = same_queryid_elsewhere(
+            statement_id=detail.statement_id, organization_id=detail.organization_id
+        )
     return render_page(request, "console/statement.html", context, fragment="body")
 
 

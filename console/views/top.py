@@ -82,8 +82,11 @@ class TableState:
         }
         values.update(changes)
         # Defaults stay out of the URL, so that a bookmark reads short.
-        return {k: str(v) for k, v in values.items() if v not in ("", None) and not (k == "page" and v == 1)
-                and not (k == "order" and v == "total")}  # fmt: skip
+        return {
+            k: str(v)
+            for k, v in values.items()
+            if v not in ("", None) and not (k == "page" and v == 1) and not (k == "order" and v == "total")
+        }
 
 
 def parse_table(params) -> TableState:
@@ -94,11 +97,15 @@ def parse_table(params) -> TableState:
         order = "total"
     page = page_number(params, errors)
     return TableState(
-        order=order, database=params.get("db", "").strip(), user=params.get("user", "").strip(),
-        text=params.get("q", "").strip()[:200], page=page, compare=params.get("compare") == "1",
+        order=order,
+        database=params.get("db", "").strip(),
+        user=params.get("user", "").strip(),
+        text=params.get("q", "").strip()[:200],
+        page=page,
+        compare=params.get("compare") == "1",
         own=params.get("own") == "1",
         error="; ".join(errors),
-    )  # fmt: skip
+    )
 
 
 @dataclass(frozen=True)
@@ -209,8 +216,13 @@ def _table(state: TableState, rows: list[Row], total_count: int, planning: str, 
 def statements_table(server, tr: TimeRange, state: TableState, base: str) -> dict:
     """The context of the table fragment for one server."""
     monitoring = (server.user,)
-    top = top_statements(server_id=server.pk, window=tr.window, order=state.order, filters=state.filters(monitoring),
-                         page=Page(state.page, PAGE_SIZE))  # fmt: skip
+    top = top_statements(
+        server_id=server.pk,
+        window=tr.window,
+        order=state.order,
+        filters=state.filters(monitoring),
+        page=Page(state.page, PAGE_SIZE),
+    )
     previous = None
     coverage = ""
     if state.compare and top.rows:
@@ -243,8 +255,10 @@ def _coverage(span_s: float, before) -> str:
         return ""
     if span_s <= 0:
         return f"the previous period has no history in its {_hours(period_s)}: every statement counts as new"
-    return (f"the previous period has history for {_hours(span_s)} of its {_hours(period_s)}: "
-            "changes are larger than they would be over the whole period")  # fmt: skip
+    return (
+        f"the previous period has history for {_hours(span_s)} of its {_hours(period_s)}: "
+        "changes are larger than they would be over the whole period"
+    )
 
 
 def organization_table(servers: list, tr: TimeRange, state: TableState, base: str) -> dict:
@@ -255,16 +269,22 @@ def organization_table(servers: list, tr: TimeRange, state: TableState, base: st
     if page != state.page:
         state = dataclasses.replace(state, page=page, error=f"across servers, the first {MAX_PAGES} pages are listed")
     monitoring = tuple(sorted({s.user for s in servers}))
-    top = statements_across(server_ids=ids, window=tr.window, order=state.order, filters=state.filters(monitoring),
-                            page=Page(page, PAGE_SIZE))  # fmt: skip
+    top = statements_across(
+        server_ids=ids,
+        window=tr.window,
+        order=state.order,
+        filters=state.filters(monitoring),
+        page=Page(page, PAGE_SIZE),
+    )
     previous: dict[int, dict[int, StatementTotals]] = {}
     if state.compare:
         wanted: dict[int, list[int]] = {}
         for r in top.rows:
             wanted.setdefault(r.server_id, []).append(r.statement.statement_id)
         for server_id, statement_ids in wanted.items():
-            previous[server_id] = statements_in(server_id=server_id, window=tr.window.previous(),
-                                                statement_ids=statement_ids)  # fmt: skip
+            previous[server_id] = statements_in(
+                server_id=server_id, window=tr.window.previous(), statement_ids=statement_ids
+            )
     rows = [
         _row(
             r.statement,
@@ -305,8 +325,12 @@ def server_header(server, now=None) -> dict:
 
 def range_context(base: str, tr: TimeRange, state: TableState) -> dict:
     """The range picker's context: its links keep the table's state (back to its first page)."""
-    return {"range": tr, "ranges": range_links(base, tr, state.params(page=1)), "range_base": base,
-            "range_keep": state.params(page=1)}  # fmt: skip
+    return {
+        "range": tr,
+        "ranges": range_links(base, tr, state.params(page=1)),
+        "range_base": base,
+        "range_keep": state.params(page=1),
+    }
 
 
 def server_statements(request: HttpRequest, server_id: int) -> HttpResponse:
@@ -326,8 +350,13 @@ def organization_statements(request: HttpRequest, organization_id: int) -> HttpR
     tr = parse_range(request.GET)
     state = parse_table(request.GET)
     base = reverse("organization-statements", args=[organization.pk])
-    context = {"organization": organization, "servers": servers, "max_pages": MAX_PAGES,
-               **range_context(base, tr, state), **organization_table(servers, tr, state, base)}  # fmt: skip
+    context = {
+        "organization": organization,
+        "servers": servers,
+        "max_pages": MAX_PAGES,
+        **range_context(base, tr, state),
+        **organization_table(servers, tr, state, base),
+    }
     return render_page(request, "console/organization_statements.html", context, fragment="table")
 
 

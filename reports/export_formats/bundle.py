@@ -24,8 +24,9 @@ def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def bundle_files(content: AuditContent, formats: list[str],
-                 step: Callable[[str, int], None] | None = None) -> dict[str, bytes]:  # fmt: skip
+def bundle_files(
+    content: AuditContent, formats: list[str], step: Callable[[str, int], None] | None = None
+) -> dict[str, bytes]:
     """{member name: bytes} for the formats asked, plus the schema and SHA256SUMS. `step(what, percent)`
     reports progress from 0 to 100 over the formats (the PDF, with its charts, is the long one)."""
     from reports.export_formats import csvfiles, jsonfile, pdf, xlsx  # WeasyPrint and openpyxl: the worker only

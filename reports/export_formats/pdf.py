@@ -18,8 +18,12 @@ from reports.audit import NOT_TRACKED, QUERY_MAX_CHARS, TOP_N, AuditContent, Fin
 from reports.charts import Line, chart_png
 
 QUERY_PDF_CHARS = 200  # a statement's text in a table; the data files carry up to QUERY_MAX_CHARS
-ORDER_TITLES = {"total": "total time (execution + planning)", "exec": "execution time", "plan": "planning time",
-                "calls": "calls"}  # fmt: skip
+ORDER_TITLES = {
+    "total": "total time (execution + planning)",
+    "exec": "execution time",
+    "plan": "planning time",
+    "calls": "calls",
+}
 
 
 @dataclass(frozen=True)
@@ -65,11 +69,17 @@ def _line(rank: int, r: StatementTotals) -> StatementLine:
     text = r.query if r.query is not None else f"(no text: {r.text_status.replace('_', ' ')})"
     one = " ".join(text.split())
     return StatementLine(
-        rank=rank, calls=fmt.count_text(r.calls), total=fmt.duration_text(r.total_ms),
-        exec=fmt.duration_text(r.exec_ms), plan=_plan(r.plan_ms), mean_exec=fmt.mean_text(r.mean_exec_ms),
+        rank=rank,
+        calls=fmt.count_text(r.calls),
+        total=fmt.duration_text(r.total_ms),
+        exec=fmt.duration_text(r.exec_ms),
+        plan=_plan(r.plan_ms),
+        mean_exec=fmt.mean_text(r.mean_exec_ms),
         rows=fmt.count_text(r.rows),
-        where=f"{r.database} · {r.user}", query=fmt.shorten(one, QUERY_PDF_CHARS), cut=len(one) > QUERY_PDF_CHARS,
-    )  # fmt: skip
+        where=f"{r.database} · {r.user}",
+        query=fmt.shorten(one, QUERY_PDF_CHARS),
+        cut=len(one) > QUERY_PDF_CHARS,
+    )
 
 
 def _tables(s: ServerAudit) -> list[TopTable]:
@@ -81,8 +91,14 @@ def _tables(s: ServerAudit) -> list[TopTable]:
             note = "Planning was not tracked on this server in the window (track_planning off): no ranking by it."
         elif not rows:
             note = "No statement ran in the window."
-        out.append(TopTable(order, f"Top {len(rows)} by {title}" if rows else f"By {title}",
-                            [_line(i, r) for i, r in enumerate(rows, start=1)], note))  # fmt: skip
+        out.append(
+            TopTable(
+                order,
+                f"Top {len(rows)} by {title}" if rows else f"By {title}",
+                [_line(i, r) for i, r in enumerate(rows, start=1)],
+                note,
+            )
+        )
     return out
 
 
@@ -114,8 +130,15 @@ def db_time_chart(s: ServerAudit, tz) -> str:
     lines = [Line("execution", [(p.start, p.exec_ms_per_s) for p in points], ends)]
     if s.planning_state != NOT_TRACKED:
         lines.append(Line("planning", [(p.start, p.plan_ms_per_s) for p in points], ends))
-    png = chart_png(lines, title=f"{s.name}: database time per second", unit="ms/s", stacked=len(lines) > 1,
-                    time_zone=tz, width_px=900, height_px=240)  # fmt: skip
+    png = chart_png(
+        lines,
+        title=f"{s.name}: database time per second",
+        unit="ms/s",
+        stacked=len(lines) > 1,
+        time_zone=tz,
+        width_px=900,
+        height_px=240,
+    )
     return _png_uri(png)
 
 
@@ -139,22 +162,38 @@ def pdf_context(c: AuditContent) -> dict:
         if s.summary.snapshots and s.coverage.history_from and s.coverage.history_from > c.window.start
     ]
     return {
-        "c": c, "tz": tz, "tz_name": c.time_zone, "utc": zoneinfo.ZoneInfo("UTC"), "fmt": fmt,
-        "hours": c.window.seconds / 3600, "days": c.window.seconds / 86400,
-        "db_time": fmt.duration_text(c.db_time_ms), "exec_time": fmt.duration_text(c.exec_ms),
-        "plan_time": None if c.plan_ms is None else fmt.duration_text(c.plan_ms), "calls": fmt.count_text(c.calls),
+        "c": c,
+        "tz": tz,
+        "tz_name": c.time_zone,
+        "utc": zoneinfo.ZoneInfo("UTC"),
+        "fmt": fmt,
+        "hours": c.window.seconds / 3600,
+        "days": c.window.seconds / 86400,
+        "db_time": fmt.duration_text(c.db_time_ms),
+        "exec_time": fmt.duration_text(c.exec_ms),
+        "plan_time": None if c.plan_ms is None else fmt.duration_text(c.plan_ms),
+        "calls": fmt.count_text(c.calls),
         "findings_by_severity": c.findings_by_severity(),
-        "heaviest": heaviest, "heaviest_server": heaviest_server,
+        "heaviest": heaviest,
+        "heaviest_server": heaviest_server,
         "heaviest_line": _line(1, heaviest) if heaviest else None,
         "heaviest_share": fmt.share_text(heaviest.total_ms / heaviest_server.summary.db_time_ms)
-        if heaviest and heaviest_server.summary.db_time_ms > 0 else None,
+        if heaviest and heaviest_server.summary.db_time_ms > 0
+        else None,
         "overall": _overall(c),
         "servers": [_server_view(s, tz) for s in c.servers],
-        "gaps": gaps, "collected": len(without) < len(c.servers), "without": without, "began": began,
-        "findings": [FindingView(f, CHANGE_APPLY_TEXT.get(f.rec.change_apply, f.rec.change_apply),
-                                 evidence_charts(f, tz)) for f in c.findings],
-        "top_n": TOP_N, "query_pdf_chars": QUERY_PDF_CHARS, "query_max_chars": f"{QUERY_MAX_CHARS:,}",
-    }  # fmt: skip
+        "gaps": gaps,
+        "collected": len(without) < len(c.servers),
+        "without": without,
+        "began": began,
+        "findings": [
+            FindingView(f, CHANGE_APPLY_TEXT.get(f.rec.change_apply, f.rec.change_apply), evidence_charts(f, tz))
+            for f in c.findings
+        ],
+        "top_n": TOP_N,
+        "query_pdf_chars": QUERY_PDF_CHARS,
+        "query_max_chars": f"{QUERY_MAX_CHARS:,}",
+    }
 
 
 @dataclass(frozen=True)

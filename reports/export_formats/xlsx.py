@@ -12,8 +12,18 @@ from openpyxl.utils import get_column_letter
 
 from reports.audit_data import Table
 
-WIDE = {"query": 80, "explanation": 80, "message": 60, "title": 50, "subject": 40, "change_text": 50,
-        "value": 30, "references": 50, "effect": 40, "cost": 40}  # fmt: skip
+WIDE = {
+    "query": 80,
+    "explanation": 80,
+    "message": 60,
+    "title": 50,
+    "subject": 40,
+    "change_text": 50,
+    "value": 30,
+    "references": 50,
+    "effect": 40,
+    "cost": 40,
+}
 
 
 def _value(value):

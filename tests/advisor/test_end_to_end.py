@@ -88,8 +88,18 @@ def test_dealloc_storm_at_max_100_is_critical_with_a_value_and_its_rate(evict_cl
     by_key = {(r["rule"], r["subject"]): r for r in entry["recommendations"]}
     full = by_key[("pgss_max", "server")]
     assert full["severity"] == "critical" and full["change_text"] == rec.change_text
-    for name in ("title", "explanation", "change_apply", "effect", "cost", "evidence", "references", "status",
-                 "first_seen_at", "last_seen_at"):  # fmt: skip
+    for name in (
+        "title",
+        "explanation",
+        "change_apply",
+        "effect",
+        "cost",
+        "evidence",
+        "references",
+        "status",
+        "first_seen_at",
+        "last_seen_at",
+    ):
         assert full[name], name
     assert full["references"] == [sources.DALIBO_SLOW_COMMIT, sources.PGSS_DOCS]
     with pytest.raises(CommandError, match="no server named"):

@@ -98,10 +98,11 @@ def planning_cluster(cluster_lock) -> Iterator[Cluster]:
 def tpc_clusters(cluster_lock) -> Iterator[dict[int, Cluster]]:
     """PostgreSQL 15 and 17 that accept PREPARE TRANSACTION."""
     specs = [
-        monitored_spec(m, name=f"test-e2e-rules-pg{m}", port=THROWAWAY_PORT_BASE + m,
-                       settings={"max_prepared_transactions": "20"})
+        monitored_spec(
+            m, name=f"test-e2e-rules-pg{m}", port=THROWAWAY_PORT_BASE + m, settings={"max_prepared_transactions": "20"}
+        )
         for m in (15, 17)
-    ]  # fmt: skip
+    ]
     started = start_many(specs)
     try:
         yield {c.major: c for c in started.values()}
@@ -141,8 +142,10 @@ def _joins_collected(server: Server, dsn: str, joins: list[str], *, batch: int =
         collect(server)  # baseline
         for start in range(0, len(joins), batch):
             part = joins[start : start + batch]
-            threads = [threading.Thread(target=client, args=(conns[k], part[k::JOIN_CLIENTS]), daemon=True)
-                       for k in range(JOIN_CLIENTS)]  # fmt: skip
+            threads = [
+                threading.Thread(target=client, args=(conns[k], part[k::JOIN_CLIENTS]), daemon=True)
+                for k in range(JOIN_CLIENTS)
+            ]
             for t in threads:
                 t.start()
             for t in threads:
@@ -233,10 +236,10 @@ def test_track_planning_on_names_the_planning_dominated_join(planning_cluster):
     assert not server_advise(server_id=server.pk).error
     raised = _rule(server, "planning_dominated")
     joins = {
-        r.subject: st for r in raised
-        if (st := Statement.objects.get(pk=int(r.subject.removeprefix("statement:")))).query
-        and '"plan_11"' in st.query
-    }  # fmt: skip
+        r.subject: st
+        for r in raised
+        if (st := Statement.objects.get(pk=int(r.subject.removeprefix("statement:")))).query and '"plan_11"' in st.query
+    }
     assert len(joins) == 1, [r.subject for r in raised]
     [(subject, statement)] = joins.items()
     # psycopg's sql.Identifier quotes the names: the stored text is the 11-table join itself.

@@ -43,11 +43,16 @@ def finding(
     severity="warning", subject="server", rule="pgss_max", explanation="dealloc 12.0/s"
 ) -> found.Recommendation:
     return found.Recommendation(
-        rule=rule, severity=severity, server="db1", subject=subject, title=f"{rule} {severity}",
-        explanation=explanation, change=found.Change("ALTER SYSTEM SET pg_stat_statements.max = 10000;", "restart"),
+        rule=rule,
+        severity=severity,
+        server="db1",
+        subject=subject,
+        title=f"{rule} {severity}",
+        explanation=explanation,
+        change=found.Change("ALTER SYSTEM SET pg_stat_statements.max = 10000;", "restart"),
         evidence=(found.EvidenceSeries("deallocations", "dealloc/s", ((T0, 12.0), (T0 + CLEAR, None))),),
         references=("seeds/000_619f50110a6dd62f.txt",),
-    )  # fmt: skip
+    )
 
 
 def apply(server, findings, at):
@@ -61,8 +66,11 @@ def events(rec) -> list[str]:
 def test_one_row_per_server_rule_subject_updated_in_place(server):
     out = apply(server, [finding(), finding(subject="below-default")], T0)
     assert len(out.opened) == 2
-    out = apply(server, [finding(severity="critical", explanation="dealloc 40.0/s"), finding(subject="below-default")],
-                T0 + timedelta(minutes=5))  # fmt: skip
+    out = apply(
+        server,
+        [finding(severity="critical", explanation="dealloc 40.0/s"), finding(subject="below-default")],
+        T0 + timedelta(minutes=5),
+    )
     assert out.opened == [] and len(out.updated) == 1
     assert Recommendation.objects.filter(server=server).count() == 2
     rec = Recommendation.objects.get(server=server, subject="server")
@@ -159,8 +167,11 @@ def test_acknowledge_then_resolve_by_a_user_with_a_grace_period(server, dba):
     assert rec.status == Status.OPEN and rec.acknowledged_by is None
     history = recommendation_history(recommendation_id=rec.pk, server_ids=[server.pk])
     assert [(e.kind, e.user) for e in history.events] == [
-        ("opened", None), ("acknowledged", "dba"), ("resolved", "dba"), ("reopened", None),
-    ]  # fmt: skip
+        ("opened", None),
+        ("acknowledged", "dba"),
+        ("resolved", "dba"),
+        ("reopened", None),
+    ]
 
 
 def test_selectors_order_count_and_scope(server):

@@ -142,8 +142,14 @@ def _build() -> MatrixWorld:
             synth.step()
             assert server_collect(server_id=server.pk).ok
     for s in (server, theirs):
-        finding = found.Recommendation(rule="pgss_max", severity="critical", server=s.name, subject="server",
-                                       title=f"{s.name} deallocates", explanation="dealloc 40/s")  # fmt: skip
+        finding = found.Recommendation(
+            rule="pgss_max",
+            severity="critical",
+            server=s.name,
+            subject="server",
+            title=f"{s.name} deallocates",
+            explanation="dealloc 40/s",
+        )
         recommendations_apply(server=s, found_now=[finding], now=timezone.now(), clear_after=timedelta(hours=2))
     from collectors.selectors import Window
     from reports.export_services import audit_export_build, export_spec

@@ -31,7 +31,7 @@ def test_fleet_figures_agree_with_the_selector_and_stay_in_the_organization(api_
             found.Recommendation(
                 rule="pgss_max", severity="critical", server=server.name, subject="server", title="t", explanation="e"
             )
-        ],  # fmt: skip
+        ],
         now=timezone.now(),
         clear_after=timedelta(hours=2),
     )
@@ -64,7 +64,9 @@ def test_fleet_bad_windows_and_pages_say_what_to_fix(api_world):
     assert "31" in assert_error(c.get(FLEET, {"since": "90d"}), 400)["message"]
     # A length past what a timedelta holds (Schemathesis found this one as a 500): a 400 like any other.
     assert "31" in assert_error(c.get(FLEET, {"since": "114101710714242846878304min"}), 400)["message"]
-    assert "retention" in assert_error(c.get(FLEET, {"from": "2001-01-01T00:00:00Z", "to": "2001-01-02T00:00:00Z"}),
-                                       400)["message"]  # fmt: skip
+    assert (
+        "retention"
+        in assert_error(c.get(FLEET, {"from": "2001-01-01T00:00:00Z", "to": "2001-01-02T00:00:00Z"}), 400)["message"]
+    )
     assert "page_size" in assert_error(c.get(FLEET, {"page_size": 501}), 400)["errors"]
     assert "organization" in assert_error(c.get(FLEET, {"organization": "x"}), 400)["errors"]

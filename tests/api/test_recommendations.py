@@ -22,12 +22,16 @@ LIST = "/api/v1/recommendations/"
 def _finding(rule: str, severity: str, subject: str = "server", change: bool = True) -> found.Recommendation:
     now = timezone.now()
     return found.Recommendation(
-        rule=rule, severity=severity, server="x", subject=subject, title=f"{rule} {severity}",
+        rule=rule,
+        severity=severity,
+        server="x",
+        subject=subject,
+        title=f"{rule} {severity}",
         explanation="dealloc 39.5/s <script>alert(1)</script>",
         change=found.Change("ALTER SYSTEM SET pg_stat_statements.max = 5000;", "restart") if change else None,
         evidence=(found.EvidenceSeries("deallocations", "dealloc/s", ((now, 39.5), (now, None))),),
         references=("seeds/000_619f50110a6dd62f.txt",),
-    )  # fmt: skip
+    )
 
 
 @pytest.fixture
@@ -35,11 +39,18 @@ def advice(api_world):
     ours = server_create(name="db1", dsn="postgresql://m:pw@127.0.0.1:1/app", organization_name="acme")
     theirs = server_create(name="db9", dsn="postgresql://m:pw@127.0.0.1:1/app", organization_name="other")
     now = timezone.now()
-    recommendations_apply(server=ours, found_now=[_finding("pgss_max", "critical"),
-                          _finding("planning_dominated", "warning", "statement:1", change=False)], now=now,
-                          clear_after=timedelta(hours=2))  # fmt: skip
-    recommendations_apply(server=theirs, found_now=[_finding("pgss_max", "critical")], now=now,
-                          clear_after=timedelta(hours=2))  # fmt: skip
+    recommendations_apply(
+        server=ours,
+        found_now=[
+            _finding("pgss_max", "critical"),
+            _finding("planning_dominated", "warning", "statement:1", change=False),
+        ],
+        now=now,
+        clear_after=timedelta(hours=2),
+    )
+    recommendations_apply(
+        server=theirs, found_now=[_finding("pgss_max", "critical")], now=now, clear_after=timedelta(hours=2)
+    )
     return {r.rule: r for r in Recommendation.objects.filter(server=ours)}, Recommendation.objects.get(server=theirs)
 
 

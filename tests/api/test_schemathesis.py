@@ -32,10 +32,15 @@ def live_api(live_server):
     Membership.objects.create(organization=org, user=user, role="admin")
     server = server_create(name="fuzz-db", dsn="postgresql://m:pw@127.0.0.1:1/app", organization_name="fuzz")
     recommendations_apply(
-        server=server, now=timezone.now(), clear_after=timedelta(hours=2),
-        found_now=[found.Recommendation(rule="pgss_max", severity="critical", server="fuzz-db", subject="server",
-                                        title="t", explanation="e")],
-    )  # fmt: skip
+        server=server,
+        now=timezone.now(),
+        clear_after=timedelta(hours=2),
+        found_now=[
+            found.Recommendation(
+                rule="pgss_max", severity="critical", server="fuzz-db", subject="server", title="t", explanation="e"
+            )
+        ],
+    )
     _, secret = token_create(user=user, name="fuzz")
     return live_server.url, {"Authorization": f"Bearer {secret}"}
 
@@ -51,5 +56,6 @@ def test_api_conforms_and_never_fails(case, live_api):
     # positive_data_acceptance, as OpenAPI cannot say that `since` excludes `from`/`to` or that `from` comes
     # before `to` (a schema-valid request may rightly get a 400, whose body is checked like any other); and
     # negative_data_rejection, as an empty query parameter (`?to=`) means "not given", as in the console.
-    case.call_and_validate(base_url=base_url, headers=headers,
-                           excluded_checks=[positive_data_acceptance, negative_data_rejection])  # fmt: skip
+    case.call_and_validate(
+        base_url=base_url, headers=headers, excluded_checks=[positive_data_acceptance, negative_data_rejection]
+    )

@@ -24,9 +24,16 @@ SECRET = "s3cr3t-pw-never-shown"
 
 
 def _body(c, major: int, **extra) -> dict:
-    return {"organization": extra.pop("organization"), "name": extra.pop("name", f"api-pg{major}"),
-            "host": extra.pop("host", "127.0.0.1"), "port": extra.pop("port", c.port), "database": "app",
-            "user": MONITOR_USER, "password": extra.pop("password", MONITOR_PASSWORD), **extra}  # fmt: skip
+    return {
+        "organization": extra.pop("organization"),
+        "name": extra.pop("name", f"api-pg{major}"),
+        "host": extra.pop("host", "127.0.0.1"),
+        "port": extra.pop("port", c.port),
+        "database": "app",
+        "user": MONITOR_USER,
+        "password": extra.pop("password", MONITOR_PASSWORD),
+        **extra,
+    }
 
 
 def _post(client, url, body):
@@ -43,8 +50,11 @@ def test_create_read_update_delete_by_role(api_world, pg_clusters):
     assert_error(_post(api_world.client("viewer"), "/api/v1/servers/", _body(c, 17, organization=acme)), 403)
     r = _post(api_world.client("outsider"), "/api/v1/servers/", _body(c, 17, organization=acme))
     assert "organization" in assert_error(r, 400)["errors"]
-    assert_error(_post(api_world.client("dba", read_only=True), "/api/v1/servers/", _body(c, 17, organization=acme)),
-                 403, "read_only_token")  # fmt: skip
+    assert_error(
+        _post(api_world.client("dba", read_only=True), "/api/v1/servers/", _body(c, 17, organization=acme)),
+        403,
+        "read_only_token",
+    )
     dba = api_world.client("dba")
     r = _post(dba, "/api/v1/servers/", _body(c, 17, organization=acme, password=SECRET, tags=["prod"]))
     assert r.status_code == 201, r.content
@@ -54,8 +64,12 @@ def test_create_read_update_delete_by_role(api_world, pg_clusters):
     assert Server.objects.get(pk=created["id"]).get_password() == SECRET  # stored (encrypted), never shown
     dup = _post(dba, "/api/v1/servers/", _body(c, 17, organization=acme))
     assert "already exists" in assert_error(dup, 400)["message"]
-    assert "port" in assert_error(_post(dba, "/api/v1/servers/", _body(c, 17, organization=acme, name="x", port=0)),
-                                  400)["errors"]  # fmt: skip
+    assert (
+        "port"
+        in assert_error(_post(dba, "/api/v1/servers/", _body(c, 17, organization=acme, name="x", port=0)), 400)[
+            "errors"
+        ]
+    )
     bad = dba.post("/api/v1/servers/", "{not json", content_type="application/json")
     assert assert_error(bad, 400, "parse_error")["message"]
 
@@ -120,13 +134,36 @@ def test_test_connection_is_queued_and_polled(api_world, pg_clusters, worker):
 def worker(tmp_path):
     """A real Celery worker on the tests' Redis database and the test database."""
     db = connection.settings_dict
-    env = {**os.environ, "DATABASE_URL": f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
-           "REDIS_URL": django_settings.REDIS_URL, "CREDENTIALS_KEY": django_settings.CREDENTIALS_KEY,
-           "COLLECTOR_ACTIVITY_SAMPLES": "2", "COLLECTOR_ACTIVITY_SPAN_S": "0.1", "PYTHONUNBUFFERED": "1"}  # fmt: skip
+    env = {
+        **os.environ,
+        "DATABASE_URL": f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
+        "REDIS_URL": django_settings.REDIS_URL,
+        "CREDENTIALS_KEY": django_settings.CREDENTIALS_KEY,
+        "COLLECTOR_ACTIVITY_SAMPLES": "2",
+        "COLLECTOR_ACTIVITY_SPAN_S": "0.1",
+        "PYTHONUNBUFFERED": "1",
+    }
     log = tmp_path / "worker.log"
-    proc = subprocess.Popen([sys.executable, "-m", "celery", "-A", "console", "worker", "--pool", "threads",
-                             "--concurrency", "2", "--loglevel", "info"], cwd=ROOT, env=env,
-                            stdout=open(log, "w"), stderr=subprocess.STDOUT)  # fmt: skip
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "console",
+            "worker",
+            "--pool",
+            "threads",
+            "--concurrency",
+            "2",
+            "--loglevel",
+            "info",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=open(log, "w"),
+        stderr=subprocess.STDOUT,
+    )
     yield log
     proc.terminate()
     try:
@@ -169,8 +206,9 @@ def test_put_replaces_every_field_and_keeps_the_organization(api_world, pg_clust
     dba = api_world.client("dba")
     created = _post(dba, "/api/v1/servers/", _body(c, 17, organization=api_world.acme.pk, name="put-me")).json()
     body = {k: v for k, v in _body(c, 17, organization=0, name="put-me-2").items() if k != "organization"}
-    r = dba.put(f"/api/v1/servers/{created['id']}/", json.dumps({**body, "interval_s": 120}),
-                content_type="application/json")  # fmt: skip
+    r = dba.put(
+        f"/api/v1/servers/{created['id']}/", json.dumps({**body, "interval_s": 120}), content_type="application/json"
+    )
     assert r.status_code == 200, r.content
     assert (r.json()["name"], r.json()["interval_s"], r.json()["organization"]) == ("put-me-2", 120, "acme")
     missing = dba.put(f"/api/v1/servers/{created['id']}/", json.dumps({"name": "x"}), content_type="application/json")

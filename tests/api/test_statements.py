@@ -38,8 +38,9 @@ def test_top_statements_agree_with_the_selector(api_world, known):
         assert api_world.client(role).get(url).status_code == 200, role
     assert_error(api_world.client("outsider").get(url), 404, "not_found")
     body = api_world.client("viewer").get(url, {"since": "1h", "order_by": "calls", "text": TABLE}).json()
-    truth = top_statements(server_id=known.pk, window=_window(body), order="calls",
-                           filters=StatementFilters(text=TABLE), page=Page(1, 50))  # fmt: skip
+    truth = top_statements(
+        server_id=known.pk, window=_window(body), order="calls", filters=StatementFilters(text=TABLE), page=Page(1, 50)
+    )
     assert [r["statement_id"] for r in body["results"]] == [s.statement_id for s in truth.rows]
     select = next(r for r in body["results"] if r["query"].startswith("SELECT count(*)"))
     assert select["calls"] == 7 and select["rows"] == 7

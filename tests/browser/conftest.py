@@ -171,17 +171,32 @@ def synthetic_server(transactional_db, monkeypatch) -> Iterator[Callable[..., Se
     `outage` and `storm_from` as tests/history_world.build takes them."""
     made: list[Server] = []
 
-    def make(name: str, *, org: str = "acme", hours: int = 26, step_min: float = 30, n: int = 30,
-             texts: dict[int, str] | None = None, outage: tuple[datetime, datetime] | None = None,
-             storm_from: datetime | None = None) -> Server:  # fmt: skip
+    def make(
+        name: str,
+        *,
+        org: str = "acme",
+        hours: int = 26,
+        step_min: float = 30,
+        n: int = 30,
+        texts: dict[int, str] | None = None,
+        outage: tuple[datetime, datetime] | None = None,
+        storm_from: datetime | None = None,
+    ) -> Server:
         now = timezone.now()
         with monkeypatch.context() as mp:
             if texts:
                 plain = synthetic._text
                 mp.setattr(synthetic, "_text", lambda rng, size, i: texts[i] if i in texts else plain(rng, size, i))
-            server = history_world.build(name, n=n, start=now - timedelta(hours=hours), end=now,
-                                         step=timedelta(minutes=step_min), last_rollup_at=now, outage=outage,
-                                         storm_from=storm_from)  # fmt: skip
+            server = history_world.build(
+                name,
+                n=n,
+                start=now - timedelta(hours=hours),
+                end=now,
+                step=timedelta(minutes=step_min),
+                last_rollup_at=now,
+                outage=outage,
+                storm_from=storm_from,
+            )
         organization, _ = Organization.objects.get_or_create(name=org)
         Server.objects.filter(pk=server.pk).update(organization=organization)
         made.append(server)

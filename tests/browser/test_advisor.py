@@ -29,11 +29,17 @@ def advised(transactional_db) -> tuple[Server, Recommendation]:
     now = timezone.now()
     points = tuple((now - timedelta(minutes=5 * (12 - i)), None if i == 4 else 10.0 + i) for i in range(12))
     rec = found.Recommendation(
-        rule="pgss_max", severity="critical", server=server.name, subject="server",
-        title="Raise pg_stat_statements.max", explanation=f"Sustained deallocation. {HOSTILE_TEXT}",
-        change=found.Change(CHANGE, "restart"), effect="Entries stop being evicted.", cost="A restart.",
+        rule="pgss_max",
+        severity="critical",
+        server=server.name,
+        subject="server",
+        title="Raise pg_stat_statements.max",
+        explanation=f"Sustained deallocation. {HOSTILE_TEXT}",
+        change=found.Change(CHANGE, "restart"),
+        effect="Entries stop being evicted.",
+        cost="A restart.",
         evidence=(found.EvidenceSeries("dealloc/s", "dealloc/s", points),),
-    )  # fmt: skip
+    )
     recommendations_apply(server=server, found_now=[rec], now=now, clear_after=timedelta(hours=2))
     return server, Recommendation.objects.get(server=server)
 

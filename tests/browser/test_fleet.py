@@ -26,17 +26,28 @@ def fleet(synthetic_server) -> dict[str, Server]:
         "db-globex": synthetic_server("db-globex", org="globex", n=12),
     }
     Server.objects.filter(pk=servers["db-broken"].pk).update(
-        consecutive_failures=2, last_attempt_at=timezone.now(), last_error_class="connection",
+        consecutive_failures=2,
+        last_attempt_at=timezone.now(),
+        last_error_class="connection",
         last_error_message=HOSTILE_ERROR,
-    )  # fmt: skip
+    )
     # The demo's widest cells: tags after the name, one critical and three warnings.
     Server.objects.filter(pk=servers["db-main"].pk).update(tags=["production", "eu-west"])
     now = timezone.now()
     for i, severity in enumerate(("critical", "warning", "warning", "warning")):
         Recommendation.objects.create(
-            server=servers["db-main"], rule=f"rule{i}", subject="server", subject_key="server", severity=severity,
-            title=f"Advice {i}", explanation="", first_seen_at=now, opened_at=now, last_seen_at=now, status="open",
-        )  # fmt: skip
+            server=servers["db-main"],
+            rule=f"rule{i}",
+            subject="server",
+            subject_key="server",
+            severity=severity,
+            title=f"Advice {i}",
+            explanation="",
+            first_seen_at=now,
+            opened_at=now,
+            last_seen_at=now,
+            status="open",
+        )
     return servers
 
 

@@ -36,8 +36,12 @@ def serve(page: Page, path: str, body: str) -> None:
 
 
 def chart(name: str, data: list[float | None]) -> str:
-    spec = {"kind": "line", "unit": "calls/s", "x": [1_700_000_000_000 + 60_000 * i for i in range(len(data))],
-            "series": [{"label": "calls", "data": data}]}  # fmt: skip
+    spec = {
+        "kind": "line",
+        "unit": "calls/s",
+        "x": [1_700_000_000_000 + 60_000 * i for i in range(len(data))],
+        "series": [{"label": "calls", "data": data}],
+    }
     return (
         f'<script id="{name}" type="application/json">{json.dumps(spec)}</script>'
         f'<div class="chart"><canvas data-chart="{name}"></canvas></div>'

@@ -16,8 +16,10 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 START = datetime(2026, 9, 29, 22, 4, tzinfo=UTC)
 END = datetime(2026, 10, 2, 3, 0, tzinfo=UTC)
-LEGACY_COLUMNS = "server_id int8, bucket timestamptz, snapshots int4, span_s float8, planning_tracked_s float8, " \
-                 "dealloc_delta int8, statements bytea NOT NULL, built_at timestamptz DEFAULT now()"  # fmt: skip
+LEGACY_COLUMNS = (
+    "server_id int8, bucket timestamptz, snapshots int4, span_s float8, planning_tracked_s float8, "
+    "dealloc_delta int8, statements bytea NOT NULL, built_at timestamptz DEFAULT now()"
+)
 
 
 def _old_schema(server_id: int, raw_gone_before: datetime) -> None:
@@ -35,12 +37,17 @@ def _old_schema(server_id: int, raw_gone_before: datetime) -> None:
             )
             for bucket, n, span, tracked, dd, payloads in cur.fetchall():
                 merged = codec.merge([codec.decode(bytes(p)) for p in payloads])
-                cur.execute(f"INSERT INTO {table} VALUES (%s, %s, %s, %s, %s, %s, %s)",
-                            [server_id, bucket, n, span, tracked, dd, codec.encode(merged)])  # fmt: skip
-        cur.execute("UPDATE collectors_snapshot SET " + ", ".join(f"{c} = NULL" for c in TOTAL_NAMES)
-                    + " WHERE server_id = %s", [server_id])  # fmt: skip
-        cur.execute("DELETE FROM collectors_snapshot WHERE server_id = %s AND taken_at < %s",
-                    [server_id, raw_gone_before])  # fmt: skip
+                cur.execute(
+                    f"INSERT INTO {table} VALUES (%s, %s, %s, %s, %s, %s, %s)",
+                    [server_id, bucket, n, span, tracked, dd, codec.encode(merged)],
+                )
+        cur.execute(
+            "UPDATE collectors_snapshot SET " + ", ".join(f"{c} = NULL" for c in TOTAL_NAMES) + " WHERE server_id = %s",
+            [server_id],
+        )
+        cur.execute(
+            "DELETE FROM collectors_snapshot WHERE server_id = %s AND taken_at < %s", [server_id, raw_gone_before]
+        )
         for t in (tables.SERVER_HOURLY, tables.SERVER_DAILY, tables.STATEMENT_HOURLY, tables.STATEMENT_DAILY):
             cur.execute(f"DELETE FROM {t.name} WHERE server_id = %s", [server_id])
 
@@ -54,8 +61,11 @@ def test_backfill_brings_the_old_history_into_the_read_tier():
     ]
     truth = [raw_sums(server.pk, w.start, w.end)[0] for w in windows]
     with connection.cursor() as cur:
-        cur.execute("SELECT taken_at, calls FROM collectors_snapshot WHERE server_id = %s AND kind = 'delta' "
-                    "AND taken_at >= %s", [server.pk, datetime(2026, 10, 1, tzinfo=UTC)])  # fmt: skip
+        cur.execute(
+            "SELECT taken_at, calls FROM collectors_snapshot WHERE server_id = %s AND kind = 'delta' "
+            "AND taken_at >= %s",
+            [server.pk, datetime(2026, 10, 1, tzinfo=UTC)],
+        )
         calls_before = dict(cur.fetchall())
     _old_schema(server.pk, raw_gone_before=datetime(2026, 10, 1, tzinfo=UTC))
     assert pending()
@@ -65,8 +75,9 @@ def test_backfill_brings_the_old_history_into_the_read_tier():
     assert result.snapshots == len(calls_before) and result.legacy_hours > 0 and result.legacy_days > 0
     assert sorted(result.dropped) == sorted([LEGACY_HOURLY, LEGACY_DAILY]) and not pending()
     with connection.cursor() as cur:
-        cur.execute("SELECT taken_at, calls FROM collectors_snapshot WHERE server_id = %s AND kind = 'delta'",
-                    [server.pk])  # fmt: skip
+        cur.execute(
+            "SELECT taken_at, calls FROM collectors_snapshot WHERE server_id = %s AND kind = 'delta'", [server.pk]
+        )
         assert dict(cur.fetchall()) == calls_before
     for window, expected in zip(windows, truth, strict=True):
         got = top_statements(server_id=server.pk, window=window, page=Page(1, 500))

@@ -39,11 +39,21 @@ def celery_processes(tmp_path):
     redis.Redis.from_url(BROKER).flushdb()
     celery = [sys.executable, "-m", "celery", "-A", "console"]
     procs = [
-        subprocess.Popen([*celery, "worker", "--pool", "threads", "--concurrency", "2", "--loglevel", "info"],
-                         cwd=ROOT, env=env, stdout=open(tmp_path / "worker.log", "w"), stderr=subprocess.STDOUT),
-        subprocess.Popen([*celery, "beat", "--schedule", str(tmp_path / "beat-schedule"), "--loglevel", "info"],
-                         cwd=ROOT, env=env, stdout=open(tmp_path / "beat.log", "w"), stderr=subprocess.STDOUT),
-    ]  # fmt: skip
+        subprocess.Popen(
+            [*celery, "worker", "--pool", "threads", "--concurrency", "2", "--loglevel", "info"],
+            cwd=ROOT,
+            env=env,
+            stdout=open(tmp_path / "worker.log", "w"),
+            stderr=subprocess.STDOUT,
+        ),
+        subprocess.Popen(
+            [*celery, "beat", "--schedule", str(tmp_path / "beat-schedule"), "--loglevel", "info"],
+            cwd=ROOT,
+            env=env,
+            stdout=open(tmp_path / "beat.log", "w"),
+            stderr=subprocess.STDOUT,
+        ),
+    ]
     yield tmp_path
     for p in procs:
         p.terminate()
@@ -74,8 +84,11 @@ def test_beat_dispatches_and_the_worker_collects(pg_clusters, celery_processes):
 
     _wait_for(lambda: len(snapshots(server)) >= 1, 60, celery_processes)
     run(c, "SELECT count(*) FROM celery_items", 4)
-    _wait_for(lambda: any(s.kind == "delta" and s.block is not None and len(s.block) for s in snapshots(server)),
-              60, celery_processes)  # fmt: skip
+    _wait_for(
+        lambda: any(s.kind == "delta" and s.block is not None and len(s.block) for s in snapshots(server)),
+        60,
+        celery_processes,
+    )
     queryid = server_entry(c, "SELECT count(*) FROM celery_items%")["queryid"]
     calls = sum((s.deltas_of(queryid) or {}).get("calls", 0) for s in snapshots(server))
     assert calls == 4
@@ -158,9 +171,25 @@ def test_collection_retries_until_the_history_store_is_back(pg_clusters, tmp_pat
     redis.Redis.from_url(BROKER).flushdb()
     log = tmp_path / "worker.log"
     worker = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "console", "worker", "--pool", "threads", "--concurrency", "1",
-         "--loglevel", "info"], cwd=ROOT, env=env, stdout=open(log, "w"), stderr=subprocess.STDOUT,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "console",
+            "worker",
+            "--pool",
+            "threads",
+            "--concurrency",
+            "1",
+            "--loglevel",
+            "info",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=open(log, "w"),
+        stderr=subprocess.STDOUT,
+    )
     try:
         from console.celery import app
 

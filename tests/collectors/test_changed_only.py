@@ -70,13 +70,15 @@ def test_changed_entries_merged_with_the_state_equal_a_full_reading(pg_clusters,
     # Exactly the new and changed entries were sent; every other one came from the state.
     prev = _by_key(before.entries, -1)
     expected_sent = {
-        tuple(k) for i, k in enumerate(after.entries.keys.tolist())
+        tuple(k)
+        for i, k in enumerate(after.entries.keys.tolist())
         if tuple(k) not in prev or prev[tuple(k)] != _by_key(after.entries.take([i]), -1)[tuple(k)]
-    }  # fmt: skip
+    }
     assert after.sent == len(expected_sent) < len(after.entries)
     changed_keys = {k for k in expected_sent if k[0] != monitor_oid}
-    count_qid = c.execute("SELECT DISTINCT queryid FROM pg_stat_statements WHERE query = %s", params=[count],
-                          dbname="app")[0][0]  # fmt: skip
+    count_qid = c.execute(
+        "SELECT DISTINCT queryid FROM pg_stat_statements WHERE query = %s", params=[count], dbname="app"
+    )[0][0]
     assert {k[2] for k in changed_keys} >= {count_qid}
     assert (insert_qid in {k[2] for k in changed_keys}) is (major >= 17)  # only min/max moved
     if nested:
@@ -104,8 +106,11 @@ def test_binary_arrays_round_trip_through_postgresql(pg_clusters):
         binary_array.register(cur.adapters)
         for kind, vals in values.items():
             for sample in (vals, vals[:0]):
-                cur.execute(f"SELECT %s::{types[kind]}, cardinality(%s::{types[kind]})",
-                            [binary_array.param(sample, kind)] * 2, binary=True)  # fmt: skip
+                cur.execute(
+                    f"SELECT %s::{types[kind]}, cardinality(%s::{types[kind]})",
+                    [binary_array.param(sample, kind)] * 2,
+                    binary=True,
+                )
                 back = binary_array.parse(cur.pgresult.get_value(0, 0), kind)
                 assert back.tolist() == sample.astype(back.dtype).tolist()
                 assert int.from_bytes(cur.pgresult.get_value(0, 1), "big") == len(sample)

@@ -21,10 +21,19 @@ PLAIN_ROLE = "check_plain"
 PLAIN_PASSWORD = "Plain-pw-93f1"  # distinctive: a report must never contain it
 
 
-def check(cluster, *, database: str = APP_DB, user: str = MONITOR_USER, password: str | None = MONITOR_PASSWORD,
-          sslmode: str = "prefer", port: int | None = None, host: str = "127.0.0.1") -> CheckReport:  # fmt: skip
-    return server_check(host=host, port=port or cluster.port, database=database, user=user, password=password,
-                        sslmode=sslmode)  # fmt: skip
+def check(
+    cluster,
+    *,
+    database: str = APP_DB,
+    user: str = MONITOR_USER,
+    password: str | None = MONITOR_PASSWORD,
+    sslmode: str = "prefer",
+    port: int | None = None,
+    host: str = "127.0.0.1",
+) -> CheckReport:
+    return server_check(
+        host=host, port=port or cluster.port, database=database, user=user, password=password, sslmode=sslmode
+    )
 
 
 def topics(report: CheckReport, level: str) -> list[str]:
@@ -49,15 +58,27 @@ def test_a_server_with_everything_is_ready(pg_clusters):
     assert report.reads_all_stats is True and report.superuser is False
     # The settings, with the ones a version or a fork lacks said to be missing.
     assert [s.name.removeprefix("pg_stat_statements.") for s in report.settings] == [
-        "max", "track", "track_utility", "track_planning", "save", "sample_rate"]  # fmt: skip
+        "max",
+        "track",
+        "track_utility",
+        "track_planning",
+        "save",
+        "sample_rate",
+    ]
     assert report.setting("max") == "5000" and report.setting("track") == "all"
     assert report.setting("track_planning") == "off" and report.setting("save") == "on"
     assert report.setting("sample_rate") is None
     # pg_stat_statements_info (14+) and the entries, all visible to a member of pg_monitor.
     assert report.dealloc == 0 and report.stats_reset is not None
     assert report.entries > 0 and report.hidden_entries == 0
-    assert set(topics(report, "ok")) >= {"Connection", "PostgreSQL version", "shared_preload_libraries", "Extension",
-                                         "Privileges", "pg_stat_statements.max"}  # fmt: skip
+    assert set(topics(report, "ok")) >= {
+        "Connection",
+        "PostgreSQL version",
+        "shared_preload_libraries",
+        "Extension",
+        "Privileges",
+        "pg_stat_statements.max",
+    }
     # Only track_planning is left to suggest, with what it costs and the exact SQL.
     assert [f.topic for f in report.missing] == ["pg_stat_statements.track_planning"]
     assert "contend" in report.missing[0].text
@@ -165,8 +186,9 @@ def _free_port() -> int:
 
 def test_a_closed_port_is_refused():
     port = _free_port()
-    report = server_check(host="127.0.0.1", port=port, database="app", user="monitor", password="secret-7",
-                          sslmode="prefer")  # fmt: skip
+    report = server_check(
+        host="127.0.0.1", port=port, database="app", user="monitor", password="secret-7", sslmode="prefer"
+    )
     assert not report.connected and report.failure == "refused"
     assert f"Nothing accepts connections at 127.0.0.1:{port}" in report.findings[0].text
     assert report.target == f"monitor@127.0.0.1:{port}/app"
@@ -179,8 +201,9 @@ def test_a_silent_port_times_out(settings):
         listener.bind(("127.0.0.1", 0))
         listener.listen(4)
         port = listener.getsockname()[1]
-        report = server_check(host="127.0.0.1", port=port, database="app", user="monitor", password=None,
-                              sslmode="prefer")  # fmt: skip
+        report = server_check(
+            host="127.0.0.1", port=port, database="app", user="monitor", password=None, sslmode="prefer"
+        )
     assert not report.connected and report.failure == "timeout"
     assert "No answer from" in report.findings[0].text
     assert 1500 <= report.elapsed_ms < 10_000
@@ -191,8 +214,9 @@ def test_a_silent_port_times_out(settings):
 
 
 def test_a_host_name_that_does_not_resolve():
-    report = server_check(host="no-such-host.invalid", port=5432, database="app", user="monitor", password="pw-1",
-                          sslmode="prefer")  # fmt: skip
+    report = server_check(
+        host="no-such-host.invalid", port=5432, database="app", user="monitor", password="pw-1", sslmode="prefer"
+    )
     assert report.failure == "dns" and "'no-such-host.invalid' does not resolve" in report.findings[0].text
 
 

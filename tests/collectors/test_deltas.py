@@ -135,8 +135,13 @@ def test_deltas_are_exact_and_never_negative(has_stats_since, operations):
             for i, key in enumerate(map(tuple, cur.keys.tolist())):
                 s = serials[key]
                 old = prev_serials.get(key)
-                if (old is not None and old != s and not sim.has_stats_since and not sim.full_reset_pending
-                        and (cur.counters[i] >= prev.counters[d.prev_index[i]]).all()):  # fmt: skip
+                if (
+                    old is not None
+                    and old != s
+                    and not sim.has_stats_since
+                    and not sim.full_reset_pending
+                    and (cur.counters[i] >= prev.counters[d.prev_index[i]]).all()
+                ):
                     # Before 17, an entry evicted or reset and re-created inside one interval with
                     # no counter smaller than before cannot be told from the old one (documented).
                     ambiguous.update((s, old))
@@ -227,17 +232,26 @@ def test_changed_entries_merged_with_the_state_give_the_same_deltas(has_stats_si
             if not same:
                 k = full.prev_index[i]
                 blind_spot = (
-                    not has_stats_since and k >= 0 and prev_serials.get(key) != serials[key]
+                    not has_stats_since
+                    and k >= 0
+                    and prev_serials.get(key) != serials[key]
                     and (cur.counters[i, _COMPARED] == prev.counters[k, _COMPARED]).all()
-                )  # fmt: skip
+                )
                 assert blind_spot, (key, part.deltas[j], full.deltas[i])
         prev, prev_serials = cur, serials  # the full reading goes on: each step is compared alone
         sim.full_reset_pending = False
 
 
-@given(st.lists(st.tuples(st.integers(0, 2**32 - 1), st.integers(0, 2**32 - 1), st.integers(-(2**63), 2**63 - 1),
-                          st.integers(0, 1)), unique=True, max_size=50),
-       st.data())  # fmt: skip
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, 2**32 - 1), st.integers(0, 2**32 - 1), st.integers(-(2**63), 2**63 - 1), st.integers(0, 1)
+        ),
+        unique=True,
+        max_size=50,
+    ),
+    st.data(),
+)
 def test_match_keys_finds_exactly_the_same_keys(prev_keys, data):
     cur_keys = data.draw(st.lists(st.sampled_from(prev_keys), unique=True) if prev_keys else st.just([]))
     extra = (7, 7, 7, 1)
@@ -255,8 +269,7 @@ def test_min_max_are_kept_only_when_they_change():
     keys = np.array([[1, 1, 1, 1], [1, 1, 2, 1]], np.int64)
     counters = np.zeros((2, N_COUNTERS), np.int64)
     gauges = np.full((2, N_GAUGES), 2.0)
-    prev = Entries(keys, counters.copy(), gauges.copy(), np.zeros(2, np.int64), np.zeros(2, np.int64),
-                   np.array([1, 2]))  # fmt: skip
+    prev = Entries(keys, counters.copy(), gauges.copy(), np.zeros(2, np.int64), np.zeros(2, np.int64), np.array([1, 2]))
     counters[:, 0] = 5
     gauges[1, 4] = 9.0  # max_exec_ms of the second entry moved
     cur = Entries(keys, counters, gauges, np.zeros(2, np.int64), np.zeros(2, np.int64))

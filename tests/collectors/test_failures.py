@@ -51,8 +51,16 @@ def test_not_in_shared_preload_libraries(pg_clusters):
     from devenv.ports import port_for_extra_test
     from tests.conftest import MONITOR_HBA, setup_monitored
 
-    spec = ClusterSpec(name="test-nopreload", major=16, port=port_for_extra_test(17), settings={}, preload=[],
-                       hba=MONITOR_HBA, fresh=True, setup=setup_monitored(["pg_stat_statements"]))  # fmt: skip
+    spec = ClusterSpec(
+        name="test-nopreload",
+        major=16,
+        port=port_for_extra_test(17),
+        settings={},
+        preload=[],
+        hba=MONITOR_HBA,
+        fresh=True,
+        setup=setup_monitored(["pg_stat_statements"]),
+    )
     c = start_many([spec])[spec.name]
     try:
         server = register(c, name="nopreload")

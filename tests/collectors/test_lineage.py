@@ -31,46 +31,85 @@ def _us(at: datetime) -> int:
 
 def _meta(*, started: datetime = T0, save: str = "on", all_stats: bool = True, role: int = 16400) -> pgss.ServerMeta:
     return pgss.ServerMeta(
-        server_version_num=160000, taken_at_us=_us(T0 + timedelta(hours=2)), postmaster_start_us=_us(started),
-        database="app", extension_version="1.10", extension_schema="public", wait_sampling_schema=None,
-        settings={"pg_stat_statements.save": save}, reads_all_stats=all_stats, role_oid=role,
+        server_version_num=160000,
+        taken_at_us=_us(T0 + timedelta(hours=2)),
+        postmaster_start_us=_us(started),
+        database="app",
+        extension_version="1.10",
+        extension_schema="public",
+        wait_sampling_schema=None,
+        settings={"pg_stat_statements.save": save},
+        reads_all_stats=all_stats,
+        role_oid=role,
         executable=frozenset(lineage.FUNCTIONS),
-    )  # fmt: skip
+    )
 
 
 def _prev(**fields) -> ServerState:
-    values = dict(taken_at=T0 + timedelta(hours=1), postmaster_start_at=T0, stats_reset_at=T0, system_identifier=1,
-                  timeline_id=1, in_recovery=False, reads_all_stats=True, role_oid=16400)  # fmt: skip
+    values = dict(
+        taken_at=T0 + timedelta(hours=1),
+        postmaster_start_at=T0,
+        stats_reset_at=T0,
+        system_identifier=1,
+        timeline_id=1,
+        in_recovery=False,
+        reads_all_stats=True,
+        role_oid=16400,
+    )
     return ServerState(**{**values, **fields})
 
 
 SAME = lineage.Identity(system_identifier=1, timeline_id=1, in_recovery=False)
 
 
-@pytest.mark.parametrize(("prev", "meta", "identity", "reset_at", "expected"), [
-    (None, _meta(), SAME, T0, lineage.Continuity()),
-    (_prev(), _meta(), SAME, T0, lineage.Continuity()),
-    # a reset after the previous snapshot: inside the interval, every entry counts from zero
-    (_prev(), _meta(), SAME, T0 + timedelta(minutes=90), lineage.Continuity(full_reset=True)),
-    # a reset time after the previous one but before the previous snapshot: not these statistics
-    (_prev(), _meta(), SAME, T0 + timedelta(minutes=30), "before the previous snapshot"),
-    (_prev(), _meta(), SAME, T0 - timedelta(days=1), "reset time went back"),
-    (_prev(), _meta(), lineage.Identity(2, 1, False), T0, "a different PostgreSQL cluster"),
-    (_prev(system_identifier=None), _meta(), lineage.Identity(None, 1, False), T0, lineage.Continuity()),
-    # promoted in place (same postmaster): the same counters go on; after a restart, another server
-    (_prev(in_recovery=True), _meta(), lineage.Identity(1, 2, False), T0, lineage.Continuity()),
-    (_prev(in_recovery=True), _meta(started=T0 + timedelta(minutes=80)), lineage.Identity(1, 2, False), T0,
-     "now a primary (it was a standby)"),
-    (_prev(), _meta(started=T0 + timedelta(minutes=80)), lineage.Identity(1, 2, False), T0, "on timeline 2 (was 1)"),
-    (_prev(), _meta(started=T0 + timedelta(minutes=80)), SAME, T0, lineage.Continuity()),  # a plain restart
-    # PostgreSQL 13: no stats_reset; a restart with save=off empties the statistics
-    (_prev(stats_reset_at=None), _meta(save="off", started=T0 + timedelta(minutes=80)), SAME, None,
-     lineage.Continuity(full_reset=True)),
-    (_prev(reads_all_stats=False), _meta(), SAME, T0, lineage.Continuity(visible_before_userid=16400)),
-    (_prev(reads_all_stats=False), _meta(all_stats=False, role=16500), SAME, T0,
-     lineage.Continuity(visible_before_userid=16400)),
-    (_prev(reads_all_stats=False), _meta(all_stats=False), SAME, T0, lineage.Continuity()),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("prev", "meta", "identity", "reset_at", "expected"),
+    [
+        (None, _meta(), SAME, T0, lineage.Continuity()),
+        (_prev(), _meta(), SAME, T0, lineage.Continuity()),
+        # a reset after the previous snapshot: inside the interval, every entry counts from zero
+        (_prev(), _meta(), SAME, T0 + timedelta(minutes=90), lineage.Continuity(full_reset=True)),
+        # a reset time after the previous one but before the previous snapshot: not these statistics
+        (_prev(), _meta(), SAME, T0 + timedelta(minutes=30), "before the previous snapshot"),
+        (_prev(), _meta(), SAME, T0 - timedelta(days=1), "reset time went back"),
+        (_prev(), _meta(), lineage.Identity(2, 1, False), T0, "a different PostgreSQL cluster"),
+        (_prev(system_identifier=None), _meta(), lineage.Identity(None, 1, False), T0, lineage.Continuity()),
+        # promoted in place (same postmaster): the same counters go on; after a restart, another server
+        (_prev(in_recovery=True), _meta(), lineage.Identity(1, 2, False), T0, lineage.Continuity()),
+        (
+            _prev(in_recovery=True),
+            _meta(started=T0 + timedelta(minutes=80)),
+            lineage.Identity(1, 2, False),
+            T0,
+            "now a primary (it was a standby)",
+        ),
+        (
+            _prev(),
+            _meta(started=T0 + timedelta(minutes=80)),
+            lineage.Identity(1, 2, False),
+            T0,
+            "on timeline 2 (was 1)",
+        ),
+        (_prev(), _meta(started=T0 + timedelta(minutes=80)), SAME, T0, lineage.Continuity()),  # a plain restart
+        # PostgreSQL 13: no stats_reset; a restart with save=off empties the statistics
+        (
+            _prev(stats_reset_at=None),
+            _meta(save="off", started=T0 + timedelta(minutes=80)),
+            SAME,
+            None,
+            lineage.Continuity(full_reset=True),
+        ),
+        (_prev(reads_all_stats=False), _meta(), SAME, T0, lineage.Continuity(visible_before_userid=16400)),
+        (
+            _prev(reads_all_stats=False),
+            _meta(all_stats=False, role=16500),
+            SAME,
+            T0,
+            lineage.Continuity(visible_before_userid=16400),
+        ),
+        (_prev(reads_all_stats=False), _meta(all_stats=False), SAME, T0, lineage.Continuity()),
+    ],
+)
 def test_assess(prev, meta, identity, reset_at, expected):
     got = lineage.assess(prev, meta, identity, None if reset_at is None else _us(reset_at))
     if isinstance(expected, str):
@@ -170,8 +209,9 @@ def test_standby_promotion_and_failover(cluster_lock):
         q = _prepare(primary)
         stop_many([primary])
         standby = copy_stopped(primary, name="test-lineage-standby", port=OTHER_PORT)
-        standby.configure({**spec.settings, "primary_conninfo": f"host=127.0.0.1 port={PORT} user=postgres"},
-                          spec.preload, spec.hba)  # fmt: skip
+        standby.configure(
+            {**spec.settings, "primary_conninfo": f"host=127.0.0.1 port={PORT} user=postgres"}, spec.preload, spec.hba
+        )
         (standby.datadir / "standby.signal").touch()
         primary.start()
         standby.start()

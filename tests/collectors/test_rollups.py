@@ -51,8 +51,9 @@ def test_a_bad_bucket_is_reported_and_the_others_are_built():
     with connection.cursor() as cur:  # the bad server's hours before the bad one, and its first day, are built
         cur.execute("SELECT min(bucket), max(bucket) FROM collectors_server_hourly WHERE server_id = %s", [bad.pk])
         first, last = cur.fetchone()
-        cur.execute("SELECT array_agg(bucket ORDER BY bucket) FROM collectors_server_daily WHERE server_id = %s",
-                    [bad.pk])  # fmt: skip
+        cur.execute(
+            "SELECT array_agg(bucket ORDER BY bucket) FROM collectors_server_daily WHERE server_id = %s", [bad.pk]
+        )
         days = cur.fetchone()[0]
     assert first == datetime(2026, 5, 4, 21, 0, tzinfo=UTC) and last == datetime(2026, 5, 5, 0, 0, tzinfo=UTC)
     assert days == [datetime(2026, 5, 4, tzinfo=UTC)]  # not the day with a hole

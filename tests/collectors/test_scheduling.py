@@ -114,8 +114,9 @@ def test_rollups_equal_the_raw_sums_and_are_idempotent(pg_clusters):
     collect(server)
     now = timezone.now()
     page = selectors.Page(1, 500)
-    raw = selectors.top_statements(server_id=server.pk, window=selectors.Window(now - timedelta(hours=1), now),
-                                   page=page)  # fmt: skip
+    raw = selectors.top_statements(
+        server_id=server.pk, window=selectors.Window(now - timedelta(hours=1), now), page=page
+    )
     assert raw.resolutions == ("raw",) and raw.intervals == 2
     queryid = server_entry(c, "SELECT count(*) FROM pg_namespace%")["queryid"]
     assert next(r for r in raw.rows if r.queryid == queryid).calls == 5
@@ -125,8 +126,9 @@ def test_rollups_equal_the_raw_sums_and_are_idempotent(pg_clusters):
     again = rollups.roll_up(now=future)
     assert (again.hours, again.days, again.failed) == (0, 0, [])
     day = now.replace(hour=0, minute=0, second=0, microsecond=0)
-    tiers = selectors.top_statements(server_id=server.pk, window=selectors.Window(day - timedelta(days=1),
-                                     day + timedelta(days=1)), page=page)  # fmt: skip
+    tiers = selectors.top_statements(
+        server_id=server.pk, window=selectors.Window(day - timedelta(days=1), day + timedelta(days=1)), page=page
+    )
     assert "hourly" in tiers.resolutions or "daily" in tiers.resolutions
     assert [(r.statement_id, r.calls, r.exec_ms, r.rows) for r in tiers.rows] == [
         (r.statement_id, r.calls, r.exec_ms, r.rows) for r in raw.rows

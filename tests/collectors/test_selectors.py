@@ -113,10 +113,17 @@ def test_every_order_sorts_like_the_raw_sums_and_pages_cover_everything(history)
     window = Window(datetime(2026, 10, 31, 3, 17, tzinfo=UTC), datetime(2026, 11, 1, 11, 42, tzinfo=UTC))
     expected, _ = raw_sums(history.pk, window.start, window.end)
     keys = {
-        "total": lambda v: v[2] + v[3], "exec": lambda v: v[2], "plan": lambda v: v[3], "calls": lambda v: v[0],
-        "mean": lambda v: v[2] / v[0] if v[0] else -1, "rows": lambda v: v[4], "shared_read": lambda v: v[6],
-        "temp": lambda v: v[7], "io": lambda v: v[8], "wal": lambda v: v[9],
-    }  # fmt: skip
+        "total": lambda v: v[2] + v[3],
+        "exec": lambda v: v[2],
+        "plan": lambda v: v[3],
+        "calls": lambda v: v[0],
+        "mean": lambda v: v[2] / v[0] if v[0] else -1,
+        "rows": lambda v: v[4],
+        "shared_read": lambda v: v[6],
+        "temp": lambda v: v[7],
+        "io": lambda v: v[8],
+        "wal": lambda v: v[9],
+    }
     for order, key in keys.items():
         want = sorted(expected, key=lambda sid: (-key(expected[sid]), sid))
         pages = []
@@ -155,14 +162,19 @@ def test_planning_not_tracked_is_not_zero(history):
 
 def test_expired_raw_moves_the_edges_to_whole_hours(history):
     window = Window(datetime(2026, 10, 31, 5, 23, tzinfo=UTC), datetime(2026, 10, 31, 9, 41, tzinfo=UTC))
-    expected, _ = raw_sums(history.pk, datetime(2026, 10, 31, 5, 0, tzinfo=UTC),
-                           datetime(2026, 10, 31, 10, 0, tzinfo=UTC))  # fmt: skip
+    expected, _ = raw_sums(
+        history.pk, datetime(2026, 10, 31, 5, 0, tzinfo=UTC), datetime(2026, 10, 31, 10, 0, tzinfo=UTC)
+    )
     with connection.cursor() as cur:  # as retention would: the whole day's raw partition goes
-        cur.execute("DELETE FROM collectors_snapshot WHERE server_id = %s AND taken_at < %s",
-                    [history.pk, datetime(2026, 11, 1, tzinfo=UTC)])  # fmt: skip
+        cur.execute(
+            "DELETE FROM collectors_snapshot WHERE server_id = %s AND taken_at < %s",
+            [history.pk, datetime(2026, 11, 1, tzinfo=UTC)],
+        )
     result = everything(history.pk, window)
-    assert (result.read_start, result.read_end) == (datetime(2026, 10, 31, 5, 0, tzinfo=UTC),
-                                                    datetime(2026, 10, 31, 10, 0, tzinfo=UTC))  # fmt: skip
+    assert (result.read_start, result.read_end) == (
+        datetime(2026, 10, 31, 5, 0, tzinfo=UTC),
+        datetime(2026, 10, 31, 10, 0, tzinfo=UTC),
+    )
     assert {r.statement_id: figures(r).tolist() for r in result.rows} == {k: v.tolist() for k, v in expected.items()}
 
 
@@ -176,12 +188,14 @@ def test_compare_windows_finds_new_gone_and_regressed(history):
     assert {c.statement_id for c in cmp.gone} == set(before) - set(current)
     total = sum(v[2] + v[3] for v in current.values())
     want = {
-        sid for sid in set(current) & set(before)
-        if current[sid][0] and before[sid][0]
+        sid
+        for sid in set(current) & set(before)
+        if current[sid][0]
+        and before[sid][0]
         and (current[sid][2] + current[sid][3]) / current[sid][0]
         > 1.5 * (before[sid][2] + before[sid][3]) / before[sid][0]
         and current[sid][2] + current[sid][3] >= 0.01 * total
-    }  # fmt: skip
+    }
     assert {c.statement_id for c in cmp.regressions} == want
 
 
@@ -326,8 +340,11 @@ def test_the_hour_in_progress_is_read_from_its_bucket_and_the_snapshots_since(dj
     rolled = datetime(2026, 6, 3, 12, 44, 30, tzinfo=UTC)
     server = build("in-progress", n=40, start=start, end=end, step=timedelta(minutes=3), last_rollup_at=rolled)
     with connection.cursor() as cur:
-        cur.execute("SELECT bucket, built_until FROM collectors_server_hourly WHERE server_id = %s "
-                    "ORDER BY bucket DESC LIMIT 1", [server.pk])  # fmt: skip
+        cur.execute(
+            "SELECT bucket, built_until FROM collectors_server_hourly WHERE server_id = %s "
+            "ORDER BY bucket DESC LIMIT 1",
+            [server.pk],
+        )
         bucket, built_until = cur.fetchone()
     assert bucket == datetime(2026, 6, 3, 12, 0, tzinfo=UTC)
     assert datetime(2026, 6, 3, 12, 40, tzinfo=UTC) < built_until <= rolled
@@ -469,8 +486,10 @@ def test_a_month_is_drawn_in_points_of_two_hours_summed_from_the_hours(history):
 def test_an_edge_near_the_next_hour_is_its_whole_hour_less_the_minutes_outside(history):
     window = Window(datetime(2026, 10, 31, 5, 7, tzinfo=UTC), datetime(2026, 10, 31, 9, 52, tzinfo=UTC))
     p = windows.plan(window, windows.coverage(history.pk))
-    assert p.raw == [(datetime(2026, 10, 31, 5, 0, tzinfo=UTC), window.start, -1),
-                     (window.end, datetime(2026, 10, 31, 10, 0, tzinfo=UTC), -1)]  # fmt: skip
+    assert p.raw == [
+        (datetime(2026, 10, 31, 5, 0, tzinfo=UTC), window.start, -1),
+        (window.end, datetime(2026, 10, 31, 10, 0, tzinfo=UTC), -1),
+    ]
     assert p.core == (datetime(2026, 10, 31, 5, 0, tzinfo=UTC), datetime(2026, 10, 31, 10, 0, tzinfo=UTC))
     expected, intervals = raw_sums(history.pk, window.start, window.end)
     result = everything(history.pk, window)
@@ -496,9 +515,13 @@ def test_every_selector_runs_a_fixed_number_of_queries(history):
                 call()
             counts.setdefault(name, set()).add(c.queries)
     assert {name: max(n) for name, n in counts.items()} == {
-        "top_statements": 5, "statement_series": 5, "server_series": 5, "fleet_summary": 1, "wait_events": 4,
+        "top_statements": 5,
+        "statement_series": 5,
+        "server_series": 5,
+        "fleet_summary": 1,
+        "wait_events": 4,
         "compare_windows": 10,
-    }  # fmt: skip
+    }
 
 
 def test_a_window_before_the_history_begins_reads_nothing(history):

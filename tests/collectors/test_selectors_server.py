@@ -78,8 +78,16 @@ class Configured(synthetic.SyntheticServer):
         return texts
 
 
-def build_configured(name: str, *, organization: str, start: datetime, end: datetime,
-                     schedule: list[tuple[datetime, dict]], late_from: datetime, n: int = 60):  # fmt: skip
+def build_configured(
+    name: str,
+    *,
+    organization: str,
+    start: datetime,
+    end: datetime,
+    schedule: list[tuple[datetime, dict]],
+    late_from: datetime,
+    n: int = 60,
+):
     """Like tests/history_world.build, with a Configured server: a snapshot every STEP in [start, end),
     rolled up every hour and at the end. Returns (server, the synthetic server)."""
     server = synthetic.register(name)
@@ -87,8 +95,15 @@ def build_configured(name: str, *, organization: str, start: datetime, end: date
 
     org, _ = Organization.objects.get_or_create(name=organization)
     Server.objects.filter(pk=server.pk).update(organization=org)
-    synth = Configured(n=n, change_fraction=0.3, start=start, step_s=int(STEP.total_seconds()), seed=5,
-                       schedule=schedule, late_from=late_from)  # fmt: skip
+    synth = Configured(
+        n=n,
+        change_fraction=0.3,
+        start=start,
+        step_s=int(STEP.total_seconds()),
+        seed=5,
+        schedule=schedule,
+        late_from=late_from,
+    )
     last_rollup = start
     with synthetic.reading_from(synth):
         synth.step()
@@ -125,9 +140,14 @@ def configured_history(django_db_setup, django_db_blocker):
     """A Configured server over the last 26 hours (ending now), in organization h2-acme."""
     now = _minute(timezone.now())
     with django_db_blocker.unblock():
-        server, synth = build_configured("h2-configured", organization="h2-acme", start=now - timedelta(hours=26),
-                                         end=now, schedule=schedule_for(now),
-                                         late_from=now - timedelta(hours=3))  # fmt: skip
+        server, synth = build_configured(
+            "h2-configured",
+            organization="h2-acme",
+            start=now - timedelta(hours=26),
+            end=now,
+            schedule=schedule_for(now),
+            late_from=now - timedelta(hours=3),
+        )
         yield server, synth, now
         server_delete(server=server)
 
@@ -282,8 +302,11 @@ def test_statements_in_agrees_with_compare_windows(configured_history):
     with db.counting() as c:
         previous = statements_in(server_id=server.pk, window=window.previous(), statement_ids=ids)
     assert c.queries <= 5
-    expected = {ch.statement_id: ch.previous for ch in compare_windows(server_id=server.pk, window=window).changes
-                if ch.statement_id in ids and ch.previous is not None}  # fmt: skip
+    expected = {
+        ch.statement_id: ch.previous
+        for ch in compare_windows(server_id=server.pk, window=window).changes
+        if ch.statement_id in ids and ch.previous is not None
+    }
     assert previous == expected
     late = Statement.objects.get(server=server, query=NEW_TEXT).pk
     found = top_statements(server_id=server.pk, window=window, filters=StatementFilters(text="h2-late")).rows
@@ -353,8 +376,9 @@ def test_statements_across_filters_and_limits(configured_history, second_server)
     window = Window(now - timedelta(hours=6), now)
     got = statements_across(server_ids=ids, window=window, filters=StatementFilters(database="db1"))
     assert got.rows and all(r.statement.database == "db1" for r in got.rows)
-    expected = sum(top_statements(server_id=s, window=window, filters=StatementFilters(database="db1")).total_count
-                   for s in ids)  # fmt: skip
+    expected = sum(
+        top_statements(server_id=s, window=window, filters=StatementFilters(database="db1")).total_count for s in ids
+    )
     assert got.total_count == expected
     with pytest.raises(ValueError, match="first 500"):
         statements_across(server_ids=ids, window=window, page=Page(MAX_PAGES + 1, 50))

@@ -88,17 +88,34 @@ class Planned(synthetic.SyntheticServer):
         return texts
 
 
-def build_planned(name: str, *, organization: str, start: datetime, end: datetime, step: timedelta, n: int = 24,
-                  seed: int = 9, plan_from: datetime | None = None, retire: tuple[datetime, ...] = (),
-                  last_rollup_at: datetime | None = None) -> tuple[Server, Planned]:  # fmt: skip
+def build_planned(
+    name: str,
+    *,
+    organization: str,
+    start: datetime,
+    end: datetime,
+    step: timedelta,
+    n: int = 24,
+    seed: int = 9,
+    plan_from: datetime | None = None,
+    retire: tuple[datetime, ...] = (),
+    last_rollup_at: datetime | None = None,
+) -> tuple[Server, Planned]:
     """Like tests/history_world.build with a Planned server in `organization`: a snapshot every `step` in
     [start, end), rolled up every hour as the periodic task does, and last at `last_rollup_at` (default: a
     day after the end; a time inside the last hour leaves the snapshots after it not rolled up)."""
     server = synthetic.register(name)
     org, _ = Organization.objects.get_or_create(name=organization)
     Server.objects.filter(pk=server.pk).update(organization=org)
-    synth = Planned(n=n, change_fraction=0.3, start=start, step_s=int(step.total_seconds()), seed=seed,
-                    plan_from=plan_from, retire=retire)  # fmt: skip
+    synth = Planned(
+        n=n,
+        change_fraction=0.3,
+        start=start,
+        step_s=int(step.total_seconds()),
+        seed=seed,
+        plan_from=plan_from,
+        retire=retire,
+    )
     last_rollup = start
     with synthetic.reading_from(synth):
         synth.step()
@@ -135,8 +152,16 @@ def planned(django_db_setup, django_db_blocker):
     """A Planned server in organization h3-sel-a (track_planning on from PLAN_FROM), its twin (same queryids)
     in h3-sel-a, and another twin in h3-sel-b."""
     with django_db_blocker.unblock():
-        server, synth = build_planned("h3-sel-planned", organization="h3-sel-a", start=START, end=END, step=STEP,
-                                      plan_from=PLAN_FROM, retire=RETIRE, last_rollup_at=LAST_ROLLUP)  # fmt: skip
+        server, synth = build_planned(
+            "h3-sel-planned",
+            organization="h3-sel-a",
+            start=START,
+            end=END,
+            step=STEP,
+            plan_from=PLAN_FROM,
+            retire=RETIRE,
+            last_rollup_at=LAST_ROLLUP,
+        )
         twin, _ = build_planned("h3-sel-twin", organization="h3-sel-a", start=START, end=START + 3 * STEP, step=STEP)
         other, _ = build_planned("h3-sel-other", organization="h3-sel-b", start=START, end=START + 3 * STEP, step=STEP)
         yield server, synth, twin, other
@@ -287,10 +312,13 @@ def _share(v: np.ndarray) -> float | None:
     return plan_us / (exec_us + plan_us) if exec_us + plan_us else None
 
 
-@pytest.mark.parametrize("window", [
-    Window(datetime(2026, 10, 31, 13, 10, tzinfo=UTC), datetime(2026, 11, 1, 21, 30, tzinfo=UTC)),  # tracked
-    Window(datetime(2026, 10, 31, 3, 0, tzinfo=UTC), datetime(2026, 10, 31, 19, 0, tzinfo=UTC)),  # partly
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "window",
+    [
+        Window(datetime(2026, 10, 31, 13, 10, tzinfo=UTC), datetime(2026, 11, 1, 21, 30, tzinfo=UTC)),  # tracked
+        Window(datetime(2026, 10, 31, 3, 0, tzinfo=UTC), datetime(2026, 10, 31, 19, 0, tzinfo=UTC)),  # partly
+    ],
+)
 def test_plan_share_order_sorts_like_the_raw_sums(planned, window):
     server, _, _, _ = planned
     expected, _ = raw_sums(server.pk, window.start, window.end)
@@ -301,8 +329,10 @@ def test_plan_share_order_sorts_like_the_raw_sums(planned, window):
     assert [r.plan_share for r in got.rows] == pytest.approx([_share(expected[sid]) for sid in want], rel=1e-12)
     assert len({r.plan_share for r in got.rows}) > 3  # really ranked, not all equal
     # Paging in SQL gives the same order, a page at a time.
-    pages = [top_statements(server_id=server.pk, window=window, order="plan_share", page=Page(n, 7)).rows
-             for n in range(1, 5)]  # fmt: skip
+    pages = [
+        top_statements(server_id=server.pk, window=window, order="plan_share", page=Page(n, 7)).rows
+        for n in range(1, 5)
+    ]
     assert [r.statement_id for p in pages for r in p] == want
 
 

@@ -10,8 +10,14 @@ NOW = datetime(2026, 11, 23, 21, 40, tzinfo=UTC)
 
 def cov(raw_from: datetime, hourly_from: datetime | None, daily_from: datetime | None = None) -> Coverage:
     boundary = NOW.replace(minute=0) + timedelta(hours=1)
-    return Coverage(raw_from=raw_from, hourly_from=hourly_from, hours_boundary=boundary, hours_built_until=NOW,
-                    days_built_until=None, daily_from=daily_from)  # fmt: skip
+    return Coverage(
+        raw_from=raw_from,
+        hourly_from=hourly_from,
+        hours_boundary=boundary,
+        hours_built_until=NOW,
+        days_built_until=None,
+        daily_from=daily_from,
+    )
 
 
 def test_a_long_history_by_the_windows_length():

@@ -37,14 +37,17 @@ def _reading(n: int, sent: int, prev_index: list[int]) -> pgss.Reading:
 
 def test_rows_to_read_are_unseen_keys_put_off_texts_and_a_bounded_number_of_retries(monkeypatch):
     # rows 0-1 unchanged (not sent), 2-7 sent; row 7 never seen
-    lookup = _lookup([10, 11, 12, 13, 14, 15, 16, -1], {
-        10: TextStatus.EVICTED,  # not sent: perhaps gone already, not asked
-        11: TextStatus.PENDING,  # put off by an earlier snapshot: asked first, sent or not
-        12: TextStatus.EVICTED,
-        13: TextStatus.NOT_VISIBLE,
-        14: TextStatus.UNAVAILABLE,  # still the same entry: pg_stat_statements has no text for it
-        15: TextStatus.UNAVAILABLE,  # a new entry (it left the state and came back): asked again
-    })  # fmt: skip
+    lookup = _lookup(
+        [10, 11, 12, 13, 14, 15, 16, -1],
+        {
+            10: TextStatus.EVICTED,  # not sent: perhaps gone already, not asked
+            11: TextStatus.PENDING,  # put off by an earlier snapshot: asked first, sent or not
+            12: TextStatus.EVICTED,
+            13: TextStatus.NOT_VISIBLE,
+            14: TextStatus.UNAVAILABLE,  # still the same entry: pg_stat_statements has no text for it
+            15: TextStatus.UNAVAILABLE,  # a new entry (it left the state and came back): asked again
+        },
+    )
     reading = _reading(8, sent=6, prev_index=[0, 1, 2, 3, 4, -1, 6, -1])
     # Most wanted first: keys never seen, texts put off, then retries.
     assert texts.rows_to_read(reading, lookup).tolist() == [7, 1, 2, 3, 5]
@@ -52,12 +55,15 @@ def test_rows_to_read_are_unseen_keys_put_off_texts_and_a_bounded_number_of_retr
     assert texts.rows_to_read(reading, lookup).tolist() == [7, 1, 2]  # only retries are bounded here
 
 
-@pytest.mark.parametrize(("read", "status"), [
-    (pgss.TextRead(present=True, visible=True, text="SELECT 1"), TextStatus.STORED),
-    (pgss.TextRead(present=False, visible=True, text=None), TextStatus.EVICTED),
-    (pgss.TextRead(present=False, visible=False, text=None), TextStatus.NOT_VISIBLE),
-    (pgss.TextRead(present=True, visible=True, text=None), TextStatus.UNAVAILABLE),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("read", "status"),
+    [
+        (pgss.TextRead(present=True, visible=True, text="SELECT 1"), TextStatus.STORED),
+        (pgss.TextRead(present=False, visible=True, text=None), TextStatus.EVICTED),
+        (pgss.TextRead(present=False, visible=False, text=None), TextStatus.NOT_VISIBLE),
+        (pgss.TextRead(present=True, visible=True, text=None), TextStatus.UNAVAILABLE),
+    ],
+)
 def test_statement_text_says_why_there_is_none(read, status):
     text = texts.statement_text(read, max_bytes=100)
     assert text.status == status

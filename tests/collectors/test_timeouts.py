@@ -26,8 +26,12 @@ CONNECT_TIMEOUT_S = 2  # libpq's minimum
 
 @pytest.fixture
 def short_limits(settings):
-    settings.COLLECTOR = {**settings.COLLECTOR, "REPLY_TIMEOUT_S": REPLY_TIMEOUT_S,
-                          "CONNECT_TIMEOUT_S": CONNECT_TIMEOUT_S, "ACTIVITY_SAMPLES": 0}  # fmt: skip
+    settings.COLLECTOR = {
+        **settings.COLLECTOR,
+        "REPLY_TIMEOUT_S": REPLY_TIMEOUT_S,
+        "CONNECT_TIMEOUT_S": CONNECT_TIMEOUT_S,
+        "ACTIVITY_SAMPLES": 0,
+    }
     yield
     monitored.close_all()  # kept connections must not outlive the proxy they go through
 
@@ -98,8 +102,11 @@ def test_server_silent_mid_snapshot_fails_in_time_and_recovers(pg_clusters, shor
         assert silent.interval_s > 10 * REPLY_TIMEOUT_S
         silent.refresh_from_db()
         assert silent.last_error_class == "timeout"
-        for words in ("the server stopped answering during the snapshot", "while reading pg_stat_statements",
-                      f"no reply for {REPLY_TIMEOUT_S:g} s"):  # fmt: skip
+        for words in (
+            "the server stopped answering during the snapshot",
+            "while reading pg_stat_statements",
+            f"no reply for {REPLY_TIMEOUT_S:g} s",
+        ):
             assert words in silent.last_error_message, silent.last_error_message
         assert silent.consecutive_failures == 1
         assert history_counts(silent) == stored, "a failed collection stored something"
@@ -177,8 +184,15 @@ def test_silence_is_counted_per_connection_and_sticks(pg_clusters, short_limits)
     """Once a connection went silent every later use fails at once, the same way, until discarded."""
     c = pg_clusters[16]
     with TcpProxy(c.port) as proxy:
-        target = monitored.Target(server_id=0, host="127.0.0.1", port=proxy.port, database=APP_DB,
-                                  user=MONITOR_USER, password=MONITOR_PASSWORD, sslmode="disable")  # fmt: skip
+        target = monitored.Target(
+            server_id=0,
+            host="127.0.0.1",
+            port=proxy.port,
+            database=APP_DB,
+            user=MONITOR_USER,
+            password=MONITOR_PASSWORD,
+            sslmode="disable",
+        )
         conn = monitored.connect(target)
         try:
             assert conn.execute("SELECT 1").fetchone() == (1,)
@@ -196,9 +210,15 @@ def test_silence_is_counted_per_connection_and_sticks(pg_clusters, short_limits)
 
 
 def test_monitoring_sockets_carry_keepalives_and_tcp_user_timeout(pg_clusters, settings):
-    settings.COLLECTOR = {**settings.COLLECTOR, "STATEMENT_TIMEOUT_MS": 8000, "REPLY_TIMEOUT_S": None,
-                          "TCP_USER_TIMEOUT_MS": None, "KEEPALIVES_IDLE_S": 7, "KEEPALIVES_INTERVAL_S": 3,
-                          "KEEPALIVES_COUNT": 4}  # fmt: skip
+    settings.COLLECTOR = {
+        **settings.COLLECTOR,
+        "STATEMENT_TIMEOUT_MS": 8000,
+        "REPLY_TIMEOUT_S": None,
+        "TCP_USER_TIMEOUT_MS": None,
+        "KEEPALIVES_IDLE_S": 7,
+        "KEEPALIVES_INTERVAL_S": 3,
+        "KEEPALIVES_COUNT": 4,
+    }
     # Unset limits follow statement_timeout (+5 s), capped by the server's collection interval.
     assert monitored.limits().reply_timeout_s == 13.0
     assert monitored.limits(interval_s=10).reply_timeout_s == 10.0
@@ -207,8 +227,15 @@ def test_monitoring_sockets_carry_keepalives_and_tcp_user_timeout(pg_clusters, s
     assert (monitored.limits().snapshot_s, monitored.limits(interval_s=10).snapshot_s) == (30.0, 8.0)
 
     c = pg_clusters[18]
-    target = monitored.Target(server_id=0, host="127.0.0.1", port=c.port, database=APP_DB, user=MONITOR_USER,
-                              password=MONITOR_PASSWORD, sslmode="disable")  # fmt: skip
+    target = monitored.Target(
+        server_id=0,
+        host="127.0.0.1",
+        port=c.port,
+        database=APP_DB,
+        user=MONITOR_USER,
+        password=MONITOR_PASSWORD,
+        sslmode="disable",
+    )
     conn = monitored.connect(target)
     try:
         assert conn.reply_timeout_s == 13.0

@@ -44,9 +44,16 @@ def test_monitoring_session_settings(pg_clusters):
     server = register(c)
     conn = monitored.connect(monitoring_target(server))
     try:
-        show = {name: conn.execute(f"SHOW {name}").fetchone()[0] for name in (
-            "statement_timeout", "lock_timeout", "application_name", "default_transaction_read_only",
-            "work_mem")}  # fmt: skip
+        show = {
+            name: conn.execute(f"SHOW {name}").fetchone()[0]
+            for name in (
+                "statement_timeout",
+                "lock_timeout",
+                "application_name",
+                "default_transaction_read_only",
+                "work_mem",
+            )
+        }
     finally:
         conn.close()
     cfg = settings.COLLECTOR
@@ -61,8 +68,12 @@ def test_kept_connection_is_reused_and_survives_a_restart(pg_clusters):
     c = pg_clusters[14]
 
     def collector_pids() -> set[int]:
-        return {r[0] for r in c.execute("SELECT pid FROM pg_stat_activity WHERE application_name = %s",
-                                        params=["pgconsole-collector"])}  # fmt: skip
+        return {
+            r[0]
+            for r in c.execute(
+                "SELECT pid FROM pg_stat_activity WHERE application_name = %s", params=["pgconsole-collector"]
+            )
+        }
 
     server = register(c)
     others = collector_pids()  # other tests' servers on this cluster keep theirs too

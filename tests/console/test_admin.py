@@ -22,10 +22,21 @@ def _server() -> Server:
 
 def _change(admin_client, server: Server, **changes):
     """POST the server's change form as a browser would: every field, the password left empty."""
-    form = {"organization": server.organization_id, "name": server.name, "host": server.host, "port": server.port,
-            "database": server.database, "user": server.user, "sslmode": server.sslmode, "enabled": "on",
-            "interval_s": server.interval_s, "cpu_count": "", "tags": json.dumps(server.tags),
-            "password": "", "ssl_root_cert": server.ssl_root_cert}  # fmt: skip
+    form = {
+        "organization": server.organization_id,
+        "name": server.name,
+        "host": server.host,
+        "port": server.port,
+        "database": server.database,
+        "user": server.user,
+        "sslmode": server.sslmode,
+        "enabled": "on",
+        "interval_s": server.interval_s,
+        "cpu_count": "",
+        "tags": json.dumps(server.tags),
+        "password": "",
+        "ssl_root_cert": server.ssl_root_cert,
+    }
     if server.require_scram:
         form["require_scram"] = "on"
     form.update(changes)
@@ -41,9 +52,17 @@ def _stored(server: Server) -> Server:
     return Server.objects.get(pk=server.pk)
 
 
-@pytest.mark.parametrize("field, value", [("host", "db2.example"), ("port", "6432"), ("database", "other"),
-                                          ("user", "someone"), ("sslmode", "prefer"),
-                                          ("organization", "elsewhere")])  # fmt: skip
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("host", "db2.example"),
+        ("port", "6432"),
+        ("database", "other"),
+        ("user", "someone"),
+        ("sslmode", "prefer"),
+        ("organization", "elsewhere"),
+    ],
+)
 def test_a_new_destination_without_the_password_clears_it_and_says_so(admin_client, field, value):
     server = _server()
     if field == "organization":
@@ -80,10 +99,24 @@ def test_clear_password_and_a_new_password_alone(admin_client):
 
 def test_adding_a_server_stores_its_password_encrypted(admin_client):
     organization = Organization.objects.create(name="acme")
-    response = admin_client.post("/admin/inventory/server/add/", {
-        "organization": organization.pk, "name": "new", "host": "db9.example", "port": "5432", "database": "app",
-        "user": "mon", "sslmode": "prefer", "enabled": "on", "interval_s": "60", "cpu_count": "", "tags": "[]",
-        "password": "typed-secret"}, follow=True)  # fmt: skip
+    response = admin_client.post(
+        "/admin/inventory/server/add/",
+        {
+            "organization": organization.pk,
+            "name": "new",
+            "host": "db9.example",
+            "port": "5432",
+            "database": "app",
+            "user": "mon",
+            "sslmode": "prefer",
+            "enabled": "on",
+            "interval_s": "60",
+            "cpu_count": "",
+            "tags": "[]",
+            "password": "typed-secret",
+        },
+        follow=True,
+    )
     assert response.status_code == 200
     server = Server.objects.get(name="new")
     assert server.get_password() == "typed-secret" and "typed-secret" not in server.password_encrypted
@@ -114,8 +147,9 @@ def test_deleting_selected_servers_removes_their_history(admin_client, collected
 
 def test_deleting_an_organization_removes_its_servers_history(admin_client, collected_server, history_rows):
     gone = collected_server("gone", org="leaving")
-    response = admin_client.post(f"/admin/inventory/organization/{gone.organization_id}/delete/", {"post": "yes"},
-                                 follow=True)  # fmt: skip
+    response = admin_client.post(
+        f"/admin/inventory/organization/{gone.organization_id}/delete/", {"post": "yes"}, follow=True
+    )
     assert response.status_code == 200
     assert not Server.objects.filter(pk=gone.pk).exists()
     assert set(history_rows(gone.pk).values()) == {0}

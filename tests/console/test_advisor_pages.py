@@ -44,18 +44,33 @@ class World:
     stranger: User  # dba of other
 
 
-def advice(rule: str, severity: str, *, subject: str = "server", title: str = "", explanation: str = "",
-           change: str = CHANGE, evidence: bool = False) -> found.Recommendation:  # fmt: skip
+def advice(
+    rule: str,
+    severity: str,
+    *,
+    subject: str = "server",
+    title: str = "",
+    explanation: str = "",
+    change: str = CHANGE,
+    evidence: bool = False,
+) -> found.Recommendation:
     series = ()
     if evidence:
         points = tuple((NOW - timedelta(minutes=10 * (5 - i)), v) for i, v in enumerate([12.0, 15.5, None, 40.0, 38.0]))
         series = (found.EvidenceSeries("dealloc/s", "dealloc/s", points),)
     return found.Recommendation(
-        rule=rule, severity=severity, server="", subject=subject, title=title or f"{rule} on {subject}",
-        explanation=explanation or f"Why {rule} fires.", change=found.Change(change, "restart") if change else None,
-        effect="Entries stop being evicted.", cost="A restart.", evidence=series,
+        rule=rule,
+        severity=severity,
+        server="",
+        subject=subject,
+        title=title or f"{rule} on {subject}",
+        explanation=explanation or f"Why {rule} fires.",
+        change=found.Change(change, "restart") if change else None,
+        effect="Entries stop being evicted.",
+        cost="A restart.",
+        evidence=series,
         references=("https://www.postgresql.org/docs/current/pgstatstatements.html", "javascript:alert(2)"),
-    )  # fmt: skip
+    )
 
 
 def apply(server: Server, *recs: found.Recommendation) -> dict[str, Recommendation]:
@@ -71,8 +86,12 @@ def world() -> World:
     db2 = server_create(name="adv-db2", dsn="postgresql://m@db2.example/app", organization_name=acme.name)
     far = server_create(name="adv-far", dsn="postgresql://m@far.example/app", organization_name=other.name)
     users = {}
-    for name, org, role in (("viewer", acme, Role.VIEWER), ("dba", acme, Role.DBA), ("admin", acme, Role.ADMIN),
-                            ("stranger", other, Role.DBA)):  # fmt: skip
+    for name, org, role in (
+        ("viewer", acme, Role.VIEWER),
+        ("dba", acme, Role.DBA),
+        ("admin", acme, Role.ADMIN),
+        ("stranger", other, Role.DBA),
+    ):
         users[name] = User.objects.create_user(f"adv-{name}", password="pw-1-adv")
         Membership.objects.create(user=users[name], organization=org, role=role)
     return World(acme, other, db1, db2, far, **users)
@@ -98,8 +117,11 @@ def charts_of(html: str) -> dict[str, dict]:
 
 
 def test_the_fleet_advisor_page_lists_active_ones_by_severity_escaped(client, world):
-    recs = apply(world.db1, advice("pgss_max", "critical", explanation=f"Evicting {HOSTILE} fast."),
-                 advice("plan_share", "warning", change=""))  # fmt: skip
+    recs = apply(
+        world.db1,
+        advice("pgss_max", "critical", explanation=f"Evicting {HOSTILE} fast."),
+        advice("plan_share", "warning", change=""),
+    )
     apply(world.db2, advice("resets", "info"))
     apply(world.far, advice("theirs", "critical", title="Other organization's advice"))
     html = get(client, world.viewer, reverse("advisor"))
@@ -142,8 +164,9 @@ def test_the_fleet_advisor_page_filters_by_organization(client, world):
 
 def test_the_server_advisor_page_has_the_evaluation_and_the_evidence_chart(client, world):
     recs = apply(world.db1, advice("pgss_max", "critical", evidence=True, explanation=HOSTILE))
-    Evaluation.objects.create(server=world.db1, at=NOW, partial=True, notes=["No history older than an hour yet."],
-                              error="")  # fmt: skip
+    Evaluation.objects.create(
+        server=world.db1, at=NOW, partial=True, notes=["No history older than an hour yet."], error=""
+    )
     url = reverse("server-advisor", args=[world.db1.pk])
     html = get(client, world.viewer, url)
     assert "pgss_max on server" in html and CHANGE in html and "&lt;script&gt;" in html and HOSTILE not in html
@@ -261,8 +284,9 @@ def fleet_row(html: str, server: Server) -> str:
 
 
 def test_the_fleet_and_server_pages_count_the_active_ones(client, world):
-    recs = apply(world.db1, advice("a", "critical"), advice("b", "critical"), advice("c", "warning"),
-                 advice("d", "info"))  # fmt: skip
+    recs = apply(
+        world.db1, advice("a", "critical"), advice("b", "critical"), advice("c", "warning"), advice("d", "info")
+    )
     client.force_login(world.dba)
     client.post(reverse("advisor-acknowledge", args=[recs["a"].pk]))  # acknowledged: still active
     client.post(reverse("advisor-resolve", args=[recs["d"].pk]))  # resolved: not counted
@@ -296,14 +320,16 @@ def test_the_fleet_advisor_page_reads_a_fixed_number_of_queries(client, world):
     Recommendation.objects.filter(rule="b").update(status=Status.RESOLVED, resolved_at=NOW, resolved_by=world.dba)
     one, shown_one = queries()
     for i in range(10):
-        server = server_create(name=f"adv-many-{i}", dsn=f"postgresql://m@many{i}.example/app",
-                               organization_name=world.acme.name)  # fmt: skip
+        server = server_create(
+            name=f"adv-many-{i}", dsn=f"postgresql://m@many{i}.example/app", organization_name=world.acme.name
+        )
         apply(server, advice("a", "critical"), advice("b", "warning"), advice("c", "info"))
         Recommendation.objects.filter(server=server, rule="c").update(
             status=Status.ACKNOWLEDGED, acknowledged_by=world.dba, acknowledged_at=NOW
         )
-        Recommendation.objects.filter(server=server, rule="b").update(status=Status.RESOLVED, resolved_at=NOW,
-                                                                      resolved_by=world.dba)  # fmt: skip
+        Recommendation.objects.filter(server=server, rule="b").update(
+            status=Status.RESOLVED, resolved_at=NOW, resolved_by=world.dba
+        )
     many, shown_many = queries()
     assert (shown_one, shown_many) == (1, 21)
     assert many == one <= 7, (one, many)
@@ -311,8 +337,11 @@ def test_the_fleet_advisor_page_reads_a_fixed_number_of_queries(client, world):
 
 def test_the_advisor_pages_carry_no_inline_script_or_style(client, world):
     rec = apply(world.db1, advice("pgss_max", "critical", evidence=True))["pgss_max"]
-    for url in (reverse("advisor"), reverse("server-advisor", args=[world.db1.pk]),
-                reverse("advisor-recommendation", args=[rec.pk])):  # fmt: skip
+    for url in (
+        reverse("advisor"),
+        reverse("server-advisor", args=[world.db1.pk]),
+        reverse("advisor-recommendation", args=[rec.pk]),
+    ):
         html = get(client, world.dba, url)
         assert 'style="' not in html and "hx-on" not in html
         assert not re.search(r"<script(?![^>]*(src=|type=\"application/json\"))", html), url

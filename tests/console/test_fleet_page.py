@@ -46,7 +46,7 @@ def fleet(django_db_setup, django_db_blocker):
                 ("n-disabled", north, []),
                 ("s-ok", south, ["prod", "eu"]),
                 ("s-stale", south, []),
-            ]  # fmt: skip
+            ]
         ):
             server = build(name, n=N_STATEMENTS, start=start, end=end, step=timedelta(minutes=20), seed=11 + i)
             # Collected every 20 minutes: stale only after an hour without a snapshot.
@@ -55,9 +55,11 @@ def fleet(django_db_setup, django_db_blocker):
         never = Server.objects.create(organization=south, name="s-never", host="192.0.2.1", user="monitor")
         servers["s-never"] = never.pk
         Server.objects.filter(pk=servers["n-failing"]).update(
-            consecutive_failures=3, last_attempt_at=timezone.now(), last_error_class="connection",
+            consecutive_failures=3,
+            last_attempt_at=timezone.now(),
+            last_error_class="connection",
             last_error_message="could not connect to server: <Connection refused>",
-        )  # fmt: skip
+        )
         Server.objects.filter(pk=servers["n-disabled"]).update(enabled=False)
         Server.objects.filter(pk=servers["s-stale"]).update(last_success_at=timezone.now() - timedelta(hours=3))
         Server.objects.filter(pk=servers["s-ok"], organization=south).update(last_success_at=timezone.now())
@@ -120,9 +122,7 @@ def test_superusers_see_every_server_with_the_ones_to_look_at_first(client, user
         "",
         html[html.index('class="fleet-summary"') : html.index("</p>", html.index('class="fleet-summary"'))],
     )
-    assert " ".join(summary.split()).endswith(
-        "6 servers: failing 1 · stale 1 · never collected 1 · ok 2 · disabled 1"
-    )  # fmt: skip
+    assert " ".join(summary.split()).endswith("6 servers: failing 1 · stale 1 · never collected 1 · ok 2 · disabled 1")
     failing = row_html(response, s["n-failing"])
     assert 'class="badge failing"' in failing and "<strong>connection</strong>" in failing
     # The message comes from a monitored server: escaped.
@@ -175,8 +175,13 @@ def test_the_figures_are_the_selectors(client, users, fleet):
         assert cell(row, "dealloc") == "0" and f"max {MAX:,}" in row
         assert cell(row, "entries") == f"{N_STATEMENTS}" and f"{N_STATEMENTS} / {MAX:,}" in row
         assert "<td>17.10</td>" in row and "<td>1.11</td>" in row
-        spec = json.loads(re.search(rf'<script id="spark-{r.server_id}" type="application/json">(.*?)</script>',
-                                    response.content.decode(), re.S).group(1))  # fmt: skip
+        spec = json.loads(
+            re.search(
+                rf'<script id="spark-{r.server_id}" type="application/json">(.*?)</script>',
+                response.content.decode(),
+                re.S,
+            ).group(1)
+        )
         assert len(spec["x"]) == len(r.trend_calls_per_s) == 25 and spec["spark"] is True
         assert spec["series"][0]["data"] == [None if v is None else round(v, 6) for v in r.trend_calls_per_s]
         assert sum(v is not None for v in spec["series"][0]["data"]) >= 23
@@ -296,10 +301,28 @@ def test_the_page_has_no_inline_script_or_style(client, users, fleet):
 
 
 def _row(**kw) -> FleetRow:
-    base = dict(server_id=1, name="a", organization="o", tags=[], status="ok", error_class="", error_message="",
-                server_version_num=130012, extension_version="1.8", last_snapshot_at=None, snapshots=3, span_s=180.0,
-                calls_per_s=12.345, exec_ms_per_s=4.0, plan_ms_per_s=0.5, planning="tracked", dealloc_per_s=None,
-                entries_peak=4980, entries_max=5000, trend_calls_per_s=[1.0, None])  # fmt: skip
+    base = dict(
+        server_id=1,
+        name="a",
+        organization="o",
+        tags=[],
+        status="ok",
+        error_class="",
+        error_message="",
+        server_version_num=130012,
+        extension_version="1.8",
+        last_snapshot_at=None,
+        snapshots=3,
+        span_s=180.0,
+        calls_per_s=12.345,
+        exec_ms_per_s=4.0,
+        plan_ms_per_s=0.5,
+        planning="tracked",
+        dealloc_per_s=None,
+        entries_peak=4980,
+        entries_max=5000,
+        trend_calls_per_s=[1.0, None],
+    )
     return FleetRow(**{**base, **kw})
 
 
@@ -309,7 +332,12 @@ def test_a_rows_texts():
     line = _line(_row(last_snapshot_at=now - timedelta(seconds=150)), window, now)
     assert (line.calls, line.exec_time, line.plan_time, line.db_time) == ("12.3", "4.00", "0.500", "4.50")
     assert (line.entries, line.entries_max, line.dealloc, line.version, line.age) == (
-        "4,980 / 5,000", "5,000", "unknown", "13.12", "2 min ago")  # fmt: skip
+        "4,980 / 5,000",
+        "5,000",
+        "unknown",
+        "13.12",
+        "2 min ago",
+    )
     untracked = _line(_row(plan_ms_per_s=None, planning="not tracked"), window, now)
     assert untracked.plan_time is None and untracked.db_time == "4.00" and untracked.age == ""
     partly = _line(_row(plan_ms_per_s=0.0, planning="partly tracked"), window, now)
@@ -321,7 +349,12 @@ def test_texts():
     values = (None, 0, 0.01234, 1.5, 12.34, 1234.5)
     assert [rate_text(v) for v in values] == ["–", "0", "0.012", "1.50", "12.3", "1,234"]
     assert [age_text(timedelta(seconds=s)) for s in (3, 42, 150, 7300, 3 * 86400)] == [
-        "just now", "42 s ago", "2 min ago", "2 h ago", "3 days ago"]  # fmt: skip
+        "just now",
+        "42 s ago",
+        "2 min ago",
+        "2 h ago",
+        "3 days ago",
+    ]
 
 
 def test_spark_points_average_long_ranges():

@@ -21,8 +21,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _generate(*args: str) -> subprocess.CompletedProcess:
     # -I -S: no site-packages and no user environment, as on a host where nothing is installed yet.
-    return subprocess.run([sys.executable, "-I", "-S", "console/keys.py", *args], cwd=ROOT, capture_output=True,
-                          text=True, timeout=60)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-I", "-S", "console/keys.py", *args], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
 
 
 def _read_env_file(path: Path) -> dict[str, str]:
@@ -42,8 +43,10 @@ def test_generated_keys_pass_the_production_checks():
 def test_the_development_keys_pass_only_with_debug():
     assert key_problems(secret_key=DEV_SECRET_KEY, credentials_key=DEV_CREDENTIALS_KEY, debug=True) == []
     problems = key_problems(secret_key=DEV_SECRET_KEY, credentials_key=DEV_CREDENTIALS_KEY, debug=False)
-    assert [p.split(" (")[0] for p in problems] == ["SECRET_KEY is the development key",
-                                                    "CREDENTIALS_KEY is the development key"]  # fmt: skip
+    assert [p.split(" (")[0] for p in problems] == [
+        "SECRET_KEY is the development key",
+        "CREDENTIALS_KEY is the development key",
+    ]
 
 
 def test_a_credentials_key_of_the_wrong_length_is_not_a_fernet_key():
@@ -76,4 +79,6 @@ def test_prints_to_standard_output_without_a_path():
     result = _generate()
     assert result.returncode == 0, result.stderr
     assert [line.split("=", 1)[0] for line in result.stdout.splitlines() if not line.startswith("#")] == [
-        "SECRET_KEY", "CREDENTIALS_KEY"]  # fmt: skip
+        "SECRET_KEY",
+        "CREDENTIALS_KEY",
+    ]

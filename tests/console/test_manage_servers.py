@@ -48,18 +48,35 @@ def _user(name: str, org: Organization | None, role: str | None) -> User:
 
 @pytest.fixture
 def world() -> World:
-    db1 = server_create(name="db1", dsn=f"postgresql://monitor:{SECRET}@db1.example:5432/app", organization_name="acme",
-                        tags=["prod", "eu"])  # fmt: skip
-    db2 = server_create(name="db2", dsn=f"postgresql://monitor:{SECRET}@db2.example:6432/shop",
-                        organization_name="acme")  # fmt: skip
-    Server.objects.filter(pk=db2.pk).update(consecutive_failures=3, last_error_class="unreachable",
-                                            last_error_message="cannot connect to db2.example",
-                                            last_attempt_at="2025-01-01T00:00Z")  # fmt: skip
-    elsewhere = server_create(name="hidden-db", dsn=f"postgresql://m:{SECRET}@hidden.example/app",
-                              organization_name="other")  # fmt: skip
+    db1 = server_create(
+        name="db1",
+        dsn=f"postgresql://monitor:{SECRET}@db1.example:5432/app",
+        organization_name="acme",
+        tags=["prod", "eu"],
+    )
+    db2 = server_create(
+        name="db2", dsn=f"postgresql://monitor:{SECRET}@db2.example:6432/shop", organization_name="acme"
+    )
+    Server.objects.filter(pk=db2.pk).update(
+        consecutive_failures=3,
+        last_error_class="unreachable",
+        last_error_message="cannot connect to db2.example",
+        last_attempt_at="2025-01-01T00:00Z",
+    )
+    elsewhere = server_create(
+        name="hidden-db", dsn=f"postgresql://m:{SECRET}@hidden.example/app", organization_name="other"
+    )
     acme, other = db1.organization, elsewhere.organization
-    return World(acme, other, db1, db2, elsewhere, _user("vic", acme, Membership.Role.VIEWER),
-                 _user("dora", acme, Membership.Role.DBA), _user("sam", other, Membership.Role.ADMIN))  # fmt: skip
+    return World(
+        acme,
+        other,
+        db1,
+        db2,
+        elsewhere,
+        _user("vic", acme, Membership.Role.VIEWER),
+        _user("dora", acme, Membership.Role.DBA),
+        _user("sam", other, Membership.Role.ADMIN),
+    )
 
 
 def body(response) -> str:
@@ -136,8 +153,10 @@ def test_a_viewer_sees_the_list_read_only(client, world, django_assert_max_num_q
 
 
 def test_a_dba_gets_the_actions(client, world, django_assert_max_num_queries):
-    bulk = [server_create(name=f"bulk-{n}", dsn=f"postgresql://m:{SECRET}@bulk{n}.example/app",
-                          organization_name="acme") for n in range(20)]  # fmt: skip
+    bulk = [
+        server_create(name=f"bulk-{n}", dsn=f"postgresql://m:{SECRET}@bulk{n}.example/app", organization_name="acme")
+        for n in range(20)
+    ]
     client.force_login(world.dba)
     client.get(reverse("manage-servers"))
     with django_assert_max_num_queries(6):
@@ -157,13 +176,27 @@ def test_a_dba_adds_a_server_whose_password_is_stored_but_never_shown(client, wo
     client.force_login(world.dba)
     page = client.get(reverse("server-add"))
     assert page.status_code == 200 and 'name="password"' in body(page)
-    data = form_data(organization=world.acme.pk, name="db3", host="db3.example", port=5433, database="app",
-                     password=TYPED, tags="prod, eu, prod", cpu_count=8, enabled=None)  # fmt: skip
+    data = form_data(
+        organization=world.acme.pk,
+        name="db3",
+        host="db3.example",
+        port=5433,
+        database="app",
+        password=TYPED,
+        tags="prod, eu, prod",
+        cpu_count=8,
+        enabled=None,
+    )
     response = client.post(reverse("server-add"), data)
     assert response.status_code == 302 and response.headers["Location"] == reverse("manage-servers")
     server = Server.objects.get(organization=world.acme, name="db3")
     assert (server.host, server.port, server.database, server.user, server.cpu_count) == (
-        "db3.example", 5433, "app", "monitor", 8)  # fmt: skip
+        "db3.example",
+        5433,
+        "app",
+        "monitor",
+        8,
+    )
     assert server.tags == ["prod", "eu"] and server.enabled is False
     assert server.get_password() == TYPED and TYPED not in server.password_encrypted
     body(client.get(reverse("manage-servers")))
@@ -172,11 +205,13 @@ def test_a_dba_adds_a_server_whose_password_is_stored_but_never_shown(client, wo
 
 def test_adding_refuses_a_duplicate_name_and_an_organization_not_managed(client, world):
     client.force_login(world.dba)
-    duplicate = client.post(reverse("server-add"), form_data(organization=world.acme.pk, name="db1", host="x.example",
-                                                             password=TYPED))  # fmt: skip
+    duplicate = client.post(
+        reverse("server-add"), form_data(organization=world.acme.pk, name="db1", host="x.example", password=TYPED)
+    )
     assert duplicate.status_code == 400 and "already exists" in body(duplicate)
-    foreign = client.post(reverse("server-add"), form_data(organization=world.other.pk, name="sneaky",
-                                                           host="x.example"))  # fmt: skip
+    foreign = client.post(
+        reverse("server-add"), form_data(organization=world.other.pk, name="sneaky", host="x.example")
+    )
     assert foreign.status_code == 400 and "Select a valid choice" in body(foreign)
     assert not Server.objects.filter(name="sneaky").exists()
 

@@ -38,8 +38,10 @@ class World:
 @pytest.fixture
 def world() -> World:
     acme, other = Organization.objects.create(name="acme"), Organization.objects.create(name="other")
-    users = {name: User.objects.create_user(name, password=f"pw-{name}-1") for name in ("ada", "dan", "val", "sam",
-                                                                                        "newcomer")}  # fmt: skip
+    users = {
+        name: User.objects.create_user(name, password=f"pw-{name}-1")
+        for name in ("ada", "dan", "val", "sam", "newcomer")
+    }
     users["operator"] = User.objects.create_user("operator", password="pw-operator-1", is_staff=True)
     superuser = User.objects.create_user("root", password="pw-root-1", is_staff=True, is_superuser=True)
     roles = {
@@ -151,8 +153,9 @@ def test_members_see_the_members_read_only(client, world, django_assert_max_num_
 
 def test_admins_get_the_forms_but_the_last_admin_cannot_be_changed(client, world, django_assert_max_num_queries):
     for n in range(15):
-        membership_add(organization=world.acme, username=User.objects.create_user(f"extra{n}").username,
-                       role=Role.VIEWER)  # fmt: skip
+        membership_add(
+            organization=world.acme, username=User.objects.create_user(f"extra{n}").username, role=Role.VIEWER
+        )
     client.force_login(world.ada)
     url = reverse("organization", args=[world.acme.pk])
     client.get(url)
@@ -286,7 +289,9 @@ def test_a_membership_of_another_organization_is_a_404(client, world):
     """An admin of acme cannot reach other's memberships through acme's URLs."""
     sam = world.membership(world.sam, world.other)
     client.force_login(world.ada)
-    assert client.post(reverse("organization-member-role", args=[world.acme.pk, sam.pk]),
-                       {"role": "viewer"}).status_code == 404  # fmt: skip
+    assert (
+        client.post(reverse("organization-member-role", args=[world.acme.pk, sam.pk]), {"role": "viewer"}).status_code
+        == 404
+    )
     assert client.post(reverse("organization-member-remove", args=[world.acme.pk, sam.pk])).status_code == 404
     assert role_of(world.sam, world.other) == Role.ADMIN

@@ -43,8 +43,9 @@ def ranking(html: str, table_id: str) -> list[tuple[int, list[str]]]:
     section = html[html.index(f'id="{table_id}"') :]
     section = section[: section.index("</table>")]
     rows = re.findall(r'<tr data-statement="(\d+)">(.*?)</tr>', section, re.S)
-    return [(int(sid), [htmllib.unescape(c) for c in re.findall(r'<td class="num">(.*?)</td>', body)])
-            for sid, body in rows]  # fmt: skip
+    return [
+        (int(sid), [htmllib.unescape(c) for c in re.findall(r'<td class="num">(.*?)</td>', body)]) for sid, body in rows
+    ]
 
 
 def window_of(w, hours: float, *, ago: float = 0) -> tuple[Window, dict[str, str]]:
@@ -93,8 +94,10 @@ def test_the_plan_share_over_time(client, world):
     assert set(charts) == {"chart-plan-share", "chart-plan-time"}
     series = server_series(server_id=world.planned.pk, window=window)
     share = charts["chart-plan-share"]["series"][0]["data"]
-    expected = [None if p.plan_ms_per_s is None else p.plan_ms_per_s / (p.exec_ms_per_s + p.plan_ms_per_s) * 100
-                for p in series.points]  # fmt: skip
+    expected = [
+        None if p.plan_ms_per_s is None else p.plan_ms_per_s / (p.exec_ms_per_s + p.plan_ms_per_s) * 100
+        for p in series.points
+    ]
     # Collected every 30 minutes: by the hour (10-minute bins would be two gaps in three), the hour in progress
     # snapshot by snapshot so that its last minutes are not averaged into a whole hour.
     hours = [p for p in series.points if p.end - p.start == timedelta(hours=1)]

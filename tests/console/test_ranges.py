@@ -34,7 +34,9 @@ def test_a_time_with_its_offset_is_read_as_written_in_any_zone():
             r = parse_range(params, now=NOW)
             assert r.error == ""
             assert (r.window.start, r.window.end) == (
-                datetime(2026, 11, 15, 23, 0, tzinfo=UTC), datetime(2026, 11, 22, 23, 0, tzinfo=UTC))  # fmt: skip
+                datetime(2026, 11, 15, 23, 0, tzinfo=UTC),
+                datetime(2026, 11, 22, 23, 0, tzinfo=UTC),
+            )
 
 
 def test_bad_ranges_fall_back_to_the_default_and_say_why():

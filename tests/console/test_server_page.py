@@ -45,8 +45,14 @@ def make_world(prefix: str) -> World:
     """Two synthetic servers with 26 hours of history ending now, in two organizations, and their users."""
     now = timezone.now().replace(second=0, microsecond=0)
     start = now - timedelta(hours=26)
-    configured, synth = build_configured(f"{prefix}-configured", organization=f"{prefix}-acme", start=start, end=now,
-                                         schedule=schedule_for(now), late_from=now - timedelta(hours=3))  # fmt: skip
+    configured, synth = build_configured(
+        f"{prefix}-configured",
+        organization=f"{prefix}-acme",
+        start=start,
+        end=now,
+        schedule=schedule_for(now),
+        late_from=now - timedelta(hours=3),
+    )
     plain = build(f"{prefix}-plain", n=30, start=start, end=now, step=timedelta(minutes=10))
     other = Organization.objects.create(name=f"{prefix}-other")
     Server.objects.filter(pk=plain.pk).update(organization=other)
@@ -147,8 +153,13 @@ def test_the_settings_card(client, world):
     client.force_login(world.alice)
     html = page(client, world.configured)
     card = html[html.index("pg_stat_statements settings") : html.index("Configuration changes in this range")]
-    for name, value in (("max", "20000"), ("track", "top"), ("track_utility", "on"), ("track_planning", "on"),
-                        ("save", "on")):  # fmt: skip
+    for name, value in (
+        ("max", "20000"),
+        ("track", "top"),
+        ("track_utility", "on"),
+        ("track_planning", "on"),
+        ("save", "on"),
+    ):
         assert re.search(rf"<code>pg_stat_statements\.{name}</code></dt>\s*<dd>\s*<strong>{value}</strong>", card), name
     sample = card[card.index("pg_stat_statements.sample_rate") :]
     assert "not available on this server" in sample and "Tantor" in sample
@@ -167,8 +178,11 @@ def test_the_configuration_changes_are_listed(client, world):
 
 
 def test_a_really_failing_server_lists_its_errors(client, world):
-    server = server_create(name="h2p-closed-port", dsn="postgresql://monitor:pw@127.0.0.1:1/app",
-                           organization_name=world.configured.organization.name)  # fmt: skip
+    server = server_create(
+        name="h2p-closed-port",
+        dsn="postgresql://monitor:pw@127.0.0.1:1/app",
+        organization_name=world.configured.organization.name,
+    )
     for _ in range(2):
         result = server_collect(server_id=server.pk)
         assert not result.ok and result.error_code == "unreachable"
@@ -264,8 +278,10 @@ def test_charts_of_a_postgresql_13_server_say_why_dealloc_is_missing():
     ]
     series = ServerSeries(1, Window(t0, t0 + 2 * step), "raw", ["IO:DataFileRead"], points)
     settings = ServerSettings(t0, 130021, "1.8", 5000, "top", True, False, True, None)
-    changes = [ConfigChange(t0 + step, "pg_stat_statements.max", "5000", "8000"),
-               ConfigChange(t0 + step, "pg_stat_statements.track", "top", "all")]  # fmt: skip
+    changes = [
+        ConfigChange(t0 + step, "pg_stat_statements.max", "5000", "8000"),
+        ConfigChange(t0 + step, "pg_stat_statements.track", "top", "all"),
+    ]
     markers = change_markers(changes)
     assert markers == [(t0 + step, "max 5000→8000; track top→all")]
     charts = {c.id: c for c in server_charts(series, markers, settings, series.window)}
@@ -273,8 +289,10 @@ def test_charts_of_a_postgresql_13_server_say_why_dealloc_is_missing():
     assert "pg_stat_statements.max = 5,000" in charts["chart-dealloc"].title
     assert charts["chart-waits"].spec["series"][0]["data"] == [0.5, None]
     assert charts["chart-time"].spec["series"][1]["data"] == [None, None]
-    assert all(c.spec["markers"] == [{"x": int((t0 + step).timestamp() * 1000), "label": markers[0][1]}]
-               for c in charts.values())  # fmt: skip
+    assert all(
+        c.spec["markers"] == [{"x": int((t0 + step).timestamp() * 1000), "label": markers[0][1]}]
+        for c in charts.values()
+    )
 
 
 def test_each_point_covers_its_interval_so_an_outage_is_a_step_or_a_break():

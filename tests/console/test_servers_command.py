@@ -19,8 +19,22 @@ def _out(capsys, *args) -> str:
 
 def test_add_list_remove_never_show_the_password(capsys):
     secret = "Sup3r-Secret-pw"
-    out = _out(capsys, "servers", "add", "db1", "--dsn", f"postgresql://mon:{secret}@db1.example:6432/app",
-               "--org", "acme", "--interval", "30", "--cpus", "8", "--tag", "prod")  # fmt: skip
+    out = _out(
+        capsys,
+        "servers",
+        "add",
+        "db1",
+        "--dsn",
+        f"postgresql://mon:{secret}@db1.example:6432/app",
+        "--org",
+        "acme",
+        "--interval",
+        "30",
+        "--cpus",
+        "8",
+        "--tag",
+        "prod",
+    )
     assert "added acme/db1" in out and secret not in out
     server = Server.objects.get(name="db1")
     assert (server.host, server.port, server.database, server.user) == ("db1.example", 6432, "app", "mon")
@@ -64,8 +78,9 @@ def test_admin_never_renders_the_password(admin_client):
 
 def test_update_sends_the_password_only_where_it_was_given(capsys):
     call_command("servers", "add", "db1", "--dsn", "postgresql://mon:old-secret@db1.example/app", "--org", "acme")
-    out = _out(capsys, "servers", "update", "db1", "--interval", "30", "--cpus", "4", "--tag", "a", "--tag", "b",
-               "--disable")  # fmt: skip
+    out = _out(
+        capsys, "servers", "update", "db1", "--interval", "30", "--cpus", "4", "--tag", "a", "--tag", "b", "--disable"
+    )
     server = Server.objects.get(name="db1")
     assert "updated acme/db1" in out and "old-secret" not in out
     assert (server.interval_s, server.cpu_count, server.tags, server.enabled) == (30, 4, ["a", "b"], False)

@@ -24,8 +24,9 @@ CLEARED = ("DEBUG", "SECRET_KEY", "CREDENTIALS_KEY", "STATIC_ROOT", "ALLOWED_HOS
 
 def _python(code: str, **env: str) -> subprocess.CompletedProcess:
     clean = {k: v for k, v in os.environ.items() if k not in CLEARED}
-    return subprocess.run([sys.executable, "-c", code], cwd=ROOT, env={**clean, **env}, capture_output=True,
-                          text=True, timeout=120)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env={**clean, **env}, capture_output=True, text=True, timeout=120
+    )
 
 
 def _load(**env: str) -> subprocess.CompletedProcess:
@@ -72,9 +73,11 @@ def test_with_real_keys_it_loads_with_debug_off():
 
 @pytest.mark.parametrize("debug", ["true", "1", "on"])
 def test_debug_brings_the_development_keys(debug):
-    result = _python("import console.settings as s; from console import keys; print(s.DEBUG, "
-                     "s.SECRET_KEY == keys.DEV_SECRET_KEY, s.CREDENTIALS_KEY == keys.DEV_CREDENTIALS_KEY)",
-                     DEBUG=debug)  # fmt: skip
+    result = _python(
+        "import console.settings as s; from console import keys; print(s.DEBUG, "
+        "s.SECRET_KEY == keys.DEV_SECRET_KEY, s.CREDENTIALS_KEY == keys.DEV_CREDENTIALS_KEY)",
+        DEBUG=debug,
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["True", "True", "True"]
 
@@ -86,12 +89,21 @@ def test_a_malformed_credentials_key_is_refused_even_with_debug():
 
 def test_static_files_are_served_with_debug_off(tmp_path):
     """collectstatic (as the image build runs it), then the app itself serves the hashed, compressed files."""
-    env = {"SECRET_KEY": generate_secret_key(), "CREDENTIALS_KEY": generate_credentials_key(),
-           "STATIC_ROOT": str(tmp_path / "static"), "ALLOWED_HOSTS": "testserver",
-           "DJANGO_SETTINGS_MODULE": "console.settings"}  # fmt: skip
-    collect = subprocess.run([sys.executable, "manage.py", "collectstatic", "--noinput", "-v0"], cwd=ROOT,
-                             env={**os.environ, **env, "DEBUG": "false"}, capture_output=True, text=True,
-                             timeout=300)  # fmt: skip
+    env = {
+        "SECRET_KEY": generate_secret_key(),
+        "CREDENTIALS_KEY": generate_credentials_key(),
+        "STATIC_ROOT": str(tmp_path / "static"),
+        "ALLOWED_HOSTS": "testserver",
+        "DJANGO_SETTINGS_MODULE": "console.settings",
+    }
+    collect = subprocess.run(
+        [sys.executable, "manage.py", "collectstatic", "--noinput", "-v0"],
+        cwd=ROOT,
+        env={**os.environ, **env, "DEBUG": "false"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert collect.returncode == 0, collect.stderr
     assert (tmp_path / "static" / "staticfiles.json").exists()
     serve = _python(

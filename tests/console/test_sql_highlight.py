@@ -95,10 +95,23 @@ def test_nested_block_comments_close_where_postgresql_closes_them():
 def test_numbers_parameters_and_identifiers():
     kinds = [(k, p) for k, p in tokens('SELECT 1.5e3, .5, 0x1F, $12, t1, a$b, "Select" FROM x') if k != "space"]
     assert kinds == [
-        ("keyword", "SELECT"), ("number", "1.5e3"), ("other", ","), ("number", ".5"), ("other", ","),
-        ("number", "0x1F"), ("other", ","), ("param", "$12"), ("other", ","), ("identifier", "t1"), ("other", ","),
-        ("identifier", "a$b"), ("other", ","), ("identifier", '"Select"'), ("keyword", "FROM"), ("identifier", "x"),
-    ]  # fmt: skip
+        ("keyword", "SELECT"),
+        ("number", "1.5e3"),
+        ("other", ","),
+        ("number", ".5"),
+        ("other", ","),
+        ("number", "0x1F"),
+        ("other", ","),
+        ("param", "$12"),
+        ("other", ","),
+        ("identifier", "t1"),
+        ("other", ","),
+        ("identifier", "a$b"),
+        ("other", ","),
+        ("identifier", '"Select"'),
+        ("keyword", "FROM"),
+        ("identifier", "x"),
+    ]
 
 
 def test_standard_strings_take_backslashes_literally():
@@ -107,8 +120,9 @@ def test_standard_strings_take_backslashes_literally():
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.text(alphabet=st.sampled_from(list("SELECTfromwhere $1'\"-/*<>&;\\e\n 0.9_xq")) | st.characters(),
-               max_size=120))  # fmt: skip
+@given(
+    st.text(alphabet=st.sampled_from(list("SELECTfromwhere $1'\"-/*<>&;\\e\n 0.9_xq")) | st.characters(), max_size=120)
+)
 def test_any_text_reads_back_exactly_and_carries_no_markup_of_its_own(text):
     out = highlight(text)
     assert "".join(p for _, p in tokens(text)) == text

@@ -45,8 +45,9 @@ class World:
 
     def sid(self, server: Server, key: tuple) -> int:
         userid, dbid, queryid, toplevel = key
-        return Statement.objects.get(server=server, userid=userid, dbid=dbid, queryid=queryid,
-                                     toplevel=bool(toplevel)).pk  # fmt: skip
+        return Statement.objects.get(
+            server=server, userid=userid, dbid=dbid, queryid=queryid, toplevel=bool(toplevel)
+        ).pk
 
 
 def make_world(prefix: str) -> World:
@@ -60,11 +61,18 @@ def make_world(prefix: str) -> World:
     start = now - timedelta(hours=26)
     # On about 10 hours ago, at half past: the hour it went on in is tracked for part of its time.
     plan_from = now.replace(minute=0) - timedelta(hours=10) + timedelta(minutes=30)
-    planned, synth = build_planned(f"{prefix}-planned", organization=f"{prefix}-acme", start=start, end=now,
-                                   step=step, plan_from=plan_from,
-                                   retire=(now - timedelta(hours=20),))  # fmt: skip
-    twin, _ = build_planned(f"{prefix}-twin", organization=f"{prefix}-acme", start=now - timedelta(hours=2), end=now,
-                            step=step)  # fmt: skip
+    planned, synth = build_planned(
+        f"{prefix}-planned",
+        organization=f"{prefix}-acme",
+        start=start,
+        end=now,
+        step=step,
+        plan_from=plan_from,
+        retire=(now - timedelta(hours=20),),
+    )
+    twin, _ = build_planned(
+        f"{prefix}-twin", organization=f"{prefix}-acme", start=now - timedelta(hours=2), end=now, step=step
+    )
     Server.objects.filter(pk=twin.pk).update(server_version_num=130012)
     twin.refresh_from_db()
     plain = build(f"{prefix}-plain", n=24, start=start, end=now, step=step, seed=SEED)
@@ -101,8 +109,10 @@ def charts_of(html: str) -> dict[str, dict]:
 
 def figures_of(html: str) -> dict[str, str]:
     """The "In this range" figures, label -> text."""
-    return {htmllib.unescape(k): htmllib.unescape(v)
-            for k, v in re.findall(r"<div><dt>(.*?)</dt><dd[^>]*>(.*?)</dd></div>", html)}  # fmt: skip
+    return {
+        htmllib.unescape(k): htmllib.unescape(v)
+        for k, v in re.findall(r"<div><dt>(.*?)</dt><dd[^>]*>(.*?)</dd></div>", html)
+    }
 
 
 def local(at: datetime) -> str:
@@ -207,10 +217,14 @@ def test_every_chart_has_the_series_values(client, world):
     assert same(exec_["data"], [p.mean_exec_ms for p in series.points])
     assert same(plan["data"], [p.mean_plan_ms for p in series.points]) and plan["label"] == "planning"
     assert same(charts["chart-rows"]["series"][0]["data"], [p.rows_per_call for p in series.points])
-    assert same(charts["chart-hit"]["series"][0]["data"],
-                [None if p.hit_ratio is None else p.hit_ratio * 100 for p in series.points])  # fmt: skip
-    assert same(charts["chart-temp"]["series"][0]["data"],
-                [None if p.temp_blks is None else p.temp_blks / p.span_s for p in series.points])  # fmt: skip
+    assert same(
+        charts["chart-hit"]["series"][0]["data"],
+        [None if p.hit_ratio is None else p.hit_ratio * 100 for p in series.points],
+    )
+    assert same(
+        charts["chart-temp"]["series"][0]["data"],
+        [None if p.temp_blks is None else p.temp_blks / p.span_s for p in series.points],
+    )
     assert charts["chart-calls"]["xMin"] == int(window.start.timestamp() * 1000)
 
 

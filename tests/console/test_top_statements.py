@@ -174,18 +174,24 @@ def test_every_order_is_in_the_url_and_changes_the_result(client, world):
 
 @pytest.mark.parametrize(
     "params, filters",
-    [({"db": "db1"}, StatementFilters(database="db1")), ({"user": "app_user2"}, StatementFilters(user="app_user2")),
-     ({"q": "ORDERS"}, StatementFilters(text="ORDERS")),
-     ({"db": "db0", "user": "app_user1", "q": "select"},
-      StatementFilters(database="db0", user="app_user1", text="select"))],
-)  # fmt: skip
+    [
+        ({"db": "db1"}, StatementFilters(database="db1")),
+        ({"user": "app_user2"}, StatementFilters(user="app_user2")),
+        ({"q": "ORDERS"}, StatementFilters(text="ORDERS")),
+        (
+            {"db": "db0", "user": "app_user1", "q": "select"},
+            StatementFilters(database="db0", user="app_user1", text="select"),
+        ),
+    ],
+)
 def test_filters_are_in_the_url_and_filter(client, world, params, filters):
     client.force_login(world.alice)
     rng, window = custom(world, 24)
     html = get(client, world.configured, htmx=True, **rng, **params, order="calls")
     rows = table(html)
-    expected = top_statements(server_id=world.configured.pk, window=window, order="calls", filters=filters,
-                              page=Page(1, 50))  # fmt: skip
+    expected = top_statements(
+        server_id=world.configured.pk, window=window, order="calls", filters=filters, page=Page(1, 50)
+    )
     assert [r["id"] for r in rows] == [s.statement_id for s in expected.rows]
     everything = top_statements(server_id=world.configured.pk, window=window, order="calls", page=Page(1, 50))
     assert 0 < expected.total_count < everything.total_count
@@ -224,8 +230,11 @@ def test_an_htmx_request_gets_only_the_table(client, world):
     whole = get(client, world.configured, order="calls")
     assert "<html" in whole and f"<h1>{world.configured.name}</h1>" in whole and '<section id="top-statements"' in whole
     # A history restore (back button without a cache) gets the whole page.
-    restore = client.get(reverse("server-statements", args=[world.configured.pk]), HTTP_HX_REQUEST="true",
-                         HTTP_HX_HISTORY_RESTORE_REQUEST="true")  # fmt: skip
+    restore = client.get(
+        reverse("server-statements", args=[world.configured.pk]),
+        HTTP_HX_REQUEST="true",
+        HTTP_HX_HISTORY_RESTORE_REQUEST="true",
+    )
     assert "<html" in restore.content.decode()
 
 
@@ -278,8 +287,11 @@ def test_missing_texts_say_why(client, world):
 
 def test_the_fragment_of_fifty_rows_is_small(client, world):
     client.force_login(world.alice)
-    response = client.get(reverse("server-statements", args=[world.configured.pk]), {"range": "24h", "compare": "1"},
-                          HTTP_HX_REQUEST="true")  # fmt: skip
+    response = client.get(
+        reverse("server-statements", args=[world.configured.pk]),
+        {"range": "24h", "compare": "1"},
+        HTTP_HX_REQUEST="true",
+    )
     assert len(table(response.content.decode())) == 50
     assert len(response.content) < 150_000, len(response.content)
 
@@ -296,8 +308,12 @@ def test_another_organizations_server_is_a_404(client, world):
     url = reverse("server-statements", args=[world.configured.pk])
     assert client.get(url).status_code == 404
     assert client.get(url, {"order": "calls"}, HTTP_HX_REQUEST="true").status_code == 404
-    assert client.get(reverse("server", args=[world.configured.pk]), {"order": "calls"},
-                      HTTP_HX_REQUEST="true").status_code == 404  # fmt: skip
+    assert (
+        client.get(
+            reverse("server", args=[world.configured.pk]), {"order": "calls"}, HTTP_HX_REQUEST="true"
+        ).status_code
+        == 404
+    )
     assert client.get(reverse("server-statements", args=[world.plain.pk])).status_code == 200
     client.force_login(world.alice)
     assert client.get(reverse("server-statements", args=[world.plain.pk])).status_code == 404
@@ -331,10 +347,12 @@ def test_an_organizations_statements_merge_its_servers(client, world):
     html = response.content.decode()
     rows = table(html)
     names = {world.configured.pk: world.configured.name, world.plain.pk: world.plain.name}
-    expected = statements_across(server_ids=sorted(names, key=names.get), window=window, order="calls",
-                                 page=Page(1, top.PAGE_SIZE))  # fmt: skip
-    assert [(r["id"], r["cells"][1]) for r in rows] == [(e.statement.statement_id, names[e.server_id])
-                                                        for e in expected.rows]  # fmt: skip
+    expected = statements_across(
+        server_ids=sorted(names, key=names.get), window=window, order="calls", page=Page(1, top.PAGE_SIZE)
+    )
+    assert [(r["id"], r["cells"][1]) for r in rows] == [
+        (e.statement.statement_id, names[e.server_id]) for e in expected.rows
+    ]
     assert {r["cells"][1] for r in rows} == set(names.values())
     for row, e in zip(rows, expected.rows, strict=True):
         assert row["cells"][1 + COL["calls"]] == f"{e.statement.calls:,}"

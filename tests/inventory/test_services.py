@@ -22,9 +22,18 @@ def _stored(server: Server) -> Server:
     return Server.objects.get(pk=server.pk)
 
 
-@pytest.mark.parametrize("field, value", [("host", "db2.example"), ("port", 6432), ("database", "other"),
-                                          ("user", "someone"), ("sslmode", "disable"), ("sslmode", "verify-full"),
-                                          ("organization", "elsewhere")])  # fmt: skip
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("host", "db2.example"),
+        ("port", 6432),
+        ("database", "other"),
+        ("user", "someone"),
+        ("sslmode", "disable"),
+        ("sslmode", "verify-full"),
+        ("organization", "elsewhere"),
+    ],
+)
 def test_a_new_destination_without_a_password_clears_the_stored_one(field, value):
     """Another server, or the same one reached otherwise (a weaker or stronger TLS mode: the password was given
     for that one), or another tenant."""
@@ -42,13 +51,28 @@ def test_a_new_destination_with_a_password_gets_only_that_one():
 
 def test_other_changes_keep_the_password():
     server = _server()
-    data = {"name": "renamed", "host": "db1.example", "port": 5432, "database": "app", "user": "mon",
-            "sslmode": server.sslmode, "enabled": False, "interval_s": 30, "cpu_count": 8, "tags": ["prod"],
-            "organization": server.organization}  # fmt: skip
+    data = {
+        "name": "renamed",
+        "host": "db1.example",
+        "port": 5432,
+        "database": "app",
+        "user": "mon",
+        "sslmode": server.sslmode,
+        "enabled": False,
+        "interval_s": 30,
+        "cpu_count": 8,
+        "tags": ["prod"],
+        "organization": server.organization,
+    }
     server = server_update(server=server, data=data)
     stored = _stored(server)
     assert (stored.name, stored.enabled, stored.interval_s, stored.cpu_count, stored.tags) == (
-        "renamed", False, 30, 8, ["prod"])  # fmt: skip
+        "renamed",
+        False,
+        30,
+        8,
+        ["prod"],
+    )
     assert stored.organization.name == "acme" and stored.get_password() == "old-secret"
 
 
@@ -59,8 +83,16 @@ def test_a_new_password_alone_replaces_it_and_clear_password_removes_it():
     assert _stored(server).get_password() is None
 
 
-@pytest.mark.parametrize("data", [{"password_encrypted": "forged"}, {"last_success_at": None},
-                                  {"interval_s": 1}, {"port": 70000}, {"sslmode": "sometimes"}])  # fmt: skip
+@pytest.mark.parametrize(
+    "data",
+    [
+        {"password_encrypted": "forged"},
+        {"last_success_at": None},
+        {"interval_s": 1},
+        {"port": 70000},
+        {"sslmode": "sometimes"},
+    ],
+)
 def test_refuses_what_it_may_not_or_cannot_store(data):
     server = _server()
     with pytest.raises(ValidationError):

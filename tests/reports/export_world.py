@@ -38,17 +38,39 @@ def members(history, suffix: str = "") -> dict:
     return users
 
 
-def _rec(server, *, rule: str, subject: str, severity: str, title: str, events: list[tuple[datetime, str]],
-         evidence: list | None = None, change: str = "") -> Recommendation:  # fmt: skip
+def _rec(
+    server,
+    *,
+    rule: str,
+    subject: str,
+    severity: str,
+    title: str,
+    events: list[tuple[datetime, str]],
+    evidence: list | None = None,
+    change: str = "",
+) -> Recommendation:
     first = events[0][0]
     resolved = events[-1][0] if events[-1][1] in ("resolved", "cleared") else None
     rec = Recommendation.objects.create(
-        server=server, rule=rule, subject=subject, subject_key=subject[:64], severity=severity, title=title,
-        explanation=f"{title}: 42.5 deallocations/s over the last day.", change_text=change,
-        change_apply="restart" if change else "", effect="No more evictions.", cost="about 10 MB of shared memory",
-        evidence=evidence or [], references=["https://example.org/dalibo-audit"], first_seen_at=first,
-        opened_at=first, last_seen_at=events[-1][0], status="resolved" if resolved else "open", resolved_at=resolved,
-    )  # fmt: skip
+        server=server,
+        rule=rule,
+        subject=subject,
+        subject_key=subject[:64],
+        severity=severity,
+        title=title,
+        explanation=f"{title}: 42.5 deallocations/s over the last day.",
+        change_text=change,
+        change_apply="restart" if change else "",
+        effect="No more evictions.",
+        cost="about 10 MB of shared memory",
+        evidence=evidence or [],
+        references=["https://example.org/dalibo-audit"],
+        first_seen_at=first,
+        opened_at=first,
+        last_seen_at=events[-1][0],
+        status="resolved" if resolved else "open",
+        resolved_at=resolved,
+    )
     for at, kind in events:
         RecommendationEvent.objects.create(recommendation=rec, at=at, kind=kind, severity=severity)
     return rec
@@ -61,18 +83,41 @@ def add_findings(history) -> dict[str, Recommendation]:
     server = history.server
     points = [[(w.start + timedelta(hours=h)).isoformat(), None if h == 5 else 40.0 + h] for h in range(24)]
     return {
-        "inside": _rec(server, rule="pgss_max", subject="server", severity="critical",
-                       title="Raise pg_stat_statements.max", events=[(w.start + timedelta(days=1), "opened")],
-                       change=CHANGE,
-                       evidence=[{"label": "dealloc/s", "unit": "/s", "points": points}]),
-        "across": _rec(server, rule="stats_resets", subject="server-resets", severity="warning",
-                       title="Stop resetting the statistics",
-                       events=[(w.start - timedelta(days=2), "opened"), (w.start + timedelta(days=3), "cleared")]),
-        "before": _rec(server, rule="scope", subject="save", severity="info", title="Turn save on",
-                       events=[(w.start - timedelta(days=5), "opened"), (w.start - timedelta(days=4), "resolved")]),
-        "after": _rec(server, rule="track_planning", subject="tp", severity="info", title="Turn track_planning on",
-                      events=[(w.end + timedelta(hours=1), "opened")]),
-    }  # fmt: skip
+        "inside": _rec(
+            server,
+            rule="pgss_max",
+            subject="server",
+            severity="critical",
+            title="Raise pg_stat_statements.max",
+            events=[(w.start + timedelta(days=1), "opened")],
+            change=CHANGE,
+            evidence=[{"label": "dealloc/s", "unit": "/s", "points": points}],
+        ),
+        "across": _rec(
+            server,
+            rule="stats_resets",
+            subject="server-resets",
+            severity="warning",
+            title="Stop resetting the statistics",
+            events=[(w.start - timedelta(days=2), "opened"), (w.start + timedelta(days=3), "cleared")],
+        ),
+        "before": _rec(
+            server,
+            rule="scope",
+            subject="save",
+            severity="info",
+            title="Turn save on",
+            events=[(w.start - timedelta(days=5), "opened"), (w.start - timedelta(days=4), "resolved")],
+        ),
+        "after": _rec(
+            server,
+            rule="track_planning",
+            subject="tp",
+            severity="info",
+            title="Turn track_planning on",
+            events=[(w.end + timedelta(hours=1), "opened")],
+        ),
+    }
 
 
 def hostile_texts(history) -> tuple[int, int]:
@@ -81,10 +126,14 @@ def hostile_texts(history) -> tuple[int, int]:
     rows = top_statements(server_id=history.server.pk, window=history.week.window, page=Page(1, 2)).rows
     first, second = rows[0].statement_id, rows[1].statement_id
     with connection.cursor() as cur:
-        cur.execute("UPDATE collectors_statement SET query = %s WHERE id = %s",
-                    [f"ALTER ROLE app PASSWORD '{SECRET}' /* {rows[0].query} */", first])  # fmt: skip
-        cur.execute("UPDATE collectors_statement SET query = %s WHERE id = %s",
-                    [f"SELECT '{SCRIPT}' FROM accounts WHERE id = $1", second])  # fmt: skip
+        cur.execute(
+            "UPDATE collectors_statement SET query = %s WHERE id = %s",
+            [f"ALTER ROLE app PASSWORD '{SECRET}' /* {rows[0].query} */", first],
+        )
+        cur.execute(
+            "UPDATE collectors_statement SET query = %s WHERE id = %s",
+            [f"SELECT '{SCRIPT}' FROM accounts WHERE id = $1", second],
+        )
     server = history.server
     server.set_password(MONITOR_PASSWORD)
     server.save(update_fields=["password_encrypted"])
@@ -102,16 +151,20 @@ class Bundle:
     def pdf_text(self, tmp_path) -> str:
         path = tmp_path / "audit.pdf"
         path.write_bytes(self.files["audit.pdf"])
-        return subprocess.run(["pdftotext", "-layout", str(path), "-"], check=True, capture_output=True,
-                              text=True).stdout  # fmt: skip
+        return subprocess.run(
+            ["pdftotext", "-layout", str(path), "-"], check=True, capture_output=True, text=True
+        ).stdout
 
     def sheets(self) -> dict[str, list[list]]:
         wb = load_workbook(io.BytesIO(self.files["audit.xlsx"]))
         return {ws.title: [list(r) for r in ws.iter_rows(values_only=True)] for ws in wb.worksheets}
 
     def csvs(self) -> dict[str, list[list[str]]]:
-        return {name.removeprefix("csv/").removesuffix(".csv"): list(csv.reader(io.StringIO(data.decode())))
-                for name, data in self.files.items() if name.startswith("csv/")}  # fmt: skip
+        return {
+            name.removeprefix("csv/").removesuffix(".csv"): list(csv.reader(io.StringIO(data.decode())))
+            for name, data in self.files.items()
+            if name.startswith("csv/")
+        }
 
     def texts(self, tmp_path) -> dict[str, str]:
         """Every file as text a reader would see (the PDF's extracted text, the workbook's cells)."""

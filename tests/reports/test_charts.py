@@ -19,8 +19,10 @@ def _image(png: bytes) -> Image.Image:
     return Image.open(io.BytesIO(png)).convert("RGB")
 
 
-@pytest.mark.parametrize(("value", "text"), [(0, "0"), (0.25, "0.25"), (12.5, "12.5"), (999, "999"),
-                                             (250_000, "250k"), (1_250_000, "1.25M"), (3e9, "3G")])  # fmt: skip
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [(0, "0"), (0.25, "0.25"), (12.5, "12.5"), (999, "999"), (250_000, "250k"), (1_250_000, "1.25M"), (3e9, "3G")],
+)
 def test_tick_labels_are_compact(value, text):
     assert _compact(value) == text
 
@@ -29,8 +31,15 @@ def test_tick_labels_are_compact(value, text):
 def test_nothing_is_drawn_past_the_edges(stacked):
     points = [(T0 + timedelta(hours=i), 987_654.3 * (1 + i % 24)) for i in range(168)]
     lines = [Line(f"a long label {k}", points) for k in range(6)]
-    image = _image(chart_png(lines, title="rep-main: database time per second, 2025-W01 (Europe/Paris)",
-                             unit="ms/s", stacked=stacked, time_zone=ZoneInfo("Europe/Paris")))  # fmt: skip
+    image = _image(
+        chart_png(
+            lines,
+            title="rep-main: database time per second, 2025-W01 (Europe/Paris)",
+            unit="ms/s",
+            stacked=stacked,
+            time_zone=ZoneInfo("Europe/Paris"),
+        )
+    )
     assert image.size == (600, 220)
     width, height = image.size
     border = [(x, 0) for x in range(width)] + [(x, height - 1) for x in range(width)]
@@ -41,8 +50,16 @@ def test_nothing_is_drawn_past_the_edges(stacked):
 def test_a_date_label_at_the_end_fits():
     end = datetime(2026, 11, 10, 23, tzinfo=UTC)  # midnight in Paris: the last tick is the day's label
     points = [(end - timedelta(minutes=10 * i), 40.0 + i) for i in range(126)][::-1]
-    image = _image(chart_png([Line("dealloc/s", points)], title="dealloc/s", unit="/s", width_px=900,
-                             height_px=240, time_zone=ZoneInfo("Europe/Paris")))  # fmt: skip
+    image = _image(
+        chart_png(
+            [Line("dealloc/s", points)],
+            title="dealloc/s",
+            unit="/s",
+            width_px=900,
+            height_px=240,
+            time_zone=ZoneInfo("Europe/Paris"),
+        )
+    )
     assert {image.getpixel((899, y)) for y in range(240)} == {(255, 255, 255)}
 
 

@@ -70,11 +70,23 @@ def test_recommendations_opened_and_resolved_in_the_week(known_history):
     week, server = known_history.week, known_history.server
     inside, outside = week.window.start + timedelta(days=1), week.window.start - timedelta(days=1)
     rec = Recommendation.objects.create(
-        server=server, rule="pgss_max", subject="server", subject_key="k", severity="critical", title="Raise max",
-        explanation="x", first_seen_at=outside, opened_at=outside, last_seen_at=inside,
-    )  # fmt: skip
-    for at, kind in ((outside, "opened"), (inside, "cleared"), (inside + timedelta(hours=2), "reopened"),
-                     (inside + timedelta(hours=3), "acknowledged")):  # fmt: skip
+        server=server,
+        rule="pgss_max",
+        subject="server",
+        subject_key="k",
+        severity="critical",
+        title="Raise max",
+        explanation="x",
+        first_seen_at=outside,
+        opened_at=outside,
+        last_seen_at=inside,
+    )
+    for at, kind in (
+        (outside, "opened"),
+        (inside, "cleared"),
+        (inside + timedelta(hours=2), "reopened"),
+        (inside + timedelta(hours=3), "acknowledged"),
+    ):
         RecommendationEvent.objects.create(recommendation=rec, at=at, kind=kind, severity="critical")
     digest = organization_digest(organization_id=known_history.organization.pk, week=week)
     d = digest.servers[0]
@@ -85,7 +97,9 @@ def test_recommendations_opened_and_resolved_in_the_week(known_history):
 def test_weeks_parse_and_say_what_to_fix():
     w = parse_week("2026-W47", time_zone="Europe/Paris")
     assert (w.window.start.isoformat(), w.window.end.isoformat()) == (
-        "2026-11-15T23:00:00+00:00", "2026-11-22T23:00:00+00:00")  # fmt: skip
+        "2026-11-15T23:00:00+00:00",
+        "2026-11-22T23:00:00+00:00",
+    )
     assert w.previous().label == "2026-W46" and parse_week("2027-W01", time_zone="UTC").previous().label == "2026-W53"
     with pytest.raises(WeekError, match="ISO week, e.g. 2026-W47"):
         parse_week("47", time_zone="UTC")

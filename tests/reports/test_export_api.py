@@ -43,8 +43,12 @@ def _post(client, body: dict):
 
 def _body(history, **extra) -> dict:
     w = history.week.window
-    return {"organization": history.organization.pk, "window_start": w.start.isoformat(),
-            "window_end": w.end.isoformat(), **extra}  # fmt: skip
+    return {
+        "organization": history.organization.pk,
+        "window_start": w.start.isoformat(),
+        "window_end": w.end.isoformat(),
+        **extra,
+    }
 
 
 def test_request_poll_download(api):
@@ -67,8 +71,10 @@ def test_request_poll_download(api):
     assert "audit.pdf" not in files and "audit.json" in files and "csv/top_calls.csv" in files
     # The figures are the API's own for the same window.
     w = history.week.window
-    top = dba.get(f"/api/v1/servers/{history.server.pk}/statements/", {
-        "from": w.start.isoformat(), "to": w.end.isoformat(), "order_by": "calls", "page_size": 20}).json()  # fmt: skip
+    top = dba.get(
+        f"/api/v1/servers/{history.server.pk}/statements/",
+        {"from": w.start.isoformat(), "to": w.end.isoformat(), "order_by": "calls", "page_size": 20},
+    ).json()
     doc = json.loads(files["audit.json"])
     mine = doc["servers"][0]["top"]["calls"]
     assert [(r["statement_id"], r["calls"], r["exec_ms"], r["plan_ms"]) for r in mine] == [
@@ -77,8 +83,10 @@ def test_request_poll_download(api):
     schema = dba.get("/api/v1/schemas/audit-export.json").json()
     jsonschema.Draft202012Validator(schema).validate(doc)
     assert [e["id"] for e in dba.get("/api/v1/exports/").json()["results"]] == [created["id"]]
-    assert AuditLogEntry.objects.filter(export_id=created["id"], action="export_downloaded",
-                                        user=users["dba"]).count() == 1  # fmt: skip
+    assert (
+        AuditLogEntry.objects.filter(export_id=created["id"], action="export_downloaded", user=users["dba"]).count()
+        == 1
+    )
     # Past the retention: "expired" in the schema's enum, no download URL, and the old one says why.
     AuditExport.objects.filter(pk=created["id"]).update(finished_at=timezone.now() - timedelta(days=31))
     audit_exports_tidy()

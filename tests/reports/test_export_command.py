@@ -26,12 +26,31 @@ def _run(*args) -> str:
 def test_the_command_writes_the_bundle(known_history, tmp_path):
     w = known_history.week.window
     out = tmp_path / "bundle"
-    printed = _run("--org", "rep-acme", "--server", "rep-main", "--from", w.start.isoformat().replace("+00:00", "Z"),
-                   "--to", w.end.isoformat(), "--out", str(out), "--time-zone", "Europe/Paris")  # fmt: skip
+    printed = _run(
+        "--org",
+        "rep-acme",
+        "--server",
+        "rep-main",
+        "--from",
+        w.start.isoformat().replace("+00:00", "Z"),
+        "--to",
+        w.end.isoformat(),
+        "--out",
+        str(out),
+        "--time-zone",
+        "Europe/Paris",
+    )
     names = {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()}
     zip_name = f"audit-rep-acme-{w.start:%Y%m%dT%H%MZ}-{w.end:%Y%m%dT%H%MZ}.zip"
-    assert {"audit.pdf", "audit.xlsx", "audit.json", "audit-export.schema.json", "SHA256SUMS", "csv/servers.csv",
-            zip_name} <= names  # fmt: skip
+    assert {
+        "audit.pdf",
+        "audit.xlsx",
+        "audit.json",
+        "audit-export.schema.json",
+        "SHA256SUMS",
+        "csv/servers.csv",
+        zip_name,
+    } <= names
     for line in (out / "SHA256SUMS").read_text().splitlines():  # as `sha256sum -c SHA256SUMS` checks it
         digest, name = line.split("  ")
         assert hashlib.sha256((out / name).read_bytes()).hexdigest() == digest
@@ -39,8 +58,9 @@ def test_the_command_writes_the_bundle(known_history, tmp_path):
     # The zip holds the same files; the JSON has the figures of the content any other path builds.
     assert unzip((out / zip_name).read_bytes()) == {n: (out / n).read_bytes() for n in names if n != zip_name}
     doc = json.loads((out / "audit.json").read_text())
-    same = audit_content(organization_id=known_history.organization.pk, server_ids=[known_history.server.pk],
-                         window=w).as_json()  # fmt: skip
+    same = audit_content(
+        organization_id=known_history.organization.pk, server_ids=[known_history.server.pk], window=w
+    ).as_json()
     assert doc["servers"] == same["servers"] and doc["time_zone"] == "Europe/Paris"
     entry = AuditLogEntry.objects.get(organization=known_history.organization, action="export_generated")
     assert entry.user is None and "manage.py export" in entry.detail and str(out) in entry.detail
@@ -48,20 +68,33 @@ def test_the_command_writes_the_bundle(known_history, tmp_path):
 
 def test_only_the_formats_asked(known_history, tmp_path):
     w = known_history.week.window
-    _run("--org", str(known_history.organization.pk), "--from", w.start.isoformat(), "--to", w.end.isoformat(),
-         "--out", str(tmp_path), "--format", "json,csv")  # fmt: skip
+    _run(
+        "--org",
+        str(known_history.organization.pk),
+        "--from",
+        w.start.isoformat(),
+        "--to",
+        w.end.isoformat(),
+        "--out",
+        str(tmp_path),
+        "--format",
+        "json,csv",
+    )
     names = {p.name for p in tmp_path.iterdir()}
     assert "audit.json" in names and "csv" in names and "audit.pdf" not in names and "audit.xlsx" not in names
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--org", "nope"], "no organization 'nope'"),
-    (["--org", "rep-acme", "--server", "rep-elsewhere"], "not servers of rep-acme: rep-elsewhere"),
-    (["--org", "rep-acme", "--from", "yesterday"], "--from 'yesterday' is not an ISO 8601 time"),
-    (["--org", "rep-acme", "--to", "2026-11-16T00:00"], "has no UTC offset"),
-    (["--org", "rep-acme", "--format", "pdf,docx"], "formats: docx: choose among pdf, xlsx, csv, json"),
-    (["--org", "rep-acme", "--time-zone", "Mars/Olympus"], "is not a time zone"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--org", "nope"], "no organization 'nope'"),
+        (["--org", "rep-acme", "--server", "rep-elsewhere"], "not servers of rep-acme: rep-elsewhere"),
+        (["--org", "rep-acme", "--from", "yesterday"], "--from 'yesterday' is not an ISO 8601 time"),
+        (["--org", "rep-acme", "--to", "2026-11-16T00:00"], "has no UTC offset"),
+        (["--org", "rep-acme", "--format", "pdf,docx"], "formats: docx: choose among pdf, xlsx, csv, json"),
+        (["--org", "rep-acme", "--time-zone", "Mars/Olympus"], "is not a time zone"),
+    ],
+)
 def test_clear_errors(known_history, tmp_path, args, message):
     w = known_history.week.window
     base = {"--from": w.start.isoformat(), "--to": w.end.isoformat(), "--out": str(tmp_path)}

@@ -18,9 +18,12 @@ pytestmark = pytest.mark.django_db
 
 
 def _content(history, **kwargs):
-    return audit_content(organization_id=history.organization.pk,
-                         server_ids=[history.server.pk, history.other.pk], window=history.week.window,
-                         **kwargs)  # fmt: skip
+    return audit_content(
+        organization_id=history.organization.pk,
+        server_ids=[history.server.pk, history.other.pk],
+        window=history.week.window,
+        **kwargs,
+    )
 
 
 def test_json_figures_are_the_selectors_figures(known_history):

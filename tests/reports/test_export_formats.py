@@ -28,9 +28,13 @@ PARIS = "Europe/Paris"
 def exported(known_history):
     recs = add_findings(known_history)
     hostile = hostile_texts(known_history)
-    content = audit_content(organization_id=known_history.organization.pk,
-                            server_ids=[known_history.server.pk, known_history.other.pk],
-                            window=known_history.week.window, requested_by="exp-dba", time_zone=PARIS)  # fmt: skip
+    content = audit_content(
+        organization_id=known_history.organization.pk,
+        server_ids=[known_history.server.pk, known_history.other.pk],
+        window=known_history.week.window,
+        requested_by="exp-dba",
+        time_zone=PARIS,
+    )
     return content, Bundle(bundle_files(content, ["pdf", "xlsx", "csv", "json"])), recs, hostile
 
 
@@ -52,8 +56,7 @@ def test_the_pdf_shows_the_history(known_history, exported, tmp_path):
     # The finding with its exact change; the finding of before the window is not there.
     assert "Raise pg_stat_statements.max" in text and CHANGE in text and "needs a server restart" in text
     assert "Turn save on" not in text and "Turn track_planning on" not in text
-    for title in ("Executive summary", "Findings", "Top statements", "Settings", "Collection coverage",
-                  "Methodology"):  # fmt: skip
+    for title in ("Executive summary", "Findings", "Top statements", "Settings", "Collection coverage", "Methodology"):
         assert title in text
     assert bundle.files["audit.pdf"].count(b"/Subtype /Image") >= 1  # the evidence chart
 
@@ -92,8 +95,12 @@ def test_no_other_organization_no_secret_in_any_file(known_history, exported, tm
         assert SECRET not in text and MONITOR_PASSWORD not in text, name
     doc = bundle.doc
     assert {s["id"] for s in doc["servers"]} == {known_history.server.pk}
-    assert all(r[0] == known_history.server.pk for t in audit_tables(doc).values() if t.header[0] == "server_id"
-               for r in t.rows)  # fmt: skip
+    assert all(
+        r[0] == known_history.server.pk
+        for t in audit_tables(doc).values()
+        if t.header[0] == "server_id"
+        for r in t.rows
+    )
     redacted = next(r for r in doc["servers"][0]["top"]["total"] if r["statement_id"] == password_id)
     assert "PASSWORD '<redacted>'" in redacted["query"]
     header, *rows = bundle.csvs()["top_total"]

@@ -34,8 +34,12 @@ def page(known_history, settings, tmp_path):
 
 def _form(history, **extra) -> dict:
     w = history.week.window  # the users' zone is UTC (no preference)
-    return {"window_start": w.start.strftime(LOCAL), "window_end": w.end.strftime(LOCAL),
-            "formats": ["json", "pdf"], **extra}  # fmt: skip
+    return {
+        "window_start": w.start.strftime(LOCAL),
+        "window_end": w.end.strftime(LOCAL),
+        "formats": ["json", "pdf"],
+        **extra,
+    }
 
 
 def test_who_sees_the_page(page):
@@ -78,8 +82,11 @@ def test_request_follow_and_download(page, django_capture_on_commit_callbacks):
     other = reverse("export-download", args=[history.other.organization_id, export.pk])
     assert client("outsider").get(other).status_code == 404
     log = [(e.action, e.user_id) for e in AuditLogEntry.objects.filter(export=export).order_by("at", "id")]
-    assert log == [("export_requested", users["dba"].pk), ("export_generated", None),
-                   ("export_downloaded", users["dba"].pk)]  # fmt: skip
+    assert log == [
+        ("export_requested", users["dba"].pk),
+        ("export_generated", None),
+        ("export_downloaded", users["dba"].pk),
+    ]
     html = dba.get(url).content.decode()
     assert "downloaded" in html and "generated" in html and "exp-dba" in html
     # Past the retention its file goes: the list says so, without a link, and the old link explains.

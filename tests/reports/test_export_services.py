@@ -36,8 +36,14 @@ def world(known_history, settings, tmp_path):
 
 
 def _request(history, user, **kwargs):
-    args = {"organization_id": history.organization.pk, "user": user, "server_ids": None,
-            "window": history.week.window, "formats": ["pdf", "xlsx", "csv", "json"], **kwargs}  # fmt: skip
+    args = {
+        "organization_id": history.organization.pk,
+        "user": user,
+        "server_ids": None,
+        "window": history.week.window,
+        "formats": ["pdf", "xlsx", "csv", "json"],
+        **kwargs,
+    }
     return audit_export_request(**args)
 
 
@@ -93,13 +99,22 @@ def test_the_task_builds_it_and_a_dba_downloads_it(world, settings, django_captu
     w = history.week.window
     assert found.name == f"audit-rep-acme-{w.start:%Y%m%dT%H%MZ}-{w.end:%Y%m%dT%H%MZ}.zip"
     members_ = unzip(data)
-    assert {"audit.pdf", "audit.xlsx", "audit.json", "audit-export.schema.json", "SHA256SUMS",
-            "csv/top_total.csv"} <= set(members_)  # fmt: skip
+    assert {
+        "audit.pdf",
+        "audit.xlsx",
+        "audit.json",
+        "audit-export.schema.json",
+        "SHA256SUMS",
+        "csv/top_total.csv",
+    } <= set(members_)
     # Built once: a second delivery of the task finds it claimed and leaves it alone.
     assert audit_export_build(export_id=export.pk).sha256 == export.sha256
     log = list(AuditLogEntry.objects.filter(export=export).order_by("at", "id").values_list("action", "user"))
-    assert log == [("export_requested", users["dba"].pk), ("export_generated", None),
-                   ("export_downloaded", users["dba"].pk)]  # fmt: skip
+    assert log == [
+        ("export_requested", users["dba"].pk),
+        ("export_generated", None),
+        ("export_downloaded", users["dba"].pk),
+    ]
     audit_export_download(export_id=export.pk, user=users["admin"])
     with pytest.raises(PermissionDenied):
         audit_export_download(export_id=export.pk, user=users["viewer"])
@@ -134,9 +149,12 @@ def test_a_running_export_whose_worker_died_is_built_again(world):
     history, users = world
     export = _request(history, users["dba"], formats=["json"])
     # Requested an hour ago, claimed a minute ago (it waited in a long queue): another worker is on it.
-    AuditExport.objects.filter(pk=export.pk).update(status="running", progress=40,
-                                                    created_at=timezone.now() - timedelta(hours=1),
-                                                    started_at=timezone.now() - timedelta(minutes=1))  # fmt: skip
+    AuditExport.objects.filter(pk=export.pk).update(
+        status="running",
+        progress=40,
+        created_at=timezone.now() - timedelta(hours=1),
+        started_at=timezone.now() - timedelta(minutes=1),
+    )
     assert audit_export_build(export_id=export.pk).progress == 40  # left alone
     assert audit_exports_tidy().resend == []
     AuditExport.objects.filter(pk=export.pk).update(started_at=timezone.now() - timedelta(minutes=31))
@@ -176,9 +194,14 @@ def test_old_bundles_expire_and_their_files_go(world, settings):
 def test_exports_no_worker_took_are_sent_again_then_given_up(world):
     history, users = world
     now = timezone.now()
-    ages = {"fresh": timedelta(minutes=5), "lost": timedelta(minutes=11), "running": timedelta(minutes=20),
-            "abandoned": timedelta(minutes=31), "day-old": timedelta(hours=24, minutes=1),
-            "day-old-building": timedelta(hours=24, minutes=1)}  # fmt: skip
+    ages = {
+        "fresh": timedelta(minutes=5),
+        "lost": timedelta(minutes=11),
+        "running": timedelta(minutes=20),
+        "abandoned": timedelta(minutes=31),
+        "day-old": timedelta(hours=24, minutes=1),
+        "day-old-building": timedelta(hours=24, minutes=1),
+    }
     exports = {}
     for name, age in ages.items():
         exports[name] = _request(history, users["dba"], formats=["json"])

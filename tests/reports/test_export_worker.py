@@ -30,12 +30,34 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _worker(log: Path, export_root: Path) -> subprocess.Popen:
     db = connection.settings_dict
-    env = {**os.environ, "DATABASE_URL": f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
-           "REDIS_URL": django_settings.REDIS_URL, "CREDENTIALS_KEY": django_settings.CREDENTIALS_KEY,
-           "EXPORT_ROOT": str(export_root), "PYTHONUNBUFFERED": "1"}  # fmt: skip
-    return subprocess.Popen([sys.executable, "-m", "celery", "-A", "console", "worker", "--pool", "threads",
-                             "--concurrency", "2", "--loglevel", "info"], cwd=ROOT, env=env,
-                            stdout=open(log, "w"), stderr=subprocess.STDOUT)  # fmt: skip
+    env = {
+        **os.environ,
+        "DATABASE_URL": f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
+        "REDIS_URL": django_settings.REDIS_URL,
+        "CREDENTIALS_KEY": django_settings.CREDENTIALS_KEY,
+        "EXPORT_ROOT": str(export_root),
+        "PYTHONUNBUFFERED": "1",
+    }
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "console",
+            "worker",
+            "--pool",
+            "threads",
+            "--concurrency",
+            "2",
+            "--loglevel",
+            "info",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=open(log, "w"),
+        stderr=subprocess.STDOUT,
+    )
 
 
 def _wait(export: AuditExport, log: Path, *, seen: list[int] | None = None) -> AuditExport:
@@ -62,17 +84,25 @@ def built(known_history, django_db_blocker, tmp_path_factory):
         users = members(known_history, suffix="-worker")
         proc = _worker(tmp / "worker.log", root)
         try:
-            export = audit_export_request(organization_id=known_history.organization.pk, user=users["dba"],
-                                          server_ids=None, window=known_history.week.window,
-                                          formats=["pdf", "xlsx", "csv", "json"])  # fmt: skip
+            export = audit_export_request(
+                organization_id=known_history.organization.pk,
+                user=users["dba"],
+                server_ids=None,
+                window=known_history.week.window,
+                formats=["pdf", "xlsx", "csv", "json"],
+            )
             seen = []
             export = _wait(export, tmp / "worker.log", seen=seen)
             # One whose broker message was lost (the row alone, requested 11 minutes ago): beat's tidy task
             # sends it to the worker again.
-            lost = AuditExport.objects.create(organization=known_history.organization, requested_by=users["dba"],
-                                              server_ids=[known_history.server.pk], formats=["json"],
-                                              window_start=known_history.week.window.start,
-                                              window_end=known_history.week.window.end)  # fmt: skip
+            lost = AuditExport.objects.create(
+                organization=known_history.organization,
+                requested_by=users["dba"],
+                server_ids=[known_history.server.pk],
+                formats=["json"],
+                window_start=known_history.week.window.start,
+                window_end=known_history.week.window.end,
+            )
             AuditExport.objects.filter(pk=lost.pk).update(created_at=timezone.now() - timedelta(minutes=11))
             resent = tidy_audit_exports.apply().get()["resent"]
             lost = _wait(lost, tmp / "worker.log")

@@ -37,19 +37,27 @@ def test_send_to_sends_a_test_and_send_claims_the_week_once(known_history, reade
     assert smtp.inbox.count() == 1 and smtp.inbox.count("someone@elsewhere.example") == 1
     assert not WeeklySend.objects.filter(kind="weekly").exists()
     assert run("send", "--org", "rep-acme", "--week", week) == (
-        f"weekly report {week} of rep-acme: sent, 3 sent, 0 failed\n")  # fmt: skip
+        f"weekly report {week} of rep-acme: sent, 3 sent, 0 failed\n"
+    )
     assert run("send", "--org", str(known_history.organization.pk), "--week", week) == (
-        f"weekly report {week} of rep-acme: already sent (sent); nothing sent again\n")  # fmt: skip
+        f"weekly report {week} of rep-acme: already sent (sent); nothing sent again\n"
+    )
     assert smtp.inbox.count() == 4
 
 
-@pytest.mark.parametrize("args, message", [
-    (["preview", "--org", "nobody-here"], "--org: no organization 'nobody-here' (organizations: "),
-    (["send", "--org", "rep-acme", "--week", "47"], "--week: week '47': write it as an ISO week, e.g. 2026-W47"),
-    (["send", "--org", "rep-acme", "--week", "2026-W54"], "--week: week '2026-W54': 2026 has no ISO week 54"),
-    (["send", "--org", "rep-acme", "--to", "not-an-address"], "--to: not an email address: not-an-address"),
-    (["send", "--org", "rep-acme", "--week", "THIS-WEEK"], "--week: week THIS-WEEK is not over yet: a report covers"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["preview", "--org", "nobody-here"], "--org: no organization 'nobody-here' (organizations: "),
+        (["send", "--org", "rep-acme", "--week", "47"], "--week: week '47': write it as an ISO week, e.g. 2026-W47"),
+        (["send", "--org", "rep-acme", "--week", "2026-W54"], "--week: week '2026-W54': 2026 has no ISO week 54"),
+        (["send", "--org", "rep-acme", "--to", "not-an-address"], "--to: not an email address: not-an-address"),
+        (
+            ["send", "--org", "rep-acme", "--week", "THIS-WEEK"],
+            "--week: week THIS-WEEK is not over yet: a report covers",
+        ),
+    ],
+)
 def test_clear_errors(known_history, args, message):
     this_week = week_of(timezone.now(), time_zone="UTC").label
     with pytest.raises(CommandError) as error:

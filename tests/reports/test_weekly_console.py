@@ -65,14 +65,24 @@ def test_the_settings_form_is_validated_then_saved(client, known_history, reader
     org = known_history.organization
     client.force_login(readers.carol)
     url = reverse("organization-reports-schedule", args=[org.pk])
-    bad = client.post(url, {"enabled": "on", "weekday": 9, "hour": 24, "time_zone": "Mars/Olympus",
-                            "extra_recipients": "ok@client.example\nnot an address\nalso@bad"})  # fmt: skip
+    bad = client.post(
+        url,
+        {
+            "enabled": "on",
+            "weekday": 9,
+            "hour": 24,
+            "time_zone": "Mars/Olympus",
+            "extra_recipients": "ok@client.example\nnot an address\nalso@bad",
+        },
+    )
     assert bad.status_code == 400
     html = bad.content.decode()
-    for error in ("Select a valid choice. 9 is not one of the available choices.",
-                  "Select a valid choice. 24 is not one of the available choices.",
-                  "&#x27;Mars/Olympus&#x27; is not a time zone",
-                  "not an email address: not an address, also@bad"):  # fmt: skip
+    for error in (
+        "Select a valid choice. 9 is not one of the available choices.",
+        "Select a valid choice. 24 is not one of the available choices.",
+        "&#x27;Mars/Olympus&#x27; is not a time zone",
+        "not an email address: not an address, also@bad",
+    ):
         assert error in html, error
     assert ReportSchedule.objects.get(organization=org).extra_recipients == ["cto@client.example"]  # unchanged
     extra = "CTO@Client.example, ops@client.example\n\nops@client.example"
@@ -128,7 +138,8 @@ def test_send_me_a_test_now(client, known_history, readers, smtp):
     response = client.post(reverse("organization-reports-test", args=[org.pk]), {"week": week.label})
     assert response.status_code == 302
     assert [str(m) for m in get_messages(response.wsgi_request)] == [
-        f"The report of {week.label} was sent to alice@acme.example."]  # fmt: skip
+        f"The report of {week.label} was sent to alice@acme.example."
+    ]
     assert smtp.inbox.count() == 1 and smtp.inbox.count("alice@acme.example") == 1
     message = smtp.inbox.to("alice@acme.example")[0]
     assert message["Subject"].startswith("[test] rep-acme weekly report")
@@ -145,7 +156,8 @@ def test_a_failed_test_send_says_why(client, known_history, readers, smtp):
     client.force_login(readers.alice)
     response = client.post(reverse("organization-reports-test", args=[known_history.organization.pk]))
     assert [str(m) for m in get_messages(response.wsgi_request)] == [
-        "The test to alice@acme.example failed: 550 5.7.1 rejected by policy"]  # fmt: skip
+        "The test to alice@acme.example failed: 550 5.7.1 rejected by policy"
+    ]
 
 
 def test_the_preview_is_the_mail_under_its_own_csp(client, known_history, readers):
@@ -163,8 +175,10 @@ def test_the_preview_is_the_mail_under_its_own_csp(client, known_history, reader
     assert "rep-main" in body and "Planning time: not tracked" in body and '<base target="_top">' in body
     assert console_url(reverse("server", args=[known_history.server.pk])) in body  # links leave for the console
     # The page itself keeps the console's strict policy.
-    assert "frame-ancestors 'none'" in client.get(reverse("organization-reports", args=[org.pk]))[
-        "Content-Security-Policy"]  # fmt: skip
+    assert (
+        "frame-ancestors 'none'"
+        in client.get(reverse("organization-reports", args=[org.pk]))["Content-Security-Policy"]
+    )
     bad = page(client, readers.alice, org, week="2026-W99")
     assert "has no ISO week 99" in bad
 

@@ -72,8 +72,10 @@ def test_the_figures_are_the_selectors_figures(sent, known_history):
     _, messages = sent
     parts = mail_parts(messages["bob@acme.example"][0])
     server_id, week = known_history.server.pk, known_history.week
-    now, before = window_summary(server_id=server_id, window=week.window), window_summary(
-        server_id=server_id, window=week.previous().window)  # fmt: skip
+    now, before = (
+        window_summary(server_id=server_id, window=week.window),
+        window_summary(server_id=server_id, window=week.previous().window),
+    )
     comparison = compare_windows(server_id=server_id, window=week.window, previous=week.previous().window)
     top = comparison.changes[0]
     coverage = collection_coverage(server_id=server_id, window=week.window)
@@ -132,18 +134,26 @@ def test_new_statements_regressions_and_the_advisor_are_listed_and_texts_escaped
     week = known_history.week
     inside = week.window.start + timedelta(days=1)
     rec = Recommendation.objects.create(
-        server=known_history.server, rule="pgss_max", subject="server", subject_key="k", severity="critical",
-        title="Raise pg_stat_statements.max", explanation="x", first_seen_at=inside, opened_at=inside,
+        server=known_history.server,
+        rule="pgss_max",
+        subject="server",
+        subject_key="k",
+        severity="critical",
+        title="Raise pg_stat_statements.max",
+        explanation="x",
+        first_seen_at=inside,
+        opened_at=inside,
         last_seen_at=inside,
-    )  # fmt: skip
+    )
     RecommendationEvent.objects.create(recommendation=rec, at=inside, kind="opened", severity="critical")
     report = weekly_report(organization_id=known_history.organization.pk, week=week, charts=False)
     d = organization_digest(organization_id=known_history.organization.pk, week=week).servers[0]
     a, b = d.top[0], d.top[1]
     new = StatementChange(replace(a.current, query="SELECT '<script>alert(1)</script>' FROM t"), None)
     slower = StatementChange(b.current, replace(b.previous, exec_ms=b.previous.exec_ms / 3))
-    section = server_section(replace(d, new=[new], new_count=4, regressions=[slower], regression_count=1), week,
-                             charts=False)  # fmt: skip
+    section = server_section(
+        replace(d, new=[new], new_count=4, regressions=[slower], regression_count=1), week, charts=False
+    )
     _, text, html = render("weekly", weekly_context(replace(report, servers=[section]), unsubscribe_url="u"))
     before, after = slower.previous.total_ms / slower.previous.calls, slower.current.total_ms / slower.current.calls
     for body in (text, " ".join(html.split())):

@@ -38,8 +38,12 @@ def test_one_click_post_unsubscribes_without_login_and_the_next_week_skips_the_a
     response = anonymous.post(link, data="List-Unsubscribe=One-Click", content_type="application/x-www-form-urlencoded")
     assert response.status_code == 200
     assert Unsubscribed.objects.filter(organization=org, address=readers.client).exists()
-    assert anonymous.post(link, data="List-Unsubscribe=One-Click",
-                          content_type="application/x-www-form-urlencoded").status_code == 200  # fmt: skip
+    assert (
+        anonymous.post(
+            link, data="List-Unsubscribe=One-Click", content_type="application/x-www-form-urlencoded"
+        ).status_code
+        == 200
+    )
     assert Unsubscribed.objects.filter(organization=org).count() == 1
 
     before = smtp.inbox.count()
@@ -74,8 +78,11 @@ def test_a_changed_link_is_refused(known_history, readers, anonymous, change):
     token = unsubscribe_token(organization_id=org.pk, address=readers.client)
     payload, stamp, signature = token.split(":")
     other = unsubscribe_token(organization_id=org.pk, address="someone@else.example").split(":")[0]
-    bad = {"payload": f"{other}:{stamp}:{signature}", "signature": f"{payload}:{stamp}:{signature[:-2]}xx",
-           "garbage": "not-a-token"}[change]  # fmt: skip
+    bad = {
+        "payload": f"{other}:{stamp}:{signature}",
+        "signature": f"{payload}:{stamp}:{signature[:-2]}xx",
+        "garbage": "not-a-token",
+    }[change]
     assert read_token(bad) is None
     for method in (anonymous.get, anonymous.post):
         response = method(f"/reports/unsubscribe/{bad}/")

@@ -154,8 +154,11 @@ def make_readers(known_history) -> Readers:
     """Three members of the known history's organization (two opted in) and an extra address."""
     org = known_history.organization
     users = {}
-    for name, role in (("alice", Membership.Role.VIEWER), ("bob", Membership.Role.DBA),
-                       ("carol", Membership.Role.ADMIN)):  # fmt: skip
+    for name, role in (
+        ("alice", Membership.Role.VIEWER),
+        ("bob", Membership.Role.DBA),
+        ("carol", Membership.Role.ADMIN),
+    ):
         # No password: the console's tests log in with force_login (hashing one costs a third of a second).
         users[name] = User.objects.create_user(f"wk-{name}", email=f"{name}@acme.example")
         Membership.objects.create(user=users[name], organization=org, role=role)

@@ -55,10 +55,15 @@ def _json(servers, rows, runs) -> str:
     doc = []
     for s in servers:
         run = runs.get(s.pk)
-        doc.append({
-            "server": s.name, "organization": s.organization.name,
-            "evaluated_at": run.at.isoformat() if run else None, "partial": run.partial if run else None,
-            "notes": run.notes if run else [], "error": run.error if run else "",
-            "recommendations": [r.as_json() for r in rows if r.server_id == s.pk],
-        })  # fmt: skip
+        doc.append(
+            {
+                "server": s.name,
+                "organization": s.organization.name,
+                "evaluated_at": run.at.isoformat() if run else None,
+                "partial": run.partial if run else None,
+                "notes": run.notes if run else [],
+                "error": run.error if run else "",
+                "recommendations": [r.as_json() for r in rows if r.server_id == s.pk],
+            }
+        )
     return jsonlib.dumps(doc, indent=2)

@@ -27,8 +27,15 @@ def _num(value: float | None, fmt: str = "{:.2f}") -> str:
 
 
 def statement_json(r: StatementTotals) -> dict:
-    return {**asdict(r), "total_ms": r.total_ms, "mean_exec_ms": r.mean_exec_ms, "mean_plan_ms": r.mean_plan_ms,
-            "plan_share": r.plan_share, "rows_per_call": r.rows_per_call, "hit_ratio": r.hit_ratio}  # fmt: skip
+    return {
+        **asdict(r),
+        "total_ms": r.total_ms,
+        "mean_exec_ms": r.mean_exec_ms,
+        "mean_plan_ms": r.mean_plan_ms,
+        "plan_share": r.plan_share,
+        "rows_per_call": r.rows_per_call,
+        "hit_ratio": r.hit_ratio,
+    }
 
 
 class Command(BaseCommand):

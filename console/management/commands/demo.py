@@ -241,8 +241,9 @@ class Command(BaseCommand):
         self.admin_email = user.email
         # Staff sees every organization anyway; as a member the demo's organization page lists them too.
         organization, _ = Organization.objects.get_or_create(name=demo.ORGANIZATION)
-        Membership.objects.update_or_create(organization=organization, user=user,
-                                            defaults={"role": Membership.Role.ADMIN})  # fmt: skip
+        Membership.objects.update_or_create(
+            organization=organization, user=user, defaults={"role": Membership.Role.ADMIN}
+        )
         # The weekly report goes to the admin too (into the demo's SMTP sink).
         from reports.models import ReportOptIn
 

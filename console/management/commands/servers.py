@@ -17,8 +17,11 @@ def _messages(exc: ValidationError) -> str:
     """One line, each message after the field it is about."""
     if not hasattr(exc, "error_dict"):
         return "; ".join(exc.messages)
-    return "; ".join(message if field == NON_FIELD_ERRORS else f"{field}: {message}"
-                     for field, messages in exc.message_dict.items() for message in messages)  # fmt: skip
+    return "; ".join(
+        message if field == NON_FIELD_ERRORS else f"{field}: {message}"
+        for field, messages in exc.message_dict.items()
+        for message in messages
+    )
 
 
 class Command(BaseCommand):
@@ -97,8 +100,9 @@ class Command(BaseCommand):
             )
         except ValidationError as exc:
             raise CommandError(_messages(exc)) from exc
-        self.stdout.write(f"added {server.organization.name}/{server.name} ({self._where(server)}, "
-                          f"every {server.interval_s}s)")  # fmt: skip
+        self.stdout.write(
+            f"added {server.organization.name}/{server.name} ({self._where(server)}, every {server.interval_s}s)"
+        )
 
     def _update(self, *, name, org, dsn, interval, cpus, tag, enable, ca_cert, require_scram, **_):
         server = self._one(name, org)
@@ -120,8 +124,9 @@ class Command(BaseCommand):
             server = server_update(server=server, data=data, password=password)
         except ValidationError as exc:
             raise CommandError(_messages(exc)) from exc
-        self.stdout.write(f"updated {server.organization.name}/{server.name} ({self._where(server)}, "
-                          f"every {server.interval_s}s)")  # fmt: skip
+        self.stdout.write(
+            f"updated {server.organization.name}/{server.name} ({self._where(server)}, every {server.interval_s}s)"
+        )
         if had_password and not server.password_encrypted:
             self.stderr.write(
                 "the stored password was cleared (host, port, database, user, sslmode, CA certificate "

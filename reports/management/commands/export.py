@@ -38,8 +38,13 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--org", required=True, help="the organization's name (or id)")
-        parser.add_argument("--server", action="append", default=[], metavar="NAME",
-                            help="a server of that organization (repeat it; default: all of them)")  # fmt: skip
+        parser.add_argument(
+            "--server",
+            action="append",
+            default=[],
+            metavar="NAME",
+            help="a server of that organization (repeat it; default: all of them)",
+        )
         parser.add_argument("--from", dest="start", required=True, help="window start, ISO 8601 with an offset")
         parser.add_argument("--to", dest="end", required=True, help="window end, ISO 8601 with an offset")
         parser.add_argument("--out", required=True, help="the folder to write into (created if needed)")
@@ -54,8 +59,9 @@ class Command(BaseCommand):
             raise CommandError(f"no organization {opts['org']!r}")
         names = dict(Server.objects.filter(organization=org).values_list("name", "pk"))
         if unknown := [n for n in opts["server"] if n not in names]:
-            raise CommandError(f"not servers of {org.name}: {', '.join(unknown)} (its servers: "
-                               f"{', '.join(sorted(names)) or 'none'})")  # fmt: skip
+            raise CommandError(
+                f"not servers of {org.name}: {', '.join(unknown)} (its servers: {', '.join(sorted(names)) or 'none'})"
+            )
         formats = [f.strip() for f in opts["format"].split(",") if f.strip()]
         try:
             zoneinfo.ZoneInfo(opts["time_zone"])
@@ -64,9 +70,15 @@ class Command(BaseCommand):
         out = Path(opts["out"])
         try:
             window = export_window(start=_time("from", opts["start"]), end=_time("to", opts["end"]))
-            written = audit_export_write(organization_id=org.pk, server_ids=[names[n] for n in opts["server"]],
-                                         window=window, formats=formats, out_dir=out, time_zone=opts["time_zone"],
-                                         operator=_operator())  # fmt: skip
+            written = audit_export_write(
+                organization_id=org.pk,
+                server_ids=[names[n] for n in opts["server"]],
+                window=window,
+                formats=formats,
+                out_dir=out,
+                time_zone=opts["time_zone"],
+                operator=_operator(),
+            )
         except ExportError as exc:
             raise CommandError(f"{exc.field.replace('_', ' ')}: {exc}") from None
         for f in written:

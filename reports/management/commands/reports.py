@@ -25,8 +25,10 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         sub = parser.add_subparsers(dest="action", required=True)
-        for name, text in (("preview", "render the report without sending it"),
-                           ("send", "send the report (once per week), or a test with --to")):  # fmt: skip
+        for name, text in (
+            ("preview", "render the report without sending it"),
+            ("send", "send the report (once per week), or a test with --to"),
+        ):
             p = sub.add_parser(name, help=text)
             p.add_argument("--org", required=True, help="the organization's name (or id)")
             p.add_argument("--week", help="an ISO week, e.g. 2026-W47 (default: the last complete week)")
@@ -61,8 +63,10 @@ class Command(BaseCommand):
             out.write_text(html, encoding="utf-8")
         except OSError as exc:
             raise CommandError(f"--out: cannot write {out}: {exc.strerror}") from exc
-        self.stderr.write(f"wrote {out} ({len(html) // 1024} KB): {organization.name}, week {week.label}, "
-                          f"{len(report.servers)} servers, {len(report.images)} charts")  # fmt: skip
+        self.stderr.write(
+            f"wrote {out} ({len(html) // 1024} KB): {organization.name}, week {week.label}, "
+            f"{len(report.servers)} servers, {len(report.images)} charts"
+        )
 
     def _send(self, organization: Organization, week: ReportWeek, *, to: str | None, **_):
         if to is not None:
