@@ -25,7 +25,6 @@ CLIFF_CALLS_PER_S = 400_000.0
 CLIFF_CPUS = 192
 # Seed 003 (Tantor): SpinDelay on 192 CPUs, one hot statement: 484k TPS at sample_rate 1.0, 1.02M at 0.5
 # (SpinDelay 11,107 → 174 samples), SpinDelay gone at 0.25.
-SAMPLE_RATE_TABLE = {1.0: 484_338, 0.75: 909_547, 0.5: 1_019_507, 0.25: 1_019_507, 0.0: 1_015_425}
 SAMPLE_RATE_MODERATE = 0.5
 SAMPLE_RATE_STRONG = 0.25
 

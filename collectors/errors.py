@@ -6,7 +6,6 @@ from psycopg import errors as pgerrors
 
 class CollectionError(Exception):
     code = "error"
-    retryable = False
 
     def __init__(self, message: str):
         super().__init__(message)
@@ -104,7 +103,6 @@ class HistoryUnavailable(CollectionError):
     """The console's own database could not be written; the task retries with backoff."""
 
     code = "history_unavailable"
-    retryable = True
 
 
 class HistoryFull(CollectionError):

@@ -20,9 +20,6 @@ class TextStatus(models.TextChoices):
     PENDING = "pending", "not read yet (more new statements than a snapshot reads)"
 
 
-TEXT_MISSING = (TextStatus.EVICTED, TextStatus.NOT_VISIBLE, TextStatus.UNAVAILABLE, TextStatus.PENDING)
-
-
 class Statement(models.Model):
     """One pg_stat_statements key of one server, seen at least once: the facts' dimension."""
 

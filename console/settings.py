@@ -62,6 +62,9 @@ INSTALLED_APPS = [
     "advisor",
     "reports",
 ]
+# The development environment's commands (manage.py demo): in development only.
+if DEBUG:
+    INSTALLED_APPS.append("devenv")
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",

@@ -90,9 +90,6 @@ class Cluster:
         lib = self.bindir.parent / "lib"
         return lib / "postgresql" if (lib / "postgresql").is_dir() else lib
 
-    def has_library(self, name: str) -> bool:
-        return (self.pkglibdir / f"{name}.so").exists()
-
     @property
     def initialized(self) -> bool:
         return (self.datadir / "PG_VERSION").exists()

@@ -16,6 +16,7 @@ from advisor.selectors import RecommendationRow, recommendation_activity, recomm
 from collectors.redact import redact
 from collectors.selectors import Page, Planning, ServerSeries, StatementTotals, Window, server_series, top_statements
 from collectors.selectors.coverage import CollectionCoverage, WindowSummary, collection_coverage, window_summary
+from collectors.selectors.parts import NOT_TRACKED
 from collectors.selectors.server import CONFIG_COLUMNS, ConfigChange, config_changes, server_settings, version_text
 from collectors.selectors.snapshots import snapshots
 from inventory.models import Organization, Server
@@ -25,7 +26,6 @@ TOP_ORDERS = ("total", "exec", "plan", "calls")
 # A query text kept in the data files is cut here: an XLSX cell holds at most 32,767 characters, and
 # every format must carry the same text.
 QUERY_MAX_CHARS = 10_000
-NOT_TRACKED = "not tracked"
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from collectors.selectors import StatementTotals
-from reports.audit import NOT_TRACKED, TOP_ORDERS, AuditContent, Finding, ServerAudit
+from collectors.selectors.parts import NOT_TRACKED
+from reports.audit import TOP_ORDERS, AuditContent, Finding, ServerAudit
 
 FORMAT = "pgconsole-audit-export"
 VERSION = 1

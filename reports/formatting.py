@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from datetime import datetime, tzinfo
 
-NOT_TRACKED = "not tracked"
-NO_DATA = "no data"
+from collectors.selectors.parts import NO_DATA, NOT_TRACKED
+
 UNKNOWN = "unknown"
 
 

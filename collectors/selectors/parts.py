@@ -16,12 +16,17 @@ N = len(TOTAL_NAMES)
 _TOTALS_SQL = ", ".join(TOTAL_NAMES)
 
 
+# The planning states, as every surface shows them (a page, the mail, an audit bundle): "not tracked" is never 0.
+NO_DATA = "no data"
+NOT_TRACKED = "not tracked"
+
+
 def planning_state(tracked_s: float, span_s: float) -> str:
     """Whether planning time was tracked over some seconds of history (track_planning, per interval)."""
     if span_s <= 0:
-        return "no data"
+        return NO_DATA
     if tracked_s <= 0:
-        return "not tracked"
+        return NOT_TRACKED
     if tracked_s < span_s:
         return "partly tracked"
     return "tracked"

@@ -399,7 +399,6 @@ class WindowComparison:
     planning: Planning
     previous_planning: Planning
     total_ms: float
-    previous_total_ms: float
 
 
 def compare_windows(*, server_id: int, window: Window, previous: Window | None = None) -> WindowComparison:
@@ -436,5 +435,4 @@ def compare_windows(*, server_id: int, window: Window, previous: Window | None =
         planning=planning,
         previous_planning=previous_planning,
         total_ms=total_ms,
-        previous_total_ms=float(sum(r.total_ms for r in before_rows)),
     )

@@ -20,10 +20,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.utils.encoders import JSONEncoder
 
+from collectors.selectors.statements import MAX_PAGE_SIZE
 from reports.export_formats.csvfiles import formula_safe
 
 DEFAULT_PAGE_SIZE = 50
-MAX_PAGE_SIZE = 500
 DEFAULT_SINCE = timedelta(hours=1)
 LONGEST_WINDOW = timedelta(days=31)  # the console's longest range too
 _SINCE = re.compile(r"^(\d+)\s*(m|min|h|d)$")

@@ -13,8 +13,9 @@ from django.template.loader import render_to_string
 
 from advisor.selectors import CHANGE_APPLY_TEXT
 from collectors.selectors import StatementTotals
+from collectors.selectors.parts import NOT_TRACKED
 from reports import formatting as fmt
-from reports.audit import NOT_TRACKED, QUERY_MAX_CHARS, TOP_N, AuditContent, Finding, ServerAudit
+from reports.audit import QUERY_MAX_CHARS, TOP_N, AuditContent, Finding, ServerAudit
 from reports.charts import Line, chart_png
 
 QUERY_PDF_CHARS = 200  # a statement's text in a table; the data files carry up to QUERY_MAX_CHARS

@@ -1,7 +1,9 @@
 """manage.py demo — private monitored PostgreSQL servers with workloads, a celery worker and beat
 collecting them, and the web server; Ctrl-C (or SIGTERM, or --duration) stops everything.
 
-The non-Django parts (clusters, workloads, child processes) are in devenv/demo.py.
+The non-Django parts (clusters, workloads, child processes) are in devenv/demo.py. A development command: it
+exists where devenv is an installed app, which the settings make it in DEBUG only (never in the image's
+production processes).
 """
 
 import os
