@@ -117,16 +117,6 @@ class AuditContent:
             out[f.rec.severity] = out.get(f.rec.severity, 0) + 1
         return out
 
-    def as_json(self) -> dict:
-        from reports.audit_data import audit_json
-
-        return audit_json(self)
-
-    def as_tables(self) -> dict:
-        from reports.audit_data import audit_tables
-
-        return audit_tables(self.as_json())
-
 
 def clean_text(text: str | None, limit: int = QUERY_MAX_CHARS) -> tuple[str | None, bool]:
     """A text from a monitored server (or quoting one) with its secrets redacted, cut at `limit` characters:

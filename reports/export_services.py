@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path, PurePosixPath
@@ -21,6 +22,7 @@ from django.http import Http404
 from django.utils import timezone
 
 from accounts.access import MANAGE_SERVERS, require_role
+from accounts.models import UserPreference
 from collectors.selectors import Window, WindowError
 from inventory.models import Organization, Server
 from reports.audit import audit_content
@@ -135,12 +137,12 @@ def audit_export_request(
     server_ids: list[int] | None,
     window: Window,
     formats: list[str],
+    enqueue: Callable[[int], object],
     now: datetime | None = None,
 ) -> AuditExport:
-    """Queue an export (DBA or admin of the organization: 404 for others, 403 for a viewer); the worker
-    builds it once the row is committed."""
-    from reports.export_tasks import audit_export_build_task
-
+    """Record an export (DBA or admin of the organization: 404 for others, 403 for a viewer) and hand its id to
+    `enqueue` once the row is committed: the caller queues the build (reports.export_tasks), which calls
+    audit_export_build."""
     require_role(user, organization_id, MANAGE_SERVERS)
     spec = export_spec(organization_id=organization_id, server_ids=server_ids, window=window, formats=formats, now=now)
     with transaction.atomic():
@@ -160,13 +162,11 @@ def audit_export_request(
             export=export,
             detail=_describe(spec),
         )
-        transaction.on_commit(lambda: audit_export_build_task.delay(export.pk))
+        transaction.on_commit(lambda: enqueue(export.pk))
     return export
 
 
 def _time_zone(user) -> str:
-    from accounts.models import UserPreference
-
     pref = UserPreference.objects.filter(user=user).first() if user is not None else None
     return pref.time_zone if pref else "UTC"
 

@@ -29,6 +29,7 @@ from reports.export_services import (
     audit_export_request,
     export_window,
 )
+from reports.export_tasks import audit_export_build_task
 from reports.models import AuditExport
 
 ID_MAX = 2**63 - 1
@@ -152,6 +153,7 @@ class Exports(APIView):
                 server_ids=data.get("servers") or None,
                 window=window,
                 formats=data.get("formats") or list(FORMATS),
+                enqueue=audit_export_build_task.delay,
             )
         except ExportError as exc:
             raise exceptions.ValidationError({exc.field: [str(exc)]}) from None

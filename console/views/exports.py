@@ -27,6 +27,7 @@ from reports.export_services import (
     audit_export_request,
     export_window,
 )
+from reports.export_tasks import audit_export_build_task
 
 FORMAT_LABELS = {"pdf": "PDF report", "xlsx": "XLSX workbook", "csv": "CSV files", "json": "JSON (with its schema)"}
 LOCAL = "%Y-%m-%dT%H:%M"  # what <input type="datetime-local"> sends and shows
@@ -73,6 +74,7 @@ def exports(request: HttpRequest, organization_id: int) -> HttpResponse:
                     server_ids=[int(i) for i in data["servers"]] or None,
                     window=window,
                     formats=data["formats"],
+                    enqueue=audit_export_build_task.delay,
                 )
             except ExportError as exc:
                 form.add_error(exc.field if exc.field in form.fields else None, str(exc))

@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from django.utils.text import slugify
 
 from reports.audit import AuditContent
+from reports.audit_data import audit_json, audit_tables
 
 FORMATS = ("pdf", "xlsx", "csv", "json")
 SCHEMA_NAME = "audit-export.schema.json"
@@ -36,8 +37,8 @@ def bundle_files(
             step(what, percent)
 
     files: dict[str, bytes] = {}
-    doc = content.as_json()
-    tables = content.as_tables() if {"xlsx", "csv"} & set(formats) else {}
+    doc = audit_json(content)
+    tables = audit_tables(doc) if {"xlsx", "csv"} & set(formats) else {}
     if "pdf" in formats:
         report("writing the PDF", 0)
         files["audit.pdf"] = pdf.pdf_bytes(content)

@@ -11,6 +11,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from reports.audit import audit_content
+from reports.audit_data import audit_json
 from reports.models import AuditLogEntry
 from tests.reports.export_world import unzip
 
@@ -58,9 +59,9 @@ def test_the_command_writes_the_bundle(known_history, tmp_path):
     # The zip holds the same files; the JSON has the figures of the content any other path builds.
     assert unzip((out / zip_name).read_bytes()) == {n: (out / n).read_bytes() for n in names if n != zip_name}
     doc = json.loads((out / "audit.json").read_text())
-    same = audit_content(
-        organization_id=known_history.organization.pk, server_ids=[known_history.server.pk], window=w
-    ).as_json()
+    same = audit_json(
+        audit_content(organization_id=known_history.organization.pk, server_ids=[known_history.server.pk], window=w)
+    )
     assert doc["servers"] == same["servers"] and doc["time_zone"] == "Europe/Paris"
     entry = AuditLogEntry.objects.get(organization=known_history.organization, action="export_generated")
     assert entry.user is None and "manage.py export" in entry.detail and str(out) in entry.detail

@@ -11,7 +11,7 @@ import pytest
 from collectors.selectors import Page, top_statements
 from collectors.selectors.coverage import collection_coverage, window_summary
 from reports.audit import TOP_N, audit_content
-from reports.audit_data import SCHEMA_PATH
+from reports.audit_data import SCHEMA_PATH, audit_json
 from tests.reports.export_world import SECRET, add_findings, hostile_texts
 
 pytestmark = pytest.mark.django_db
@@ -28,7 +28,7 @@ def _content(history, **kwargs):
 
 def test_json_figures_are_the_selectors_figures(known_history):
     window, sid = known_history.week.window, known_history.server.pk
-    doc = _content(known_history).as_json()
+    doc = audit_json(_content(known_history))
     jsonschema.Draft202012Validator(json.loads(SCHEMA_PATH.read_text())).validate(doc)
     # Another organization's server is never read, even when its id is asked for.
     assert [s["name"] for s in doc["servers"]] == ["rep-main"]
@@ -59,7 +59,7 @@ def test_json_figures_are_the_selectors_figures(known_history):
 
 def test_findings_are_those_active_in_the_window(known_history):
     recs = add_findings(known_history)
-    doc = _content(known_history).as_json()
+    doc = audit_json(_content(known_history))
     found = {f["id"]: f for f in doc["findings"]}
     assert set(found) == {recs["inside"].pk, recs["across"].pk}
     assert [f["severity"] for f in doc["findings"]] == ["critical", "warning"]  # most severe first
@@ -76,4 +76,4 @@ def test_query_texts_are_redacted_once_for_every_format(known_history):
     rows = {r.statement_id: r for r in content.servers[0].top["total"]}
     assert SECRET not in rows[password_id].query and "PASSWORD '<redacted>'" in rows[password_id].query
     assert "<script>" in rows[script_id].query  # data stays data: escaping is each renderer's job
-    assert SECRET not in json.dumps(content.as_json())
+    assert SECRET not in json.dumps(audit_json(content))

@@ -42,6 +42,7 @@ def _request(history, user, **kwargs):
         "server_ids": None,
         "window": history.week.window,
         "formats": ["pdf", "xlsx", "csv", "json"],
+        "enqueue": audit_export_build_task.delay,
         **kwargs,
     }
     return audit_export_request(**args)

@@ -21,7 +21,7 @@ from django.test import override_settings
 from django.utils import timezone
 
 from reports.export_services import audit_export_download, audit_export_request
-from reports.export_tasks import tidy_audit_exports
+from reports.export_tasks import audit_export_build_task, tidy_audit_exports
 from reports.models import AuditExport, AuditLogEntry
 from tests.reports.export_world import members
 
@@ -90,6 +90,7 @@ def built(known_history, django_db_blocker, tmp_path_factory):
                 server_ids=None,
                 window=known_history.week.window,
                 formats=["pdf", "xlsx", "csv", "json"],
+                enqueue=audit_export_build_task.delay,
             )
             seen = []
             export = _wait(export, tmp / "worker.log", seen=seen)
