@@ -53,7 +53,7 @@ def confirmed_device(user) -> TOTPDevice | None:
 @receiver(user_logged_in)
 def _owe_a_code(sender, request, user, **kwargs) -> None:
     if request is not None and hasattr(request, "session"):
-        request.session[SESSION_KEY] = TOTPDevice.objects.filter(user=user, confirmed=True).exists()
+        request.session[SESSION_KEY] = confirmed_device(user) is not None
 
 
 def owes_code(request: HttpRequest) -> bool:

@@ -66,9 +66,7 @@ def new_ca(common_name: str = "pgconsole devenv CA") -> Authority:
     )
     return Authority(
         cert_pem=cert.public_bytes(serialization.Encoding.PEM).decode(),
-        key_pem=key.private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-        ).decode(),
+        key_pem=_key_pem(key),
     )
 
 
@@ -99,10 +97,15 @@ def server_certificate(
         .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
         .sign(ca_key, hashes.SHA256())
     )
-    key_pem = key.private_bytes(
+    return cert.public_bytes(serialization.Encoding.PEM).decode(), _key_pem(key)
+
+
+def _key_pem(key) -> str:
+    from cryptography.hazmat.primitives import serialization
+
+    return key.private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
     ).decode()
-    return cert.public_bytes(serialization.Encoding.PEM).decode(), key_pem
 
 
 def _write(path: Path, text: str, mode: int) -> None:

@@ -95,6 +95,11 @@ def dockerfile() -> list[Instruction]:
     return dockerfile_instructions((ROOT / "Dockerfile").read_text())
 
 
+def dockerfile_env(instructions: list[Instruction]) -> dict[str, str]:
+    """The Dockerfile's ENV, as NAME -> value (the `NAME=value` form)."""
+    return dict(pair.split("=", 1) for i in instructions if i.keyword == "ENV" for pair in shlex.split(i.args))
+
+
 # --- .dockerignore: Docker's matching (github.com/moby/patternmatcher, ignorefile.ReadAll and
 # PatternMatcher.MatchesOrParentMatches), which is not .gitignore's: `*.pyc` is only the context's root, a
 # pattern that matches a folder excludes everything in it, `!` takes a path back, and the last match wins.

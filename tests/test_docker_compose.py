@@ -12,7 +12,7 @@ import yaml
 
 from console.keys import DEV_CREDENTIALS_KEY, DEV_SECRET_KEY, env_file_text, key_problems
 from inventory.services import parse_dsn
-from tests.dockerfile import dockerfile_instructions
+from tests.dockerfile import dockerfile_env, dockerfile_instructions
 
 ROOT = Path(__file__).resolve().parent.parent
 CONSOLE = (
@@ -165,19 +165,14 @@ def test_the_image_runs_as_a_user_of_its_own():
     assert len(created) == 1 and re.search(rf"--uid (\d+) .*{user}\b", created[0]), created
     assert int(re.search(r"--uid (\d+)", created[0]).group(1)) >= 1000
     # A home it owns: libpq reads ~/.postgresql/root.crt there, matplotlib and fontconfig keep caches.
-    home = _env(instructions)["HOME"]
+    home = dockerfile_env(instructions)["HOME"]
     assert "--create-home" in created[0] and re.search(rf"--home-dir {re.escape(home)}(\s|$)", created[0])
-
-
-def _env(instructions) -> dict[str, str]:
-    """The Dockerfile's ENV, as NAME -> value (the `NAME=value` form)."""
-    return dict(pair.split("=", 1) for i in instructions if i.keyword == "ENV" for pair in shlex.split(i.args))
 
 
 def test_audit_bundles_are_shared_by_web_and_worker(services):
     """The tasks worker builds a bundle, the web serves its download: the same volume at the same path, EXPORT_ROOT."""
     instructions = dockerfile_instructions((ROOT / "Dockerfile").read_text())
-    export_root = _env(instructions)["EXPORT_ROOT"]
+    export_root = dockerfile_env(instructions)["EXPORT_ROOT"]
     assert export_root.startswith("/") and not export_root.startswith("/app/"), "outside the (root's) source"
     # The image's user owns the folder: a new named volume is initialized from it, ownership included.
     user = [i.args for i in instructions if i.keyword == "USER"][-1]

@@ -25,6 +25,7 @@ from tests.dockerfile import (
     context_misses,
     copy_paths,
     dockerfile,
+    dockerfile_env,
     dockerignore,
     excluded,
     ignore_patterns,
@@ -469,7 +470,7 @@ def test_verify_full_works_with_the_image_users_home_and_its_ca_bundle(pg_cluste
     is written under that home; ~/.postgresql/root.crt there is read; `system` is a bundle the image holds."""
     from devenv import tls as devenv_tls
 
-    home = tmp_path / _image_env()["HOME"].lstrip("/")
+    home = tmp_path / dockerfile_env(dockerfile())["HOME"].lstrip("/")
     (home / ".postgresql").mkdir(parents=True)
     (home / ".postgresql" / "root.crt").write_text(devenv_tls.ca_pem())
     ca = tmp_path / "ca.pem"
@@ -496,7 +497,3 @@ def test_verify_full_works_with_the_image_users_home_and_its_ca_bundle(pg_cluste
     owners = package_owners([out["system"]])
     assert owners[out["system"]] is not None, out["system"]
     assert not unprovided({owners[out["system"]]: [out["system"]]}, apt_installed(dockerfile()), graph)
-
-
-def _image_env() -> dict[str, str]:
-    return dict(pair.split("=", 1) for i in dockerfile() if i.keyword == "ENV" for pair in shlex.split(i.args))
