@@ -82,6 +82,7 @@ def test_the_history_store_restarted_during_collections(faults, tmp_path):
         lambda: "history store unavailable, retrying collection" in faults.procs.started[0].text(),
         30,
         what="a collection retrying",
+        logs=faults.logs,
     )
     time.sleep(2 * INTERVAL_S)
     restarting = datetime.now(UTC)  # a retry may store before start() returns: the outage ends here
