@@ -21,6 +21,7 @@ from collectors.connection import CHECK_APPLICATION_NAME, MonitoredConnection, T
 from collectors.errors import CollectionError, OutOfTime, RefusedByPolicy, ServerSilent, Unreachable
 from collectors.pgss import MIN_SERVER_VERSION
 from inventory import tls
+from inventory.endpoint import Endpoint
 
 Level = Literal["ok", "info", "warning", "problem"]
 
@@ -136,37 +137,17 @@ def quote_ident(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def server_check(
-    *,
-    host: str,
-    port: int,
-    database: str,
-    user: str,
-    password: str | None,
-    sslmode: str,
-    ssl_root_cert: str = "",
-    require_scram: bool = False,
-) -> CheckReport:
+def server_check(*, endpoint: Endpoint, password: str | None) -> CheckReport:
     """Connect as the collector would and report what it finds; never raises for the server's state."""
     started = time.monotonic()
-    target = Target(
-        server_id=0,
-        host=host,
-        port=port,
-        database=database,
-        user=user,
-        password=password or None,
-        sslmode=sslmode,
-        ssl_root_cert=ssl_root_cert,
-        require_scram=require_scram,
-    )
+    target = Target(server_id=0, endpoint=endpoint, password=password or None)
     out = _Report(target=target.label)
     try:
         conninfo = target.dial_conninfo(application_name=CHECK_APPLICATION_NAME)
         conn = MonitoredConnection.connect(conninfo, autocommit=True, prepare_threshold=None)
     except (psycopg.Error, Unreachable) as exc:  # Unreachable: the name does not resolve
         text = _scrub(exc, password)
-        out.failure, finding = _connect_failure(text, target)
+        out.failure, finding = _connect_failure(text, endpoint)
         out.findings.append(replace(finding, detail=text))
         return out.build(connected=False, started=started)
     except RefusedByPolicy as exc:
@@ -182,8 +163,8 @@ def server_check(
     conn.limit_to(started + limits.snapshot_s, limits.snapshot_s)
     try:
         with conn:
-            out.findings.append(_tls_finding(conn, target))
-            _inspect(conn, out, user=user, database=database)
+            out.findings.append(_tls_finding(conn, endpoint))
+            _inspect(conn, out, user=endpoint.user, database=endpoint.database)
     except psycopg.Error as exc:
         # The server went away or stopped answering in the middle: what was learnt so far stays.
         text = _scrub(exc, password)
@@ -224,57 +205,57 @@ def _scrub(exc: BaseException, password: str | None) -> str:
     return text[:500]
 
 
-def _connect_failure(text: str, target: Target) -> tuple[str, Finding]:
+def _connect_failure(text: str, endpoint: Endpoint) -> tuple[str, Finding]:
     """Why the connection failed, from libpq's words, with what to do about it (libpq's words themselves go to
     the finding's detail, server_check)."""
     low = text.lower()
-    where = f"{target.host}:{target.port}"
-    user, db = quote_ident(target.user), quote_ident(target.database)
+    where = f"{endpoint.host}:{endpoint.port}"
+    user, db = quote_ident(endpoint.user), quote_ident(endpoint.database)
     if "failed to resolve host" in low or "could not translate host name" in low:
         return "dns", Finding(
             "problem",
             "Connection",
-            f"The host name {target.host!r} does not resolve (DNS): "
+            f"The host name {endpoint.host!r} does not resolve (DNS): "
             f"check its spelling, or use the server's IP address.",
         )
     if "authentication method requirement" in low:
-        return "scram", _scram_failure(low, target)
+        return "scram", _scram_failure(low, endpoint)
     if "password authentication failed" in low or "authentication failed" in low:
         return "authentication", Finding(
             "problem",
             "Connection",
-            f"The server refused the password of role {target.user!r} (authentication failed). Check the "
+            f"The server refused the password of role {endpoint.user!r} (authentication failed). Check the "
             f"password typed here, or set a new one on the server.",
             f"ALTER ROLE {user} PASSWORD 'choose-one';",
         )
     if "no password supplied" in low or "password is required" in low:
         return "authentication", Finding(
-            "problem", "Connection", f"The server asks role {target.user!r} for a password and none was given."
+            "problem", "Connection", f"The server asks role {endpoint.user!r} for a password and none was given."
         )
     if "no pg_hba.conf entry" in low:
         return "pg_hba", Finding(
             "problem",
             "Connection",
-            f"pg_hba.conf on the server has no line that lets role {target.user!r} connect to database "
-            f"{target.database!r} from the console's address.",
+            f"pg_hba.conf on the server has no line that lets role {endpoint.user!r} connect to database "
+            f"{endpoint.database!r} from the console's address.",
             f"host  {db}  {user}  <console address>/32  scram-sha-256   # pg_hba.conf, then SELECT pg_reload_conf();",
         )
     if re.search(r'role ".*" does not exist', low):
         return "role", Finding(
             "problem",
             "Connection",
-            f"There is no role {target.user!r} on the server: create the monitoring role.",
+            f"There is no role {endpoint.user!r} on the server: create the monitoring role.",
             MONITORING_ROLE_SQL,
         )
     if "not permitted to log in" in low:
         return "role", Finding(
-            "problem", "Connection", f"Role {target.user!r} may not log in.", f"ALTER ROLE {user} LOGIN;"
+            "problem", "Connection", f"Role {endpoint.user!r} may not log in.", f"ALTER ROLE {user} LOGIN;"
         )
     if re.search(r'database ".*" does not exist', low):
         return "database", Finding(
             "problem",
             "Connection",
-            f"There is no database {target.database!r} on the server: choose the database whose statements you want.",
+            f"There is no database {endpoint.database!r} on the server: choose the database whose statements you want.",
         )
     if "connection refused" in low:
         return "refused", Finding(
@@ -290,30 +271,30 @@ def _connect_failure(text: str, target: Target) -> tuple[str, Finding]:
             f"No answer from {where} in time: a firewall drops the packets, or the host is down or overloaded.",
         )
     if "ssl" in low or "certificate" in low or "tls" in low:
-        return "tls", _tls_failure(low, target)
+        return "tls", _tls_failure(low, endpoint)
     if "too many" in low or "remaining connection slots" in low:
         return "busy", Finding("problem", "Connection", "The server has no connection slot left.")
     return "error", Finding("problem", "Connection", f"Cannot connect to {where}.")
 
 
-def _tls_failure(low: str, target: Target) -> Finding:
+def _tls_failure(low: str, endpoint: Endpoint) -> Finding:
     """Which side of TLS failed: the server offers none, its certificate does not verify, or names another
     host; libpq's words say which."""
     if "server does not support ssl" in low:
         what = (
-            f"The server at {target.host}:{target.port} does not offer TLS and sslmode={target.sslmode} "
+            f"The server at {endpoint.host}:{endpoint.port} does not offer TLS and sslmode={endpoint.sslmode} "
             "requires it. Turn ssl on in its postgresql.conf (ssl = on, with ssl_cert_file and ssl_key_file), "
             "then SELECT pg_reload_conf();"
         )
     elif "root certificate file" in low:
         what = (
-            f"sslmode={target.sslmode} verifies the server's certificate, and no CA is given: paste the CA "
+            f"sslmode={endpoint.sslmode} verifies the server's certificate, and no CA is given: paste the CA "
             "certificate that signed it (PEM) into this server's CA certificate field, or write system to "
             "trust the machine's roots."
         )
     elif "does not match host name" in low or "server certificate for" in low:
         what = (
-            f"The server's certificate is not for {target.host!r}: connect with the name it was issued for, "
+            f"The server's certificate is not for {endpoint.host!r}: connect with the name it was issued for, "
             "or use sslmode verify-ca, which checks the CA only."
         )
     elif "certificate verify failed" in low or "certificate" in low:
@@ -322,32 +303,33 @@ def _tls_failure(low: str, target: Target) -> Finding:
             "it expired): give the CA that signed it."
         )
     else:
-        what = f"The TLS handshake failed with sslmode={target.sslmode}."
+        what = f"The TLS handshake failed with sslmode={endpoint.sslmode}."
     return Finding("problem", "Connection", what)
 
 
-def _tls_finding(conn: psycopg.Connection, target: Target) -> Finding:
+def _tls_finding(conn: psycopg.Connection, endpoint: Endpoint) -> Finding:
     """What protects this connection: encryption, and whether the server proved who it is."""
     if not conn.pgconn.ssl_in_use:
         return Finding(
             "warning",
             "TLS",
-            f"Not encrypted (sslmode={target.sslmode}): the password, the query "
+            f"Not encrypted (sslmode={endpoint.sslmode}): the password, the query "
             "texts and the statistics cross the network in clear. Turn ssl on on the server and choose "
             "sslmode require, or verify-full.",
         )
     row = conn.execute("SELECT version FROM pg_stat_ssl WHERE pid = pg_backend_pid()").fetchone()
     protocol = row[0] if row and row[0] else "TLS"
     trusted = {"": "~/.postgresql/root.crt", tls.SYSTEM: "the system's trusted roots"}.get(
-        target.ssl_root_cert, "the CA certificate given"
+        endpoint.ssl_root_cert, "the CA certificate given"
     )
-    if target.sslmode == "verify-full":
+    if endpoint.sslmode == "verify-full":
         return Finding(
             "ok",
             "TLS",
-            f"Encrypted ({protocol}); the server's certificate is verified against {trusted} for host {target.host!r}.",
+            f"Encrypted ({protocol}); the server's certificate is verified against {trusted} "
+            f"for host {endpoint.host!r}.",
         )
-    if target.sslmode == "verify-ca":
+    if endpoint.sslmode == "verify-ca":
         return Finding(
             "ok",
             "TLS",
@@ -358,12 +340,12 @@ def _tls_finding(conn: psycopg.Connection, target: Target) -> Finding:
         "info",
         "TLS",
         f"Encrypted ({protocol}), but the server's certificate is not verified "
-        f"(sslmode={target.sslmode}): an impostor on the path could answer. verify-full with the "
+        f"(sslmode={endpoint.sslmode}): an impostor on the path could answer. verify-full with the "
         "server's CA certificate closes that.",
     )
 
 
-def _scram_failure(low: str, target: Target) -> Finding:
+def _scram_failure(low: str, endpoint: Endpoint) -> Finding:
     """require_auth=scram-sha-256 refused what the server asked for: say what that was and the two ways out."""
     if "hashed password" in low or "md5" in low:
         asked = "asked for the password as an MD5 hash"
@@ -377,9 +359,9 @@ def _scram_failure(low: str, target: Target) -> Finding:
         "problem",
         "Connection",
         f"The server {asked}, and this server requires SCRAM: the console sends the password of role "
-        f"{target.user!r} only through SCRAM-SHA-256. Store the role's password as SCRAM on the server and "
+        f"{endpoint.user!r} only through SCRAM-SHA-256. Store the role's password as SCRAM on the server and "
         f"use scram-sha-256 in pg_hba.conf, or untick Require SCRAM for this server.",
-        f"SET password_encryption = 'scram-sha-256';\nALTER ROLE {quote_ident(target.user)} PASSWORD "
+        f"SET password_encryption = 'scram-sha-256';\nALTER ROLE {quote_ident(endpoint.user)} PASSWORD "
         f"'the-same-password';   -- then scram-sha-256 in pg_hba.conf and SELECT pg_reload_conf();",
     )
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import time
 import uuid
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
 from typing import Literal
 
 from django.conf import settings
@@ -19,6 +20,7 @@ from django.views.decorators.debug import sensitive_variables
 
 from collectors.check import CheckReport, server_check
 from inventory.crypto import CredentialsError, decrypt_secret, encrypt_secret
+from inventory.endpoint import Endpoint
 
 CHECK_TTL_S = 3600  # how long a check's state stays readable
 QUEUE_WAIT_S = 30  # a check no worker took by then is given up (its message expires too)
@@ -56,19 +58,13 @@ def check_queue(
     *,
     organization_id: int,
     server_id: int | None,
-    host: str,
-    port: int,
-    database: str,
-    user: str,
+    endpoint: Endpoint,
     password: str | None,
-    sslmode: str,
-    ssl_root_cert: str = "",
-    require_scram: bool = False,
     note: str = "",
+    enqueue: Callable[[str], object],
 ) -> CheckState:
-    """Queue a check of this connection, made for `organization_id` (and its server `server_id` if stored)."""
-    from collectors.tasks import check_connection  # the task module imports the services: import at call time
-
+    """Queue a check of this connection, made for `organization_id` (and its server `server_id` if stored);
+    `enqueue(check_id)` sends it to a worker (collectors.tasks.check_enqueue)."""
     check_id = str(uuid.uuid4())
     entry = {
         "organization_id": organization_id,
@@ -78,19 +74,11 @@ def check_queue(
         "started_at": None,
         "note": note,
         "report": None,
-        "connection": {
-            "host": host,
-            "port": port,
-            "database": database,
-            "user": user,
-            "sslmode": sslmode,
-            "ssl_root_cert": ssl_root_cert,
-            "require_scram": require_scram,
-        },
+        "connection": asdict(endpoint),
         "password": encrypt_secret(password) if password else None,
     }
     cache.set(_key(check_id), entry, CHECK_TTL_S)
-    check_connection.apply_async((check_id,), task_id=check_id, expires=QUEUE_WAIT_S)
+    enqueue(check_id)
     return _state(check_id, entry)
 
 
@@ -123,14 +111,13 @@ def check_run(check_id: str) -> Status | None:
         entry.update(status="lost", problem=problem)
         cache.set(key, entry, CHECK_TTL_S)
         return "lost"
-    report = server_check(**entry["connection"], password=password)
+    report = server_check(endpoint=Endpoint(**entry["connection"]), password=password)
     entry.update(status="done", report=report)
     cache.set(key, entry, CHECK_TTL_S)
     return "done"
 
 
 def _state(check_id: str, entry: dict) -> CheckState:
-    c = entry["connection"]
     status, problem = entry["status"], entry.get("problem", "")
     now, queued_at, started_at = time.time(), entry["queued_at"], entry["started_at"]
     if status == "queued" and now - queued_at > QUEUE_WAIT_S:
@@ -148,7 +135,7 @@ def _state(check_id: str, entry: dict) -> CheckState:
         status=status,
         organization_id=entry["organization_id"],
         server_id=entry["server_id"],
-        target=f"{c['user']}@{c['host']}:{c['port']}/{c['database']}",
+        target=Endpoint(**entry["connection"]).label,
         report=entry["report"],
         note=entry["note"],
         problem=problem,

@@ -24,6 +24,7 @@ from django.views.decorators.debug import sensitive_variables
 from psycopg.conninfo import make_conninfo
 
 from collectors.errors import (
+    CollectionError,
     MalformedDsn,
     OutOfTime,
     RefusedByPolicy,
@@ -32,6 +33,9 @@ from collectors.errors import (
     from_connect_error,
 )
 from inventory import network_policy, tls
+from inventory.crypto import CredentialsError
+from inventory.endpoint import Endpoint
+from inventory.models import Server
 
 # A healthy server answers every statement within statement_timeout, with rows or an error; silence
 # past that (plus this margin for the network and the server's own scheduling) means it is gone.
@@ -137,26 +141,20 @@ class Target:
     """Everything needed to connect to one monitored server (password already decrypted)."""
 
     server_id: int
-    host: str
-    port: int
-    database: str
-    user: str
+    endpoint: Endpoint
     password: str | None = field(repr=False)  # never in a log line, a traceback's locals or an error page
-    sslmode: str
     interval_s: int | None = None  # the server's collection interval, which caps the wait for a reply
-    ssl_root_cert: str = ""  # the CA to verify the server with (inventory.tls)
-    require_scram: bool = False  # a password only through SCRAM-SHA-256
 
     @property
     def label(self) -> str:
-        return f"{self.user}@{self.host}:{self.port}/{self.database}"
+        return self.endpoint.label
 
     def limits(self) -> Limits:
         return limits(self.interval_s)
 
     @sensitive_variables("params")
     def conninfo(self) -> str:
-        cfg = settings.COLLECTOR
+        cfg, at = settings.COLLECTOR, self.endpoint
         net = self.limits()
         # work_mem: the read hashes the previous state (~110 bytes per entry) on the monitored
         # server; the default 4 MB would spill it to temporary files from ~36,000 entries on.
@@ -168,11 +166,11 @@ class Target:
             "-c work_mem=64MB"
         )
         params = {
-            "host": self.host,
-            "port": self.port,
-            "dbname": self.database,
-            "user": self.user,
-            "sslmode": self.sslmode,
+            "host": at.host,
+            "port": at.port,
+            "dbname": at.database,
+            "user": at.user,
+            "sslmode": at.sslmode,
             "connect_timeout": cfg["CONNECT_TIMEOUT_S"],
             "application_name": cfg["APPLICATION_NAME"],
             "options": options,
@@ -188,12 +186,12 @@ class Target:
         if self.password:
             params["password"] = self.password
         try:
-            root = tls.root_cert_file(self.ssl_root_cert)
+            root = tls.root_cert_file(at.ssl_root_cert)
         except OSError as exc:
             raise MalformedDsn(f"cannot write {self.label}'s CA certificate for libpq (TLS_CA_DIR): {exc}") from exc
         if root:
             params["sslrootcert"] = root
-        if self.require_scram and self.password:  # (without a password there is nothing to keep from a server)
+        if at.require_scram and self.password:  # (without a password there is nothing to keep from a server)
             params["require_auth"] = "scram-sha-256"
         try:
             return make_conninfo("", **params)
@@ -206,7 +204,7 @@ class Target:
         still naming the server for TLS): what a name resolves to is checked at every connection, and libpq
         connects there without a lookup of its own that could answer otherwise."""
         try:
-            address = network_policy.dial_address(self.host, self.port)
+            address = network_policy.dial_address(self.endpoint.host, self.endpoint.port)
         except network_policy.Refused as exc:
             raise RefusedByPolicy(f"{self.label}: {exc.message}") from exc
         except network_policy.Unresolvable as exc:
@@ -219,6 +217,16 @@ _idle: dict[int, tuple[str, MonitoredConnection, float]] = {}
 
 
 @sensitive_variables("conninfo")
+@sensitive_variables("password")
+def monitoring_target(server: Server) -> Target:
+    """Where and how to connect to the server (its password decrypted), or a CollectionError saying why not."""
+    try:
+        password = server.get_password()
+    except CredentialsError as exc:
+        raise CollectionError(str(exc)) from exc
+    return Target(server_id=server.pk, endpoint=server.endpoint, password=password, interval_s=server.interval_s)
+
+
 def connect(target: Target) -> MonitoredConnection:
     """A fresh autocommit connection, or a clear CollectionError."""
     conninfo = target.dial_conninfo()

@@ -32,8 +32,10 @@ from django.conf import settings
 from django.db import close_old_connections
 
 from collectors import waits
-from collectors.connection import sampler_application_name
+from collectors.connection import monitoring_target, sampler_application_name
+from collectors.models import ServerState
 from collectors.scheduling import phase_s
+from inventory.models import Server
 
 log = logging.getLogger(__name__)
 
@@ -110,10 +112,6 @@ def jobs() -> list[Job]:
     """Enabled servers whose wait events come from pg_stat_activity (pg_wait_sampling servers keep a profile
     in their state and need no samples); a server whose password cannot be decrypted is left out (its
     snapshots say why)."""
-    from collectors.models import ServerState
-    from collectors.services import monitoring_target
-    from inventory.models import Server
-
     close_old_connections()
     profiled = set(ServerState.objects.filter(wait_profile__isnull=False).values_list("server_id", flat=True))
     out = []

@@ -16,7 +16,6 @@ import redis
 from django.conf import settings
 from django.db import DatabaseError, InterfaceError, OperationalError, connection, transaction
 from django.utils import timezone
-from django.views.decorators.debug import sensitive_variables
 
 from collectors import codec, history, lineage, partitions, pgss, sampler, tables, texts, waits
 from collectors import connection as monitored
@@ -26,7 +25,6 @@ from collectors.history import LOCK_NAMESPACE
 from collectors.models import CollectionError as ErrorRecord  # the stored row (CollectionError here: the exception)
 from collectors.models import ServerState
 from collectors.state_cache import state_cache
-from inventory.crypto import CredentialsError
 from inventory.models import Server
 
 log = logging.getLogger(__name__)
@@ -65,27 +63,6 @@ class CollectionResult:
         if self.notes:
             text += " — " + "; ".join(self.notes)
         return text
-
-
-@sensitive_variables("password")
-def monitoring_target(server: Server) -> monitored.Target:
-    """Where and how to connect to the server (its password decrypted), or a CollectionError saying why not."""
-    try:
-        password = server.get_password()
-    except CredentialsError as exc:
-        raise CollectionError(str(exc)) from exc
-    return monitored.Target(
-        server_id=server.pk,
-        host=server.host,
-        port=server.port,
-        database=server.database,
-        user=server.user,
-        password=password,
-        sslmode=server.sslmode,
-        interval_s=server.interval_s,
-        ssl_root_cert=server.ssl_root_cert,
-        require_scram=server.require_scram,
-    )
 
 
 @dataclass
@@ -210,7 +187,7 @@ def _sampled_activity(
 
 
 def _read_with_retry(server: Server, previous: _Previous) -> _Read:
-    target = monitoring_target(server)
+    target = monitored.monitoring_target(server)
     budget_s = target.limits().snapshot_s
     deadline = time.monotonic() + budget_s  # connecting (bounded by connect_timeout) counts too
     conn, reused = monitored.checkout(target)

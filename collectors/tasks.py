@@ -1,6 +1,7 @@
 """Celery tasks: thin wrappers that take primary keys and call services."""
 
 import logging
+import uuid
 from dataclasses import asdict
 
 from celery import shared_task
@@ -8,7 +9,7 @@ from django.conf import settings
 from django.core.cache import cache
 
 from collectors import backfill, partitions, prune, rollups
-from collectors.checks import check_run
+from collectors.checks import QUEUE_WAIT_S, check_run
 from collectors.errors import HistoryUnavailable
 from collectors.scheduling import servers_dispatch_due
 from collectors.services import server_collect
@@ -20,14 +21,26 @@ MAX_BACKOFF_S = 120
 TRACK_TTL_S = 3600  # how long a tracked collection's status stays readable
 
 
-def tracked_key(task_id: str) -> str:
-    """The cache key of a collection asked for through the API (its status is polled there)."""
+def _tracked_key(task_id: str) -> str:
     return f"collect-task:{task_id}"
 
 
 def track(task_id: str | None, server_id: int, status: str, result: dict | None = None) -> None:
     if task_id:
-        cache.set(tracked_key(task_id), {"server_id": server_id, "status": status, "result": result}, TRACK_TTL_S)
+        cache.set(_tracked_key(task_id), {"server_id": server_id, "status": status, "result": result}, TRACK_TTL_S)
+
+
+def tracked(task_id: str) -> dict | None:
+    """A tracked collection's server_id, status and result (None when unknown or more than an hour old)."""
+    return cache.get(_tracked_key(task_id))
+
+
+def collect_tracked(server_id: int, *, expires_s: float) -> str:
+    """A collection asked for now (the API's collect), its status kept for whoever polls `tracked`: the task id."""
+    task_id = str(uuid.uuid4())
+    track(task_id, server_id, "queued")
+    collect_server.apply_async((server_id,), {"tracked": True}, task_id=task_id, expires=expires_s)
+    return task_id
 
 
 @shared_task(bind=True, max_retries=6, acks_late=True)
@@ -54,6 +67,11 @@ def collect_server(self, server_id: int, tracked: bool = False) -> dict:
 def check_connection(check_id: str) -> str | None:
     """A "test connection" asked for by a page or the API (collectors.checks): its state is polled there."""
     return check_run(check_id)
+
+
+def check_enqueue(check_id: str) -> None:
+    """What collectors.checks.check_queue is handed to send a check to a worker (its message expires with it)."""
+    check_connection.apply_async((check_id,), task_id=check_id, expires=QUEUE_WAIT_S)
 
 
 def _enqueue(server_id: int, expires_s: float, countdown_s: float) -> None:

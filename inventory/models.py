@@ -11,6 +11,7 @@ from django.views.decorators.debug import sensitive_variables
 
 from inventory import network_policy, tls
 from inventory.crypto import decrypt_secret, encrypt_secret
+from inventory.endpoint import ENDPOINT_FIELDS, Endpoint
 
 
 class Organization(models.Model):
@@ -125,6 +126,10 @@ class Server(models.Model):
                 network_policy.check(self.host, self.port)
             except network_policy.Refused as exc:
                 raise ValidationError({"host": exc.message}) from exc
+
+    @property
+    def endpoint(self) -> Endpoint:
+        return Endpoint.of({name: getattr(self, name) for name in ENDPOINT_FIELDS})
 
     def set_password(self, plain: str | None) -> None:
         self.password_encrypted = encrypt_secret(plain) if plain else ""

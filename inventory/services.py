@@ -12,6 +12,7 @@ from psycopg import ProgrammingError
 from psycopg.conninfo import conninfo_to_dict
 
 from inventory import tls
+from inventory.endpoint import ENDPOINT_FIELDS
 from inventory.models import Membership, Organization, Server
 
 DEFAULT_ORGANIZATION = "default"
@@ -19,7 +20,7 @@ DEFAULT_ORGANIZATION = "default"
 # Where the password is sent, and how: a change to any of these without a new password clears the stored one
 # (sslmode, CA certificate, SCRAM: a password given for a verified TLS connection and SCRAM is never sent over
 # a weaker one nor to a server another CA vouches for; organization: it is never handed to another tenant).
-CONNECTION_FIELDS = ("organization", "host", "port", "database", "user", "sslmode", "ssl_root_cert", "require_scram")
+CONNECTION_FIELDS = ("organization", *ENDPOINT_FIELDS)
 # What server_update may change (the collection status belongs to the collectors).
 UPDATABLE_FIELDS = frozenset({*CONNECTION_FIELDS, "name", "enabled", "interval_s", "cpu_count", "tags"})
 

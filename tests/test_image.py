@@ -454,12 +454,14 @@ django.setup()
 from django.conf import settings
 from collectors.check import server_check
 from inventory import tls
+from inventory.endpoint import Endpoint
 
 port, pem = int(os.environ["PROBE_PORT"]), open(os.environ["PROBE_CA"]).read()
 out = {"ca_dir": str(settings.TLS_CA_DIR), "system": tls.system_roots()}
 for name, root in (("pem", pem), ("root.crt", "")):
-    report = server_check(host="127.0.0.1", port=port, database="app", user="monitor", password="monitor-pw",
-                          sslmode="verify-full", ssl_root_cert=root)
+    endpoint = Endpoint(host="127.0.0.1", port=port, database="app", user="monitor", sslmode="verify-full",
+                        ssl_root_cert=root)
+    report = server_check(endpoint=endpoint, password="monitor-pw")
     out[name] = next((f.text for f in report.findings if f.topic == "TLS"), report.findings[0].text)
 print(json.dumps(out))
 """

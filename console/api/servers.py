@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import uuid
 
-from django.core.cache import cache
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.urls import path, reverse
 from drf_spectacular.types import OpenApiTypes
@@ -32,7 +31,7 @@ from collectors.selectors.fleet import server_status
 from collectors.selectors.server import recent_errors, version_text
 from collectors.selectors.snapshots import SnapshotRow, latest_snapshot, snapshots
 from collectors.selectors.statements import Page
-from collectors.tasks import collect_server, track, tracked_key
+from collectors.tasks import check_enqueue, collect_tracked, tracked
 from console.api.common import (
     PAGE_PARAMETERS,
     TABLE_RENDERERS,
@@ -342,14 +341,9 @@ class TestConnection(APIView):
         check = check_queue(
             organization_id=s.organization_id,
             server_id=s.pk,
-            host=s.host,
-            port=s.port,
-            database=s.database,
-            user=s.user,
+            endpoint=s.endpoint,
             password=password,
-            sslmode=s.sslmode,
-            ssl_root_cert=s.ssl_root_cert,
-            require_scram=s.require_scram,
+            enqueue=check_enqueue,
         )
         return Response(_check_out(check, request.user), status=status.HTTP_202_ACCEPTED)
 
@@ -383,17 +377,15 @@ class CollectNow(APIView):
     @extend_schema(operation_id="server_collect", request=None, responses={202: TaskOut})
     def post(self, request, server_id: int):
         server = _managed(request, server_id)
-        task_id = str(uuid.uuid4())
-        track(task_id, server.pk, "queued")
-        collect_server.apply_async((server.pk,), {"tracked": True}, task_id=task_id, expires=max(server.interval_s, 60))
-        return Response(_task(task_id, cache.get(tracked_key(task_id))), status=status.HTTP_202_ACCEPTED)
+        task_id = collect_tracked(server.pk, expires_s=max(server.interval_s, 60))
+        return Response(_task(task_id, tracked(task_id)), status=status.HTTP_202_ACCEPTED)
 
 
 class TaskView(APIView):
     @extend_schema(operation_id="task_read", responses=TaskOut)
     def get(self, request, task_id: uuid.UUID):
         task_id = str(task_id)
-        data = cache.get(tracked_key(task_id))
+        data = tracked(task_id)
         if data is None or not visible_servers(request.user).filter(pk=data["server_id"]).exists():
             raise exceptions.NotFound("no such task (or it ended more than an hour ago)")
         return Response(_task(task_id, data))

@@ -28,12 +28,14 @@ from accounts.access import (
 )
 from collectors.check import MONITORING_ROLE_SQL, CheckReport, Finding
 from collectors.checks import CheckState, check_queue
+from collectors.tasks import check_enqueue
 from console import throttling
 from console.forms import ServerForm
 from console.services import server_delete
 from console.sql_highlight import highlight
 from console.views.common import is_fragment_request, render_page
 from inventory.crypto import CredentialsError
+from inventory.endpoint import Endpoint
 from inventory.models import Server
 from inventory.services import CONNECTION_FIELDS, server_create, server_update
 
@@ -208,15 +210,10 @@ def _check(form: ServerForm) -> CheckState:
     return check_queue(
         organization_id=cd["organization"].pk,
         server_id=server.pk if server is not None else None,
-        host=cd["host"],
-        port=cd["port"],
-        database=cd["database"],
-        user=cd["user"],
+        endpoint=Endpoint.of(cd),
         password=password,
-        sslmode=cd["sslmode"],
-        ssl_root_cert=cd["ssl_root_cert"],
-        require_scram=cd["require_scram"],
         note=note,
+        enqueue=check_enqueue,
     )
 
 

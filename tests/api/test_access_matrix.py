@@ -173,12 +173,9 @@ def _build() -> MatrixWorld:
     check = check_queue(
         organization_id=acme.pk,
         server_id=server.pk,
-        host="127.0.0.1",
-        port=1,
-        database="app",
-        user="m",
+        endpoint=server.endpoint,
         password="pw",
-        sslmode="prefer",
+        enqueue=lambda check_id: None,
     )  # what POST .../test/ leaves (no worker takes it)
     ids = {
         "server_id": server.pk,

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from collectors.check import MONITORING_ROLE_SQL, CheckReport, server_check
+from inventory.endpoint import Endpoint
 from tests.conftest import APP_DB, MONITOR_PASSWORD, MONITOR_USER
 from tests.world import run
 
@@ -32,7 +33,8 @@ def check(
     host: str = "127.0.0.1",
 ) -> CheckReport:
     return server_check(
-        host=host, port=port or cluster.port, database=database, user=user, password=password, sslmode=sslmode
+        endpoint=Endpoint(host=host, port=port or cluster.port, database=database, user=user, sslmode=sslmode),
+        password=password,
     )
 
 
@@ -187,7 +189,8 @@ def _free_port() -> int:
 def test_a_closed_port_is_refused():
     port = _free_port()
     report = server_check(
-        host="127.0.0.1", port=port, database="app", user="monitor", password="secret-7", sslmode="prefer"
+        endpoint=Endpoint(host="127.0.0.1", port=port, database="app", user="monitor", sslmode="prefer"),
+        password="secret-7",
     )
     assert not report.connected and report.failure == "refused"
     assert f"Nothing accepts connections at 127.0.0.1:{port}" in report.findings[0].text
@@ -202,7 +205,8 @@ def test_a_silent_port_times_out(settings):
         listener.listen(4)
         port = listener.getsockname()[1]
         report = server_check(
-            host="127.0.0.1", port=port, database="app", user="monitor", password=None, sslmode="prefer"
+            endpoint=Endpoint(host="127.0.0.1", port=port, database="app", user="monitor", sslmode="prefer"),
+            password=None,
         )
     assert not report.connected and report.failure == "timeout"
     assert "No answer from" in report.findings[0].text
@@ -215,7 +219,8 @@ def test_a_silent_port_times_out(settings):
 
 def test_a_host_name_that_does_not_resolve():
     report = server_check(
-        host="no-such-host.invalid", port=5432, database="app", user="monitor", password="pw-1", sslmode="prefer"
+        endpoint=Endpoint(host="no-such-host.invalid", port=5432, database="app", user="monitor", sslmode="prefer"),
+        password="pw-1",
     )
     assert report.failure == "dns" and "'no-such-host.invalid' does not resolve" in report.findings[0].text
 
@@ -223,7 +228,8 @@ def test_a_host_name_that_does_not_resolve():
 def test_an_address_the_network_policy_refuses_is_never_dialled():
     """The metadata address: said so at once, with no connection tried (no timeout, no libpq text)."""
     report = server_check(
-        host="169.254.169.254", port=80, database="app", user="monitor", password="pw-1", sslmode="prefer"
+        endpoint=Endpoint(host="169.254.169.254", port=80, database="app", user="monitor", sslmode="prefer"),
+        password="pw-1",
     )
     assert not report.connected and report.failure == "policy"
     assert report.findings[0].text == (

@@ -14,6 +14,8 @@ from django.conf import settings
 from django.core.cache import cache
 
 from collectors.checks import QUEUE_WAIT_S, check_queue, check_run, check_state, longest_check_s
+from collectors.tasks import check_enqueue
+from inventory.endpoint import Endpoint
 from tests.conftest import MONITOR_PASSWORD, MONITOR_USER
 
 ORG = 4242  # no database row is needed: a check is keyed by the organization's id
@@ -28,17 +30,9 @@ def broker():
 
 
 def _queue(port: int, password: str | None = MONITOR_PASSWORD, **changes):
-    fields = dict(
-        organization_id=ORG,
-        server_id=None,
-        host="127.0.0.1",
-        port=port,
-        database="app",
-        user=MONITOR_USER,
-        password=password,
-        sslmode="disable",
-    )
-    return check_queue(**{**fields, **changes})
+    fields = {"host": "127.0.0.1", "port": port, "database": "app", "user": MONITOR_USER, "sslmode": "disable"}
+    endpoint = Endpoint(**{**fields, **changes})
+    return check_queue(organization_id=ORG, server_id=None, endpoint=endpoint, password=password, enqueue=check_enqueue)
 
 
 def _entry(check_id: str) -> dict:

@@ -9,6 +9,7 @@ from django.views.debug import ExceptionReporter
 
 from collectors.errors import RefusedByPolicy
 from collectors.services import _load_previous, _read_with_retry
+from inventory.endpoint import Endpoint
 from inventory.models import Organization, Server
 
 pytestmark = pytest.mark.django_db
@@ -18,7 +19,11 @@ SECRET = "pw-never-in-a-report-7f3a"
 def test_the_password_is_not_in_a_targets_repr():
     from collectors.connection import Target
 
-    target = Target(server_id=1, host="db1", port=5432, database="app", user="m", password=SECRET, sslmode="require")
+    target = Target(
+        server_id=1,
+        endpoint=Endpoint(host="db1", port=5432, database="app", user="m", sslmode="require"),
+        password=SECRET,
+    )
     assert SECRET not in repr(target) and "password" not in repr(target)
 
 

@@ -13,6 +13,7 @@ from collectors import connection as monitored
 from collectors.check import server_check
 from collectors.errors import ServerSilent
 from collectors.services import LOCK_NAMESPACE, CollectionResult, server_collect
+from inventory.endpoint import Endpoint
 from inventory.models import Server
 from tests.conftest import MONITOR_PASSWORD, MONITOR_USER
 from tests.tcp_proxy import TcpProxy
@@ -164,12 +165,8 @@ def test_a_server_trickling_its_reply_is_given_up_at_the_snapshot_deadline(pg_cl
         proxy.trickle_on(b"server_version_num", every_s=1.0)
         started = time.monotonic()
         report = server_check(
-            host="127.0.0.1",
-            port=proxy.port,
-            database=APP_DB,
-            user=MONITOR_USER,
+            endpoint=Endpoint(host="127.0.0.1", port=proxy.port, database=APP_DB, user=MONITOR_USER, sslmode="disable"),
             password=MONITOR_PASSWORD,
-            sslmode="disable",
         )
         assert time.monotonic() - started < SNAPSHOT_TIMEOUT_S + 2
         assert any(f"not done within {SNAPSHOT_TIMEOUT_S:g} s" in f.text for f in report.findings), report.findings
@@ -186,12 +183,8 @@ def test_silence_is_counted_per_connection_and_sticks(pg_clusters, short_limits)
     with TcpProxy(c.port) as proxy:
         target = monitored.Target(
             server_id=0,
-            host="127.0.0.1",
-            port=proxy.port,
-            database=APP_DB,
-            user=MONITOR_USER,
+            endpoint=Endpoint(host="127.0.0.1", port=proxy.port, database=APP_DB, user=MONITOR_USER, sslmode="disable"),
             password=MONITOR_PASSWORD,
-            sslmode="disable",
         )
         conn = monitored.connect(target)
         try:
@@ -229,12 +222,8 @@ def test_monitoring_sockets_carry_keepalives_and_tcp_user_timeout(pg_clusters, s
     c = pg_clusters[18]
     target = monitored.Target(
         server_id=0,
-        host="127.0.0.1",
-        port=c.port,
-        database=APP_DB,
-        user=MONITOR_USER,
+        endpoint=Endpoint(host="127.0.0.1", port=c.port, database=APP_DB, user=MONITOR_USER, sslmode="disable"),
         password=MONITOR_PASSWORD,
-        sslmode="disable",
     )
     conn = monitored.connect(target)
     try:

@@ -14,6 +14,7 @@ from collectors.check import CheckReport, server_check
 from collectors.services import server_collect
 from devenv import tls as devenv_tls
 from devenv.cluster import Cluster
+from inventory.endpoint import Endpoint
 from inventory.models import Server
 from inventory.services import server_create, server_update
 from tests.conftest import APP_DB, MD5_USER, MONITOR_PASSWORD, MONITOR_USER
@@ -22,17 +23,9 @@ from tests.world import register
 OTHER_CA = devenv_tls.new_ca("another CA")
 
 
-def check(cluster: Cluster, **kwargs) -> CheckReport:
-    connection = {
-        "host": "127.0.0.1",
-        "port": cluster.port,
-        "database": APP_DB,
-        "user": MONITOR_USER,
-        "password": MONITOR_PASSWORD,
-        "sslmode": "require",
-        **kwargs,
-    }
-    return server_check(**connection)
+def check(cluster: Cluster, *, password: str | None = MONITOR_PASSWORD, **kwargs) -> CheckReport:
+    fields = {"host": "127.0.0.1", "port": cluster.port, "database": APP_DB, "user": MONITOR_USER, "sslmode": "require"}
+    return server_check(endpoint=Endpoint(**{**fields, **kwargs}), password=password)
 
 
 def tls_finding(report: CheckReport) -> str:

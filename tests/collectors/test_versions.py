@@ -5,7 +5,6 @@ import pytest
 from django.conf import settings
 
 from collectors import connection as monitored
-from collectors.services import monitoring_target
 from tests.world import collect, register, run, server_entry, snapshots
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -42,7 +41,7 @@ def test_older_extension_version_on_a_newer_server(pg_clusters, major, version, 
 def test_monitoring_session_settings(pg_clusters):
     c = pg_clusters[18]
     server = register(c)
-    conn = monitored.connect(monitoring_target(server))
+    conn = monitored.connect(monitored.monitoring_target(server))
     try:
         show = {
             name: conn.execute(f"SHOW {name}").fetchone()[0]
