@@ -187,8 +187,8 @@ def _export(org_id: int, start: datetime, end: datetime, server_ids: list[int]) 
     from pathlib import Path
 
     from collectors.selectors import Window
-    from reports.audit import audit_content
-    from reports.export_services import audit_export_write
+    from exports.audit import audit_content
+    from exports.services import audit_export_write
 
     window = Window(start, end)
     t0 = time.perf_counter()

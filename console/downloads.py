@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.http import HttpResponse
 
-from reports.export_services import ExportFile
+from exports.services import ExportFile
 
 
 def zip_response(found: ExportFile) -> HttpResponse:

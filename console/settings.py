@@ -61,6 +61,7 @@ INSTALLED_APPS = [
     "collectors",
     "advisor",
     "reports",
+    "exports",
 ]
 # The development environment's commands (manage.py demo): in development only.
 if DEBUG:

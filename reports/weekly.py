@@ -13,13 +13,12 @@ from django.conf import settings
 from django.urls import reverse
 
 from collectors.selectors import StatementChange, StatementTotals
-from reports import formatting as f
-from reports.charts import Line, chart_png
+from presentation import formatting as f
+from presentation.charts import Line, chart_png
 from reports.digest import OrganizationDigest, ServerDigest, organization_digest
 from reports.weeks import ReportWeek
 
 TEXT_CHARS = 160  # of a statement's text in the mail
-MISSING_TEXT = "(no text: pg_stat_statements did not keep it)"
 CHART_SIZE = (420, 190)  # pixels
 
 
@@ -130,7 +129,7 @@ def _window_params(week: ReportWeek) -> dict[str, str]:
 
 
 def _statement_text(s: StatementTotals) -> str:
-    return f.shorten(s.query, TEXT_CHARS) if s.query else MISSING_TEXT
+    return f.shorten(s.query, TEXT_CHARS) if s.query else f.missing_text(s.text_status)
 
 
 def _statement_line(c: StatementChange, params: dict[str, str], *, compared: bool = True) -> StatementLine:
@@ -268,7 +267,7 @@ def _charts(d: ServerDigest, tz) -> list[InlineImage]:
         return []  # nothing to draw a line through
     # Narrower than the column: a phone scales it down less, so its labels stay readable there.
     width, height = CHART_SIZE
-    ends = [p.end for p in points]  # each point drawn flat across its hour (reports/charts.py)
+    ends = [p.end for p in points]  # each point drawn flat across its hour (presentation/charts.py)
     db_time = [Line("execution", [(p.start, p.exec_ms_per_s) for p in points], ends)]
     if d.week.plan_ms is not None:
         db_time.append(Line("planning", [(p.start, p.plan_ms_per_s) for p in points], ends))

@@ -130,7 +130,7 @@ def test_every_package_app_and_resource_is_in_the_build_context():
     for name in paths:
         assert (ROOT / name).exists(), f"{name} is declared but not in the repository"
     files = [f for name in paths for f in files_under(name)]
-    assert len(files) > 100 and "reports/schemas/audit-export.schema.json" in files
+    assert len(files) > 100 and "exports/schemas/audit-export.schema.json" in files
     assert context_misses(files, dockerignore()) == []
 
 
@@ -164,7 +164,7 @@ def test_what_is_not_the_product_stays_out():
         "staticfiles/staticfiles.json",
         "pgconsole.egg-info/PKG-INFO",
         "console/__pycache__/urls.cpython-311.pyc",
-        "reports/export_formats/pdf.pyc",
+        "exports/formats/pdf.pyc",
         "node_modules/htmx.org/package.json",
         "static/vendor/node_modules/htmx.org/package.json",
     ]
@@ -195,7 +195,7 @@ APT_DEPENDS = [
 
 # What the app loads at start and when it renders: the settings and every app (django.setup()), what gunicorn
 # and the worker import, an audit PDF's text in its own fonts (WeasyPrint: Pango, HarfBuzz, fontconfig) and
-# a chart as reports/charts.py draws it (matplotlib). The document is kept until the maps are read: while a
+# a chart as presentation/charts.py draws it (matplotlib). The document is kept until the maps are read: while a
 # font is in use its file stays mapped.
 PROBE = """
 import json, sys
@@ -208,9 +208,9 @@ from console.celery import app
 app.loader.import_default_modules()
 import weasyprint
 from django.template.loader import render_to_string
-from reports.charts import Line, chart_png
+from presentation.charts import Line, chart_png
 
-css = render_to_string("reports/audit.css")
+css = render_to_string("exports/audit.css")
 html = (f"<html><head><style>{css}</style></head><body><h1>Audit</h1><p>Planning <b>not tracked</b> "
         "(été, 42 µs)</p><pre>SELECT 1</pre></body></html>")
 document = weasyprint.HTML(string=html).render()

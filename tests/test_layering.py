@@ -45,8 +45,10 @@ MAY_IMPORT = {
     "collectors": {"inventory"},
     "advisor": {"collectors", "inventory"},
     "accounts": {"collectors", "inventory"},
-    "reports": {"accounts", "advisor", "collectors", "inventory"},
-    "console": {"accounts", "advisor", "collectors", "inventory", "reports"},
+    "presentation": {"collectors"},
+    "reports": {"accounts", "advisor", "collectors", "inventory", "presentation"},
+    "exports": {"accounts", "advisor", "collectors", "inventory", "presentation"},
+    "console": {"accounts", "advisor", "collectors", "exports", "inventory", "presentation", "reports"},
     "devenv": set(),
 }
 # devenv's Django commands (manage.py demo, installed in DEBUG only) drive the product: they may import it.

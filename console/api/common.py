@@ -21,7 +21,7 @@ from rest_framework.response import Response
 from rest_framework.utils.encoders import JSONEncoder
 
 from collectors.selectors.statements import MAX_PAGE_SIZE
-from reports.export_formats.csvfiles import formula_safe
+from exports.formats.csvfiles import formula_safe
 
 DEFAULT_PAGE_SIZE = 50
 DEFAULT_SINCE = timedelta(hours=1)

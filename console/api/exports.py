@@ -1,7 +1,7 @@
 """/api/v1/exports/: audit exports — request one (DBA or admin of the organization; 202 and its status URL),
 poll it and list them (any member), download its zip (DBA or admin; checked against its sha256 and recorded
-in the audit log); and the audit JSON's schema. Built by the worker through reports.export_services, read
-through reports.export_selectors."""
+in the audit log); and the audit JSON's schema. Built by the worker through exports.services, read
+through exports.selectors."""
 
 from __future__ import annotations
 
@@ -19,18 +19,18 @@ from accounts.access import MANAGE_SERVERS, require_role, visible_organizations
 from console.api.common import PAGE_PARAMETERS, JSONRenderer, api, field_names, page_params, paged
 from console.api.errors import error_response
 from console.downloads import zip_response
-from reports.audit_data import SCHEMA_PATH
-from reports.export_formats.bundle import FORMATS
-from reports.export_selectors import ExportRow, audit_export, audit_exports
-from reports.export_services import (
+from exports.audit_data import SCHEMA_PATH
+from exports.formats.bundle import FORMATS
+from exports.models import AuditExport
+from exports.selectors import ExportRow, audit_export, audit_exports
+from exports.services import (
     ExportError,
     ExportNotReady,
     audit_export_download,
     audit_export_request,
     export_window,
 )
-from reports.export_tasks import audit_export_build_task
-from reports.models import AuditExport
+from exports.tasks import audit_export_build_task
 
 ID_MAX = 2**63 - 1
 

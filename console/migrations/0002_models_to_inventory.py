@@ -6,25 +6,9 @@ their changes stay attached (a fresh database has none yet: post_migrate creates
 
 from django.db import migrations
 
+from inventory.app_moves import move_content_types
+
 MODELS = ("organization", "membership", "server")
-
-
-def _move_content_types(apps, schema_editor, source: str, target: str) -> None:
-    ContentType = apps.get_model("contenttypes", "ContentType")
-    db = schema_editor.connection.alias
-    for model in MODELS:
-        # A content type already created for the target (by an earlier post_migrate) wins; the
-        # source's is then left to remove_stale_contenttypes.
-        if not ContentType.objects.using(db).filter(app_label=target, model=model).exists():
-            ContentType.objects.using(db).filter(app_label=source, model=model).update(app_label=target)
-
-
-def forwards(apps, schema_editor) -> None:
-    _move_content_types(apps, schema_editor, "console", "inventory")
-
-
-def backwards(apps, schema_editor) -> None:
-    _move_content_types(apps, schema_editor, "inventory", "console")
 
 
 class Migration(migrations.Migration):
@@ -44,5 +28,5 @@ class Migration(migrations.Migration):
                 migrations.DeleteModel(name="Organization"),
             ],
         ),
-        migrations.RunPython(forwards, backwards),
+        move_content_types(MODELS, source="console", target="inventory"),
     ]

@@ -4,23 +4,9 @@ that permissions granted on them and the admin's history stay attached (as in 00
 
 from django.db import migrations
 
+from inventory.app_moves import move_content_types
+
 MODELS = ("userpreference", "apitoken")
-
-
-def _move_content_types(apps, schema_editor, source: str, target: str) -> None:
-    ContentType = apps.get_model("contenttypes", "ContentType")
-    db = schema_editor.connection.alias
-    for model in MODELS:
-        if not ContentType.objects.using(db).filter(app_label=target, model=model).exists():
-            ContentType.objects.using(db).filter(app_label=source, model=model).update(app_label=target)
-
-
-def forwards(apps, schema_editor) -> None:
-    _move_content_types(apps, schema_editor, "console", "accounts")
-
-
-def backwards(apps, schema_editor) -> None:
-    _move_content_types(apps, schema_editor, "accounts", "console")
 
 
 class Migration(migrations.Migration):
@@ -35,5 +21,5 @@ class Migration(migrations.Migration):
             database_operations=[],
             state_operations=[migrations.DeleteModel(name="UserPreference"), migrations.DeleteModel(name="ApiToken")],
         ),
-        migrations.RunPython(forwards, backwards),
+        move_content_types(MODELS, source="console", target="accounts"),
     ]

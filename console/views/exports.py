@@ -17,17 +17,17 @@ from django.utils import timezone
 from accounts.access import MANAGE_SERVERS, organization_for, require_role
 from console.downloads import zip_response
 from console.views.common import render_page
-from inventory.models import Organization
-from reports.export_formats.bundle import FORMATS
-from reports.export_selectors import audit_export, audit_exports, audit_log
-from reports.export_services import (
+from exports.formats.bundle import FORMATS
+from exports.selectors import audit_export, audit_exports, audit_log
+from exports.services import (
     ExportError,
     ExportNotReady,
     audit_export_download,
     audit_export_request,
     export_window,
 )
-from reports.export_tasks import audit_export_build_task
+from exports.tasks import audit_export_build_task
+from inventory.models import Organization
 
 FORMAT_LABELS = {"pdf": "PDF report", "xlsx": "XLSX workbook", "csv": "CSV files", "json": "JSON (with its schema)"}
 LOCAL = "%Y-%m-%dT%H:%M"  # what <input type="datetime-local"> sends and shows

@@ -25,6 +25,7 @@ from console.charts import Series, time_chart
 from console.ranges import PRESETS, TimeRange, parse_range
 from console.views.common import page_number, render_page
 from inventory.models import Server
+from presentation.formatting import rate_text
 
 PAGE_SIZE = 50
 SPARK_POINTS = 72  # a sparkline is ~140 px wide: 30 days of hours are averaged down to this many points
@@ -151,15 +152,9 @@ def parse_state(params, organization_ids: set[int]) -> FleetState:
     )
 
 
-def rate_text(value: float | None) -> str:
-    """A rate with as many digits as it needs to be read (3 significant ones at most below 100)."""
-    if value is None:
-        return "–"
-    if value == 0:
-        return "0"
-    size = abs(value)
-    digits = 0 if size >= 100 else 1 if size >= 10 else 2 if size >= 1 else 3
-    return f"{value:,.{digits}f}"
+def rate_cell(value: float | None) -> str:
+    """A rate in the fleet's table, whose headings carry the unit."""
+    return rate_text(value, unit="", missing="–")
 
 
 def age_text(age: timedelta) -> str:
@@ -242,12 +237,12 @@ def _line(row: FleetRow, window: Window, now: datetime, advice: Counts = NO_ADVI
         status_css=STATUSES.get(row.status, ("", ""))[1],
         version=version_text(row.server_version_num) or "not read yet",
         age=age_text(now - row.last_snapshot_at) if row.last_snapshot_at else "",
-        calls=rate_text(row.calls_per_s),
-        db_time=rate_text(db_time_ms_per_s(row)),
-        exec_time=rate_text(row.exec_ms_per_s),
-        plan_time=None if row.plan_ms_per_s is None else rate_text(row.plan_ms_per_s),
+        calls=rate_cell(row.calls_per_s),
+        db_time=rate_cell(db_time_ms_per_s(row)),
+        exec_time=rate_cell(row.exec_ms_per_s),
+        plan_time=None if row.plan_ms_per_s is None else rate_cell(row.plan_ms_per_s),
         plan_partly=row.planning == "partly tracked",
-        dealloc="unknown" if row.dealloc_per_s is None else rate_text(row.dealloc_per_s),
+        dealloc=rate_text(row.dealloc_per_s, unit=""),
         entries=entries,
         entries_max="" if row.entries_max is None else f"{row.entries_max:,}",
         chart_id=f"spark-{row.server_id}",

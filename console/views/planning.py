@@ -26,7 +26,8 @@ from collectors.selectors import (
 from console.charts import EXEC_COLOR, PLAN_COLOR, Chart, Series, time_chart
 from console.ranges import parse_range
 from console.views.common import render_page
-from console.views.top import MISSING_TEXT, range_links, server_header
+from console.views.top import range_links, server_header
+from presentation.formatting import missing_text
 
 RANKED = 20  # statements per ranking
 # What a point spans.
@@ -168,7 +169,7 @@ def ranking_rows(top: TopStatements, query: str) -> list[Row]:
     for s in top.rows:
         if not s.plan_ms:  # no planning in the range (a prepared statement): nothing to rank it by
             continue
-        text = s.query if s.query is not None else MISSING_TEXT.get(s.text_status, "<no text>")
+        text = s.query if s.query is not None else missing_text(s.text_status)
         mean_plan = s.mean_plan_ms
         rows.append(
             Row(

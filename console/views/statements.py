@@ -24,7 +24,7 @@ from console.views.top import range_links, server_header
 WAITS_BY_QUERY_FROM = 140000  # query_id in pg_stat_activity and pg_wait_sampling: PostgreSQL 14
 TOP_WAITS = 10
 # Why a statement has no text, and what would bring it (never a blank).
-MISSING_TEXT: dict[str, tuple[str, str]] = {
+NO_TEXT_EXPLAINED: dict[str, tuple[str, str]] = {
     TextStatus.NOT_VISIBLE: (
         "Its text is not visible to the monitoring role.",
         "Grant it pg_read_all_stats to read the texts of other roles' statements.",
@@ -171,7 +171,7 @@ def statement(request: HttpRequest, statement_id: int) -> HttpResponse:
     waits = None
     if version is not None and version >= WAITS_BY_QUERY_FROM:
         waits = wait_events(server_id=server.pk, window=tr.window, statement_id=detail.statement_id, top=TOP_WAITS)
-    missing = MISSING_TEXT.get(detail.text_status, ("Its text is not known.", ""))
+    missing = NO_TEXT_EXPLAINED.get(detail.text_status, ("Its text is not known.", ""))
     header = server_header(server)
     if waits is not None:
         waits_need = ""

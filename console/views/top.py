@@ -15,7 +15,6 @@ from django.urls import path, reverse
 from django.utils import timezone
 
 from accounts.access import organization_for, server_for
-from collectors.models import TextStatus
 from collectors.selectors import ORDERS, Page, StatementChange, StatementFilters, StatementTotals, top_statements
 from collectors.selectors.across import MAX_PAGES, statement_names_across, statements_across
 from collectors.selectors.fleet import server_status
@@ -23,17 +22,11 @@ from collectors.selectors.server import statement_names, statements_in, version_
 from console.ranges import PRESETS, TimeRange, parse_range
 from console.views.common import page_number, render_page
 from inventory.models import Server
+from presentation.formatting import missing_text
 
 PAGE_SIZE = 50
 TEXT_CHARS = 140  # shown in the table
 TITLE_CHARS = 1000  # in the title attribute: the fragment must stay small (texts run up to 64 kB)
-# Why a statement has no text, in the table (never a blank cell).
-MISSING_TEXT = {
-    TextStatus.NOT_VISIBLE: "<text not visible to this role>",
-    TextStatus.EVICTED: "<evicted before its text could be read>",
-    TextStatus.UNAVAILABLE: "<text not kept by pg_stat_statements>",
-    TextStatus.PENDING: "<text not read yet: the next snapshot reads it>",
-}
 # order (collectors.selectors.ORDERS) -> (column heading with its unit, the StatementTotals attribute shown)
 COLUMNS: dict[str, tuple[str, str]] = {
     "calls": ("Calls", "calls"),
@@ -155,7 +148,7 @@ def figure_text(s: StatementTotals, order: str) -> str | None:
 
 
 def _row(s: StatementTotals, previous: dict[int, StatementTotals] | None, server=None, *, own: bool = False) -> Row:
-    text = s.query if s.query is not None else MISSING_TEXT.get(s.text_status, "<no text>")
+    text = s.query if s.query is not None else missing_text(s.text_status)
     c = StatementChange(s, previous.get(s.statement_id)) if previous is not None else None
     cells = []
     for order, (_, attribute) in COLUMNS.items():

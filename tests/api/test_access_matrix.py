@@ -25,9 +25,9 @@ from collectors.models import Statement
 from collectors.services import server_collect
 from collectors.tasks import track
 from console.services import organizations_delete
+from exports.models import AuditExport
 from inventory.models import Membership, Organization, Server
 from inventory.services import server_create
-from reports.models import AuditExport
 from tests.api.conftest import ApiWorld, assert_error, build_api_world
 from tests.api.schema_check import CheckedClient
 from tests.world import history_counts
@@ -152,8 +152,8 @@ def _build() -> MatrixWorld:
         )
         recommendations_apply(server=s, found_now=[finding], now=timezone.now(), clear_after=timedelta(hours=2))
     from collectors.selectors import Window
-    from reports.export_services import audit_export_build, export_spec
-    from reports.models import AuditExport
+    from exports.models import AuditExport
+    from exports.services import audit_export_build, export_spec
 
     window = Window(timezone.now() - timedelta(hours=1), timezone.now())
     for org, s in ((acme, server), (other, theirs)):

@@ -11,9 +11,9 @@ import pytest
 from django.utils import timezone
 from playwright.sync_api import Page, expect
 
+from exports.models import AuditExport
+from exports.services import audit_export_build
 from inventory.models import Organization
-from reports.export_services import audit_export_build
-from reports.models import AuditExport
 
 LOCAL = "%Y-%m-%dT%H:%M"
 
@@ -39,7 +39,7 @@ def test_a_dba_requests_follows_and_downloads_an_export(console_page: Page, synt
     export = AuditExport.objects.get(organization=org)
     assert export.formats == ["json"] and export.server_ids == [server.pk]
 
-    audit_export_build(export_id=export.pk)  # the worker's job (tests/reports/test_export_worker.py runs one)
+    audit_export_build(export_id=export.pk)  # the worker's job (tests/exports/test_export_worker.py runs one)
     export.refresh_from_db()
     link = row.get_by_role("link", name=export.file_name.rsplit("/", 1)[-1])
     expect(link).to_be_visible(timeout=10_000)  # the list polled every 2 s and swapped itself
@@ -55,4 +55,4 @@ def test_a_dba_requests_follows_and_downloads_an_export(console_page: Page, synt
 @pytest.fixture(autouse=True)
 def _no_broker_needed(monkeypatch):
     """The request queues the build on the broker; here the test builds it itself, so nothing is sent."""
-    monkeypatch.setattr("reports.export_tasks.audit_export_build_task.delay", lambda *args, **kwargs: None)
+    monkeypatch.setattr("exports.tasks.audit_export_build_task.delay", lambda *args, **kwargs: None)

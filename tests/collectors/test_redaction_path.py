@@ -20,9 +20,9 @@ from django.utils import timezone
 
 from accounts.tokens import token_create
 from collectors.models import Statement
+from exports.formats.bundle import FORMATS
+from exports.services import audit_export_write, export_window
 from inventory.models import Membership, Server
-from reports.export_formats.bundle import FORMATS
-from reports.export_services import audit_export_write, export_window
 from reports.selectors import preview_week
 from reports.services import report_send_test
 from tests.collectors.redaction_corpus import CORPUS, DATABASE, SETUP, TEARDOWN

@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from collectors.selectors import FleetRow, Window, db, fleet_summary
 from console.services import server_delete
-from console.views.fleet import PAGE_SIZE, _line, age_text, rate_text, spark_points
+from console.views.fleet import PAGE_SIZE, _line, age_text, rate_cell, spark_points
 from inventory.models import Membership, Organization, Server
 from tests.history_world import build
 
@@ -167,9 +167,9 @@ def test_the_figures_are_the_selectors(client, users, fleet):
     for r in with_history:
         row = row_html(response, r.server_id)
         assert r.calls_per_s > 0 and r.snapshots >= 70
-        assert cell(row, "calls") == rate_text(r.calls_per_s) != "0"
-        assert cell(row, "exec") == rate_text(r.exec_ms_per_s)
-        assert cell(row, "dbtime") == rate_text(r.exec_ms_per_s)  # planning not tracked: execution alone
+        assert cell(row, "calls") == rate_cell(r.calls_per_s) != "0"
+        assert cell(row, "exec") == rate_cell(r.exec_ms_per_s)
+        assert cell(row, "dbtime") == rate_cell(r.exec_ms_per_s)  # planning not tracked: execution alone
         # Synthetic servers run with track_planning off: "not tracked", never 0.
         assert r.plan_ms_per_s is None and cell(row, "plan") == "not tracked"
         assert cell(row, "dealloc") == "0" and f"max {MAX:,}" in row
@@ -197,12 +197,12 @@ def test_ranges_change_the_window_and_the_trend(client, users, fleet):
     [r] = fleet_summary(server_ids=[s["n-ok"]], window=week.context["range"].window)
     spec = week.context["lines"][shown(week).index(s["n-ok"])].chart
     assert len(r.trend_calls_per_s) == 169 and len(spec["x"]) == 57  # 3 hours a point
-    assert cell(row_html(week, s["n-ok"]), "calls") == rate_text(r.calls_per_s)
+    assert cell(row_html(week, s["n-ok"]), "calls") == rate_cell(r.calls_per_s)
     # Links keep the range.
     assert 'href="/fleet/?range=7d&amp;sort=name"' in week.content.decode()
     hour = get(client, users["superuser"], "?range=1h")
     [h] = fleet_summary(server_ids=[s["n-ok"]], window=hour.context["range"].window)
-    assert h.snapshots >= 1 and cell(row_html(hour, s["n-ok"]), "calls") == rate_text(h.calls_per_s)
+    assert h.snapshots >= 1 and cell(row_html(hour, s["n-ok"]), "calls") == rate_cell(h.calls_per_s)
 
 
 def test_filters_and_sorting_come_from_the_url(client, users, fleet):
@@ -347,7 +347,7 @@ def test_a_rows_texts():
 
 def test_texts():
     values = (None, 0, 0.01234, 1.5, 12.34, 1234.5)
-    assert [rate_text(v) for v in values] == ["–", "0", "0.012", "1.50", "12.3", "1,234"]
+    assert [rate_cell(v) for v in values] == ["–", "0", "0.012", "1.50", "12.3", "1,234"]
     assert [age_text(timedelta(seconds=s)) for s in (3, 42, 150, 7300, 3 * 86400)] == [
         "just now",
         "42 s ago",

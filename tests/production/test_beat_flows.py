@@ -32,8 +32,9 @@ from collectors.selectors.parts import core_totals
 from console.schedule import beat_schedule
 from console.services import server_delete
 from devenv.cluster import Cluster
+from exports.models import AuditExport
 from inventory.models import Membership, Organization, Server
-from reports.models import AuditExport, ReportOptIn, ReportSchedule, WeeklySend
+from reports.models import ReportOptIn, ReportSchedule, WeeklySend
 from reports.selectors import reports_due
 from reports.weeks import ReportWeek, last_complete_week
 from tests.history_world import build, raw_rows

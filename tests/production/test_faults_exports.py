@@ -21,7 +21,7 @@ from tests.production.test_production_mode import compose, local
 
 from .test_faults_worker import _dsn
 
-STALE = "now() - interval '31 minutes'"  # reports.export_services.STALE_RUNNING_AFTER is 30 minutes
+STALE = "now() - interval '31 minutes'"  # exports.services.STALE_RUNNING_AFTER is 30 minutes
 
 
 def _send(world: FaultWorld, task: str, *args) -> None:

@@ -10,7 +10,7 @@ from zoneinfo import ZoneInfo
 import pytest
 from PIL import Image
 
-from reports.charts import COLOURS, Line, _compact, chart_png
+from presentation.charts import COLOURS, Line, _compact, chart_png
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 

@@ -12,7 +12,7 @@ import pytest
 from advisor.models import Recommendation, RecommendationEvent
 from collectors.selectors import StatementChange, compare_windows
 from collectors.selectors.coverage import collection_coverage, window_summary
-from reports import formatting as f
+from presentation import formatting as f
 from reports.digest import organization_digest
 from reports.mail import render, weekly_context
 from reports.models import Delivery, WeeklySend

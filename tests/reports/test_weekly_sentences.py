@@ -12,7 +12,7 @@ import pytest
 from collectors.selectors.coverage import collection_coverage
 from inventory.models import Organization, Server
 from inventory.services import server_create
-from reports import formatting as f
+from presentation import formatting as f
 from reports.mail import render, weekly_context
 from reports.weekly import weekly_report
 from reports.weeks import week_of

@@ -13,7 +13,8 @@ from django.http import Http404
 from django.utils import timezone
 
 from collectors.selectors import Window
-from reports.export_services import (
+from exports.models import AuditExport, AuditLogEntry
+from exports.services import (
     ExportError,
     ExportNotReady,
     audit_export_build,
@@ -22,9 +23,8 @@ from reports.export_services import (
     audit_exports_tidy,
     export_window,
 )
-from reports.export_tasks import audit_export_build_task
-from reports.models import AuditExport, AuditLogEntry
-from tests.reports.export_world import members, unzip
+from exports.tasks import audit_export_build_task
+from tests.exports.export_world import members, unzip
 
 pytestmark = pytest.mark.django_db
 
@@ -137,7 +137,7 @@ def test_a_failed_build_says_why(world, monkeypatch):
     def broken(*args, **kwargs):
         raise RuntimeError("the history store went away")
 
-    monkeypatch.setattr("reports.export_services.bundle_files", broken)
+    monkeypatch.setattr("exports.services.bundle_files", broken)
     audit_export_build(export_id=export.pk)
     export.refresh_from_db()
     assert export.status == "failed" and "the history store went away" in export.error
@@ -229,7 +229,7 @@ def test_exports_no_worker_took_are_sent_again_then_given_up(world):
 def test_a_build_claimed_again_while_it_ran_changes_nothing(world, settings, monkeypatch):
     """A build that outlived STALE_RUNNING_AFTER (a hung worker) is claimed again: the second build owns the
     export; the first, when it finishes, writes nothing to the row and deletes its own folder."""
-    import reports.export_services as services
+    import exports.services as services
 
     history, users = world
     export = _request(history, users["dba"], formats=["json"])

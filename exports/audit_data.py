@@ -1,7 +1,7 @@
 """The audit's data: one JSON document written from the content (raw numbers: milliseconds to 3 decimals,
 shares as fractions, times as ISO 8601 in UTC, null where planning was not tracked), and the canonical
 tables flattened from that document, which the XLSX sheets and the CSV files are both written from — so
-the three formats cannot disagree. Its JSON Schema is reports/schemas/audit-export.schema.json."""
+the three formats cannot disagree. Its JSON Schema is exports/schemas/audit-export.schema.json."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 from collectors.selectors import StatementTotals
 from collectors.selectors.parts import NOT_TRACKED
-from reports.audit import TOP_ORDERS, AuditContent, Finding, ServerAudit
+from exports.audit import TOP_ORDERS, AuditContent, Finding, ServerAudit
 
 FORMAT = "pgconsole-audit-export"
 VERSION = 1

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import PurePosixPath
 
+from exports.models import AuditExport, AuditLogEntry
 from inventory.models import Server
-from reports.models import AuditExport, AuditLogEntry
 
 
 @dataclass(frozen=True)

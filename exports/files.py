@@ -17,8 +17,8 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models.signals import post_delete
 
+from exports.models import AuditExport
 from inventory.models import Organization
-from reports.models import AuditExport
 
 logger = logging.getLogger(__name__)
 PARTIAL = ".partial"
@@ -97,8 +97,8 @@ def _organization_deleted(sender, instance: Organization, using: str, **kwargs) 
 def remove_files_with_rows() -> None:
     """Any delete of an export's row (its organization's cascade, the admin, the ORM) removes its files, and an
     organization's removes its folder, once committed (reports.apps.ReportsConfig.ready())."""
-    post_delete.connect(_export_deleted, sender=AuditExport, dispatch_uid="reports.export_files.export")
-    post_delete.connect(_organization_deleted, sender=Organization, dispatch_uid="reports.export_files.organization")
+    post_delete.connect(_export_deleted, sender=AuditExport, dispatch_uid="exports.files.export")
+    post_delete.connect(_organization_deleted, sender=Organization, dispatch_uid="exports.files.organization")
 
 
 def export_files_sweep(*, now: datetime, younger: timedelta) -> list[str]:

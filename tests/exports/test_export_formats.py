@@ -12,13 +12,13 @@ import jsonschema
 import pytest
 
 from collectors.selectors import Page, top_statements
-from reports import formatting as fmt
-from reports.audit import audit_content
-from reports.audit_data import audit_tables
-from reports.export_formats.bundle import bundle_files
-from reports.export_formats.csvfiles import cell_text
-from reports.export_formats.pdf import audit_html
-from tests.reports.export_world import CHANGE, MONITOR_PASSWORD, SCRIPT, SECRET, Bundle, add_findings, hostile_texts
+from exports.audit import audit_content
+from exports.audit_data import audit_tables
+from exports.formats.bundle import bundle_files
+from exports.formats.csvfiles import cell_text
+from exports.formats.pdf import audit_html
+from presentation import formatting as fmt
+from tests.exports.export_world import CHANGE, MONITOR_PASSWORD, SCRIPT, SECRET, Bundle, add_findings, hostile_texts
 
 pytestmark = pytest.mark.django_db
 PARIS = "Europe/Paris"

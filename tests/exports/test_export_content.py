@@ -10,9 +10,9 @@ import pytest
 
 from collectors.selectors import Page, top_statements
 from collectors.selectors.coverage import collection_coverage, window_summary
-from reports.audit import TOP_N, audit_content
-from reports.audit_data import SCHEMA_PATH, audit_json
-from tests.reports.export_world import SECRET, add_findings, hostile_texts
+from exports.audit import TOP_N, audit_content
+from exports.audit_data import SCHEMA_PATH, audit_json
+from tests.exports.export_world import SECRET, add_findings, hostile_texts
 
 pytestmark = pytest.mark.django_db
 

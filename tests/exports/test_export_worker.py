@@ -20,10 +20,10 @@ from django.http import Http404
 from django.test import override_settings
 from django.utils import timezone
 
-from reports.export_services import audit_export_download, audit_export_request
-from reports.export_tasks import audit_export_build_task, tidy_audit_exports
-from reports.models import AuditExport, AuditLogEntry
-from tests.reports.export_world import members
+from exports.models import AuditExport, AuditLogEntry
+from exports.services import audit_export_download, audit_export_request
+from exports.tasks import audit_export_build_task, tidy_audit_exports
+from tests.exports.export_world import members
 
 ROOT = Path(__file__).resolve().parents[2]
 

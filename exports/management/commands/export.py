@@ -10,9 +10,9 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from exports.formats.bundle import FORMATS
+from exports.services import ExportError, audit_export_write, export_window
 from inventory.models import Organization, Server
-from reports.export_formats.bundle import FORMATS
-from reports.export_services import ExportError, audit_export_write, export_window
 
 
 def _time(name: str, raw: str) -> datetime:

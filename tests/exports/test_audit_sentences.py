@@ -15,9 +15,9 @@ from datetime import timedelta
 import pytest
 
 from collectors.selectors import Window
-from reports import formatting as fmt
-from reports.audit import audit_content
-from reports.export_formats.pdf import _server_view, audit_html, pdf_bytes
+from exports.audit import audit_content
+from exports.formats.pdf import _server_view, audit_html, pdf_bytes
+from presentation import formatting as fmt
 
 pytestmark = pytest.mark.django_db
 PARIS = zoneinfo.ZoneInfo("Europe/Paris")

@@ -11,9 +11,9 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from reports.export_services import audit_export_build, audit_exports_tidy
-from reports.models import AuditExport, AuditLogEntry
-from tests.reports.export_world import members
+from exports.models import AuditExport, AuditLogEntry
+from exports.services import audit_export_build, audit_exports_tidy
+from tests.exports.export_world import members
 
 pytestmark = pytest.mark.django_db
 LOCAL = "%Y-%m-%dT%H:%M"

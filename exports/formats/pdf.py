@@ -1,5 +1,5 @@
-"""audit.pdf: templates/reports/audit.html rendered by WeasyPrint. Figures are formatted here with their
-units (reports/formatting.py, as in the weekly mail), times are shown in the requester's zone, query texts
+"""audit.pdf: templates/exports/audit.html rendered by WeasyPrint. Figures are formatted here with their
+units (presentation/formatting.py, as in the weekly mail), times are shown in the requester's zone, query texts
 reach the template redacted and are escaped by it; charts are PNG data: URIs and nothing is ever fetched."""
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from django.template.loader import render_to_string
 from advisor.selectors import CHANGE_APPLY_TEXT
 from collectors.selectors import StatementTotals
 from collectors.selectors.parts import NOT_TRACKED
-from reports import formatting as fmt
-from reports.audit import QUERY_MAX_CHARS, TOP_N, AuditContent, Finding, ServerAudit
-from reports.charts import Line, chart_png
+from exports.audit import QUERY_MAX_CHARS, TOP_N, AuditContent, Finding, ServerAudit
+from presentation import formatting as fmt
+from presentation.charts import Line, chart_png
 
 QUERY_PDF_CHARS = 200  # a statement's text in a table; the data files carry up to QUERY_MAX_CHARS
 ORDER_TITLES = {
@@ -127,7 +127,7 @@ def evidence_charts(finding: Finding, tz) -> list[EvidenceChart]:
 def db_time_chart(s: ServerAudit, tz) -> str:
     """Execution (and tracked planning) time per second over the window: a gap stays a hole."""
     points = s.series.points
-    ends = [p.end for p in points]  # each point drawn flat across what it covers (reports/charts.py)
+    ends = [p.end for p in points]  # each point drawn flat across what it covers (presentation/charts.py)
     lines = [Line("execution", [(p.start, p.exec_ms_per_s) for p in points], ends)]
     if s.planning_state != NOT_TRACKED:
         lines.append(Line("planning", [(p.start, p.plan_ms_per_s) for p in points], ends))
@@ -259,7 +259,7 @@ def _setting_text(value) -> str:
 
 
 def audit_html(c: AuditContent) -> str:
-    return render_to_string("reports/audit.html", pdf_context(c))
+    return render_to_string("exports/audit.html", pdf_context(c))
 
 
 def pdf_bytes(c: AuditContent) -> bytes:

@@ -1,14 +1,27 @@
-"""How the weekly report writes a figure: every number with its unit, changes as signed percentages, and
-planning that was not tracked as "not tracked" (never 0 ms). The tests format the selectors' figures with
-these same functions and look for the result in the mail."""
+"""How the console's pages, the weekly mail and the audit PDF write a figure: every number with its unit,
+changes as signed percentages, planning that was not tracked as "not tracked" (never 0 ms), and a statement
+without a text as why it has none (never a blank). The tests format the selectors' figures with these same
+functions and look for the result on the page, in the mail and in the PDF."""
 
 from __future__ import annotations
 
 from datetime import datetime, tzinfo
 
+from collectors.models import TextStatus
 from collectors.selectors.parts import NO_DATA, NOT_TRACKED
 
 UNKNOWN = "unknown"
+# Why a statement has no text, where its text would be (the statement's page explains it at length).
+MISSING_TEXT = {
+    TextStatus.NOT_VISIBLE: "<text not visible to this role>",
+    TextStatus.EVICTED: "<evicted before its text could be read>",
+    TextStatus.UNAVAILABLE: "<text not kept by pg_stat_statements>",
+    TextStatus.PENDING: "<text not read yet: the next snapshot reads it>",
+}
+
+
+def missing_text(text_status: str) -> str:
+    return MISSING_TEXT.get(text_status, "<no text>")
 
 
 def duration_text(ms: float | None) -> str:
@@ -49,10 +62,14 @@ def calls_text(n: int) -> str:
     return f"{n:,} call{'' if n == 1 else 's'}"
 
 
-def rate_text(per_s: float | None, unit: str = "/s") -> str:
+def rate_text(per_s: float | None, unit: str = "/s", *, missing: str = UNKNOWN) -> str:
+    """A rate with as many digits as it needs to be read (3 significant ones at most below 100)."""
     if per_s is None:
-        return UNKNOWN
-    digits = 0 if per_s >= 100 else 1 if per_s >= 1 else 2
+        return missing
+    if per_s == 0:
+        return f"0{unit}"
+    size = abs(per_s)
+    digits = 0 if size >= 100 else 1 if size >= 10 else 2 if size >= 1 else 3
     return f"{per_s:,.{digits}f}{unit}"
 
 

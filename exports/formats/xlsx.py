@@ -10,7 +10,7 @@ from openpyxl.cell.cell import ILLEGAL_CHARACTERS_RE
 from openpyxl.styles import Font
 from openpyxl.utils import get_column_letter
 
-from reports.audit_data import Table
+from exports.audit_data import Table
 
 WIDE = {
     "query": 80,

@@ -10,10 +10,10 @@ import json
 import pytest
 from django.core.management import CommandError, call_command
 
-from reports.audit import audit_content
-from reports.audit_data import audit_json
-from reports.models import AuditLogEntry
-from tests.reports.export_world import unzip
+from exports.audit import audit_content
+from exports.audit_data import audit_json
+from exports.models import AuditLogEntry
+from tests.exports.export_world import unzip
 
 pytestmark = pytest.mark.django_db
 

@@ -1,7 +1,7 @@
 """Audit exports: request one (validated, queued, logged), build it (the worker's job, with progress on its
 row), write one into a folder (manage.py export), and hand a built one to a DBA or admin of its
 organization (logged). Every generation and every download lands in the organization's audit log. Where the
-files lie and how they go: reports/export_files.py."""
+files lie and how they go: exports/files.py."""
 
 from __future__ import annotations
 
@@ -24,22 +24,22 @@ from django.utils import timezone
 from accounts.access import MANAGE_SERVERS, require_role
 from accounts.models import UserPreference
 from collectors.selectors import Window, WindowError
-from inventory.models import Organization, Server
-from reports.audit import audit_content
-from reports.export_files import (
+from exports.audit import audit_content
+from exports.files import (
     export_files_remove,
     export_files_sweep,
     export_folder,
     remove_under_root,
     store_file,
 )
-from reports.export_formats.bundle import FORMATS, bundle_files, bundle_name, sha256, zip_bytes
-from reports.models import AuditExport, AuditLogEntry
+from exports.formats.bundle import FORMATS, bundle_files, bundle_name, sha256, zip_bytes
+from exports.models import AuditExport, AuditLogEntry
+from inventory.models import Organization, Server
 
 logger = logging.getLogger(__name__)
 Status = AuditExport.Status
 Action = AuditLogEntry.Action
-# A build is stopped after EXPORT_TIME_LIMIT_S, killed a minute later if it did not stop (reports/export_tasks.py).
+# A build is stopped after EXPORT_TIME_LIMIT_S, killed a minute later if it did not stop (exports/tasks.py).
 # An export still "running" longer than that after a worker claimed it lost that worker, and may be claimed again
 # (the tidy task sends it again). Counted from the claim, not the request: one that waited in a long queue is not
 # taken from the worker building it.
@@ -141,7 +141,7 @@ def audit_export_request(
     now: datetime | None = None,
 ) -> AuditExport:
     """Record an export (DBA or admin of the organization: 404 for others, 403 for a viewer) and hand its id to
-    `enqueue` once the row is committed: the caller queues the build (reports.export_tasks), which calls
+    `enqueue` once the row is committed: the caller queues the build (exports.tasks), which calls
     audit_export_build."""
     require_role(user, organization_id, MANAGE_SERVERS)
     spec = export_spec(organization_id=organization_id, server_ids=server_ids, window=window, formats=formats, now=now)
@@ -304,7 +304,7 @@ class TidyOutcome:
 
 
 def audit_exports_tidy(*, now: datetime | None = None) -> TidyOutcome:
-    """The periodic care of the exports (reports.export_tasks.tidy_audit_exports): delete the files of those
+    """The periodic care of the exports (exports.tasks.tidy_audit_exports): delete the files of those
     built more than EXPORT_RETENTION_DAYS ago (the row, its checksum and the log stay; it reads "expired"),
     fail those no worker built within GIVE_UP_AFTER, name those to send to a worker again, and delete what dead or
     superseded builds, and deleted exports or organizations, left behind."""

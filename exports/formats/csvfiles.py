@@ -6,7 +6,7 @@ from __future__ import annotations
 import csv
 import io
 
-from reports.audit_data import Table
+from exports.audit_data import Table
 
 # A cell starting with one of these would be a formula in a spreadsheet (query texts are untrusted): it gets a
 # leading quote, in the API's CSV too. A TAB or CR first is skipped by spreadsheets before a formula.

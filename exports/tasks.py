@@ -7,7 +7,7 @@ import logging
 from celery import shared_task
 from django.conf import settings
 
-from reports.export_services import HARD_LIMIT_AFTER_S, RESEND_QUEUED_AFTER, audit_export_build, audit_exports_tidy
+from exports.services import HARD_LIMIT_AFTER_S, RESEND_QUEUED_AFTER, audit_export_build, audit_exports_tidy
 
 logger = logging.getLogger(__name__)
 

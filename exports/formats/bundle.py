@@ -11,8 +11,8 @@ from datetime import UTC, datetime
 
 from django.utils.text import slugify
 
-from reports.audit import AuditContent
-from reports.audit_data import audit_json, audit_tables
+from exports.audit import AuditContent
+from exports.audit_data import audit_json, audit_tables
 
 FORMATS = ("pdf", "xlsx", "csv", "json")
 SCHEMA_NAME = "audit-export.schema.json"
@@ -30,7 +30,7 @@ def bundle_files(
 ) -> dict[str, bytes]:
     """{member name: bytes} for the formats asked, plus the schema and SHA256SUMS. `step(what, percent)`
     reports progress from 0 to 100 over the formats (the PDF, with its charts, is the long one)."""
-    from reports.export_formats import csvfiles, jsonfile, pdf, xlsx  # WeasyPrint and openpyxl: the worker only
+    from exports.formats import csvfiles, jsonfile, pdf, xlsx  # WeasyPrint and openpyxl: the worker only
 
     def report(what: str, percent: int) -> None:
         if step is not None:

@@ -1,11 +1,11 @@
-"""audit.json: the document as reports.audit_data builds it, and its JSON Schema beside it."""
+"""audit.json: the document as exports.audit_data builds it, and its JSON Schema beside it."""
 
 from __future__ import annotations
 
 import json
 import math
 
-from reports.audit_data import SCHEMA_PATH
+from exports.audit_data import SCHEMA_PATH
 
 
 def _finite(value):

@@ -1,4 +1,4 @@
-"""An audit export's files go with its rows (reports/export_files.py): an organization deleted through the ORM or
+"""An audit export's files go with its rows (exports/files.py): an organization deleted through the ORM or
 the admin's delete view takes its bundles and its folder off the disk, once the delete has committed; a rolled-back
 delete keeps them; a file already gone is no error; a forged name never reaches outside EXPORT_ROOT; and the tidy
 sweeps what a delete made before (or a process that died before removing them) left. Real commits: on_commit must
@@ -15,10 +15,10 @@ from django.db import transaction
 from django.utils import timezone
 
 from collectors.selectors import Window
+from exports.files import remove_under_root
+from exports.models import AuditExport
+from exports.services import audit_export_build, audit_exports_tidy, export_spec
 from inventory.models import Organization, Server
-from reports.export_files import remove_under_root
-from reports.export_services import audit_export_build, audit_exports_tidy, export_spec
-from reports.models import AuditExport
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
