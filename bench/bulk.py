@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import numpy as np
 
 from collectors import codec, history, partitions, tables, waits
 from collectors.columns import TOTAL_NAMES, totals_of
+from collectors.snapshot_facts import SNAPSHOT_FACTS, SnapshotFacts
 
 _WIDTHS = ((1, "<u1", 1), (2, "<u2", 2), (4, "<u4", 3), (8, "<i8", 4))  # width, dtype, code (codec._WIDTHS)
 _HEADER = np.dtype([("version", "u1"), ("rows", "<u4"), ("counters", "<u2"), ("gauges", "<u2")])
@@ -141,8 +142,7 @@ class Interval:
 
 def snapshot_template(iv: Interval) -> str:
     """A COPY text line of collectors_snapshot with {placeholders} for the per-snapshot fields."""
-    row = history.SnapshotRow(
-        server_id=iv.server_id,
+    facts = SnapshotFacts(
         taken_at=None,
         prev_taken_at=None,
         interval_s=iv.interval_s,
@@ -166,9 +166,8 @@ def snapshot_template(iv: Interval) -> str:
         sample_rate=None,
         waits_source="pg_stat_activity",
         waits_samples=10,
-        block=None,
     )
-    values = {f.name: getattr(row, f.name) for f in fields(row)}
+    values = {"server_id": iv.server_id, **{name: getattr(facts, name) for name in SNAPSHOT_FACTS}}
     parts = []
     for name in history.SNAPSHOT_FIELDS:
         if name in _VARIABLE:

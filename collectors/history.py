@@ -3,7 +3,7 @@ the statement dimension, and one snapshot written atomically (facts, waits, stat
 removal of a server's whole history."""
 
 import functools
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from datetime import datetime
 
 import numpy as np
@@ -14,6 +14,7 @@ from collectors import binary_copy, codec, tables
 from collectors.columns import COUNTER_NAMES, GAUGE_NAMES, TOTAL_NAMES, totals_of
 from collectors.deltas import Entries
 from collectors.models import ServerState
+from collectors.snapshot_facts import SNAPSHOT_FACTS, SnapshotFacts
 from collectors.waits import WaitRow
 
 # The advisory lock (LOCK_NAMESPACE, server_id) in the history store: one collection per server holds
@@ -269,38 +270,15 @@ def _server_state_sql() -> str:
 
 
 @dataclass
-class SnapshotRow:
-    """One stored snapshot: what was read of the server and, for a delta, the block of changed statements."""
+class NewSnapshot:
+    """A snapshot to store: what was read of the server and, for a delta, the block of changed statements."""
 
     server_id: int
-    taken_at: datetime
-    prev_taken_at: datetime | None
-    interval_s: float | None
-    kind: str  # baseline | delta
-    server_version_num: int
-    extension_version: str
-    entries: int
-    entries_hidden: int
-    entries_max: int | None
-    changed: int
-    new_entries: int
-    gone_entries: int
-    dealloc: int | None
-    dealloc_delta: int | None
-    stats_reset_at: datetime | None
-    full_reset: bool
-    track: str | None
-    track_utility: bool | None
-    track_planning: bool | None
-    save: bool | None
-    sample_rate: float | None
-    waits_source: str | None
-    waits_samples: int | None
+    facts: SnapshotFacts
     block: codec.Block | None  # None for a baseline
 
 
-_ROW_FIELDS = tuple(f.name for f in fields(SnapshotRow) if f.name != "block")
-SNAPSHOT_FIELDS = (*_ROW_FIELDS, "statements", *TOTAL_NAMES)
+SNAPSHOT_FIELDS = ("server_id", *SNAPSHOT_FACTS, "statements", *TOTAL_NAMES)
 
 
 _INSERT_SNAPSHOT_SQL = (
@@ -314,7 +292,7 @@ _INSERT_SNAPSHOT_SQL = (
 )
 
 
-def insert_snapshot(row: SnapshotRow) -> None:
+def insert_snapshot(row: NewSnapshot) -> None:
     """Insert one snapshot row with its encoded block and the server totals of the interval (the sums
     of its statements' deltas); its partition must exist (partitions.ensure, before the transaction)."""
     if row.block is None:
@@ -322,7 +300,7 @@ def insert_snapshot(row: SnapshotRow) -> None:
     else:
         payload = codec.encode(row.block)
         sums = totals_of(row.block.counters).sum(axis=0).tolist()
-    values = [getattr(row, f) for f in _ROW_FIELDS] + [payload] + sums
+    values = [row.server_id, *(getattr(row.facts, f) for f in SNAPSHOT_FACTS), payload, *sums]
     with _raw_cursor() as cur:
         cur.execute(_INSERT_SNAPSHOT_SQL, values)
 

@@ -1,8 +1,11 @@
 """The history store's dimension and state tables. The partitioned fact tables are created by
 SQL migrations (Django does not model declarative partitioning); read-only models map them for the admin."""
 
+from datetime import datetime
+
 from django.db import models
 
+from collectors.snapshot_facts import BIGINT, Column, snapshot_columns
 from inventory.models import Server
 
 
@@ -84,34 +87,35 @@ class ServerState(models.Model):
     new_entries = models.IntegerField(null=True)
 
 
-class Snapshot(models.Model):
+def _snapshot_field(column: Column) -> models.Field:
+    """The model's field of a column of the snapshot's declaration (collectors.snapshot_facts)."""
+    kind = {
+        datetime: models.DateTimeField,
+        float: models.FloatField,
+        int: models.BigIntegerField if column.metadata.get(BIGINT) else models.IntegerField,
+        bool: models.BooleanField,
+        str: models.TextField,
+    }[column.type]
+    return kind(null=True) if column.null else kind()
+
+
+# The snapshot's facts, one field per column of its declaration.
+SnapshotFactsFields = type(
+    "SnapshotFactsFields",
+    (models.Model,),
+    {
+        "__module__": __name__,
+        "Meta": type("Meta", (), {"abstract": True}),
+        **{c.name: _snapshot_field(c) for c in snapshot_columns()},
+    },
+)
+
+
+class Snapshot(SnapshotFactsFields):
     """One stored snapshot (partitioned table collectors_snapshot, read-only here)."""
 
     id = models.BigIntegerField(primary_key=True)
     server = models.ForeignKey(Server, on_delete=models.DO_NOTHING, db_constraint=False, related_name="+")
-    taken_at = models.DateTimeField()
-    prev_taken_at = models.DateTimeField(null=True)
-    interval_s = models.FloatField(null=True)
-    kind = models.TextField()
-    server_version_num = models.IntegerField()
-    extension_version = models.TextField()
-    entries = models.IntegerField()
-    entries_hidden = models.IntegerField()
-    entries_max = models.IntegerField(null=True)
-    changed = models.IntegerField()
-    new_entries = models.IntegerField()
-    gone_entries = models.IntegerField()
-    dealloc = models.BigIntegerField(null=True)
-    dealloc_delta = models.BigIntegerField(null=True)
-    stats_reset_at = models.DateTimeField(null=True)
-    full_reset = models.BooleanField()
-    track = models.TextField(null=True)
-    track_utility = models.BooleanField(null=True)
-    track_planning = models.BooleanField(null=True)
-    save = models.BooleanField(null=True)
-    sample_rate = models.FloatField(null=True)
-    waits_source = models.TextField(null=True)
-    waits_samples = models.IntegerField(null=True)
     statements = models.BinaryField(null=True)
 
     class Meta:

@@ -24,6 +24,7 @@ from collectors.errors import ClockWentBack, CollectionBusy, CollectionError, Hi
 from collectors.history import LOCK_NAMESPACE
 from collectors.models import CollectionError as ErrorRecord  # the stored row (CollectionError here: the exception)
 from collectors.models import ServerState
+from collectors.snapshot_facts import SnapshotFacts
 from collectors.state_cache import state_cache
 from inventory.models import Server
 
@@ -215,7 +216,7 @@ def _read_with_retry(server: Server, previous: _Previous) -> _Read:
 
 @dataclass
 class _Computed:
-    snapshot: history.SnapshotRow  # its block is built in _persist, once new statements have ids
+    snapshot: history.NewSnapshot  # its block is built in _persist, once new statements have ids
     deltas: DeltaResult
     booked: np.ndarray  # rows whose deltas are this interval's facts
     new_statements: list[history.NewStatement]  # for the rows of keys never seen, in order
@@ -260,8 +261,7 @@ def _compute(server: Server, previous: _Previous, read: _Read) -> _Computed:
             wait_rows = waits.rows_for_interval(read.waits, waits.decode_profile(prev_state.wait_profile), interval_s)
 
     sample_rate, max_setting = meta.setting("sample_rate"), meta.setting("max")
-    snapshot = history.SnapshotRow(
-        server_id=server.pk,
+    facts = SnapshotFacts(
         taken_at=taken_at,
         prev_taken_at=None if baseline else prev_state.taken_at,
         interval_s=interval_s,
@@ -285,7 +285,6 @@ def _compute(server: Server, previous: _Previous, read: _Read) -> _Computed:
         sample_rate=float(sample_rate) if sample_rate is not None else None,
         waits_source=None if baseline or read.waits is None else read.waits.source,
         waits_samples=None if baseline or read.waits is None else read.waits.n_samples,
-        block=None,
     )
     profile = read.waits.profile if read.waits is not None else None
     state = ServerState(
@@ -305,6 +304,7 @@ def _compute(server: Server, previous: _Previous, read: _Read) -> _Computed:
     new_statements, texts_found = texts.outcome(
         cur.keys, read.text_rows, read.statements, read.texts, settings.COLLECTOR["QUERY_TEXT_MAX_BYTES"]
     )
+    snapshot = history.NewSnapshot(server_id=server.pk, facts=facts, block=None)
     return _Computed(snapshot, d, booked, new_statements, texts_found, wait_rows, state, notes)
 
 
@@ -312,7 +312,8 @@ def _compute(server: Server, previous: _Previous, read: _Read) -> _Computed:
 
 
 def _persist(server: Server, previous: _Previous, read: _Read, computed: _Computed) -> None:
-    cur, d, snapshot = read.reading.entries, computed.deltas, computed.snapshot
+    cur, d, new = read.reading.entries, computed.deltas, computed.snapshot
+    snapshot = new.facts
     # Partitions are created outside the snapshot's transaction, so their DDL never waits on it.
     partitions.ensure(tables.SNAPSHOT.name, snapshot.taken_at)
     if computed.wait_rows:
@@ -331,8 +332,8 @@ def _persist(server: Server, previous: _Previous, read: _Read, computed: _Comput
         if snapshot.kind == "delta":
             rows = np.flatnonzero(computed.booked)
             order = rows[np.argsort(cur.statement_id[rows], kind="stable")]
-            snapshot.block = codec.Block(cur.statement_id[order], d.deltas[order], d.fact_gauges[order])
-        history.insert_snapshot(snapshot)
+            new.block = codec.Block(cur.statement_id[order], d.deltas[order], d.fact_gauges[order])
+        history.insert_snapshot(new)
         history.insert_waits(server.pk, snapshot.taken_at, computed.wait_rows)
         history.update_texts(server.pk, computed.texts_found)
         gone_ids = previous.entries.statement_id[d.gone] if len(previous.entries) else np.empty(0, np.int64)
@@ -361,7 +362,7 @@ def _collect(server: Server) -> CollectionResult:
     read = _read_with_retry(server, previous)
     computed = _compute(server, previous, read)
     _persist(server, previous, read, computed)
-    snapshot = computed.snapshot
+    snapshot = computed.snapshot.facts
     return CollectionResult(
         server_id=server.pk,
         server_name=server.name,

@@ -7,6 +7,7 @@ ssl_root_cert or require_scram change without it. New servers require TLS (sslmo
 from __future__ import annotations
 
 import uuid
+from datetime import datetime
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.urls import path, reverse
@@ -29,8 +30,9 @@ from accounts.access import (
 from collectors.checks import CheckState, check_queue
 from collectors.selectors.fleet import server_status
 from collectors.selectors.server import recent_errors, version_text
-from collectors.selectors.snapshots import SnapshotRow, latest_snapshot, snapshots
+from collectors.selectors.snapshots import latest_snapshot, snapshots
 from collectors.selectors.statements import Page
+from collectors.snapshot_facts import HELP, Column, SnapshotFacts, snapshot_columns
 from collectors.tasks import check_enqueue, collect_tracked, tracked
 from console.api.common import (
     PAGE_PARAMETERS,
@@ -391,31 +393,32 @@ class TaskView(APIView):
         return Response(_task(task_id, data))
 
 
-class SnapshotOut(serializers.Serializer):
-    taken_at = serializers.DateTimeField()
-    prev_taken_at = serializers.DateTimeField(allow_null=True)
-    interval_s = serializers.FloatField(allow_null=True)
-    kind = serializers.CharField()
-    server_version_num = serializers.IntegerField()
-    extension_version = serializers.CharField()
-    entries = serializers.IntegerField()
-    entries_hidden = serializers.IntegerField()
-    entries_max = serializers.IntegerField(allow_null=True)
-    changed = serializers.IntegerField()
-    new_entries = serializers.IntegerField()
-    gone_entries = serializers.IntegerField()
-    dealloc = serializers.IntegerField(allow_null=True, help_text="null before PostgreSQL 14")
-    dealloc_delta = serializers.IntegerField(allow_null=True)
-    dealloc_per_s = serializers.FloatField(allow_null=True)
-    stats_reset_at = serializers.DateTimeField(allow_null=True)
-    full_reset = serializers.BooleanField()
-    track = serializers.CharField(allow_null=True)
-    track_utility = serializers.BooleanField(allow_null=True)
-    track_planning = serializers.BooleanField(allow_null=True, help_text="null: the GUC does not exist")
-    save = serializers.BooleanField(allow_null=True)
-    sample_rate = serializers.FloatField(allow_null=True, help_text="null: the GUC does not exist")
-    waits_source = serializers.CharField(allow_null=True)
-    waits_samples = serializers.IntegerField(allow_null=True)
+def _snapshot_out_field(column: Column) -> serializers.Field:
+    kind = {
+        datetime: serializers.DateTimeField,
+        float: serializers.FloatField,
+        int: serializers.IntegerField,
+        bool: serializers.BooleanField,
+        str: serializers.CharField,
+    }[column.type]
+    options = {"allow_null": True} if column.null else {}
+    if HELP in column.metadata:
+        options["help_text"] = column.metadata[HELP]
+    return kind(**options)
+
+
+def _snapshot_out_fields() -> dict[str, serializers.Field]:
+    """One field per column of the snapshot's declaration (collectors.snapshot_facts), and its rate of
+    deallocations beside the count."""
+    out = {}
+    for column in snapshot_columns():
+        out[column.name] = _snapshot_out_field(column)
+        if column.name == "dealloc_delta":
+            out["dealloc_per_s"] = serializers.FloatField(allow_null=True)
+    return out
+
+
+SnapshotOut = type("SnapshotOut", (serializers.Serializer,), {"__module__": __name__, **_snapshot_out_fields()})
 
 
 class SnapshotPageOut(serializers.Serializer):
@@ -426,7 +429,7 @@ class SnapshotPageOut(serializers.Serializer):
     results = SnapshotOut(many=True)
 
 
-def _snapshot(row: SnapshotRow) -> dict:
+def _snapshot(row: SnapshotFacts) -> dict:
     return {n: getattr(row, n) for n in field_names(SnapshotOut)}
 
 
