@@ -128,6 +128,7 @@ def _describe(result) -> str:
 def _calls(h: longhistory.LongHistory, fl: fleet_history.Fleet | None, end: datetime, size: Size):
     """(Measured, callable) rows: every selector call of the benchmark."""
     from collectors import selectors as s
+    from collectors.selectors.server import statements_in
 
     def have(name: str):
         return getattr(s, name, None)
@@ -193,6 +194,14 @@ def _calls(h: longhistory.LongHistory, fl: fleet_history.Fleet | None, end: date
         (
             Measured("compare_windows", "7 d vs the 7 d before", 300, window="7 d"),
             lambda: s.compare_windows(server_id=h.server_id, window=week),
+        )
+    )
+    # The top list's page against the period before it: its 50 statements alone over the previous 7 days.
+    page_ids = [r.statement_id for r in top(server_id=h.server_id, window=week, page=s.Page(1, PAGE_SIZE)).rows]
+    out.append(
+        (
+            Measured("statements_in", f"{len(page_ids)} statements, the 7 d before", None, window="7 d"),
+            lambda: statements_in(server_id=h.server_id, window=week.previous(), statement_ids=page_ids),
         )
     )
     if fl is not None:

@@ -11,12 +11,12 @@ from django.utils import timezone
 from collectors import tables
 from collectors.columns import TOTAL_NAMES
 from collectors.selectors import db, windows
-from collectors.selectors.parts import _BUCKET_FIGURES, ServerTotals, bucket_sums, bucket_totals
+from collectors.selectors.parts import BUCKET_FIGURES, ServerTotals, bucket_sums, bucket_totals
 from collectors.selectors.windows import Window
 from inventory.models import Server
 
 STALE_AFTER_INTERVALS = 3  # no snapshot for this many intervals (plus a minute): stale
-# A server's hours (rows of _BUCKET_FIGURES) added up as ServerTotals.add does: entries_max, the latest
+# A server's hours (rows of BUCKET_FIGURES) added up as ServerTotals.add does: entries_max, the latest
 # hour that knew it.
 _SERVER_FIGURES = bucket_sums("(array_agg(entries_max ORDER BY bucket DESC) FILTER (WHERE entries_max IS NOT NULL))[1]")
 
@@ -102,7 +102,7 @@ def fleet_summary(*, server_ids: list[int], window: Window, now: datetime | None
                 OFFSET 0) s  -- OFFSET 0: kept a subquery, or the planner flattens it into a hash join
         ), b (server_id, bucket, n, snapshots, span_s, planning_tracked_s, {", ".join(TOTAL_NAMES)}, dealloc_delta,
               dealloc_span_s, entries_peak, entries_max, wait_session_s) AS (
-            SELECT server_id, bucket, {_BUCKET_FIGURES} FROM (SELECT * FROM h UNION ALL SELECT * FROM r) parts
+            SELECT server_id, bucket, {BUCKET_FIGURES} FROM (SELECT * FROM h UNION ALL SELECT * FROM r) parts
             GROUP BY server_id, bucket
         )
         -- Per server, its hours added up (_SERVER_FIGURES) and their calls and seconds for the trend:

@@ -156,11 +156,11 @@ def bucket_sums(entries_max: str) -> str:
 
 
 # Sums of server buckets with their count; entries_max: the latest bucket's.
-_BUCKET_FIGURES = "count(*), " + bucket_sums("(array_agg(entries_max ORDER BY bucket DESC))[1]")
+BUCKET_FIGURES = "count(*), " + bucket_sums("(array_agg(entries_max ORDER BY bucket DESC))[1]")
 
 
 def bucket_totals(row) -> ServerTotals:
-    """ServerTotals from a row of _BUCKET_FIGURES (without its leading count)."""
+    """ServerTotals from a row of BUCKET_FIGURES (without its leading count)."""
     snapshots, span_s, tracked_s, *rest = row
     figures, (dd, dd_span, peak, emax, waits) = rest[:N], rest[N:]
     return ServerTotals(
@@ -184,7 +184,7 @@ def core_totals(server_id: int, core: tuple[datetime, datetime] | None) -> Serve
     row = db.fetchone(
         f"""
             WITH hf AS (SELECT min(bucket) AS b FROM {tables.SERVER_HOURLY.name} WHERE server_id = %(sid)s)
-            SELECT {_BUCKET_FIGURES} FROM (
+            SELECT {BUCKET_FIGURES} FROM (
                 SELECT * FROM {tables.SERVER_HOURLY.name}
                 WHERE server_id = %(sid)s AND bucket >= %(s)s AND bucket < %(e)s
                 UNION ALL

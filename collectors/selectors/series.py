@@ -17,7 +17,7 @@ import numpy as np
 from collectors import codec, tables, tiers
 from collectors.columns import TOTAL_NAMES, totals_of
 from collectors.selectors import db, windows
-from collectors.selectors.parts import _BUCKET_FIGURES, ServerTotals, bucket_totals
+from collectors.selectors.parts import BUCKET_FIGURES, ServerTotals, bucket_totals
 from collectors.selectors.windows import Window, WindowError
 from collectors.waits import event_label
 
@@ -35,7 +35,7 @@ MAX_POINTS = 400
 # The last minutes of a range ending now are always drawn snapshot by snapshot, whatever the hour they fall in.
 FRESH = timedelta(minutes=10)
 _STEP = {"hourly": tiers.HOUR, "daily": tiers.DAY}
-# Raw snapshots summed per bucket as a row of _BUCKET_FIGURES (with its leading count), as the tiers sum them.
+# Raw snapshots summed per bucket as a row of BUCKET_FIGURES (with its leading count), as the tiers sum them.
 _SNAPSHOT_FIGURES = (
     "count(*), count(*), sum(interval_s), sum(CASE WHEN track_planning THEN interval_s ELSE 0 END), "
     + ", ".join(f"sum({c})" for c in TOTAL_NAMES)
@@ -405,7 +405,7 @@ def server_series(
     built_until = built_until or lo
     # Built buckets, and for the tail not rolled up yet the raw snapshots summed per bucket.
     rows = db.fetchall(
-        f"SELECT bucket, {_BUCKET_FIGURES} FROM {server_table.name} "
+        f"SELECT bucket, {BUCKET_FIGURES} FROM {server_table.name} "
         "WHERE server_id = %(s)s AND bucket >= %(lo)s AND bucket < %(hi)s GROUP BY bucket "
         f"UNION ALL SELECT date_trunc('{unit}', taken_at), {_SNAPSHOT_FIGURES} FROM {tables.SNAPSHOT.name} "
         "WHERE server_id = %(s)s AND kind = 'delta' AND taken_at >= greatest(%(lo)s, "

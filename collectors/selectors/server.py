@@ -8,14 +8,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-import numpy as np
-from psycopg import sql
-
-from collectors import tables, tiers
-from collectors.columns import TOTAL_NAMES
+from collectors import tables
 from collectors.models import CollectionError
-from collectors.selectors import db, statements, windows
-from collectors.selectors.statements import Planning, StatementTotals
+from collectors.selectors import db, statements
+from collectors.selectors.statements import MAX_PAGE_SIZE, Page, StatementFilters, StatementTotals
 from collectors.selectors.windows import Window
 
 # Snapshot column -> the setting's name, in the order the page lists them (a change of any is marked).
@@ -186,32 +182,17 @@ class WindowTotals(dict[int, StatementTotals]):
 
 def statements_in(*, server_id: int, window: Window, statement_ids: list[int]) -> WindowTotals:
     """The totals over a window of the given statements (those that ran in it), by statement id: a
-    page of the top list against the previous period, without summing every statement of the server
-    as compare_windows does."""
-    p, raw, totals = statements._read_window(server_id, window)
-    planning = Planning(totals.planning_tracked_s, totals.span_s)
-    ids = np.unique(np.asarray(statement_ids, np.int64))
-    out = WindowTotals()
-    out.span_s = totals.span_s
-    if not len(ids):
-        return out
-    keep = np.isin(raw.statement_id, ids)
-    raw = tiers.Sums(raw.statement_id[keep], raw.values[keep])
-    union, params = statements._parts_sql(server_id, windows.resolve(server_id, p.terms), raw)
-    sums = sql.SQL(", ").join(statements._sum("{c}", "::int8 AS {c}", c) for c in TOTAL_NAMES)
-    figures = sql.SQL(", ").join(sql.SQL("k.{}").format(sql.Identifier(c)) for c in TOTAL_NAMES)
-    query = sql.SQL(
-        "WITH k AS (SELECT statement_id, {sums} FROM ({union}) parts WHERE statement_id = ANY(%s) "
-        "GROUP BY statement_id) "
-        "SELECT {dim}, {figures} FROM k JOIN {dimension} st ON st.id = k.statement_id AND st.server_id = %s "
-        "WHERE k.calls <> 0 OR k.plans <> 0 OR k.exec_us <> 0 OR k.plan_us <> 0 OR k.rows <> 0"
-    ).format(
-        sums=sums,
-        union=union,
-        dim=sql.SQL(statements._DIMENSION),
-        figures=figures,
-        dimension=sql.Identifier(tables.STATEMENT.name),
+    page of the top list against the previous period (top_statements filtered to those statements, at
+    most MAX_PAGE_SIZE of them), without summing every statement of the server as compare_windows does."""
+    ids = tuple(sorted(set(statement_ids)))
+    if len(ids) > MAX_PAGE_SIZE:
+        raise ValueError(f"{len(ids)} statements: at most {MAX_PAGE_SIZE} at a time")
+    top = statements.top_statements(
+        server_id=server_id,
+        window=window,
+        filters=StatementFilters(statement_ids=ids),
+        page=Page(1, max(len(ids), 1)),
     )
-    rows = db.fetchall(query, params + [ids.tolist(), server_id])
-    out.update((r[0], statements._row(r, planning)) for r in rows)
+    out = WindowTotals((r.statement_id, r) for r in top.rows)
+    out.span_s = top.planning.span_s
     return out

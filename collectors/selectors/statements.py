@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+import numpy as np
 from psycopg import sql
 
 from collectors import binary_array, tables, tiers
@@ -45,6 +46,8 @@ class StatementFilters:
     # Statements of these roles left out: the console's own monitoring role, whose statements are not the
     # application's (a statement whose role is unknown stays).
     exclude_users: tuple[str, ...] = ()
+    # Only these statements (ids): read from the history for them alone, not summed for the whole server.
+    statement_ids: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -140,10 +143,18 @@ class TopStatements:
     resolutions: tuple[str, ...]  # raw, hourly, daily: what was read
 
 
-def _parts_sql(server_id: int, resolved, raw: tiers.Sums) -> tuple[sql.Composable, list]:
-    """UNION ALL of signed per-statement figures: each tier term at its resolved boundary, and the raw edges."""
+def _parts_sql(
+    server_id: int, resolved, raw: tiers.Sums, ids: tuple[int, ...] | None = None
+) -> tuple[sql.Composable, list]:
+    """UNION ALL of signed per-statement figures: each tier term at its resolved boundary, and the raw edges
+    (of the statements `ids` only, when given)."""
     pieces: list[sql.Composable] = []
     params: list = []
+    only = sql.SQL("")
+    if ids is not None:
+        keep = np.isin(raw.statement_id, np.asarray(ids, np.int64))
+        raw = tiers.Sums(raw.statement_id[keep], raw.values[keep])
+        only = sql.SQL(" AND statement_id = ANY(%s)")
     figures = sql.SQL(", ").join(sql.Identifier(c) for c in TOTAL_NAMES)
     for term, until in resolved:
         if until is None:
@@ -152,11 +163,11 @@ def _parts_sql(server_id: int, resolved, raw: tiers.Sums) -> tuple[sql.Composabl
             sql.SQL("{s} * {c} AS {c}").format(s=sql.Literal(term.sign), c=sql.Identifier(c)) for c in TOTAL_NAMES
         )
         pieces.append(
-            sql.SQL("SELECT statement_id, {} FROM {} WHERE server_id = %s AND until = %s").format(
-                signed, sql.Identifier(term.table.name)
+            sql.SQL("SELECT statement_id, {} FROM {} WHERE server_id = %s AND until = %s{}").format(
+                signed, sql.Identifier(term.table.name), only
             )
         )
-        params += [server_id, until]
+        params += [server_id, until] if ids is None else [server_id, until, list(ids)]
     if len(raw):
         arrays = sql.SQL(", ").join(sql.SQL("%b") for _ in range(len(TOTAL_NAMES) + 1))
         pieces.append(sql.SQL("SELECT * FROM unnest({}) AS r(statement_id, {})").format(arrays, figures))
@@ -223,7 +234,7 @@ def _aggregate(
     much). Every statement (limit None) is summed once, then joined to the dimension. The tiers store
     a figure of 0 as NULL: sum() skips it, coalesce() gives 0 where every part was NULL."""
     resolved = windows.resolve(server_id, p.terms)
-    union, params = _parts_sql(server_id, resolved, raw)
+    union, params = _parts_sql(server_id, resolved, raw, filters.statement_ids)
     where, fparams = _filters_sql(filters, min_time_us)
     key, extra = ORDERS[order]
     if limit is None:  # every statement: sum everything once, then join the texts
