@@ -50,7 +50,7 @@ class Evidence:
     monitoring_role: str = "pgconsole"
     # dealloc/s over windows (14+): keys "1h", "24h", "7d"; None before 14.
     dealloc_per_s: dict[str, float] | None = None
-    # The series below: (start, value) or (start, value, end) of each point (advisor.recommendation.EvidenceSeries.of)
+    # The series below: (start, value) or (start, value, end) of each point (advisor.advice.EvidenceSeries.of)
     dealloc_series: tuple[tuple, ...] = ()
     # Series for the recommendations' charts (over the last day; None: no data at that point).
     entries_series: tuple[tuple, ...] = ()  # entries (peak per point)

@@ -12,7 +12,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
-from advisor import recommendation as found
+from advisor import advice as found
 from advisor.gather import server_evidence
 from advisor.models import Evaluation, OrganizationThresholds, Recommendation, RecommendationEvent, Status
 from advisor.rules import evaluate
@@ -44,7 +44,7 @@ def subject_key(subject: str) -> str:
     return hashlib.sha256(subject.encode()).hexdigest()
 
 
-def _evidence_json(rec: found.Recommendation) -> list[dict]:
+def _evidence_json(rec: found.Advice) -> list[dict]:
     return [
         {
             "label": s.label,
@@ -56,7 +56,7 @@ def _evidence_json(rec: found.Recommendation) -> list[dict]:
     ]
 
 
-def _fields(rec: found.Recommendation) -> dict:
+def _fields(rec: found.Advice) -> dict:
     return {
         "severity": rec.severity,
         "title": rec.title,
@@ -84,7 +84,7 @@ class Outcome:
 
 
 def recommendations_apply(
-    *, server: Server, found_now: list[found.Recommendation], now: datetime, clear_after: timedelta
+    *, server: Server, found_now: list[found.Advice], now: datetime, clear_after: timedelta
 ) -> Outcome:
     """Persist one evaluation's findings: create, refresh, reopen, or clear (the lifecycle's core)."""
     out = Outcome(server.pk)

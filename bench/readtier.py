@@ -233,7 +233,7 @@ def _calls(h: longhistory.LongHistory, fl: fleet_history.Fleet | None, end: date
 def _statement_calls(h: longhistory.LongHistory, hot: tuple[int, str], rare: tuple[int, str]):
     """One statement's own reads: its page's header (with the search for when it last ran), whose it is (the
     API's series and waits), and the same queryid on the organization's other servers."""
-    from collectors.selectors.statement import same_queryid_elsewhere, statement_detail, statement_owner
+    from collectors.selectors.statement_detail import same_queryid_elsewhere, statement_detail, statement_owner
     from inventory.models import Server
 
     org = Server.objects.values_list("organization_id", flat=True).get(pk=h.server_id)
@@ -267,8 +267,8 @@ ADVICE_PER_SERVER = 3
 def _advisor_calls(h: longhistory.LongHistory, fl: fleet_history.Fleet | None, end: datetime):
     """The advisor's reads: its own selector, the whole evidence of one server (every selector it calls),
     and the recommendation selectors of the pages over the fleet (3 active recommendations a server)."""
+    from advisor import advice as found
     from advisor import gather
-    from advisor import recommendation as found
     from advisor import selectors as advice
     from advisor.services import recommendations_apply
     from collectors.selectors.advisor import server_facts
@@ -292,7 +292,7 @@ def _advisor_calls(h: longhistory.LongHistory, fl: fleet_history.Fleet | None, e
     if fl is not None:
         for sid in fl.server_ids:
             findings = [
-                found.Recommendation(
+                found.Advice(
                     rule=f"rule{k}",
                     severity=("info", "warning", "critical")[k],
                     server=str(sid),

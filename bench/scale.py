@@ -475,7 +475,7 @@ def _level(world: World, n: int, workers: int, window_s: float) -> Step:
 def _measure(world: World, ids: list[int], workers: int, window_s: float, label: str) -> Step:
     from django.db.models import Avg
 
-    from collectors.models import CollectionError, Snapshot
+    from collectors.models import FailedCollection, Snapshot
     from inventory.models import Server
 
     before, start = _usage(world), time.time()
@@ -501,7 +501,7 @@ def _measure(world: World, ids: list[int], workers: int, window_s: float, label:
     sizes = rows.filter(kind="delta").aggregate(entries=Avg("entries"), changed=Avg("changed"))
     phase_s = _phase_function()
     phases = {i: phase_s(i, INTERVAL_S) if phase_s else None for i in ids}
-    errors = CollectionError.objects.filter(server_id__in=ids, at__gte=since, at__lt=until)
+    errors = FailedCollection.objects.filter(server_id__in=ids, at__gte=since, at__lt=until)
     lines = [f"{source}: {line.strip()}" for source, line in world.logs.errors()] if world.logs else []
     return Step(
         servers=len(ids),

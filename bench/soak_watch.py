@@ -284,9 +284,9 @@ class Sampler:
 
     def _new_errors(self, at: float) -> None:
         from advisor.models import Evaluation
-        from collectors.models import CollectionError
+        from collectors.models import FailedCollection
 
-        rows = CollectionError.objects.filter(pk__gt=self._collection_error_id).select_related("server").order_by("pk")
+        rows = FailedCollection.objects.filter(pk__gt=self._collection_error_id).select_related("server").order_by("pk")
         for row in rows:
             self._collection_error_id = row.pk
             self.errors.append(

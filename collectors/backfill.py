@@ -113,7 +113,7 @@ def convert_legacy_days(until: datetime) -> int:
     waits: dict[int, dict[datetime, dict[str, float]]] = {}
     for server_id, bucket, snapshots, span_s, tracked_s, dd, payload in _legacy_rows(LEGACY_DAILY):
         if server_id not in waits:  # the daily wait rollups were kept as they were
-            waits[server_id] = tiers.wait_events(
+            waits[server_id] = tiers.wait_event_sums(
                 tables.WAIT_EVENT_DAILY, "bucket", server_id, datetime.min.replace(tzinfo=until.tzinfo), until, "day"
             )
         day_waits = waits[server_id].get(bucket, {})

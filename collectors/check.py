@@ -20,6 +20,7 @@ from psycopg import sql
 from collectors.connection import CHECK_APPLICATION_NAME, MonitoredConnection, Target
 from collectors.errors import CollectionError, OutOfTime, RefusedByPolicy, ServerSilent, Unreachable
 from collectors.pgss import MIN_SERVER_VERSION
+from collectors.sql_names import quote_ident
 from inventory import tls
 from inventory.endpoint import Endpoint
 
@@ -66,7 +67,7 @@ SELECT current_database(),
 
 
 @dataclass(frozen=True)
-class Finding:
+class CheckFinding:
     level: Level
     topic: str
     text: str
@@ -101,7 +102,7 @@ class CheckReport:
     hidden_entries: int | None = None  # entries of other roles this role cannot see
     dealloc: int | None = None  # pg_stat_statements_info (14+)
     stats_reset: datetime | None = None
-    findings: tuple[Finding, ...] = ()
+    findings: tuple[CheckFinding, ...] = ()
     elapsed_ms: float | None = 0.0  # None: not shown to this reader
 
     def seen_by(self, *, staff: bool) -> CheckReport:
@@ -118,23 +119,16 @@ class CheckReport:
         return self.connected and not self.problems
 
     @property
-    def problems(self) -> list[Finding]:
+    def problems(self) -> list[CheckFinding]:
         return [f for f in self.findings if f.level == "problem"]
 
     @property
-    def missing(self) -> list[Finding]:
+    def missing(self) -> list[CheckFinding]:
         """What to change on the server, with the fix for each."""
         return [f for f in self.findings if f.fix]
 
     def setting(self, short_name: str) -> str | None:
         return next((s.value for s in self.settings if s.name == f"pg_stat_statements.{short_name}"), None)
-
-
-def quote_ident(name: str) -> str:
-    """An identifier as SQL needs it written in a fix (lower-case simple names stay bare)."""
-    if re.fullmatch(r"[a-z_][a-z0-9_]*", name):
-        return name
-    return '"' + name.replace('"', '""') + '"'
 
 
 def server_check(*, endpoint: Endpoint, password: str | None) -> CheckReport:
@@ -152,11 +146,13 @@ def server_check(*, endpoint: Endpoint, password: str | None) -> CheckReport:
         return out.build(connected=False, started=started)
     except RefusedByPolicy as exc:
         out.failure = "policy"
-        out.findings.append(Finding("problem", "Connection", f"Not allowed: {exc.message}"))
+        out.findings.append(CheckFinding("problem", "Connection", f"Not allowed: {exc.message}"))
         return out.build(connected=False, started=started)
     except CollectionError as exc:  # MalformedDsn from conninfo(): say so, never crash the page
         out.failure = "settings"
-        out.findings.append(Finding("problem", "Connection", f"Invalid connection settings: {_scrub(exc, password)}"))
+        out.findings.append(
+            CheckFinding("problem", "Connection", f"Invalid connection settings: {_scrub(exc, password)}")
+        )
         return out.build(connected=False, started=started)
     limits = target.limits()
     conn.reply_timeout_s = limits.reply_timeout_s
@@ -170,9 +166,9 @@ def server_check(*, endpoint: Endpoint, password: str | None) -> CheckReport:
         text = _scrub(exc, password)
         # The console's own words (its deadline, a silent server) stay in the text; libpq's go to the detail.
         if isinstance(exc, OutOfTime | ServerSilent):
-            out.findings.append(Finding("problem", "Connection", f"The check was cut short: {text}"))
+            out.findings.append(CheckFinding("problem", "Connection", f"The check was cut short: {text}"))
         else:
-            out.findings.append(Finding("problem", "Connection", "The check was cut short.", detail=text))
+            out.findings.append(CheckFinding("problem", "Connection", "The check was cut short.", detail=text))
     return out.build(connected=True, started=started)
 
 
@@ -182,7 +178,7 @@ class _Report:
 
     target: str
     failure: str = ""
-    findings: list[Finding] = field(default_factory=list)
+    findings: list[CheckFinding] = field(default_factory=list)
     values: dict = field(default_factory=dict)
 
     def build(self, *, connected: bool, started: float) -> CheckReport:
@@ -205,14 +201,14 @@ def _scrub(exc: BaseException, password: str | None) -> str:
     return text[:500]
 
 
-def _connect_failure(text: str, endpoint: Endpoint) -> tuple[str, Finding]:
+def _connect_failure(text: str, endpoint: Endpoint) -> tuple[str, CheckFinding]:
     """Why the connection failed, from libpq's words, with what to do about it (libpq's words themselves go to
     the finding's detail, server_check)."""
     low = text.lower()
     where = f"{endpoint.host}:{endpoint.port}"
     user, db = quote_ident(endpoint.user), quote_ident(endpoint.database)
     if "failed to resolve host" in low or "could not translate host name" in low:
-        return "dns", Finding(
+        return "dns", CheckFinding(
             "problem",
             "Connection",
             f"The host name {endpoint.host!r} does not resolve (DNS): "
@@ -221,7 +217,7 @@ def _connect_failure(text: str, endpoint: Endpoint) -> tuple[str, Finding]:
     if "authentication method requirement" in low:
         return "scram", _scram_failure(low, endpoint)
     if "password authentication failed" in low or "authentication failed" in low:
-        return "authentication", Finding(
+        return "authentication", CheckFinding(
             "problem",
             "Connection",
             f"The server refused the password of role {endpoint.user!r} (authentication failed). Check the "
@@ -229,11 +225,11 @@ def _connect_failure(text: str, endpoint: Endpoint) -> tuple[str, Finding]:
             f"ALTER ROLE {user} PASSWORD 'choose-one';",
         )
     if "no password supplied" in low or "password is required" in low:
-        return "authentication", Finding(
+        return "authentication", CheckFinding(
             "problem", "Connection", f"The server asks role {endpoint.user!r} for a password and none was given."
         )
     if "no pg_hba.conf entry" in low:
-        return "pg_hba", Finding(
+        return "pg_hba", CheckFinding(
             "problem",
             "Connection",
             f"pg_hba.conf on the server has no line that lets role {endpoint.user!r} connect to database "
@@ -241,31 +237,31 @@ def _connect_failure(text: str, endpoint: Endpoint) -> tuple[str, Finding]:
             f"host  {db}  {user}  <console address>/32  scram-sha-256   # pg_hba.conf, then SELECT pg_reload_conf();",
         )
     if re.search(r'role ".*" does not exist', low):
-        return "role", Finding(
+        return "role", CheckFinding(
             "problem",
             "Connection",
             f"There is no role {endpoint.user!r} on the server: create the monitoring role.",
             MONITORING_ROLE_SQL,
         )
     if "not permitted to log in" in low:
-        return "role", Finding(
+        return "role", CheckFinding(
             "problem", "Connection", f"Role {endpoint.user!r} may not log in.", f"ALTER ROLE {user} LOGIN;"
         )
     if re.search(r'database ".*" does not exist', low):
-        return "database", Finding(
+        return "database", CheckFinding(
             "problem",
             "Connection",
             f"There is no database {endpoint.database!r} on the server: choose the database whose statements you want.",
         )
     if "connection refused" in low:
-        return "refused", Finding(
+        return "refused", CheckFinding(
             "problem",
             "Connection",
             f"Nothing accepts connections at {where}: PostgreSQL is not running there, listens on another port, "
             f"or only on other addresses (listen_addresses).",
         )
     if "timeout" in low or "timed out" in low or "no reply" in low:
-        return "timeout", Finding(
+        return "timeout", CheckFinding(
             "problem",
             "Connection",
             f"No answer from {where} in time: a firewall drops the packets, or the host is down or overloaded.",
@@ -273,11 +269,11 @@ def _connect_failure(text: str, endpoint: Endpoint) -> tuple[str, Finding]:
     if "ssl" in low or "certificate" in low or "tls" in low:
         return "tls", _tls_failure(low, endpoint)
     if "too many" in low or "remaining connection slots" in low:
-        return "busy", Finding("problem", "Connection", "The server has no connection slot left.")
-    return "error", Finding("problem", "Connection", f"Cannot connect to {where}.")
+        return "busy", CheckFinding("problem", "Connection", "The server has no connection slot left.")
+    return "error", CheckFinding("problem", "Connection", f"Cannot connect to {where}.")
 
 
-def _tls_failure(low: str, endpoint: Endpoint) -> Finding:
+def _tls_failure(low: str, endpoint: Endpoint) -> CheckFinding:
     """Which side of TLS failed: the server offers none, its certificate does not verify, or names another
     host; libpq's words say which."""
     if "server does not support ssl" in low:
@@ -304,13 +300,13 @@ def _tls_failure(low: str, endpoint: Endpoint) -> Finding:
         )
     else:
         what = f"The TLS handshake failed with sslmode={endpoint.sslmode}."
-    return Finding("problem", "Connection", what)
+    return CheckFinding("problem", "Connection", what)
 
 
-def _tls_finding(conn: psycopg.Connection, endpoint: Endpoint) -> Finding:
+def _tls_finding(conn: psycopg.Connection, endpoint: Endpoint) -> CheckFinding:
     """What protects this connection: encryption, and whether the server proved who it is."""
     if not conn.pgconn.ssl_in_use:
-        return Finding(
+        return CheckFinding(
             "warning",
             "TLS",
             f"Not encrypted (sslmode={endpoint.sslmode}): the password, the query "
@@ -323,20 +319,20 @@ def _tls_finding(conn: psycopg.Connection, endpoint: Endpoint) -> Finding:
         endpoint.ssl_root_cert, "the CA certificate given"
     )
     if endpoint.sslmode == "verify-full":
-        return Finding(
+        return CheckFinding(
             "ok",
             "TLS",
             f"Encrypted ({protocol}); the server's certificate is verified against {trusted} "
             f"for host {endpoint.host!r}.",
         )
     if endpoint.sslmode == "verify-ca":
-        return Finding(
+        return CheckFinding(
             "ok",
             "TLS",
             f"Encrypted ({protocol}); the server's certificate is verified against "
             f"{trusted}, but not its host name (verify-full checks both).",
         )
-    return Finding(
+    return CheckFinding(
         "info",
         "TLS",
         f"Encrypted ({protocol}), but the server's certificate is not verified "
@@ -345,7 +341,7 @@ def _tls_finding(conn: psycopg.Connection, endpoint: Endpoint) -> Finding:
     )
 
 
-def _scram_failure(low: str, endpoint: Endpoint) -> Finding:
+def _scram_failure(low: str, endpoint: Endpoint) -> CheckFinding:
     """require_auth=scram-sha-256 refused what the server asked for: say what that was and the two ways out."""
     if "hashed password" in low or "md5" in low:
         asked = "asked for the password as an MD5 hash"
@@ -355,7 +351,7 @@ def _scram_failure(low: str, endpoint: Endpoint) -> Finding:
         asked = "let the role in without a password (trust, peer or cert in pg_hba.conf)"
     else:
         asked = "did not use SCRAM-SHA-256"
-    return Finding(
+    return CheckFinding(
         "problem",
         "Connection",
         f"The server {asked}, and this server requires SCRAM: the console sends the password of role "
@@ -370,17 +366,17 @@ def _inspect(conn: psycopg.Connection, out: _Report, *, user: str, database: str
     """Everything after the connection: version, preload, extension, privileges, settings, info."""
     version_num, version = conn.execute(VERSION_SQL).fetchone()
     out.values.update(server_version=version.split(" ")[0], server_version_num=version_num)
-    out.findings.append(Finding("ok", "Connection", f"Connected to database {database!r} as role {user!r}."))
+    out.findings.append(CheckFinding("ok", "Connection", f"Connected to database {database!r} as role {user!r}."))
     if version_num < MIN_SERVER_VERSION:
         out.findings.append(
-            Finding(
+            CheckFinding(
                 "problem",
                 "PostgreSQL version",
                 f"PostgreSQL {version} is not supported: the console needs PostgreSQL 13 or newer.",
             )
         )
         return
-    out.findings.append(Finding("ok", "PostgreSQL version", f"PostgreSQL {version}."))
+    out.findings.append(CheckFinding("ok", "PostgreSQL version", f"PostgreSQL {version}."))
     (
         dbname,
         current_user,
@@ -423,7 +419,7 @@ def _inspect(conn: psycopg.Connection, out: _Report, *, user: str, database: str
 def _preload_findings(out: _Report, *, preloaded: bool, preload: str | None, compute_query_id: str | None) -> None:
     if preloaded:
         out.findings.append(
-            Finding(
+            CheckFinding(
                 "ok",
                 "shared_preload_libraries",
                 "pg_stat_statements is loaded at server start (shared_preload_libraries).",
@@ -434,7 +430,7 @@ def _preload_findings(out: _Report, *, preloaded: bool, preload: str | None, com
         line = ",".join([*libraries, "pg_stat_statements"])
         known = "" if preload is not None else " (this role may not read the current list: keep what is there)"
         out.findings.append(
-            Finding(
+            CheckFinding(
                 "problem",
                 "shared_preload_libraries",
                 "pg_stat_statements is not in shared_preload_libraries: nothing is counted until it is added and "
@@ -444,7 +440,7 @@ def _preload_findings(out: _Report, *, preloaded: bool, preload: str | None, com
         )
     if compute_query_id == "off":
         out.findings.append(
-            Finding(
+            CheckFinding(
                 "problem",
                 "compute_query_id",
                 "compute_query_id is off: statements get no query id, so pg_stat_statements records nothing.",
@@ -477,14 +473,14 @@ def _extension_findings(
         fix = (
             f"-- in database {_in_comment(dbname)}, as a superuser:\nCREATE EXTENSION IF NOT EXISTS pg_stat_statements;"
         )
-        out.findings.append(Finding("problem", "Extension", text, fix))
+        out.findings.append(CheckFinding("problem", "Extension", text, fix))
         return
     out.findings.append(
-        Finding("ok", "Extension", f"Extension pg_stat_statements {extversion} is created in database {dbname!r}.")
+        CheckFinding("ok", "Extension", f"Extension pg_stat_statements {extversion} is created in database {dbname!r}.")
     )
     if default_version and _version_tuple(default_version) > _version_tuple(extversion):
         out.findings.append(
-            Finding(
+            CheckFinding(
                 "info",
                 "Extension",
                 f"The extension is at version {extversion}; this server ships {default_version}, with more columns "
@@ -497,7 +493,7 @@ def _extension_findings(
 def _privilege_findings(out: _Report, *, role: str, superuser: bool, all_stats: bool) -> None:
     if superuser:
         out.findings.append(
-            Finding(
+            CheckFinding(
                 "ok",
                 "Privileges",
                 f"Role {role!r} is a superuser and sees every statement (a role in pg_monitor is enough, and safer).",
@@ -505,11 +501,11 @@ def _privilege_findings(out: _Report, *, role: str, superuser: bool, all_stats: 
         )
     elif all_stats:
         out.findings.append(
-            Finding("ok", "Privileges", f"Role {role!r} has pg_read_all_stats: it sees every role's statements.")
+            CheckFinding("ok", "Privileges", f"Role {role!r} has pg_read_all_stats: it sees every role's statements.")
         )
     else:
         out.findings.append(
-            Finding(
+            CheckFinding(
                 "warning",
                 "Privileges",
                 f"Role {role!r} has neither pg_read_all_stats nor superuser: it sees only its own statements (the "
@@ -523,7 +519,7 @@ def _setting_findings(out: _Report, gucs: dict[str, str]) -> None:
     track = gucs.get("pg_stat_statements.track")
     if track == "none":
         out.findings.append(
-            Finding(
+            CheckFinding(
                 "problem",
                 "pg_stat_statements.track",
                 "pg_stat_statements.track is none: no statement is counted.",
@@ -532,7 +528,7 @@ def _setting_findings(out: _Report, gucs: dict[str, str]) -> None:
         )
     if gucs.get("pg_stat_statements.track_planning") == "off":
         out.findings.append(
-            Finding(
+            CheckFinding(
                 "info",
                 "pg_stat_statements.track_planning",
                 'Planning time is not tracked (track_planning = off): the planning pages will say "not tracked". '
@@ -542,7 +538,7 @@ def _setting_findings(out: _Report, gucs: dict[str, str]) -> None:
         )
     if gucs.get("pg_stat_statements.save") == "off":
         out.findings.append(
-            Finding(
+            CheckFinding(
                 "warning",
                 "pg_stat_statements.save",
                 "pg_stat_statements.save is off: the statistics are lost at every restart.",
@@ -565,7 +561,7 @@ def _read_view(
         if isinstance(exc, psycopg.OperationalError):  # the connection is gone: the caller says so
             raise
         out.findings.append(
-            Finding(
+            CheckFinding(
                 "problem",
                 "Privileges",
                 f"Role {role!r} cannot read pg_stat_statements: {_scrub(exc, None)}",
@@ -576,7 +572,7 @@ def _read_view(
     out.values.update(entries=entries, hidden_entries=entries - visible)
     if entries - visible:
         out.findings.append(
-            Finding(
+            CheckFinding(
                 "warning",
                 "Privileges",
                 f"{entries - visible} of {entries} entries belong to other roles and are hidden from {role!r}.",
@@ -591,7 +587,7 @@ def _read_view(
             if isinstance(exc, psycopg.OperationalError):
                 raise
             out.findings.append(
-                Finding(
+                CheckFinding(
                     "warning", "pg_stat_statements_info", f"pg_stat_statements_info cannot be read: {_scrub(exc, None)}"
                 )
             )
@@ -600,7 +596,7 @@ def _read_view(
     usage = f"{entries} of pg_stat_statements.max = {max_entries} entries in use"
     if dealloc:
         out.findings.append(
-            Finding(
+            CheckFinding(
                 "warning",
                 "pg_stat_statements.max",
                 f"{usage}, and entries were evicted {dealloc} times since the statistics were reset: the least used "
@@ -610,7 +606,7 @@ def _read_view(
         )
     elif dealloc is None:
         out.findings.append(
-            Finding(
+            CheckFinding(
                 "ok",
                 "pg_stat_statements.max",
                 f"{usage} (evictions are counted from PostgreSQL 14, extension 1.9, on).",
@@ -618,7 +614,7 @@ def _read_view(
         )
     else:
         out.findings.append(
-            Finding("ok", "pg_stat_statements.max", f"{usage}; no eviction since the statistics were reset.")
+            CheckFinding("ok", "pg_stat_statements.max", f"{usage}; no eviction since the statistics were reset.")
         )
 
 

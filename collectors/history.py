@@ -15,7 +15,7 @@ from collectors.columns import COUNTER_NAMES, GAUGE_NAMES, TOTAL_NAMES, totals_o
 from collectors.deltas import Entries
 from collectors.models import ServerState
 from collectors.snapshot_facts import SNAPSHOT_FACTS, SnapshotFacts
-from collectors.waits import WaitRow
+from collectors.waits import WaitEventRow
 
 # The advisory lock (LOCK_NAMESPACE, server_id) in the history store: one collection per server holds
 # it while it runs (collectors.services), and delete_server_history waits for it.
@@ -305,7 +305,7 @@ def insert_snapshot(row: NewSnapshot) -> None:
         cur.execute(_INSERT_SNAPSHOT_SQL, values)
 
 
-def insert_waits(server_id: int, taken_at: datetime, rows: list[WaitRow]) -> None:
+def insert_waits(server_id: int, taken_at: datetime, rows: list[WaitEventRow]) -> None:
     if not rows:
         return
     with (

@@ -124,7 +124,7 @@ class Snapshot(SnapshotFactsFields):
         ordering = ["-taken_at"]
 
 
-class CollectionError(models.Model):
+class FailedCollection(models.Model):
     """One failed collection of a server (the last KEEP_ERRORS per server; the Server row keeps only the
     last one, which says nothing of a server that fails one collection in ten)."""
 
@@ -134,7 +134,9 @@ class CollectionError(models.Model):
     message = models.TextField()
 
     class Meta:
-        # Primary key (server_id, id) in the database, as every history table's keys (migration 0009).
+        # The table's name from before the model was renamed (migration 0013); its primary key is (server_id,
+        # id) in the database, as every history table's keys (migration 0009).
+        db_table = "collectors_collectionerror"
         indexes = [models.Index(fields=["server", "-at"], name="collection_error_recent")]
 
     def __str__(self) -> str:

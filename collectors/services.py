@@ -22,8 +22,7 @@ from collectors import connection as monitored
 from collectors.deltas import DeltaResult, Entries, compute
 from collectors.errors import ClockWentBack, CollectionBusy, CollectionError, HistoryUnavailable, history_full
 from collectors.history import LOCK_NAMESPACE
-from collectors.models import CollectionError as ErrorRecord  # the stored row (CollectionError here: the exception)
-from collectors.models import ServerState
+from collectors.models import FailedCollection, ServerState
 from collectors.snapshot_facts import SnapshotFacts
 from collectors.state_cache import state_cache
 from inventory.models import Server
@@ -221,7 +220,7 @@ class _Computed:
     booked: np.ndarray  # rows whose deltas are this interval's facts
     new_statements: list[history.NewStatement]  # for the rows of keys never seen, in order
     texts_found: dict[int, history.StatementText]  # statement id -> text read again (or a new reason)
-    wait_rows: list[waits.WaitRow]
+    wait_rows: list[waits.WaitEventRow]
     state: ServerState
     notes: list[str]
 
@@ -249,7 +248,7 @@ def _compute(server: Server, previous: _Previous, read: _Read) -> _Computed:
         )
 
     interval_s = dealloc_delta = None
-    wait_rows: list[waits.WaitRow] = []
+    wait_rows: list[waits.WaitEventRow] = []
     if not baseline:
         interval_s = (taken_at - prev_state.taken_at).total_seconds()
         if read.dealloc is not None:
@@ -390,11 +389,13 @@ def _record_failure(server: Server, exc: CollectionError) -> None:
                 last_error_class=exc.code,
                 last_error_message=exc.message[:2000],
             )
-            ErrorRecord.objects.create(
+            FailedCollection.objects.create(
                 server_id=server.pk, at=timezone.now(), error_class=exc.code, message=exc.message[:2000]
             )
-            older = ErrorRecord.objects.filter(server_id=server.pk).order_by("-at", "-id").values("id")[KEEP_ERRORS:]
-            ErrorRecord.objects.filter(server_id=server.pk, id__in=older).delete()
+            older = (
+                FailedCollection.objects.filter(server_id=server.pk).order_by("-at", "-id").values("id")[KEEP_ERRORS:]
+            )
+            FailedCollection.objects.filter(server_id=server.pk, id__in=older).delete()
     except DatabaseError:
         log.warning("could not record the failure of %s: history store unavailable", server)
 

@@ -210,7 +210,7 @@ def _raw_hours(server_id: int, start: datetime, end: datetime) -> dict[datetime,
     return hours
 
 
-def wait_events(
+def wait_event_sums(
     table: tables.HistoryTable, time_col: str, server_id: int, start: datetime, end: datetime, unit: str
 ) -> dict[datetime, dict[str, float]]:
     """Per bucket, session-seconds by wait event (all query_ids together): what the server charts need."""
@@ -303,7 +303,7 @@ def write_hours(server_id: int, from_hour: datetime, end: datetime, hours: dict[
     `hours` has no snapshot: its bucket and boundary rows go, the running sums carry over). An hour
     that `end` cuts holds the snapshots up to its last one: its bucket says so in built_until."""
     day = day_of(from_hour)
-    waits = wait_events(tables.WAIT_EVENT_HOURLY, "bucket", server_id, from_hour, end, "hour")
+    waits = wait_event_sums(tables.WAIT_EVENT_HOURLY, "bucket", server_id, from_hour, end, "hour")
     start_at = latest_boundary(tables.STATEMENT_HOURLY, server_id, from_hour, day)
     running = Sums.empty() if start_at is None else read_boundary(tables.STATEMENT_HOURLY, server_id, start_at)
     written = 0

@@ -32,7 +32,7 @@ class WaitReading:
 
 
 @dataclass
-class WaitRow:
+class WaitEventRow:
     event_type: str | None
     event: str | None
     query_id: int | None
@@ -83,12 +83,12 @@ def sample_activity(conn: psycopg.Connection, meta: ServerMeta, *, samples: int,
 
 def rows_for_interval(
     reading: WaitReading, previous_profile: dict[ProfileKey, int] | None, interval_s: float
-) -> list[WaitRow]:
+) -> list[WaitEventRow]:
     """Turn a reading into per-event rows for one interval (profile deltas follow DESIGN.md's rules)."""
     if reading.source == "pg_stat_activity":
         n = max(reading.n_samples, 1)
         return [
-            WaitRow(et, ev, qid, c, c / n * interval_s)
+            WaitEventRow(et, ev, qid, c, c / n * interval_s)
             for (et, ev, qid), c in sorted(reading.counts.items(), key=lambda kv: -kv[1])
         ]
     previous = previous_profile or {}
@@ -100,7 +100,9 @@ def rows_for_interval(
             event_key = (key[1], key[2], key[3] or None)
             totals[event_key] = totals.get(event_key, 0) + delta
     period_s = (reading.period_ms or 10) / 1000.0
-    return [WaitRow(et, ev, qid, c, c * period_s) for (et, ev, qid), c in sorted(totals.items(), key=lambda kv: -kv[1])]
+    return [
+        WaitEventRow(et, ev, qid, c, c * period_s) for (et, ev, qid), c in sorted(totals.items(), key=lambda kv: -kv[1])
+    ]
 
 
 def event_label(event_type: str | None, event: str | None) -> str:

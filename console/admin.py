@@ -10,7 +10,7 @@ from inventory.models import Membership, Organization, Server
 from inventory.services import CONNECTION_FIELDS, UPDATABLE_FIELDS, server_update
 
 
-class ServerForm(forms.ModelForm):
+class ServerAdminForm(forms.ModelForm):
     # Write-only: the stored password is never rendered back into the page.
     password = forms.CharField(
         required=False,
@@ -74,7 +74,7 @@ class OrganizationAdmin(_DeletesHistory, admin.ModelAdmin):
 
 @admin.register(Server)
 class ServerAdmin(_DeletesHistory, admin.ModelAdmin):
-    form = ServerForm
+    form = ServerAdminForm
     list_display = [
         "name",
         "organization",

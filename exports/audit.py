@@ -62,7 +62,7 @@ class ServerAudit:
 
 
 @dataclass(frozen=True)
-class Finding:
+class AuditFinding:
     """A recommendation that was active at some time in the window, as the advisor holds it now."""
 
     rec: RecommendationRow
@@ -78,7 +78,7 @@ class AuditContent:
     requested_by: str | None
     time_zone: str  # the requester's, for the PDF's times (data files are in UTC)
     servers: list[ServerAudit]
-    findings: list[Finding]
+    findings: list[AuditFinding]
 
     @property
     def calls(self) -> int:
@@ -176,7 +176,7 @@ def server_audit(*, server: Server, window: Window, top_n: int = TOP_N) -> Serve
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
-def findings_in(*, server_ids: list[int], window: Window) -> list[Finding]:
+def findings_in(*, server_ids: list[int], window: Window) -> list[AuditFinding]:
     """The recommendations active at some time in [start, end): open when the window began, or opened
     (again) inside it. Read from their opened/resolved history, so a later evaluation never changes which
     ones a window holds; one without a history is judged by its first_seen_at and resolved_at."""
@@ -197,7 +197,7 @@ def findings_in(*, server_ids: list[int], window: Window) -> list[Finding]:
             active = rec.first_seen_at < window.end and (resolved is None or resolved >= window.start)
             state = "resolved" if resolved is not None and resolved < window.end else "opened"
         if active:
-            found.append(Finding(_clean_finding(rec), "resolved" if state == "resolved" else "active"))
+            found.append(AuditFinding(_clean_finding(rec), "resolved" if state == "resolved" else "active"))
     found.sort(key=lambda f: (-SEVERITY_RANK[f.rec.severity], f.rec.server, f.rec.first_seen_at, f.rec.id))
     return found
 

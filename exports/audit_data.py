@@ -11,7 +11,7 @@ from pathlib import Path
 
 from collectors.selectors import StatementTotals
 from collectors.selectors.parts import NOT_TRACKED
-from exports.audit import TOP_ORDERS, AuditContent, Finding, ServerAudit
+from exports.audit import TOP_ORDERS, AuditContent, AuditFinding, ServerAudit
 
 FORMAT = "pgconsole-audit-export"
 VERSION = 1
@@ -137,7 +137,7 @@ def _server(s: ServerAudit) -> dict:
     }
 
 
-def _finding(f: Finding) -> dict:
+def _finding(f: AuditFinding) -> dict:
     r = f.rec
     return {
         "id": r.id,

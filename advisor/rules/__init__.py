@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
+from advisor.advice import SEVERITY_ORDER, Advice
 from advisor.evidence import Evidence
-from advisor.recommendation import SEVERITY_ORDER, Recommendation
 from advisor.rules import (
     r1_max,
     r2_track_planning,
@@ -22,13 +22,13 @@ from advisor.thresholds import Thresholds
 MODULES = (r1_max, r2_track_planning, r3_sample_rate, r4_lwlock, r5_families, r6_resets, r7_planning, r8_scope)
 _RANK = {m.CODE: i for i, m in enumerate(MODULES)}  # the rule about a setting comes before those that touch it
 
-RULES: tuple[Callable[[Evidence, Thresholds], list[Recommendation]], ...] = tuple(m.check for m in MODULES)
+RULES: tuple[Callable[[Evidence, Thresholds], list[Advice]], ...] = tuple(m.check for m in MODULES)
 
 
-def evaluate(evidence: Evidence, thresholds: Thresholds | None = None) -> list[Recommendation]:
+def evaluate(evidence: Evidence, thresholds: Thresholds | None = None) -> list[Advice]:
     """Run every rule; one recommendation per dedup key and per change, most severe first."""
     th = thresholds or Thresholds()
-    seen: dict[tuple[str, str, str], Recommendation] = {}
+    seen: dict[tuple[str, str, str], Advice] = {}
     for rule in RULES:
         for rec in rule(evidence, th):
             old = seen.get(rec.key)
@@ -38,14 +38,14 @@ def evaluate(evidence: Evidence, thresholds: Thresholds | None = None) -> list[R
     return one_per_change(ordered)
 
 
-def one_per_change(recs: list[Recommendation]) -> list[Recommendation]:
+def one_per_change(recs: list[Advice]) -> list[Advice]:
     """Recommendations that ask for the same change (the same statement, to the letter) become one: the most
     severe leads (between equals, the rule about that setting before a rule that reaches it from elsewhere:
     track_planning's before sample_rate's "turn track_planning off instead"), and every other one's reason is
     added to its explanation, with their sources and evidence. A DBA reads one card per change to make, never
     two with the same ALTER SYSTEM line."""
-    groups: dict[str, list[Recommendation]] = {}
-    out: list[Recommendation | str] = []
+    groups: dict[str, list[Advice]] = {}
+    out: list[Advice | str] = []
     for rec in recs:
         key = rec.change.text if rec.change else None
         if key is None:
@@ -58,7 +58,7 @@ def one_per_change(recs: list[Recommendation]) -> list[Recommendation]:
     return [_merged(groups[r]) if isinstance(r, str) else r for r in out]
 
 
-def _merged(recs: list[Recommendation]) -> Recommendation:
+def _merged(recs: list[Advice]) -> Advice:
     first, *others = sorted(recs, key=lambda r: (-SEVERITY_ORDER[r.severity], _RANK.get(r.rule, len(_RANK))))
     for rec in others:
         labels = {s.label for s in first.evidence}

@@ -31,10 +31,3 @@ def partial_note(evidence: Evidence) -> str:
     if evidence.sees_all_statements:
         return ""
     return " The monitoring role lacks pg_read_all_stats, so other roles' statements are hidden: this is partial."
-
-
-def quote_ident(name: str) -> str:
-    """Quote an identifier unless it is a plain lower-case one (as quote_ident() does)."""
-    if name and (name[0].isalpha() or name[0] == "_") and all(c.islower() or c.isdigit() or c == "_" for c in name):
-        return name
-    return '"' + name.replace('"', '""') + '"'

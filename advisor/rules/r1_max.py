@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 
 from advisor import sources
+from advisor.advice import Advice, Change, EvidenceSeries
 from advisor.evidence import Evidence
-from advisor.recommendation import Change, EvidenceSeries, Recommendation
 from advisor.rules._common import partial_note
 from advisor.thresholds import Thresholds
 
@@ -39,9 +39,9 @@ def cost_of(value: int, evidence: Evidence) -> str:
     )
 
 
-def _raise(evidence: Evidence, thresholds: Thresholds, severity: str, why: str) -> Recommendation:
+def _raise(evidence: Evidence, thresholds: Thresholds, severity: str, why: str) -> Advice:
     value = recommended_max(evidence, thresholds)
-    return Recommendation(
+    return Advice(
         rule=CODE,
         severity=severity,  # type: ignore[arg-type]
         server=evidence.server,
@@ -71,7 +71,7 @@ def _below_default(evidence: Evidence, thresholds: Thresholds) -> str:
     )
 
 
-def check(evidence: Evidence, thresholds: Thresholds) -> list[Recommendation]:
+def check(evidence: Evidence, thresholds: Thresholds) -> list[Advice]:
     """Rule 1: a raise when entries are evicted (with the below-default note when it applies); a max below the
     default on its own when nothing is evicted (yet)."""
     raised = _evictions(evidence, thresholds)
@@ -79,7 +79,7 @@ def check(evidence: Evidence, thresholds: Thresholds) -> list[Recommendation]:
         return raised
     value = max(recommended_max(evidence, thresholds), thresholds.pss_max_default)
     return [
-        Recommendation(
+        Advice(
             rule=CODE,
             severity="warning",
             server=evidence.server,
@@ -95,9 +95,9 @@ def check(evidence: Evidence, thresholds: Thresholds) -> list[Recommendation]:
     ]
 
 
-def _evictions(evidence: Evidence, thresholds: Thresholds) -> list[Recommendation]:
+def _evictions(evidence: Evidence, thresholds: Thresholds) -> list[Advice]:
     """Deallocation (14+) or inferred eviction (13): raise max."""
-    out: list[Recommendation] = []
+    out: list[Advice] = []
     s = evidence.settings
     if evidence.dealloc_per_s is not None:
         # Sustained = every window the evidence has shows it; the lowest window rate is the sustained rate.

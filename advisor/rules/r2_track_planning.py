@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from advisor import sources
+from advisor.advice import Advice, Change, EvidenceSeries
 from advisor.evidence import Evidence
-from advisor.recommendation import Change, EvidenceSeries, Recommendation
 from advisor.rules._common import cliff_calls_per_s, headroom, partial_note
 from advisor.thresholds import Thresholds
 
@@ -21,7 +21,7 @@ def _hottest(evidence: Evidence) -> tuple[EvidenceSeries, ...]:
     return (EvidenceSeries.of(f"queryid {evidence.hottest_queryid}", "calls/s", evidence.hottest_series),)
 
 
-def check(evidence: Evidence, thresholds: Thresholds) -> list[Recommendation]:
+def check(evidence: Evidence, thresholds: Thresholds) -> list[Advice]:
     """Rule 2."""
     tp = evidence.settings.track_planning
     if tp is None:
@@ -44,7 +44,7 @@ def check(evidence: Evidence, thresholds: Thresholds) -> list[Recommendation]:
             )
             if h_on < thresholds.cliff_safe_headroom:
                 return [
-                    Recommendation(
+                    Advice(
                         rule=CODE,
                         severity="info",
                         server=evidence.server,
@@ -59,7 +59,7 @@ def check(evidence: Evidence, thresholds: Thresholds) -> list[Recommendation]:
                 ]
             severity = "warning"
         return [
-            Recommendation(
+            Advice(
                 rule=CODE,
                 severity=severity,  # type: ignore[arg-type]
                 server=evidence.server,
@@ -83,7 +83,7 @@ def check(evidence: Evidence, thresholds: Thresholds) -> list[Recommendation]:
             else "(sample_rate does not exist on this server)"
         )
         return [
-            Recommendation(
+            Advice(
                 rule=CODE,
                 severity="warning",
                 server=evidence.server,

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from advisor import sources
+from advisor.advice import Advice, Change, EvidenceSeries
 from advisor.evidence import Evidence
-from advisor.recommendation import Change, EvidenceSeries, Recommendation
 from advisor.rules._common import headroom
 from advisor.thresholds import Thresholds
 
@@ -26,7 +26,7 @@ def _series(evidence: Evidence) -> tuple[EvidenceSeries, ...]:
     return tuple(out)
 
 
-def check(evidence: Evidence, thresholds: Thresholds) -> list[Recommendation]:
+def check(evidence: Evidence, thresholds: Thresholds) -> list[Advice]:
     """Rule 3."""
     rate = evidence.settings.sample_rate
     spin = evidence.spindelay_share
@@ -44,7 +44,7 @@ def check(evidence: Evidence, thresholds: Thresholds) -> list[Recommendation]:
         if not contended:
             return []
         return [
-            Recommendation(
+            Advice(
                 rule=CODE,
                 severity="warning",
                 server=evidence.server,
@@ -67,7 +67,7 @@ def check(evidence: Evidence, thresholds: Thresholds) -> list[Recommendation]:
         strong = spin is not None and spin >= 4 * thresholds.spindelay_share
         target = thresholds.sample_rate_strong if strong else thresholds.sample_rate_moderate
         return [
-            Recommendation(
+            Advice(
                 rule=CODE,
                 severity="warning",
                 server=evidence.server,
@@ -86,7 +86,7 @@ def check(evidence: Evidence, thresholds: Thresholds) -> list[Recommendation]:
         ]
     if not contended and rate < 1.0:
         return [
-            Recommendation(
+            Advice(
                 rule=CODE,
                 severity="info",
                 server=evidence.server,

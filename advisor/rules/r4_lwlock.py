@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from advisor import sources
+from advisor.advice import Advice, EvidenceSeries
 from advisor.evidence import Evidence
-from advisor.recommendation import EvidenceSeries, Recommendation
 from advisor.thresholds import Thresholds
 
 CODE = "lwlock_pgss"
 
 
-def check(evidence: Evidence, thresholds: Thresholds) -> list[Recommendation]:
+def check(evidence: Evidence, thresholds: Thresholds) -> list[Advice]:
     """Rule 4."""
     share = evidence.lwlock_pgss_share
     if share is None or share < thresholds.lwlock_share_warning:
@@ -23,7 +23,7 @@ def check(evidence: Evidence, thresholds: Thresholds) -> list[Recommendation]:
         causes.append(f"{evidence.distinct_keys_1d:,} distinct keys a day vs max {evidence.settings.max:,}")
     tied = "; ".join(causes) or "no churn figures available"
     return [
-        Recommendation(
+        Advice(
             rule=CODE,
             severity=severity,  # type: ignore[arg-type]
             server=evidence.server,

@@ -9,8 +9,8 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from advisor import sources
+from advisor.advice import Advice, Change, EvidenceSeries
 from advisor.evidence import Evidence, StatementFact
-from advisor.recommendation import Change, EvidenceSeries, Recommendation
 from advisor.thresholds import Thresholds
 
 CODE = "churn_family"
@@ -110,7 +110,7 @@ def _entries(evidence: Evidence) -> tuple[EvidenceSeries, ...]:
     return (EvidenceSeries.of("entries", "entries", evidence.entries_series),) if evidence.entries_series else ()
 
 
-def check(evidence: Evidence, thresholds: Thresholds) -> list[Recommendation]:
+def check(evidence: Evidence, thresholds: Thresholds) -> list[Advice]:
     """Rule 5; withheld when the role cannot see every statement (its evidence would be partial)."""
     if not evidence.sees_all_statements:
         return []
@@ -127,7 +127,7 @@ def check(evidence: Evidence, thresholds: Thresholds) -> list[Recommendation]:
             else Change("-- client-side change: " + fix, "client")
         )
         out.append(
-            Recommendation(
+            Advice(
                 rule=CODE,
                 severity="warning" if n >= evidence.settings.max * 0.1 else "info",
                 server=evidence.server,

@@ -5,14 +5,14 @@ from __future__ import annotations
 from datetime import datetime
 
 from advisor import sources
+from advisor.advice import Advice, Change
 from advisor.evidence import Evidence
-from advisor.recommendation import Change, Recommendation
 from advisor.thresholds import Thresholds
 
 CODE = "stats_resets"
 
 
-def check(evidence: Evidence, thresholds: Thresholds, *, now: datetime | None = None) -> list[Recommendation]:
+def check(evidence: Evidence, thresholds: Thresholds, *, now: datetime | None = None) -> list[Advice]:
     """Rule 6: more than `resets_max` resets within `resets_window` of the latest one (or of `now`)."""
     if not evidence.stats_resets:
         return []
@@ -22,7 +22,7 @@ def check(evidence: Evidence, thresholds: Thresholds, *, now: datetime | None = 
         return []
     days = thresholds.resets_window.days
     return [
-        Recommendation(
+        Advice(
             rule=CODE,
             severity="warning",
             server=evidence.server,

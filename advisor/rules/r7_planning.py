@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from advisor import sources
+from advisor.advice import Advice
 from advisor.evidence import Evidence
-from advisor.recommendation import Recommendation
 from advisor.thresholds import Thresholds
 
 CODE = "planning_dominated"
@@ -15,7 +15,7 @@ def _snippet(query: str, length: int = 100) -> str:
     return text if len(text) <= length else text[: length - 1] + "…"
 
 
-def check(evidence: Evidence, thresholds: Thresholds) -> list[Recommendation]:
+def check(evidence: Evidence, thresholds: Thresholds) -> list[Advice]:
     """Rule 7; needs track_planning on and a role that sees every statement."""
     if not evidence.settings.track_planning or not evidence.sees_all_statements:
         return []
@@ -27,7 +27,7 @@ def check(evidence: Evidence, thresholds: Thresholds) -> list[Recommendation]:
             continue
         subject = f"statement:{st.statement_id}" if st.statement_id is not None else f"queryid:{st.queryid}"
         out.append(
-            Recommendation(
+            Advice(
                 rule=CODE,
                 severity="warning",
                 server=evidence.server,

@@ -3,21 +3,21 @@
 from __future__ import annotations
 
 from advisor import sources
+from advisor.advice import Advice, Change
 from advisor.evidence import Evidence
-from advisor.recommendation import Change, Recommendation
-from advisor.rules._common import quote_ident
 from advisor.thresholds import Thresholds
+from collectors.sql_names import quote_ident
 
 CODE = "scope"
 
 
-def check(evidence: Evidence, thresholds: Thresholds) -> list[Recommendation]:
+def check(evidence: Evidence, thresholds: Thresholds) -> list[Advice]:
     """Rule 8."""
     out = []
     s = evidence.settings
     if not s.save:
         out.append(
-            Recommendation(
+            Advice(
                 rule=CODE,
                 severity="warning",
                 server=evidence.server,
@@ -31,7 +31,7 @@ def check(evidence: Evidence, thresholds: Thresholds) -> list[Recommendation]:
         )
     if s.track == "none":
         out.append(
-            Recommendation(
+            Advice(
                 rule=CODE,
                 severity="warning",
                 server=evidence.server,
@@ -45,7 +45,7 @@ def check(evidence: Evidence, thresholds: Thresholds) -> list[Recommendation]:
         )
     if not evidence.sees_all_statements:
         out.append(
-            Recommendation(
+            Advice(
                 rule=CODE,
                 severity="info",
                 server=evidence.server,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from collectors.models import CollectionError
+from collectors.models import FailedCollection
 from collectors.selectors import parts, series, windows
 from collectors.selectors.parts import ServerTotals
 from collectors.selectors.server import RecentError
@@ -116,7 +116,7 @@ def collection_coverage(*, server_id: int, window: Window, errors_limit: int = 1
         else:
             gaps.append(Gap(start, min(p.end, window.end)))
     rates = [p.dealloc_per_s for p in s.points if p.dealloc_per_s is not None]
-    errors = CollectionError.objects.filter(server_id=server_id, at__gte=window.start, at__lt=window.end)
+    errors = FailedCollection.objects.filter(server_id=server_id, at__gte=window.start, at__lt=window.end)
     return CollectionCoverage(
         window=window,
         history_from=history_from,

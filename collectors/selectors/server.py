@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from collectors import tables
-from collectors.models import CollectionError
+from collectors.models import FailedCollection
 from collectors.selectors import db, statements
 from collectors.selectors.statements import MAX_PAGE_SIZE, Page, StatementFilters, StatementTotals
 from collectors.selectors.windows import Window
@@ -146,7 +146,7 @@ class RecentError:
 def recent_errors(*, server_id: int, limit: int = 10) -> list[RecentError]:
     """The server's latest failed collections, newest first (the collector keeps the last 50)."""
     rows = db.fetchall(
-        f"SELECT at, error_class, message FROM {CollectionError._meta.db_table} WHERE server_id = %s "
+        f"SELECT at, error_class, message FROM {FailedCollection._meta.db_table} WHERE server_id = %s "
         "ORDER BY at DESC, id DESC LIMIT %s",
         [server_id, limit],
     )

@@ -28,7 +28,7 @@ from collectors.selectors.across import MAX_PAGES as ACROSS_PAGES
 from collectors.selectors.across import SORT_KEYS, statements_across
 from collectors.selectors.series import RESOLUTIONS, STATEMENT_RESOLUTIONS
 from collectors.selectors.server import statements_in
-from collectors.selectors.statement import statement_detail, statement_owner
+from collectors.selectors.statement_detail import statement_detail, statement_owner
 from console.api.common import (
     PAGE_PARAMETERS,
     TABLE_RENDERERS,

@@ -26,7 +26,7 @@ from accounts.access import (
     server_for,
     visible_servers,
 )
-from collectors.check import MONITORING_ROLE_SQL, CheckReport, Finding
+from collectors.check import MONITORING_ROLE_SQL, CheckFinding, CheckReport
 from collectors.checks import CheckState, check_queue
 from collectors.tasks import check_enqueue
 from console import throttling
@@ -46,7 +46,7 @@ STATUS_BADGE = {"ok": "ok", "failing": "failing", "disabled": "disabled", "never
 
 @dataclass(frozen=True)
 class FindingRow:
-    finding: Finding
+    finding: CheckFinding
     badge: str  # the console.css badge class of its level
     fix_html: SafeString | None  # the fix, highlighted (escaped: it may quote names typed in the form)
 

@@ -14,7 +14,7 @@ from accounts.access import server_for, visible_organization_ids
 from collectors.models import TextStatus
 from collectors.selectors import StatementSeries, StatementTotals, Window, statement_series, wait_events
 from collectors.selectors.server import statements_in
-from collectors.selectors.statement import same_queryid_elsewhere, statement_detail
+from collectors.selectors.statement_detail import same_queryid_elsewhere, statement_detail
 from console.charts import EXEC_COLOR, PLAN_COLOR, Chart, Series, time_chart
 from console.ranges import parse_range
 from console.sql_highlight import highlight

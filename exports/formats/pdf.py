@@ -14,7 +14,7 @@ from django.template.loader import render_to_string
 from advisor.selectors import CHANGE_APPLY_TEXT
 from collectors.selectors import StatementTotals
 from collectors.selectors.parts import NOT_TRACKED
-from exports.audit import QUERY_MAX_CHARS, TOP_N, AuditContent, Finding, ServerAudit
+from exports.audit import QUERY_MAX_CHARS, TOP_N, AuditContent, AuditFinding, ServerAudit
 from presentation import formatting as fmt
 from presentation.charts import Line, chart_png
 
@@ -57,7 +57,7 @@ class EvidenceChart:
 
 @dataclass(frozen=True)
 class FindingView:
-    finding: Finding
+    finding: AuditFinding
     apply_text: str
     charts: list[EvidenceChart] = field(default_factory=list)
 
@@ -107,7 +107,7 @@ def _png_uri(png: bytes) -> str:
     return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
 
 
-def evidence_charts(finding: Finding, tz) -> list[EvidenceChart]:
+def evidence_charts(finding: AuditFinding, tz) -> list[EvidenceChart]:
     """The evidence series of a recommendation, one chart per unit."""
     by_unit: dict[str, list[Line]] = {}
     for series in finding.rec.evidence:

@@ -17,8 +17,8 @@ import pytest
 import sqlparse
 
 import advisor.rules
+from advisor.advice import Advice
 from advisor.evidence import Evidence, Settings, StatementFact
-from advisor.recommendation import Recommendation
 from advisor.rules import RULES, evaluate, r3_sample_rate
 from advisor.thresholds import Thresholds
 from devenv.cluster import Cluster
@@ -99,14 +99,14 @@ def client_scenarios(major: int) -> dict[str, Evidence]:
     }
 
 
-def recommendations(major: int, built: dict[str, Evidence]) -> list[tuple[str, Recommendation]]:
+def recommendations(major: int, built: dict[str, Evidence]) -> list[tuple[str, Advice]]:
     """(scenario, recommendation) for every recommendation that carries a change, as each rule writes it
     (`evaluate` then merges those asking for the same change into one card: each rule's SQL is run here)."""
     th = Thresholds()
     return [(name, r) for name, e in built.items() for rule in RULES for r in rule(e, th) if r.change is not None]
 
 
-def sql_changes(major: int) -> list[tuple[str, Recommendation]]:
+def sql_changes(major: int) -> list[tuple[str, Advice]]:
     """(scenario, recommendation) of every restart/reload change the scenarios of `major` emit."""
     return [(n, r) for n, r in recommendations(major, scenarios(major)) if r.change and r.change.apply in SQL_APPLY]
 
@@ -132,7 +132,7 @@ def rounds(texts: set[str]) -> list[list[str]]:
     return out
 
 
-def hypothetical_sample_rate() -> list[Recommendation]:
+def hypothetical_sample_rate() -> list[Advice]:
     """Rule 3 on a server where sample_rate exists (a fork): lower it under contention, back to 1 without."""
     contended = ev(16, settings=Settings(sample_rate=1.0), spindelay_share=0.3, spindelay_on_hot_statements=True)
     idle = ev(16, settings=Settings(sample_rate=0.25))

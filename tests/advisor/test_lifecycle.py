@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.contrib.auth import get_user_model
 
-from advisor import recommendation as found
+from advisor import advice as found
 from advisor.models import Recommendation, Status
 from advisor.selectors import recommendation_counts, recommendation_history, recommendations
 from advisor.services import (
@@ -39,10 +39,8 @@ def dba():
     return get_user_model().objects.create_user("dba", password="x")
 
 
-def finding(
-    severity="warning", subject="server", rule="pgss_max", explanation="dealloc 12.0/s"
-) -> found.Recommendation:
-    return found.Recommendation(
+def finding(severity="warning", subject="server", rule="pgss_max", explanation="dealloc 12.0/s") -> found.Advice:
+    return found.Advice(
         rule=rule,
         severity=severity,
         server="db1",

@@ -9,8 +9,8 @@ import pytest
 import sqlparse
 
 from advisor import sources
+from advisor.advice import Advice
 from advisor.evidence import Evidence, Settings, StatementFact
-from advisor.recommendation import Recommendation
 from advisor.rules import (
     evaluate,
     r1_max,
@@ -42,7 +42,7 @@ def ev(**kw: object) -> Evidence:
 INTERNAL = re.compile(r"\bseeds?\b|\.txt\b|reference/|pg_stat_statements\.md", re.I)
 
 
-def assert_sane(recs: list[Recommendation]) -> None:
+def assert_sane(recs: list[Advice]) -> None:
     """Every change is one well-formed statement of a known shape, or a client-side comment; every source is a
     public citation, and no sentence names a file of ours a user cannot open."""
     for r in recs:

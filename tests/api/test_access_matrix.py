@@ -16,7 +16,7 @@ from django.contrib.auth import get_user_model
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.utils import timezone
 
-from advisor import recommendation as found
+from advisor import advice as found
 from advisor.models import Recommendation, RecommendationEvent
 from advisor.services import recommendations_apply
 from bench import synthetic
@@ -142,7 +142,7 @@ def _build() -> MatrixWorld:
             synth.step()
             assert server_collect(server_id=server.pk).ok
     for s in (server, theirs):
-        finding = found.Recommendation(
+        finding = found.Advice(
             rule="pgss_max",
             severity="critical",
             server=s.name,

@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from advisor import recommendation as found
+from advisor import advice as found
 from advisor.services import recommendations_apply
 from collectors.selectors import Window, fleet_summary
 from inventory.services import server_create
@@ -28,7 +28,7 @@ def test_fleet_figures_agree_with_the_selector_and_stay_in_the_organization(api_
     recommendations_apply(
         server=server,
         found_now=[
-            found.Recommendation(
+            found.Advice(
                 rule="pgss_max", severity="critical", server=server.name, subject="server", title="t", explanation="e"
             )
         ],

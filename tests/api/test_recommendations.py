@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from advisor import recommendation as found
+from advisor import advice as found
 from advisor import sources
 from advisor.models import Recommendation, RecommendationEvent
 from advisor.services import recommendations_apply
@@ -19,9 +19,9 @@ pytestmark = pytest.mark.django_db
 LIST = "/api/v1/recommendations/"
 
 
-def _finding(rule: str, severity: str, subject: str = "server", change: bool = True) -> found.Recommendation:
+def _finding(rule: str, severity: str, subject: str = "server", change: bool = True) -> found.Advice:
     now = timezone.now()
-    return found.Recommendation(
+    return found.Advice(
         rule=rule,
         severity=severity,
         server="x",

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, settings
 from schemathesis.specs.openapi.checks import negative_data_rejection, positive_data_acceptance
 
 from accounts.tokens import token_create
-from advisor import recommendation as found
+from advisor import advice as found
 from advisor.services import recommendations_apply
 from inventory.models import Membership, Organization
 from inventory.services import server_create
@@ -36,7 +36,7 @@ def live_api(live_server):
         now=timezone.now(),
         clear_after=timedelta(hours=2),
         found_now=[
-            found.Recommendation(
+            found.Advice(
                 rule="pgss_max", severity="critical", server="fuzz-db", subject="server", title="t", explanation="e"
             )
         ],

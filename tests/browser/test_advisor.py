@@ -12,7 +12,7 @@ import pytest
 from django.utils import timezone
 from playwright.sync_api import Page, expect
 
-from advisor import recommendation as found
+from advisor import advice as found
 from advisor.models import Recommendation, RecommendationEvent, Status
 from advisor.services import recommendations_apply
 from inventory.models import Server
@@ -28,7 +28,7 @@ def advised(transactional_db) -> tuple[Server, Recommendation]:
     server = server_create(name="db-advised", dsn="postgresql://m@db-advised.example/app", organization_name="acme")
     now = timezone.now()
     points = tuple((now - timedelta(minutes=5 * (12 - i)), None if i == 4 else 10.0 + i) for i in range(12))
-    rec = found.Recommendation(
+    rec = found.Advice(
         rule="pgss_max",
         severity="critical",
         server=server.name,
@@ -114,7 +114,7 @@ def test_the_evidence_is_drawn_as_steps_with_a_break_where_nothing_was_collected
     series = found.EvidenceSeries.of(
         "dealloc/s", "dealloc/s", [(a, v, b) for (a, b), v in zip(spans, values, strict=True)]
     )
-    rec = found.Recommendation(
+    rec = found.Advice(
         rule="pgss_max",
         severity="critical",
         server=server.name,

@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from bench import synthetic
 from collectors import pgss, rollups
-from collectors.models import CollectionError, Snapshot, Statement
+from collectors.models import FailedCollection, Snapshot, Statement
 from collectors.selectors import Page, StatementFilters, Window, compare_windows, db, top_statements
 from collectors.selectors.server import (
     config_changes,
@@ -266,12 +266,12 @@ def test_a_failed_collection_is_kept_and_listed_newest_first():
 def test_only_the_last_errors_are_kept():
     server = _closed_port_server("h2-many-failures")
     old = timezone.now() - timedelta(days=1)
-    CollectionError.objects.bulk_create(
-        CollectionError(server=server, at=old + timedelta(minutes=i), error_class="timeout", message=f"old {i}")
+    FailedCollection.objects.bulk_create(
+        FailedCollection(server=server, at=old + timedelta(minutes=i), error_class="timeout", message=f"old {i}")
         for i in range(KEEP_ERRORS + 5)
     )
     assert not server_collect(server_id=server.pk).ok
-    kept = CollectionError.objects.filter(server=server)
+    kept = FailedCollection.objects.filter(server=server)
     assert kept.count() == KEEP_ERRORS
     # The newest stay: the one just written, and the latest KEEP_ERRORS - 1 of the old ones.
     assert kept.filter(error_class="unreachable").count() == 1

@@ -8,11 +8,11 @@ import pytest
 from django.db import connection
 
 from collectors import tables
-from collectors.models import CollectionError
+from collectors.models import FailedCollection
 
 pytestmark = pytest.mark.django_db
 
-HISTORY = [t.name for t in tables.PER_SERVER] + [CollectionError._meta.db_table]
+HISTORY = [t.name for t in tables.PER_SERVER] + [FailedCollection._meta.db_table]
 
 
 def _rows(query: str, params: list) -> list[tuple]:

@@ -17,7 +17,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from advisor import recommendation as found
+from advisor import advice as found
 from advisor.models import Evaluation, Recommendation, RecommendationEvent, Status
 from advisor.services import organization_thresholds, recommendations_apply
 from advisor.thresholds import Thresholds
@@ -53,12 +53,12 @@ def advice(
     explanation: str = "",
     change: str = CHANGE,
     evidence: bool = False,
-) -> found.Recommendation:
+) -> found.Advice:
     series = ()
     if evidence:
         points = tuple((NOW - timedelta(minutes=10 * (5 - i)), v) for i, v in enumerate([12.0, 15.5, None, 40.0, 38.0]))
         series = (found.EvidenceSeries("dealloc/s", "dealloc/s", points),)
-    return found.Recommendation(
+    return found.Advice(
         rule=rule,
         severity=severity,
         server="",
@@ -73,7 +73,7 @@ def advice(
     )
 
 
-def apply(server: Server, *recs: found.Recommendation) -> dict[str, Recommendation]:
+def apply(server: Server, *recs: found.Advice) -> dict[str, Recommendation]:
     """Persist the findings as one evaluation would; by rule."""
     recommendations_apply(server=server, found_now=list(recs), now=NOW, clear_after=timedelta(hours=2))
     return {r.rule: r for r in Recommendation.objects.filter(server=server)}

@@ -19,10 +19,10 @@ from django.utils import timezone
 from collectors.models import Statement
 from collectors.selectors import Window, db, statement_series, wait_events
 from collectors.selectors.server import statements_in
-from collectors.selectors.statement import last_seen_at
+from collectors.selectors.statement_detail import last_seen_at
 from console.services import server_delete
 from inventory.models import Membership, Organization, Server
-from tests.collectors.test_selectors_statement import HOSTILE, Planned, build_planned
+from tests.collectors.test_selectors_statement_detail import HOSTILE, Planned, build_planned
 from tests.history_world import build
 
 pytestmark = pytest.mark.django_db

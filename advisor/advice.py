@@ -1,4 +1,5 @@
-"""The advisor's output: one `Recommendation` per (server, rule, subject), plain data."""
+"""The advisor's rules' output: one `Advice` per (server, rule, subject), plain data (advisor.services keeps
+each as a Recommendation row with its lifecycle)."""
 
 from __future__ import annotations
 
@@ -47,7 +48,7 @@ def change_target(text: str) -> str:
 
 
 @dataclass(frozen=True)
-class Recommendation:
+class Advice:
     """One piece of advice with the numbers behind it."""
 
     rule: str

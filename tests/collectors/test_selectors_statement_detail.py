@@ -1,4 +1,4 @@
-"""The statement page's selectors (collectors/selectors/statement.py) and the plan_share order, against
+"""The statement page's selectors (collectors/selectors/statement_detail.py) and the plan_share order, against
 a synthetic history written through the real collection path and rolled up by the real rollup, over
 two and a half days that cross a month boundary. `Planned` and `build_planned` also make the histories
 of the statement and planning page tests."""
@@ -16,7 +16,7 @@ from collectors import pgss, rollups, tiers
 from collectors.columns import COUNTER_NAMES, TOTAL_NAMES
 from collectors.models import Statement, TextStatus
 from collectors.selectors import Page, Window, db, top_statements
-from collectors.selectors.statement import (
+from collectors.selectors.statement_detail import (
     last_seen_at,
     same_queryid_elsewhere,
     statement_detail,
