@@ -10,7 +10,7 @@ from __future__ import annotations
 import gc
 from datetime import datetime, timedelta
 
-from bench.readtier import WINDOWS, Measured, _measure
+from bench.measured import WINDOWS, Measured, measure
 
 TOP_TARGET_MS = 100
 SERIES_TARGET_MS = 60
@@ -84,7 +84,7 @@ def _run_calls(client, calls, *, runs: int, warmup: int, log) -> list[Measured]:
             return response
 
         try:
-            _measure(m, get, warmup=warmup, runs=runs, counting=None)
+            measure(m, get, warmup=warmup, runs=runs, counting=None)
         except RuntimeError as exc:  # an endpoint not there (yet): a finding, not a crash
             m.missing = str(exc)
         if sizes:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import tempfile
 from datetime import datetime, timedelta
 
-from bench.readtier import WINDOWS, Measured, _measure
+from bench.measured import WINDOWS, Measured, measure
 
 TARGET_MS = 150
 FRAGMENT_TARGET_BYTES = 150 * 1024
@@ -97,7 +97,7 @@ def run(*, server_id: int, end: datetime, runs: int, warmup: int, log=print) -> 
                 sizes.append(len(response.content))
                 return response
 
-            _measure(m, get, warmup=warmup, runs=runs, counting=_AllQueries)
+            measure(m, get, warmup=warmup, runs=runs, counting=_AllQueries)
             if sizes:
                 m.bytes = max(sizes)
                 m.info = f"{m.bytes:,} bytes"

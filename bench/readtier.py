@@ -16,8 +16,7 @@ from __future__ import annotations
 
 import tempfile
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -25,19 +24,11 @@ import numpy as np
 
 from bench import baseline, longhistory
 from bench import fleet as fleet_history
-from bench.stats import pct
+from bench.measured import WINDOWS, Measured, measure
 from collectors import tables
 
 # The end of the history: far from today, so its partitions are the benchmark's own.
 LAST_TAKEN_AT = datetime(2025, 1, 4, 13, 37, tzinfo=UTC)
-# (label, length, p95 target ms)
-WINDOWS = (
-    ("1 h", timedelta(hours=1), 50),
-    ("6 h", timedelta(hours=6), 50),
-    ("24 h", timedelta(days=1), 50),
-    ("7 d", timedelta(days=7), 100),
-    ("30 d", timedelta(days=30), 100),
-)
 TEXT = "customer_id"
 DEEP_PAGE = 40
 # The deep page costs its OFFSET over the same aggregate as page 1: measured for the plain order and
@@ -65,64 +56,6 @@ class Size:
 QUICK = Size(
     statements=200, days=3, real_days=1, fleet_servers=20, fleet_days=1, runs=5, api_runs=5, warmup=2, baseline_runs=3
 )
-
-
-@dataclass
-class Measured:
-    selector: str
-    label: str
-    target_ms: float | None
-    window: str | None = None
-    order: str | None = None
-    text: bool = False
-    page: int = 1
-    ms: list[float] = field(default_factory=list)
-    queries: int | None = None
-    missing: str = ""  # why it was not measured
-    info: str = ""
-    bytes: int = 0  # a page's size
-
-    @property
-    def median(self) -> float:
-        return float(np.median(self.ms)) if self.ms else float("nan")
-
-    @property
-    def p95(self) -> float:
-        return pct(self.ms, 95)
-
-    @property
-    def passed(self) -> bool | None:
-        if self.target_ms is None or not self.ms:
-            return None
-        return self.p95 <= self.target_ms
-
-
-def _measure(m: Measured, fn: Callable[[], object], *, warmup: int, runs: int, counting) -> Measured:
-    try:
-        for i in range(warmup):
-            if i == warmup - 1 and counting is not None:
-                with counting() as c:
-                    result = fn()
-                m.queries = c.queries
-            else:
-                result = fn()
-        for _ in range(runs):
-            t0 = time.perf_counter()
-            fn()
-            m.ms.append((time.perf_counter() - t0) * 1000)
-    except Exception as exc:  # a selector that breaks is a finding: report it, measure the rest
-        m.missing = f"raised {type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:200]}"
-        return m
-    m.info = _describe(result)
-    return m
-
-
-def _describe(result) -> str:
-    for attr in ("total_count", "points", "changes", "rows"):
-        value = getattr(result, attr, None)
-        if value is not None:
-            return f"{attr} {value if isinstance(value, int) else len(value)}"
-    return f"{len(result)} rows" if isinstance(result, list) else ""
 
 
 def _calls(h: longhistory.LongHistory, fl: fleet_history.Fleet | None, end: datetime, size: Size):
@@ -341,7 +274,7 @@ def _baseline_calls(h: longhistory.LongHistory, end: datetime, size: Size) -> li
         t0 = time.perf_counter()
         call()
         slow = time.perf_counter() - t0 > 0.3  # seconds a call: a few runs give the ratio
-        _measure(m, call, warmup=1, runs=size.baseline_runs if slow else size.runs, counting=None)
+        measure(m, call, warmup=1, runs=size.baseline_runs if slow else size.runs, counting=None)
         totals = baseline.statement_totals(h.server_id, end - length, end)
         m.info = f"{len(totals.block):,} statements from {'+'.join(totals.resolutions)}; {len(m.ms)} runs"
         out.append(m)
@@ -434,13 +367,13 @@ def run(*, size: Size = FULL, log=print) -> dict:
     measured = []
     calls = _calls(h, fl, end, size)
     for i, (m, fn) in enumerate(calls):
-        measured.append(_measure(m, fn, warmup=size.warmup, runs=size.runs, counting=db.counting))
+        measured.append(measure(m, fn, warmup=size.warmup, runs=size.runs, counting=db.counting))
         if i % 40 == 39:
             log(f"    {i + 1} of {len(calls)} calls measured ({time.perf_counter() - t0:.0f}s)")
     measure_s = time.perf_counter() - t0
     log(f"  {len(measured)} selector calls measured ({measure_s:.0f}s)")
     t0 = time.perf_counter()
-    from bench import pages  # it reads this module's Measured and windows
+    from bench import pages
 
     log("  console pages (bench/pages.py)")
     page_calls = pages.run(server_id=h.server_id, end=end, runs=size.runs, warmup=size.warmup, log=log)

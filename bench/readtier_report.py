@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from bench.readtier import DEEP_PAGE, PAGE_SIZE, TEXT, WINDOWS, Measured
+from bench.measured import WINDOWS, Measured
+from bench.readtier import DEEP_PAGE, PAGE_SIZE, TEXT
 
 
 def _top(res: dict) -> dict[str, list[Measured]]:
