@@ -29,6 +29,19 @@ def database_url(settings_dict: dict | None = None) -> str:
     return f"postgres://{d['USER']}{password}@{d['HOST']}:{d['PORT']}/{d['NAME']}"
 
 
+def console_env(**extra: str) -> dict[str, str]:
+    """What a child process of the console needs to run against the tests' own stores: the test database, the
+    tests' Redis and this process's CREDENTIALS_KEY (what it encrypts, the child decrypts), and `extra`."""
+    from django.conf import settings
+
+    return {
+        "DATABASE_URL": database_url(),
+        "REDIS_URL": settings.REDIS_URL,
+        "CREDENTIALS_KEY": settings.CREDENTIALS_KEY,
+        **extra,
+    }
+
+
 def celery(*args: str) -> list[str]:
     """`celery -A console ...` with the celery of this virtualenv."""
     return [str(BIN / "celery"), "-A", "console", *args]

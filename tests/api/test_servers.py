@@ -4,22 +4,17 @@ real Celery worker, snapshots and errors — by role, with the password never in
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
-from django.conf import settings as django_settings
 from django.db import connection
 
 from inventory.models import Server
 from tests.api.conftest import assert_error
 from tests.conftest import MONITOR_PASSWORD, MONITOR_USER
+from tests.processes import console_env, processes, worker_argv
 
 pytestmark = pytest.mark.django_db(transaction=True)
-ROOT = Path(__file__).resolve().parents[2]
 SECRET = "s3cr3t-pw-never-shown"
 
 
@@ -133,43 +128,8 @@ def test_test_connection_is_queued_and_polled(api_world, pg_clusters, worker):
 @pytest.fixture
 def worker(tmp_path):
     """A real Celery worker on the tests' Redis database and the test database."""
-    db = connection.settings_dict
-    env = {
-        **os.environ,
-        "DATABASE_URL": f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
-        "REDIS_URL": django_settings.REDIS_URL,
-        "CREDENTIALS_KEY": django_settings.CREDENTIALS_KEY,
-        "COLLECTOR_ACTIVITY_SAMPLES": "2",
-        "COLLECTOR_ACTIVITY_SPAN_S": "0.1",
-        "PYTHONUNBUFFERED": "1",
-    }
-    log = tmp_path / "worker.log"
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "console",
-            "worker",
-            "--pool",
-            "threads",
-            "--concurrency",
-            "2",
-            "--loglevel",
-            "info",
-        ],
-        cwd=ROOT,
-        env=env,
-        stdout=open(log, "w"),
-        stderr=subprocess.STDOUT,
-    )
-    yield log
-    proc.terminate()
-    try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+    with processes(tmp_path, console_env(COLLECTOR_ACTIVITY_SAMPLES="2", COLLECTOR_ACTIVITY_SPAN_S="0.1")) as procs:
+        yield procs.start("worker", worker_argv()).log
 
 
 def test_collect_now_then_poll_then_snapshots(api_world, pg_clusters, worker):

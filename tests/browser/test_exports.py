@@ -39,7 +39,7 @@ def test_a_dba_requests_follows_and_downloads_an_export(console_page: Page, synt
     export = AuditExport.objects.get(organization=org)
     assert export.formats == ["json"] and export.server_ids == [server.pk]
 
-    audit_export_build(export_id=export.pk)  # the worker's job (tests/exports/test_export_worker.py runs one)
+    audit_export_build(export_id=export.pk)  # the worker's job (tests/exports/test_tasks.py runs one)
     export.refresh_from_db()
     link = row.get_by_role("link", name=export.file_name.rsplit("/", 1)[-1])
     expect(link).to_be_visible(timeout=10_000)  # the list polled every 2 s and swapped itself

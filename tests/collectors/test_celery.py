@@ -1,20 +1,17 @@
 """End to end through a real Redis broker and real Celery worker and beat processes:
 beat tick -> dispatcher -> collection task -> rows in the history store."""
 
-import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 import redis
-from django.conf import settings as django_settings
 from django.db import connection
 
 from advisor.gather import NO_SNAPSHOT
 from advisor.models import Evaluation
 from inventory.models import Server
+from tests.processes import beat_argv, console_env, database_url, processes, worker_argv
 from tests.world import register, run, server_entry, snapshots
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -24,44 +21,18 @@ BROKER = "redis://127.0.0.1:6379/7"
 
 @pytest.fixture
 def celery_processes(tmp_path):
-    db = connection.settings_dict
-    env = {
-        **os.environ,
-        "DATABASE_URL": f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
-        "REDIS_URL": BROKER,
-        "DISPATCH_TICK_S": "1",
-        "ADVISOR_INTERVAL_S": "3",
-        "COLLECTOR_ACTIVITY_SAMPLES": "2",
-        "COLLECTOR_ACTIVITY_SPAN_S": "0.1",
-        "CREDENTIALS_KEY": django_settings.CREDENTIALS_KEY,
-        "PYTHONUNBUFFERED": "1",
-    }
+    env = console_env(
+        REDIS_URL=BROKER,
+        DISPATCH_TICK_S="1",
+        ADVISOR_INTERVAL_S="3",
+        COLLECTOR_ACTIVITY_SAMPLES="2",
+        COLLECTOR_ACTIVITY_SPAN_S="0.1",
+    )
     redis.Redis.from_url(BROKER).flushdb()
-    celery = [sys.executable, "-m", "celery", "-A", "console"]
-    procs = [
-        subprocess.Popen(
-            [*celery, "worker", "--pool", "threads", "--concurrency", "2", "--loglevel", "info"],
-            cwd=ROOT,
-            env=env,
-            stdout=open(tmp_path / "worker.log", "w"),
-            stderr=subprocess.STDOUT,
-        ),
-        subprocess.Popen(
-            [*celery, "beat", "--schedule", str(tmp_path / "beat-schedule"), "--loglevel", "info"],
-            cwd=ROOT,
-            env=env,
-            stdout=open(tmp_path / "beat.log", "w"),
-            stderr=subprocess.STDOUT,
-        ),
-    ]
-    yield tmp_path
-    for p in procs:
-        p.terminate()
-    for p in procs:
-        try:
-            p.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            p.kill()
+    with processes(tmp_path, env) as procs:
+        procs.start("worker", worker_argv())
+        procs.start("beat", beat_argv(tmp_path / "beat-schedule"))
+        yield tmp_path
 
 
 def _wait_for(predicate, timeout_s: float, logs) -> None:
@@ -160,49 +131,23 @@ def test_collection_retries_until_the_history_store_is_back(pg_clusters, tmp_pat
 
     db = connection.settings_dict
     gate = _Gate(int(db["PORT"]))
-    env = {
-        **os.environ,
-        "DATABASE_URL": f"postgres://{db['USER']}@127.0.0.1:{gate.port}/{db['NAME']}",
-        "REDIS_URL": BROKER,
-        "CREDENTIALS_KEY": django_settings.CREDENTIALS_KEY,
-        "PYTHONUNBUFFERED": "1",
-    }
+    # The worker reaches the history store through the gate.
+    url = database_url({**db, "HOST": "127.0.0.1", "PORT": gate.port})
     server = register(pg_clusters[13], name="retry-me")
     redis.Redis.from_url(BROKER).flushdb()
-    log = tmp_path / "worker.log"
-    worker = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "console",
-            "worker",
-            "--pool",
-            "threads",
-            "--concurrency",
-            "1",
-            "--loglevel",
-            "info",
-        ],
-        cwd=ROOT,
-        env=env,
-        stdout=open(log, "w"),
-        stderr=subprocess.STDOUT,
-    )
-    try:
-        from console.celery import app
+    with processes(tmp_path, console_env(DATABASE_URL=url, REDIS_URL=BROKER)) as procs:
+        log = procs.start("worker", worker_argv(concurrency=1)).log
+        try:
+            from console.celery import app
 
-        with app.connection_for_write(BROKER) as conn:
-            collect_server.apply_async((server.pk,), expires=120, connection=conn)
-        _wait_for(lambda: "retrying collection" in log.read_text(), 60, tmp_path / "..")
-        assert snapshots(server) == []
-        gate.open()  # the history store is back: a later retry stores the snapshot
-        _wait_for(lambda: len(snapshots(server)) == 1, 60, tmp_path / "..")
-    finally:
-        worker.terminate()
-        worker.wait(timeout=20)
-        gate.close()
+            with app.connection_for_write(BROKER) as conn:
+                collect_server.apply_async((server.pk,), expires=120, connection=conn)
+            _wait_for(lambda: "retrying collection" in log.read_text(), 60, tmp_path / "..")
+            assert snapshots(server) == []
+            gate.open()  # the history store is back: a later retry stores the snapshot
+            _wait_for(lambda: len(snapshots(server)) == 1, 60, tmp_path / "..")
+        finally:
+            gate.close()
     assert "history store unavailable" in log.read_text()
     server.refresh_from_db()
     assert server.last_success_at is not None

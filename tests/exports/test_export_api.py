@@ -60,7 +60,7 @@ def test_request_poll_download(api):
     assert created["status"] == "queued" and created["download_url"] is None
     assert created["server_ids"] == [history.server.pk] and created["formats"] == ["csv", "json"]
     assert_error(dba.get(f"{created['status_url']}download/"), 409, "not_ready")
-    audit_export_build(export_id=created["id"])  # what the worker does (tests/exports/test_export_worker.py)
+    audit_export_build(export_id=created["id"])  # what the worker does (tests/exports/test_tasks.py)
     status = dba.get(created["status_url"]).json()
     assert status["status"] == "done" and status["progress"] == 100 and len(status["sha256"]) == 64
     r = dba.get(status["download_url"])

@@ -4,18 +4,13 @@ database): requested as the console and the API request it, polled until done, t
 from __future__ import annotations
 
 import hashlib
-import os
-import subprocess
-import sys
 import time
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from django.conf import settings as django_settings
 from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
-from django.db import connection
 from django.http import Http404
 from django.test import override_settings
 from django.utils import timezone
@@ -24,40 +19,7 @@ from exports.models import AuditExport, AuditLogEntry
 from exports.services import audit_export_download, audit_export_request
 from exports.tasks import audit_export_build_task, tidy_audit_exports
 from tests.exports.export_world import members
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _worker(log: Path, export_root: Path) -> subprocess.Popen:
-    db = connection.settings_dict
-    env = {
-        **os.environ,
-        "DATABASE_URL": f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
-        "REDIS_URL": django_settings.REDIS_URL,
-        "CREDENTIALS_KEY": django_settings.CREDENTIALS_KEY,
-        "EXPORT_ROOT": str(export_root),
-        "PYTHONUNBUFFERED": "1",
-    }
-    return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "console",
-            "worker",
-            "--pool",
-            "threads",
-            "--concurrency",
-            "2",
-            "--loglevel",
-            "info",
-        ],
-        cwd=ROOT,
-        env=env,
-        stdout=open(log, "w"),
-        stderr=subprocess.STDOUT,
-    )
+from tests.processes import console_env, processes, worker_argv
 
 
 def _wait(export: AuditExport, log: Path, *, seen: list[int] | None = None) -> AuditExport:
@@ -82,8 +44,8 @@ def built(known_history, django_db_blocker, tmp_path_factory):
     root = tmp / "exports"
     with override_settings(EXPORT_ROOT=root), django_db_blocker.unblock():
         users = members(known_history, suffix="-worker")
-        proc = _worker(tmp / "worker.log", root)
-        try:
+        with processes(tmp, console_env(EXPORT_ROOT=str(root))) as procs:
+            log = procs.start("worker", worker_argv()).log
             export = audit_export_request(
                 organization_id=known_history.organization.pk,
                 user=users["dba"],
@@ -93,7 +55,7 @@ def built(known_history, django_db_blocker, tmp_path_factory):
                 enqueue=audit_export_build_task.delay,
             )
             seen = []
-            export = _wait(export, tmp / "worker.log", seen=seen)
+            export = _wait(export, log, seen=seen)
             # One whose broker message was lost (the row alone, requested 11 minutes ago): beat's tidy task
             # sends it to the worker again.
             lost = AuditExport.objects.create(
@@ -106,13 +68,7 @@ def built(known_history, django_db_blocker, tmp_path_factory):
             )
             AuditExport.objects.filter(pk=lost.pk).update(created_at=timezone.now() - timedelta(minutes=11))
             resent = tidy_audit_exports.apply().get()["resent"]
-            lost = _wait(lost, tmp / "worker.log")
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+            lost = _wait(lost, log)
         yield export, users, seen, root, (lost, resent)
         AuditLogEntry.objects.filter(export_id__in=[export.pk, lost.pk]).delete()
         AuditExport.objects.filter(pk__in=[export.pk, lost.pk]).delete()
