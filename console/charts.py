@@ -10,6 +10,7 @@ from datetime import datetime
 
 EXEC_COLOR = "#2f5fb3"
 PLAN_COLOR = "#d9822b"
+HIT_COLOR = "#3c9a5f"
 
 
 @dataclass(frozen=True)
@@ -71,3 +72,14 @@ def time_chart(
     if y_max is not None:
         spec["yMax"] = y_max
     return spec
+
+
+def hit_ratio_chart(ratios: Sequence[float | None], **common) -> Chart:
+    """The shared buffer hit ratio (0-1 per point, None where nothing was read) in percent, on a server's page
+    and a statement's alike; `common`: the page's time axis (time_chart's x, x_end, markers, x_range)."""
+    percent = [None if r is None else r * 100 for r in ratios]
+    return Chart(
+        "chart-hit",
+        "Shared buffer hit ratio",
+        time_chart(series=[Series("hit ratio", percent, HIT_COLOR)], unit="%", y_max=100, **common),
+    )

@@ -7,6 +7,7 @@ ssl_root_cert or require_scram change without it. New servers require TLS (sslmo
 from __future__ import annotations
 
 import uuid
+from dataclasses import asdict
 from datetime import datetime
 
 from django.core.exceptions import ValidationError as DjangoValidationError
@@ -132,13 +133,7 @@ def _out(s: Server, now=None) -> dict:
         "organization_id": s.organization_id,
         "organization": s.organization.name,
         "name": s.name,
-        "host": s.host,
-        "port": s.port,
-        "database": s.database,
-        "user": s.user,
-        "sslmode": s.sslmode,
-        "ssl_root_cert": s.ssl_root_cert,
-        "require_scram": s.require_scram,
+        **asdict(s.endpoint),
         "warnings": s.tls_warnings,
         "has_password": bool(s.password_encrypted),
         "enabled": s.enabled,

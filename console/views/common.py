@@ -1,9 +1,17 @@
-"""What every page view shares: rendering a page or, for an htmx request, one of its fragments."""
+"""What every page view shares: rendering a page or, for an htmx request, one of its fragments; the range
+picker's links; the head of a server's pages."""
 
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.utils import timezone
+
+from collectors.selectors.fleet import server_status
+from collectors.selectors.server import version_text
+from console.ranges import PRESETS, TimeRange
 
 
 def is_fragment_request(request: HttpRequest) -> bool:
@@ -33,3 +41,17 @@ def page_number(params, errors: list[str]) -> int:
         errors.append(f"page {params.get('page')!r} is not a page number")
         page = 1
     return page
+
+
+def range_links(base: str, tr: TimeRange, extra: dict[str, str]) -> list[tuple[str, str, bool]]:
+    """(label, URL, active) of the range picker's presets, keeping the rest of the page's state."""
+    return [(key, base + "?" + urlencode({"range": key, **extra}), tr.key == key) for key in PRESETS]
+
+
+def server_header(server, now=None) -> dict:
+    """What the head of a server's pages says about it (from the inventory row)."""
+    return {
+        "server": server,
+        "status": server_status(server, now or timezone.now()),
+        "version": version_text(server.server_version_num),
+    }

@@ -25,8 +25,7 @@ from collectors.selectors import (
 )
 from console.charts import EXEC_COLOR, PLAN_COLOR, Chart, Series, time_chart
 from console.ranges import parse_range
-from console.views.common import render_page
-from console.views.top import range_links, server_header
+from console.views.common import range_links, render_page, server_header
 from presentation.formatting import missing_text
 
 RANKED = 20  # statements per ranking

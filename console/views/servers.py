@@ -20,10 +20,10 @@ from collectors.selectors.server import (
     recent_errors,
     server_settings,
 )
-from console.charts import EXEC_COLOR, PLAN_COLOR, Chart, Series, time_chart
+from console.charts import EXEC_COLOR, PLAN_COLOR, Chart, Series, hit_ratio_chart, time_chart
 from console.ranges import parse_range
-from console.views.common import is_fragment_request, render_page
-from console.views.top import parse_table, range_context, server_header, statements_table
+from console.views.common import is_fragment_request, render_page, server_header
+from console.views.top import parse_table, range_context, statements_table
 
 RECENT_ERRORS = 10
 
@@ -155,18 +155,7 @@ def server_charts(
                 **common,
             ),
         ),
-        Chart(
-            "chart-hit",
-            "Shared buffer hit ratio",
-            time_chart(
-                series=[
-                    Series("hit ratio", [None if p.hit_ratio is None else p.hit_ratio * 100 for p in points], "#3c9a5f")
-                ],
-                unit="%",
-                y_max=100,
-                **common,
-            ),
-        ),
+        hit_ratio_chart([p.hit_ratio for p in points], **common),
     ]
 
 

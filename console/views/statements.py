@@ -15,11 +15,10 @@ from collectors.models import TextStatus
 from collectors.selectors import StatementSeries, StatementTotals, Window, statement_series, wait_events
 from collectors.selectors.server import statements_in
 from collectors.selectors.statement_detail import same_queryid_elsewhere, statement_detail
-from console.charts import EXEC_COLOR, PLAN_COLOR, Chart, Series, time_chart
+from console.charts import EXEC_COLOR, PLAN_COLOR, Chart, Series, hit_ratio_chart, time_chart
 from console.ranges import parse_range
 from console.sql_highlight import highlight
-from console.views.common import is_fragment_request, render_page
-from console.views.top import range_links, server_header
+from console.views.common import is_fragment_request, range_links, render_page, server_header
 
 WAITS_BY_QUERY_FROM = 140000  # query_id in pg_stat_activity and pg_wait_sampling: PostgreSQL 14
 TOP_WAITS = 10
@@ -93,18 +92,7 @@ def statement_charts(series: StatementSeries, window: Window) -> list[Chart]:
                 series=[Series("rows/call", [p.rows_per_call for p in points], "#3c9a5f")], unit="rows", **common
             ),
         ),
-        Chart(
-            "chart-hit",
-            "Shared buffer hit ratio",
-            time_chart(
-                series=[
-                    Series("hit ratio", [None if p.hit_ratio is None else p.hit_ratio * 100 for p in points], "#3c9a5f")
-                ],
-                unit="%",
-                y_max=100,
-                **common,
-            ),
-        ),
+        hit_ratio_chart([p.hit_ratio for p in points], **common),
         Chart(
             "chart-temp",
             "Temporary blocks per second (read + written)",

@@ -12,15 +12,13 @@ from urllib.parse import urlencode
 
 from django.http import HttpRequest, HttpResponse
 from django.urls import path, reverse
-from django.utils import timezone
 
 from accounts.access import organization_for, server_for
 from collectors.selectors import ORDERS, Page, StatementChange, StatementFilters, StatementTotals, top_statements
 from collectors.selectors.across import MAX_PAGES, statement_names_across, statements_across
-from collectors.selectors.fleet import server_status
-from collectors.selectors.server import statement_names, statements_in, version_text
-from console.ranges import PRESETS, TimeRange, parse_range
-from console.views.common import page_number, render_page
+from collectors.selectors.server import statement_names, statements_in
+from console.ranges import TimeRange, parse_range
+from console.views.common import page_number, range_links, render_page, server_header
 from inventory.models import Server
 from presentation.formatting import missing_text
 
@@ -299,20 +297,6 @@ def organization_table(servers: list, tr: TimeRange, state: TableState, base: st
         "show_server": True,
         "monitoring": ", ".join(monitoring),
         "monitoring_roles": list(monitoring),
-    }
-
-
-def range_links(base: str, tr: TimeRange, extra: dict[str, str]) -> list[tuple[str, str, bool]]:
-    """(label, URL, active) of the range picker's presets, keeping the rest of the page's state."""
-    return [(key, base + "?" + urlencode({"range": key, **extra}), tr.key == key) for key in PRESETS]
-
-
-def server_header(server, now=None) -> dict:
-    """What the head of a server's pages says about it (from the inventory row)."""
-    return {
-        "server": server,
-        "status": server_status(server, now or timezone.now()),
-        "version": version_text(server.server_version_num),
     }
 
 

@@ -2,6 +2,7 @@
 
 import argparse
 import json
+from dataclasses import asdict
 from pathlib import Path
 
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
@@ -101,7 +102,7 @@ class Command(BaseCommand):
         except ValidationError as exc:
             raise CommandError(_messages(exc)) from exc
         self.stdout.write(
-            f"added {server.organization.name}/{server.name} ({self._where(server)}, every {server.interval_s}s)"
+            f"added {server.organization.name}/{server.name} ({server.endpoint.label}, every {server.interval_s}s)"
         )
 
     def _update(self, *, name, org, dsn, interval, cpus, tag, enable, ca_cert, require_scram, **_):
@@ -125,17 +126,13 @@ class Command(BaseCommand):
         except ValidationError as exc:
             raise CommandError(_messages(exc)) from exc
         self.stdout.write(
-            f"updated {server.organization.name}/{server.name} ({self._where(server)}, every {server.interval_s}s)"
+            f"updated {server.organization.name}/{server.name} ({server.endpoint.label}, every {server.interval_s}s)"
         )
         if had_password and not server.password_encrypted:
             self.stderr.write(
                 "the stored password was cleared (host, port, database, user, sslmode, CA certificate "
                 "or SCRAM requirement changed): give it in --dsn to use it there"
             )
-
-    @staticmethod
-    def _where(server: Server) -> str:
-        return f"{server.user}@{server.host}:{server.port}/{server.database}"
 
     def _list(self, *, as_json: bool, org, **_):
         servers = Server.objects.select_related("organization").order_by("organization__name", "name")
@@ -145,13 +142,7 @@ class Command(BaseCommand):
             {
                 "organization": s.organization.name,
                 "name": s.name,
-                "host": s.host,
-                "port": s.port,
-                "database": s.database,
-                "user": s.user,
-                "sslmode": s.sslmode,
-                "ssl_root_cert": s.ssl_root_cert,
-                "require_scram": s.require_scram,
+                **asdict(s.endpoint),
                 "has_password": bool(s.password_encrypted),
                 "enabled": s.enabled,
                 "interval_s": s.interval_s,
