@@ -10,11 +10,31 @@ import numpy as np
 from django.db import connection
 
 from bench import synthetic
-from collectors import codec, rollups
+from collectors import codec, pgss, rollups
 from collectors.columns import TOTAL_NAMES, totals_of
 from collectors.services import server_collect
 
 STORM = 40  # how many times as often statements run in a storm
+
+
+class HardTexts(synthetic.SyntheticServer):
+    """A synthetic server whose three costliest statements (by `cost`) have the texts a page must show with
+    care: `hostile` (markup, to be escaped), none (evicted) and one the monitoring role may not see. The
+    statements' indices, costliest first, are returned for the subclass's own picks."""
+
+    def hard_texts(self, cost: np.ndarray, hostile: str) -> np.ndarray:
+        hot = np.argsort(-cost)
+        keys = [tuple(k) for k in self.keys.tolist()]
+        self.hostile_key, self.evicted_key, self.hidden_key = keys[hot[0]], keys[hot[1]], keys[hot[2]]
+        self.texts[self.hostile_key] = hostile
+        self.texts[self.evicted_key] = None
+        return hot
+
+    def read_texts(self, keys: np.ndarray) -> pgss.Texts:
+        texts = super().read_texts(keys)
+        if self.hidden_key in texts.by_key:
+            texts.by_key[self.hidden_key] = pgss.TextRead(present=True, visible=False, text=None)
+        return texts
 
 
 def build(

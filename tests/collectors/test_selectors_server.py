@@ -26,6 +26,7 @@ from collectors.selectors.server import (
 from collectors.services import KEEP_ERRORS, server_collect
 from console.services import server_delete
 from inventory.services import server_create
+from tests.history_world import HardTexts
 
 pytestmark = pytest.mark.django_db
 
@@ -34,7 +35,7 @@ HOSTILE = "SELECT '<script>alert(1)</script>' AS x FROM orders WHERE id = $1"
 NEW_TEXT = "SELECT /* h2-late */ count(*) FROM late_table"
 
 
-class Configured(synthetic.SyntheticServer):
+class Configured(HardTexts):
     """A synthetic server whose settings and versions change at given times (`schedule`: time ->
     what ServerMeta reads from then on), whose hottest statements have a hostile text, no text
     (evicted) and a text the role may not see, and one statement that runs only from `late_from` on."""
@@ -44,13 +45,9 @@ class Configured(synthetic.SyntheticServer):
         self.schedule = sorted(schedule, key=lambda s: s[0])
         self.late_from = late_from
         cost = self.p_run * (1 + self.rate) * self.us_per_call
-        hot = np.argsort(-cost)
-        keys = [tuple(k) for k in self.keys.tolist()]
-        self.hostile_key, self.evicted_key, self.hidden_key = keys[hot[0]], keys[hot[1]], keys[hot[2]]
+        hot = self.hard_texts(cost, HOSTILE)
         self.late = int(hot[-1])  # the cheapest: it must not run before late_from
-        self.late_key = keys[self.late]
-        self.texts[self.hostile_key] = HOSTILE
-        self.texts[self.evicted_key] = None
+        self.late_key = tuple(self.keys[self.late].tolist())
         self.texts[self.late_key] = NEW_TEXT
 
     def _pick(self) -> np.ndarray:
@@ -70,12 +67,6 @@ class Configured(synthetic.SyntheticServer):
                 extension = change.get("extension", m.extension_version)
                 m = dataclasses.replace(m, settings=settings, server_version_num=version, extension_version=extension)
         return m
-
-    def read_texts(self, keys: np.ndarray) -> pgss.Texts:
-        texts = super().read_texts(keys)
-        if self.hidden_key in texts.by_key:
-            texts.by_key[self.hidden_key] = pgss.TextRead(present=True, visible=False, text=None)
-        return texts
 
 
 def build_configured(

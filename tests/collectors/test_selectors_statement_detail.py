@@ -25,7 +25,7 @@ from collectors.selectors.statement_detail import (
 from collectors.services import server_collect
 from console.services import server_delete
 from inventory.models import Organization, Server
-from tests.history_world import raw_rows, raw_sums
+from tests.history_world import HardTexts, raw_rows, raw_sums
 
 pytestmark = pytest.mark.django_db
 
@@ -33,7 +33,7 @@ C = {name: j for j, name in enumerate(COUNTER_NAMES)}
 HOSTILE = "SELECT '<script>alert(1)</script>' AS x /* <script>alert(2)</script> */ FROM orders WHERE id = $1"
 
 
-class Planned(synthetic.SyntheticServer):
+class Planned(HardTexts):
     """A synthetic server whose pg_stat_statements.track_planning is on from `plan_from` (None: never),
     whose statements are planned at every call while it is on (a cost per plan of their own), whose
     first len(`retire`) statements run in every interval until their time in `retire`, then never again,
@@ -47,11 +47,7 @@ class Planned(synthetic.SyntheticServer):
         super().__init__(**kw)
         cost = self.p_run * (1 + self.rate) * self.us_per_call
         cost[: len(retire)] = -1
-        hot = np.argsort(-cost)
-        keys = [tuple(k) for k in self.keys.tolist()]
-        self.hostile_key, self.evicted_key, self.hidden_key = keys[hot[0]], keys[hot[1]], keys[hot[2]]
-        self.texts[self.hostile_key] = HOSTILE
-        self.texts[self.evicted_key] = None
+        self.hard_texts(cost, HOSTILE)
 
     @property
     def _interval_end(self) -> datetime:
@@ -80,12 +76,6 @@ class Planned(synthetic.SyntheticServer):
         m = super().meta()
         m.settings["pg_stat_statements.track_planning"] = "on" if self._tracking(self.taken_at) else "off"
         return m
-
-    def read_texts(self, keys: np.ndarray) -> pgss.Texts:
-        texts = super().read_texts(keys)
-        if self.hidden_key in texts.by_key:
-            texts.by_key[self.hidden_key] = pgss.TextRead(present=True, visible=False, text=None)
-        return texts
 
 
 def build_planned(
