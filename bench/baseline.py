@@ -1,7 +1,7 @@
 """The read path before the read tier (collectors/selectors.py at commit 5b72573), as the same-run
 baseline of the read-tier benchmark: ``statement_totals`` decodes every raw block in the window and
 every hourly and daily rollup blob whose bucket lies wholly inside it, merges them in Python
-(codec.merge), and ``top_statements`` sorts the merged block and looks the top rows up in the
+(merge), and ``top_statements`` sorts the merged block and looks the top rows up in the
 statement dimension. The algorithm is copied unchanged; only the rollup tables are the benchmark's
 own (bench_old_hourly, bench_old_daily: one encoded block per server and hour or day, as the blob
 rollups of migration 0002 were), built here from the same snapshots the new tier is built from.
@@ -57,7 +57,7 @@ def _insert(table: str, server_id: int, bucket: datetime, snapshots: int, span_s
 
 def record_hour(server_id: int, hour: datetime, blocks: list[codec.Block], span_s: float) -> None:
     """The old hourly rollup of one hour, from its snapshots' blocks (as rollups.build_bucket merged them)."""
-    _insert(HOURLY, server_id, hour, len(blocks), span_s, codec.merge(blocks))
+    _insert(HOURLY, server_id, hour, len(blocks), span_s, merge(blocks))
 
 
 def hours_from_raw(server_id: int, start: datetime, end: datetime) -> int:
@@ -74,7 +74,7 @@ def hours_from_raw(server_id: int, start: datetime, end: datetime) -> int:
         by_hour.setdefault(hour, []).append((interval_s, payload))
     for hour, items in by_hour.items():
         blocks = [codec.decode(bytes(p)) for _, p in items if p is not None]
-        _insert(HOURLY, server_id, hour, len(items), sum(i for i, _ in items), codec.merge(blocks))
+        _insert(HOURLY, server_id, hour, len(items), sum(i for i, _ in items), merge(blocks))
     return len(by_hour)
 
 
@@ -92,7 +92,7 @@ def days_from_hours(server_id: int, start: datetime, end: datetime) -> int:
         by_day.setdefault(day, []).append((snapshots, span_s, payload))
     for day, items in by_day.items():
         blocks = [codec.decode(bytes(p)) for _, _, p in items]
-        _insert(DAILY, server_id, day, sum(s for s, _, _ in items), sum(s for _, s, _ in items), codec.merge(blocks))
+        _insert(DAILY, server_id, day, sum(s for s, _, _ in items), sum(s for _, s, _ in items), merge(blocks))
     return len(by_day)
 
 
@@ -178,7 +178,7 @@ def statement_totals(server_id: int, start: datetime, end: datetime) -> Statemen
             dealloc.append(dd)
     if used_raw:
         totals.resolutions.append("raw")
-    totals.block = codec.merge(blocks)
+    totals.block = merge(blocks)
     totals.dealloc_delta = sum(dealloc) if dealloc else None
     return totals
 
@@ -254,3 +254,29 @@ def top_statements(
             )
         )
     return totals, out
+
+
+def merge(blocks: list[codec.Block]) -> codec.Block:
+    """Sum counters per statement over several blocks; min of mins, max of maxes."""
+    blocks = [b for b in blocks if len(b)]
+    if not blocks:
+        return codec.Block.empty()
+    ids = np.concatenate([b.statement_id for b in blocks])
+    counters = np.concatenate([b.counters for b in blocks])
+    gauges = np.concatenate([b.gauges for b in blocks])
+    uniq, inverse = np.unique(ids, return_inverse=True)
+    summed = np.zeros((len(uniq), counters.shape[1]), np.int64)
+    np.add.at(summed, inverse, counters)
+    merged = np.full((len(uniq), gauges.shape[1]), np.nan)
+    for j, name in enumerate(FACT_GAUGE_NAMES):
+        col = gauges[:, j]
+        ok = ~np.isnan(col)
+        if name.startswith("min_"):
+            acc = np.full(len(uniq), np.inf)
+            np.minimum.at(acc, inverse[ok], col[ok])
+            merged[:, j] = np.where(np.isinf(acc), np.nan, acc)
+        else:
+            acc = np.full(len(uniq), -np.inf)
+            np.maximum.at(acc, inverse[ok], col[ok])
+            merged[:, j] = np.where(np.isinf(acc), np.nan, acc)
+    return codec.Block(uniq, summed, merged)

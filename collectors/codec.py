@@ -206,29 +206,3 @@ def decode_sums(payload: bytes, sums: tuple[tuple[str, tuple[str, ...]], ...]) -
                 out[:, j] += values
         pos += width * n
     return np.cumsum(gaps), out
-
-
-def merge(blocks: list[Block]) -> Block:
-    """Sum counters per statement over several blocks; min of mins, max of maxes."""
-    blocks = [b for b in blocks if len(b)]
-    if not blocks:
-        return Block.empty()
-    ids = np.concatenate([b.statement_id for b in blocks])
-    counters = np.concatenate([b.counters for b in blocks])
-    gauges = np.concatenate([b.gauges for b in blocks])
-    uniq, inverse = np.unique(ids, return_inverse=True)
-    summed = np.zeros((len(uniq), counters.shape[1]), np.int64)
-    np.add.at(summed, inverse, counters)
-    merged = np.full((len(uniq), gauges.shape[1]), np.nan)
-    for j, name in enumerate(FACT_GAUGE_NAMES):
-        col = gauges[:, j]
-        ok = ~np.isnan(col)
-        if name.startswith("min_"):
-            acc = np.full(len(uniq), np.inf)
-            np.minimum.at(acc, inverse[ok], col[ok])
-            merged[:, j] = np.where(np.isinf(acc), np.nan, acc)
-        else:
-            acc = np.full(len(uniq), -np.inf)
-            np.maximum.at(acc, inverse[ok], col[ok])
-            merged[:, j] = np.where(np.isinf(acc), np.nan, acc)
-    return Block(uniq, summed, merged)

@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.db import connection
 
+from bench.baseline import merge
 from collectors import codec, tables
 from collectors.backfill import LEGACY_DAILY, LEGACY_HOURLY, history_backfill, pending
 from collectors.columns import TOTAL_NAMES
@@ -36,7 +37,7 @@ def _old_schema(server_id: int, raw_gone_before: datetime) -> None:
                 [server_id],
             )
             for bucket, n, span, tracked, dd, payloads in cur.fetchall():
-                merged = codec.merge([codec.decode(bytes(p)) for p in payloads])
+                merged = merge([codec.decode(bytes(p)) for p in payloads])
                 cur.execute(
                     f"INSERT INTO {table} VALUES (%s, %s, %s, %s, %s, %s, %s)",
                     [server_id, bucket, n, span, tracked, dd, codec.encode(merged)],
