@@ -5,6 +5,7 @@ from datetime import datetime
 
 from django.db import models
 
+from collectors import tables
 from collectors.snapshot_facts import BIGINT, Column, snapshot_columns
 from inventory.models import Server
 
@@ -120,7 +121,7 @@ class Snapshot(SnapshotFactsFields):
 
     class Meta:
         managed = False
-        db_table = "collectors_snapshot"
+        db_table = tables.SNAPSHOT.name
         ordering = ["-taken_at"]
 
 
