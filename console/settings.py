@@ -62,6 +62,7 @@ INSTALLED_APPS = [
     "advisor",
     "reports",
     "exports",
+    "alerts",
 ]
 # The development environment's commands (manage.py demo): in development only.
 if DEBUG:
@@ -265,15 +266,17 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # fleet never delays a collection: docker-compose.yml runs a worker on `collection` apart from the one on the
 # others (README, "Scaling out"). "Test connection" has a queue of its own that the collection worker also
 # serves (it waits on a monitored server too), so a backlog of collections never keeps a DBA waiting for a
-# check. A worker started without --queues consumes all of them.
+# check. Alert deliveries wait on the network too (a receiver's answer, up to ALERTS_TIMEOUT_S): their own
+# queue, served by the same threaded worker. A worker started without --queues consumes all of them.
 CELERY_TASK_QUEUES = tuple(
-    Queue(name) for name in ("collection", "checks", "advisor", "reports", "exports", "maintenance")
+    Queue(name) for name in ("collection", "checks", "alerts", "advisor", "reports", "exports", "maintenance")
 )
 CELERY_TASK_DEFAULT_QUEUE = "maintenance"  # rollups, partitions
 CELERY_TASK_ROUTES = {
     "collectors.tasks.collect_server": {"queue": "collection"},
     "collectors.tasks.dispatch_due_collections": {"queue": "collection"},
     "collectors.tasks.check_connection": {"queue": "checks"},
+    "alerts.tasks.*": {"queue": "alerts"},
     "advisor.tasks.*": {"queue": "advisor"},
     "reports.tasks.*": {"queue": "reports"},
     "reports.audit_export_build": {"queue": "exports"},
@@ -288,6 +291,18 @@ DISPATCH_TICK_S = env.float("DISPATCH_TICK_S", default=5.0)
 
 # How often beat has the advisor evaluate every enabled server (seconds).
 ADVISOR_INTERVAL_S = env.int("ADVISOR_INTERVAL_S", default=300)
+
+# --- Alerts (alerts/): where and how the console sends them ----------------------------------------------------
+# Outbound addresses follow the monitored servers' network policy (MONITOR_ALLOW_PRIVATE, MONITOR_ALLOW_LOOPBACK).
+ALERTS_TIMEOUT_S = env.float("ALERTS_TIMEOUT_S", default=10.0)  # a receiver's answer, connecting included
+ALERTS_MAX_ATTEMPTS = env.int("ALERTS_MAX_ATTEMPTS", default=6)
+ALERTS_RETRY_BASE_S = env.float("ALERTS_RETRY_BASE_S", default=30.0)  # doubled per attempt: 30 s, 1, 2, 4, 8 min
+ALERTS_CLAIM_STALE_S = env.int("ALERTS_CLAIM_STALE_S", default=120)  # a claim older is a worker that died
+ALERTS_ALLOW_PLAIN_HTTP = env.bool("ALERTS_ALLOW_PLAIN_HTTP", default=DEBUG)  # webhooks over http://
+ALERTS_PAGERDUTY_URL = env("ALERTS_PAGERDUTY_URL", default="https://events.pagerduty.com/v2/enqueue")
+ALERTS_SLACK_URL_PREFIXES = env.list(
+    "ALERTS_SLACK_URL_PREFIXES", default=["https://hooks.slack.com/services/", "https://hooks.slack-gov.com/services/"]
+)
 
 # --- Mail (the weekly reports) ------------------------------------------------------------------
 # Standard Django email settings from the environment: EMAIL_URL (smtp://user:pass@host:25,

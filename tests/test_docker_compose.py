@@ -229,7 +229,7 @@ def test_collections_have_a_worker_of_their_own_and_every_queue_a_worker(service
     assert set(workers) == {"worker", "tasks"}
     declared = {q.name for q in settings.CELERY_TASK_QUEUES}
     assert set().union(*map(_queues, workers.values())) == declared
-    assert _queues(workers["worker"]) == {"collection", "checks"}
+    assert _queues(workers["worker"]) == {"collection", "checks", "alerts"}
     assert "threads" in _command(workers["worker"]) and "prefork" in _command(workers["tasks"])
     app.loader.import_default_modules()
     routed = {

@@ -48,7 +48,8 @@ MAY_IMPORT = {
     "presentation": {"collectors"},
     "reports": {"accounts", "advisor", "collectors", "inventory", "presentation"},
     "exports": {"accounts", "advisor", "collectors", "inventory", "presentation"},
-    "console": {"accounts", "advisor", "collectors", "exports", "inventory", "presentation", "reports"},
+    "alerts": {"accounts", "advisor", "collectors", "inventory", "presentation"},
+    "console": {"accounts", "advisor", "alerts", "collectors", "exports", "inventory", "presentation", "reports"},
     "devenv": set(),
 }
 # devenv's Django commands (manage.py demo, installed in DEBUG only) drive the product: they may import it.

@@ -1,0 +1,136 @@
+"""Requests the console sends out (webhooks, Slack, PagerDuty): to an address the network policy allows, the
+one that was checked (no second lookup a DNS answer could turn elsewhere), within a timeout, with no redirect
+followed (a redirect could lead anywhere the policy refuses).
+
+An answer is one of: delivered (2xx), refused for good (4xx but 408 and 429: the request will not do better
+the next time), or worth a retry (5xx, 408, 429, a timeout, a connection that failed)."""
+
+from __future__ import annotations
+
+import http.client
+import socket
+import ssl
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from django.conf import settings
+
+from inventory import network_policy
+
+USER_AGENT = "pgconsole-alerts/1"
+
+
+class OutboundError(Exception):
+    """A URL the console will not send to, or that could not be sent to; `retry`: whether a later try may do."""
+
+    def __init__(self, message: str, *, retry: bool):
+        super().__init__(message)
+        self.message, self.retry = message, retry
+
+
+@dataclass(frozen=True)
+class Answer:
+    status: int
+    body: str  # the first KB, for the delivery's record
+
+    @property
+    def delivered(self) -> bool:
+        return 200 <= self.status < 300
+
+    @property
+    def retry(self) -> bool:
+        return self.status >= 500 or self.status in (408, 429)
+
+
+def url_problem(url: str) -> str | None:
+    """What is wrong with a URL as written (None: an http or https URL with a host and nothing hidden in it)."""
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - a port that is not a number raises here
+    except ValueError as exc:
+        return f"not a URL: {exc}"
+    if parts.scheme not in ("https", "http"):
+        return "the URL must start with https:// (or http:// on a private network)"
+    if not parts.hostname:
+        return "the URL has no host"
+    if parts.username or parts.password:
+        return "the URL must not carry a user name or password (use the signing secret)"
+    if parts.scheme == "http" and not settings.ALERTS_ALLOW_PLAIN_HTTP:
+        return "the URL must use https (ALERTS_ALLOW_PLAIN_HTTP allows http on a private network)"
+    return network_policy.host_problem(parts.hostname)
+
+
+def _target(url: str) -> tuple[str, str, int, str]:
+    """(scheme, host, port, path with query) of a URL that passed url_problem."""
+    parts = urlsplit(url)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    return parts.scheme, parts.hostname or "", port, path
+
+
+def check_url(url: str) -> None:
+    """At save time: the URL is well formed and every address its host resolves to now is allowed."""
+    if problem := url_problem(url):
+        raise OutboundError(problem, retry=False)
+    _, host, port, _ = _target(url)
+    try:
+        network_policy.check(host, port)
+    except network_policy.Refused as exc:
+        raise OutboundError(exc.message, retry=False) from exc
+    except network_policy.Unresolvable as exc:
+        raise OutboundError(f"the host {host} does not resolve: {exc}", retry=False) from exc
+
+
+class _PinnedHTTPS(http.client.HTTPSConnection):
+    """HTTPS to the address the policy checked, the certificate verified for the URL's host name."""
+
+    def __init__(self, address: str, host: str, port: int, timeout: float, context: ssl.SSLContext):
+        super().__init__(host, port, timeout=timeout, context=context)
+        self._address = address
+
+    def connect(self) -> None:
+        sock = socket.create_connection((self._address, self.port), self.timeout)
+        self.sock = self._context.wrap_socket(sock, server_hostname=self.host)
+
+
+class _PinnedHTTP(http.client.HTTPConnection):
+    def __init__(self, address: str, host: str, port: int, timeout: float):
+        super().__init__(host, port, timeout=timeout)
+        self._address = address
+
+    def connect(self) -> None:
+        self.sock = socket.create_connection((self._address, self.port), self.timeout)
+
+
+def post(url: str, body: bytes, headers: dict[str, str], *, timeout_s: float | None = None) -> Answer:
+    """POST `body` to `url` (checked again now against the policy); an Answer, or OutboundError."""
+    if problem := url_problem(url):
+        raise OutboundError(problem, retry=False)
+    scheme, host, port, path = _target(url)
+    try:
+        address = network_policy.dial_address(host, port)
+    except network_policy.Refused as exc:
+        raise OutboundError(exc.message, retry=False) from exc
+    except network_policy.Unresolvable as exc:
+        raise OutboundError(f"the host {host} does not resolve: {exc}", retry=True) from exc
+    timeout = timeout_s if timeout_s is not None else settings.ALERTS_TIMEOUT_S
+    if scheme == "https":
+        conn: http.client.HTTPConnection = _PinnedHTTPS(address, host, port, timeout, ssl.create_default_context())
+    else:
+        conn = _PinnedHTTP(address, host, port, timeout)
+    try:
+        conn.request(
+            "POST",
+            path,
+            body=body,
+            headers={"Content-Type": "application/json", "User-Agent": USER_AGENT, **headers},
+        )
+        response = conn.getresponse()
+        text = response.read(1024).decode("utf-8", "replace")
+        return Answer(response.status, text)
+    except TimeoutError as exc:
+        raise OutboundError(f"no answer from {host} within {timeout:g} s", retry=True) from exc
+    except (OSError, http.client.HTTPException) as exc:
+        raise OutboundError(f"could not send to {host}: {exc}", retry=True) from exc
+    finally:
+        conn.close()

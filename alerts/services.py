@@ -1,0 +1,167 @@
+"""Alert channels and deliveries: creating a channel (its target checked and encrypted), sending a test, and
+one attempt of a delivery, claimed with a conditional UPDATE so that two workers (or a message delivered
+twice) never send it twice, with the outcome recorded on the delivery and on its channel."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import Literal
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.core.mail import EmailMultiAlternatives
+from django.db import transaction
+from django.db.models import F
+from django.template.loader import render_to_string
+from django.utils import timezone
+
+from alerts import channels, outbound, signing
+from alerts.channels import Message
+from alerts.models import Channel, Delivery
+from inventory.crypto import decrypt_secret, encrypt_secret
+from inventory.models import Organization
+
+Outcome = Literal["sent", "retry", "failed", "skipped"]
+
+
+@dataclasses.dataclass(frozen=True)
+class NewChannel:
+    channel: Channel
+    signing_secret: str | None  # a webhook's, shown once
+
+
+def channel_create(
+    *,
+    organization: Organization,
+    name: str,
+    kind: str,
+    target: str = "",
+    addresses: list[str] | None = None,
+    user=None,
+) -> NewChannel:
+    """A channel of `organization`; ValidationError (by field) when its target or addresses are refused."""
+    if kind not in Channel.Kind.values:
+        raise ValidationError({"kind": f"one of {', '.join(Channel.Kind.values)}"})
+    channel = Channel(organization=organization, name=name.strip(), kind=kind, created_by=user)
+    secret = None
+    if kind == Channel.Kind.EMAIL:
+        try:
+            channel.addresses = channels.clean_addresses(addresses or [])
+        except ValidationError as exc:
+            raise ValidationError({"addresses": exc.messages}) from exc
+    else:
+        try:
+            channel.target_encrypted = encrypt_secret(channels.clean_target(kind, target))
+        except ValidationError as exc:
+            raise ValidationError({"target": exc.messages}) from exc
+    if kind == Channel.Kind.WEBHOOK:
+        secret = signing.new_secret()
+        channel.signing_secret_encrypted = encrypt_secret(secret)
+    if not channel.name:
+        raise ValidationError({"name": "a channel needs a name"})
+    if Channel.objects.filter(organization=organization, name=channel.name).exists():
+        raise ValidationError({"name": f"{organization} has a channel named {channel.name!r} already"})
+    channel.save()
+    return NewChannel(channel, secret)
+
+
+def channel_send_test(*, channel: Channel, enqueue: Callable[[int], object], now: datetime | None = None) -> Delivery:
+    """A test message to the channel, sent by a worker (`enqueue(delivery_id)`, alerts.tasks.deliver)."""
+    now = now or timezone.now()
+    message = Message(
+        event=Delivery.Event.TEST,
+        key=f"pgconsole-test-{channel.pk}-{int(now.timestamp())}",
+        title=f"Test of the alert channel {channel.name}",
+        severity="info",
+        summary=f"pgconsole sent this test for {channel.organization.name}: alerts reach this channel.",
+        organization=channel.organization.name,
+        server=None,
+        url=settings.CONSOLE_URL.rstrip("/") + "/",
+        at=now,
+    )
+    delivery = Delivery.objects.create(
+        channel=channel, event=message.event, title=message.title, message=_stored(message)
+    )
+    transaction.on_commit(lambda: enqueue(delivery.pk))
+    return delivery
+
+
+def _stored(m: Message) -> dict:
+    return {**dataclasses.asdict(m), "at": m.at.isoformat()}
+
+
+def _loaded(d: dict) -> Message:
+    return Message(**{**d, "at": datetime.fromisoformat(d["at"])})
+
+
+def delivery_attempt(*, delivery_id: int, now: datetime | None = None) -> Outcome:
+    """One attempt: claimed (a delivery sent, failed or taken by another worker is skipped; one claimed longer
+    ago than ALERTS_CLAIM_STALE_S by a worker that died is taken again), sent, recorded. "retry": the caller
+    tries again later, while attempts remain (ALERTS_MAX_ATTEMPTS)."""
+    now = now or timezone.now()
+    stale = now - timedelta(seconds=settings.ALERTS_CLAIM_STALE_S)
+    claimed = (
+        Delivery.objects.filter(pk=delivery_id, status=Delivery.Status.PENDING)
+        | Delivery.objects.filter(pk=delivery_id, status=Delivery.Status.SENDING, claimed_at__lt=stale)
+    ).update(status=Delivery.Status.SENDING, claimed_at=now, attempts=F("attempts") + 1)
+    if not claimed:
+        return "skipped"
+    delivery = Delivery.objects.select_related("channel__organization").get(pk=delivery_id)
+    try:
+        status = _send(delivery.channel, _loaded(delivery.message), delivery)
+    except outbound.OutboundError as exc:
+        return _record_failure(delivery, exc.message, retry=exc.retry, now=now)
+    except OSError as exc:  # the mail server
+        return _record_failure(delivery, f"the mail server: {exc}", retry=True, now=now)
+    if status is not None and not (200 <= status < 300):
+        retry = status >= 500 or status in (408, 429)
+        return _record_failure(delivery, f"answered HTTP {status}", retry=retry, now=now, status=status)
+    Delivery.objects.filter(pk=delivery.pk).update(
+        status=Delivery.Status.SENT, sent_at=now, response_status=status, last_error=""
+    )
+    Channel.objects.filter(pk=delivery.channel_id).update(consecutive_failures=0, last_error="", last_delivered_at=now)
+    return "sent"
+
+
+def _record_failure(
+    delivery: Delivery, error: str, *, retry: bool, now: datetime, status: int | None = None
+) -> Outcome:
+    again = retry and delivery.attempts < settings.ALERTS_MAX_ATTEMPTS
+    Delivery.objects.filter(pk=delivery.pk).update(
+        status=Delivery.Status.PENDING if again else Delivery.Status.FAILED,
+        last_error=error[:2000],
+        response_status=status,
+    )
+    if not again:
+        Channel.objects.filter(pk=delivery.channel_id).update(
+            consecutive_failures=F("consecutive_failures") + 1, last_error=error[:2000]
+        )
+    return "retry" if again else "failed"
+
+
+def _send(channel: Channel, m: Message, delivery: Delivery) -> int | None:
+    """The HTTP status the channel's service answered (None for a mail the server took)."""
+    if channel.kind == Channel.Kind.EMAIL:
+        _mail(channel, m)
+        return None
+    target = decrypt_secret(channel.target_encrypted)
+    headers = {"X-Pgconsole-Delivery": str(delivery.pk)}
+    if channel.kind == Channel.Kind.WEBHOOK:
+        body = channels.webhook_body(m)
+        headers |= signing.signed_headers(decrypt_secret(channel.signing_secret_encrypted), body)
+        return outbound.post(target, body, headers).status
+    if channel.kind == Channel.Kind.SLACK:
+        return outbound.post(target, channels.slack_body(m), headers).status
+    return outbound.post(settings.ALERTS_PAGERDUTY_URL, channels.pagerduty_body(m, target), headers).status
+
+
+def _mail(channel: Channel, m: Message) -> None:
+    context = {"m": m}
+    subject = " ".join(render_to_string("alerts/alert_subject.txt", context).split())
+    mail = EmailMultiAlternatives(
+        subject, render_to_string("alerts/alert.txt", context), settings.DEFAULT_FROM_EMAIL, channel.addresses
+    )
+    mail.attach_alternative(render_to_string("alerts/alert.html", context), "text/html")
+    mail.send()

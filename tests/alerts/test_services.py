@@ -1,0 +1,140 @@
+"""Sending through a channel, against real receivers on loopback: the generic webhook's signed, versioned body,
+Slack's blocks, PagerDuty's event with its dedup key, mail as text and HTML at a real SMTP server; a receiver
+that fails then succeeds (retried), one that hangs (timeout, retried), one the policy refuses (failed, never
+dialled); a delivery claimed once however often it is asked for; one channel's failures never touch another."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from django.utils import timezone
+
+from alerts import signing
+from alerts.models import Channel, Delivery
+from alerts.services import channel_create, channel_send_test, delivery_attempt
+from inventory.models import Organization
+from tests.alerts.receiver import receiver
+from tests.reports.weekly_world import running_smtp
+
+pytestmark = pytest.mark.django_db(transaction=True)
+KEY = "0123456789abcdef0123456789ABCDEF"
+
+
+@pytest.fixture
+def org():
+    return Organization.objects.create(name="alerting")
+
+
+def _test_delivery(channel: Channel) -> Delivery:
+    sent = []
+    delivery = channel_send_test(channel=channel, enqueue=sent.append)
+    assert sent == [delivery.pk]  # handed to the worker once the row is committed
+    return delivery
+
+
+def test_a_webhook_gets_a_signed_versioned_body(org):
+    with receiver(200) as r:
+        made = channel_create(organization=org, name="hook", kind="webhook", target=r.url)
+        delivery = _test_delivery(made.channel)
+        assert delivery_attempt(delivery_id=delivery.pk) == "sent"
+        assert delivery_attempt(delivery_id=delivery.pk) == "skipped"  # asked again: sent once
+    (req,) = r.requests
+    assert signing.verify(made.signing_secret, req.headers, req.body)
+    assert not signing.verify(made.signing_secret, req.headers, req.body + b" ")
+    assert not signing.verify(made.signing_secret, req.headers, req.body, now=time.time() + 301)  # a replay
+    body = json.loads(req.body)
+    assert body["schema"] == "pgconsole.alert/1" and body["event"] == "test"
+    assert body["alert"]["organization"] == "alerting" and body["alert"]["title"] == "Test of the alert channel hook"
+    assert req.headers["X-Pgconsole-Delivery"] == str(delivery.pk)
+    delivery.refresh_from_db()
+    assert (delivery.status, delivery.attempts, delivery.response_status) == ("sent", 1, 200)
+    assert Channel.objects.get(pk=made.channel.pk).last_delivered_at is not None
+
+
+def test_slack_gets_blocks_and_pagerduty_an_event_with_its_dedup_key(org, settings):
+    with receiver(200) as slack, receiver(202) as pd:
+        settings.ALERTS_SLACK_URL_PREFIXES = [f"http://127.0.0.1:{slack.port}/"]
+        settings.ALERTS_PAGERDUTY_URL = pd.url
+        s = channel_create(organization=org, name="slack", kind="slack", target=slack.url).channel
+        p = channel_create(organization=org, name="pd", kind="pagerduty", target=KEY).channel
+        assert delivery_attempt(delivery_id=_test_delivery(s).pk) == "sent"
+        assert delivery_attempt(delivery_id=_test_delivery(p).pk) == "sent"
+    blocks = json.loads(slack.requests[0].body)["blocks"]
+    assert blocks[0]["type"] == "section" and "Test of the alert channel slack" in blocks[0]["text"]["text"]
+    event = json.loads(pd.requests[0].body)
+    assert event["routing_key"] == KEY and event["event_action"] == "trigger" and event["dedup_key"]
+    assert event["payload"]["severity"] == "info" and event["payload"]["source"] == "alerting"
+
+
+def test_a_receiver_failing_then_answering_is_retried(org):
+    with receiver(500, 200) as r:
+        channel = channel_create(organization=org, name="flaky", kind="webhook", target=r.url).channel
+        delivery = _test_delivery(channel)
+        assert delivery_attempt(delivery_id=delivery.pk) == "retry"
+        delivery.refresh_from_db()
+        assert (delivery.status, delivery.response_status, delivery.last_error) == ("pending", 500, "answered HTTP 500")
+        assert delivery_attempt(delivery_id=delivery.pk) == "sent"
+    assert len(r.requests) == 2
+    delivery.refresh_from_db()
+    assert (delivery.status, delivery.attempts) == ("sent", 2)
+
+
+def test_a_hanging_receiver_times_out_and_is_retried(org, settings):
+    settings.ALERTS_TIMEOUT_S = 1.0
+    with receiver("hang", 200) as r:
+        channel = channel_create(organization=org, name="slow", kind="webhook", target=r.url).channel
+        delivery = _test_delivery(channel)
+        started = time.monotonic()
+        assert delivery_attempt(delivery_id=delivery.pk) == "retry"
+        assert time.monotonic() - started < 5  # the worker's thread is not held past the timeout
+        delivery.refresh_from_db()
+        assert "within 1 s" in delivery.last_error
+        assert delivery_attempt(delivery_id=delivery.pk) == "sent"
+
+
+def test_a_refused_answer_fails_for_good_and_marks_the_channel_alone(org, settings):
+    settings.ALERTS_MAX_ATTEMPTS = 2
+    with receiver(404) as bad, receiver(200) as good:
+        failing = channel_create(organization=org, name="bad", kind="webhook", target=bad.url).channel
+        working = channel_create(organization=org, name="good", kind="webhook", target=good.url).channel
+        assert delivery_attempt(delivery_id=_test_delivery(failing).pk) == "failed"  # 404: no retry
+        assert delivery_attempt(delivery_id=_test_delivery(working).pk) == "sent"
+    failing.refresh_from_db()
+    working.refresh_from_db()
+    assert (failing.consecutive_failures, failing.last_error) == (1, "answered HTTP 404")
+    assert (working.consecutive_failures, working.last_error) == (0, "")
+
+
+def test_an_address_refused_by_the_policy_at_send_time_is_never_dialled(org, settings):
+    with receiver(200) as r:
+        channel = channel_create(organization=org, name="moved", kind="webhook", target=r.url).channel
+        settings.MONITOR_ALLOW_LOOPBACK = False  # the policy changed since the channel was saved
+        delivery = _test_delivery(channel)
+        assert delivery_attempt(delivery_id=delivery.pk) == "failed"
+    assert r.requests == []
+    delivery.refresh_from_db()
+    assert "loopback" in delivery.last_error
+
+
+def test_a_claim_left_by_a_dead_worker_is_taken_again_but_not_a_live_one(org, settings):
+    with receiver(200) as r:
+        channel = channel_create(organization=org, name="claimed", kind="webhook", target=r.url).channel
+        delivery = _test_delivery(channel)
+        now = timezone.now()
+        Delivery.objects.filter(pk=delivery.pk).update(status="sending", claimed_at=now, attempts=1)
+        assert delivery_attempt(delivery_id=delivery.pk, now=now) == "skipped"  # another worker holds it
+        later = now + timezone.timedelta(seconds=settings.ALERTS_CLAIM_STALE_S + 1)
+        assert delivery_attempt(delivery_id=delivery.pk, now=later) == "sent"
+    assert len(r.requests) == 1
+
+
+def test_mail_goes_as_text_and_html(org, settings):
+    channel = channel_create(organization=org, name="mail", kind="email", addresses=["dba@example.com"]).channel
+    with running_smtp(settings) as smtp:
+        assert delivery_attempt(delivery_id=_test_delivery(channel).pk) == "sent"
+    (message,) = smtp.inbox.to("dba@example.com")
+    assert message["Subject"] == "[test] Test of the alert channel mail"
+    kinds = [part.get_content_type() for part in message.walk()]
+    assert "text/plain" in kinds and "text/html" in kinds
