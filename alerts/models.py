@@ -61,6 +61,9 @@ class Delivery(models.Model):
     status = models.CharField(max_length=8, choices=Status.choices, default=Status.PENDING)
     attempts = models.PositiveIntegerField(default=0)
     claimed_at = models.DateTimeField(null=True, blank=True)
+    # When its next attempt's message is due (created: now; a retry: after its backoff). A pending delivery
+    # long past it lost its message (Redis flushed, a worker that died holding it): the tidy task sends it again.
+    next_attempt_at = models.DateTimeField(null=True, blank=True)
     response_status = models.PositiveIntegerField(null=True, blank=True)
     last_error = models.TextField(blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)

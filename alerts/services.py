@@ -24,6 +24,7 @@ from inventory.crypto import decrypt_secret, encrypt_secret
 from inventory.models import Organization
 
 Outcome = Literal["sent", "retry", "failed", "skipped"]
+MAX_BACKOFF_S = 3600
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,7 +83,7 @@ def channel_send_test(*, channel: Channel, enqueue: Callable[[int], object], now
         at=now,
     )
     delivery = Delivery.objects.create(
-        channel=channel, event=message.event, title=message.title, message=_stored(message)
+        channel=channel, event=message.event, title=message.title, message=_stored(message), next_attempt_at=now
     )
     transaction.on_commit(lambda: enqueue(delivery.pk))
     return delivery
@@ -125,6 +126,11 @@ def delivery_attempt(*, delivery_id: int, now: datetime | None = None) -> Outcom
     return "sent"
 
 
+def retry_delay_s(attempts: int) -> float:
+    """How long a delivery waits after its `attempts`-th failed attempt: ALERTS_RETRY_BASE_S, doubled each time."""
+    return min(settings.ALERTS_RETRY_BASE_S * 2 ** max(attempts - 1, 0), MAX_BACKOFF_S)
+
+
 def _record_failure(
     delivery: Delivery, error: str, *, retry: bool, now: datetime, status: int | None = None
 ) -> Outcome:
@@ -133,6 +139,7 @@ def _record_failure(
         status=Delivery.Status.PENDING if again else Delivery.Status.FAILED,
         last_error=error[:2000],
         response_status=status,
+        next_attempt_at=now + timedelta(seconds=retry_delay_s(delivery.attempts)) if again else None,
     )
     if not again:
         Channel.objects.filter(pk=delivery.channel_id).update(
@@ -165,3 +172,14 @@ def _mail(channel: Channel, m: Message) -> None:
     )
     mail.attach_alternative(render_to_string("alerts/alert.html", context), "text/html")
     mail.send()
+
+
+def deliveries_lost(*, now: datetime | None = None) -> list[int]:
+    """Deliveries whose message is gone: pending long past their next attempt, or claimed by a worker that died
+    (ALERTS_CLAIM_STALE_S ago); beat's tidy task sends them again. The claim in delivery_attempt keeps a
+    delivery that was sent after all from being sent twice."""
+    now = now or timezone.now()
+    stale = now - timedelta(seconds=settings.ALERTS_CLAIM_STALE_S)
+    pending = Delivery.objects.filter(status=Delivery.Status.PENDING, next_attempt_at__lt=stale)
+    claimed = Delivery.objects.filter(status=Delivery.Status.SENDING, claimed_at__lt=stale)
+    return list((pending | claimed).order_by("pk").values_list("pk", flat=True)[:1000])

@@ -1,12 +1,9 @@
 """Celery tasks of the alerts: thin wrappers that take primary keys and call services."""
 
 from celery import shared_task
-from django.conf import settings
 
 from alerts.models import Delivery
-from alerts.services import delivery_attempt
-
-MAX_BACKOFF_S = 3600
+from alerts.services import deliveries_lost, delivery_attempt, retry_delay_s
 
 
 @shared_task(bind=True, acks_late=True, max_retries=None)
@@ -16,5 +13,14 @@ def deliver(self, delivery_id: int) -> str:
     outcome = delivery_attempt(delivery_id=delivery_id)
     if outcome == "retry":
         attempts = Delivery.objects.values_list("attempts", flat=True).get(pk=delivery_id)
-        raise self.retry(countdown=min(settings.ALERTS_RETRY_BASE_S * 2 ** max(attempts - 1, 0), MAX_BACKOFF_S))
+        raise self.retry(countdown=retry_delay_s(attempts))
     return outcome
+
+
+@shared_task
+def resend_lost_deliveries() -> list[int]:
+    """Beat's, every ALERTS_TIDY_S: deliveries whose message was lost, sent to a worker again."""
+    lost = deliveries_lost()
+    for delivery_id in lost:
+        deliver.delay(delivery_id)
+    return lost

@@ -35,6 +35,12 @@ def beat_schedule() -> dict:
             "schedule": 600.0,
             "options": {"expires": 590},
         },
+        # Alert deliveries whose message was lost (a flushed broker, a worker that died holding it): sent again.
+        "alerts-resend-lost": {
+            "task": "alerts.tasks.resend_lost_deliveries",
+            "schedule": float(settings.ALERTS_TIDY_S),
+            "options": {"expires": settings.ALERTS_TIDY_S * 0.9},
+        },
         "history-partitions": {
             "task": "collectors.tasks.maintain_partitions",
             "schedule": 3600.0,

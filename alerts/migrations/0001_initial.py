@@ -87,6 +87,7 @@ class Migration(migrations.Migration):
                 ),
                 ("attempts", models.PositiveIntegerField(default=0)),
                 ("claimed_at", models.DateTimeField(blank=True, null=True)),
+                ("next_attempt_at", models.DateTimeField(blank=True, null=True)),
                 ("response_status", models.PositiveIntegerField(blank=True, null=True)),
                 ("last_error", models.TextField(blank=True, default="")),
                 ("created_at", models.DateTimeField(auto_now_add=True)),

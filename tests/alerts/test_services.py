@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from alerts import signing
 from alerts.models import Channel, Delivery
-from alerts.services import channel_create, channel_send_test, delivery_attempt
+from alerts.services import channel_create, channel_send_test, deliveries_lost, delivery_attempt
 from inventory.models import Organization
 from tests.alerts.receiver import receiver
 from tests.reports.weekly_world import running_smtp
@@ -138,3 +138,20 @@ def test_mail_goes_as_text_and_html(org, settings):
     assert message["Subject"] == "[test] Test of the alert channel mail"
     kinds = [part.get_content_type() for part in message.walk()]
     assert "text/plain" in kinds and "text/html" in kinds
+
+
+def test_lost_deliveries_are_the_pending_long_past_due_and_the_claims_of_dead_workers(org, settings):
+    channel = channel_create(organization=org, name="tidy", kind="email", addresses=["dba@example.com"]).channel
+    now = timezone.now()
+    stale = now - timezone.timedelta(seconds=settings.ALERTS_CLAIM_STALE_S + 1)
+
+    def made(**fields) -> int:
+        return Delivery.objects.create(channel=channel, event="test", title="t", message={}, **fields).pk
+
+    lost = [made(next_attempt_at=stale), made(status="sending", claimed_at=stale)]
+    made(next_attempt_at=now)  # its message is on its way
+    made(status="pending", next_attempt_at=now + timezone.timedelta(minutes=8))  # waiting for its retry
+    made(status="sending", claimed_at=now)  # a worker is sending it
+    made(status="sent", next_attempt_at=stale)
+    made(status="failed", next_attempt_at=None)
+    assert deliveries_lost(now=now) == lost
