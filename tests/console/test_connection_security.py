@@ -143,6 +143,10 @@ def test_the_migration_keeps_an_existing_servers_settings_and_requires_both_of_n
     executor = MigrationExecutor(connection)
     executor.migrate(after)
     kept = Server.objects.get(name="kept")
+    # Everything that depends on inventory 0003 (and went back with it) is migrated forward again for the tests
+    # that come after this one.
+    executor = MigrationExecutor(connection)
+    executor.migrate(executor.loader.graph.leaf_nodes())
     assert (kept.sslmode, kept.require_scram, kept.ssl_root_cert) == ("prefer", False, "")
     fresh = Server.objects.create(organization_id=kept.organization_id, name="fresh", host="db2.example", user="m")
     assert (fresh.sslmode, fresh.require_scram) == ("require", True)
