@@ -14,7 +14,6 @@ from django.core.exceptions import ValidationError
 from django.core.mail import EmailMultiAlternatives
 from django.db import transaction
 from django.db.models import F
-from django.template.loader import render_to_string
 from django.utils import timezone
 
 from alerts import channels, outbound, signing
@@ -22,6 +21,7 @@ from alerts.channels import Message
 from alerts.models import Channel, Delivery
 from inventory.crypto import decrypt_secret, encrypt_secret
 from inventory.models import Organization
+from presentation.mail import render_mail
 
 Outcome = Literal["sent", "retry", "failed", "skipped"]
 MAX_BACKOFF_S = 3600
@@ -111,14 +111,14 @@ def delivery_attempt(*, delivery_id: int, now: datetime | None = None) -> Outcom
         return "skipped"
     delivery = Delivery.objects.select_related("channel__organization").get(pk=delivery_id)
     try:
-        status = _send(delivery.channel, _loaded(delivery.message), delivery)
+        answer = _send(delivery.channel, _loaded(delivery.message), delivery)
     except outbound.OutboundError as exc:
         return _record_failure(delivery, exc.message, retry=exc.retry, now=now)
     except OSError as exc:  # the mail server
         return _record_failure(delivery, f"the mail server: {exc}", retry=True, now=now)
-    if status is not None and not (200 <= status < 300):
-        retry = status >= 500 or status in (408, 429)
-        return _record_failure(delivery, f"answered HTTP {status}", retry=retry, now=now, status=status)
+    status = None if answer is None else answer.status
+    if answer is not None and not answer.delivered:
+        return _record_failure(delivery, f"answered HTTP {status}", retry=answer.retry, now=now, status=status)
     Delivery.objects.filter(pk=delivery.pk).update(
         status=Delivery.Status.SENT, sent_at=now, response_status=status, last_error=""
     )
@@ -148,8 +148,8 @@ def _record_failure(
     return "retry" if again else "failed"
 
 
-def _send(channel: Channel, m: Message, delivery: Delivery) -> int | None:
-    """The HTTP status the channel's service answered (None for a mail the server took)."""
+def _send(channel: Channel, m: Message, delivery: Delivery) -> outbound.Answer | None:
+    """What the channel's service answered (None for a mail the server took)."""
     if channel.kind == Channel.Kind.EMAIL:
         _mail(channel, m)
         return None
@@ -158,19 +158,16 @@ def _send(channel: Channel, m: Message, delivery: Delivery) -> int | None:
     if channel.kind == Channel.Kind.WEBHOOK:
         body = channels.webhook_body(m)
         headers |= signing.signed_headers(decrypt_secret(channel.signing_secret_encrypted), body)
-        return outbound.post(target, body, headers).status
+        return outbound.post(target, body, headers)
     if channel.kind == Channel.Kind.SLACK:
-        return outbound.post(target, channels.slack_body(m), headers).status
-    return outbound.post(settings.ALERTS_PAGERDUTY_URL, channels.pagerduty_body(m, target), headers).status
+        return outbound.post(target, channels.slack_body(m), headers)
+    return outbound.post(settings.ALERTS_PAGERDUTY_URL, channels.pagerduty_body(m, target), headers)
 
 
 def _mail(channel: Channel, m: Message) -> None:
-    context = {"m": m}
-    subject = " ".join(render_to_string("alerts/alert_subject.txt", context).split())
-    mail = EmailMultiAlternatives(
-        subject, render_to_string("alerts/alert.txt", context), settings.DEFAULT_FROM_EMAIL, channel.addresses
-    )
-    mail.attach_alternative(render_to_string("alerts/alert.html", context), "text/html")
+    subject, text, html = render_mail("alerts/alert", {"m": m})
+    mail = EmailMultiAlternatives(subject, text, settings.DEFAULT_FROM_EMAIL, channel.addresses)
+    mail.attach_alternative(html, "text/html")
     mail.send()
 
 
