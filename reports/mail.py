@@ -13,6 +13,7 @@ from django.core.mail import EmailMultiAlternatives
 from django.core.mail.message import SafeMIMEText
 from django.template.loader import render_to_string
 
+from presentation.mail import render_mail
 from reports.weekly import InlineImage, WeeklyReport
 
 
@@ -40,8 +41,7 @@ def _related(html: str, images: list[InlineImage]) -> MIMEMultipart:
 
 def render(name: str, context: dict) -> tuple[str, str, str]:
     """(subject, text, HTML) of templates/reports/<name>_subject.txt, <name>.txt and <name>.html."""
-    subject = " ".join(render_to_string(f"reports/{name}_subject.txt", context).split())
-    return subject, render_to_string(f"reports/{name}.txt", context), render_to_string(f"reports/{name}.html", context)
+    return render_mail(f"reports/{name}", context)
 
 
 def build(
