@@ -130,7 +130,7 @@ def test_long_running_services_have_healthchecks(services):
         command = _command(services[name])
         node = command[command.index("--hostname") + 1].replace("%h", "$$HOSTNAME")
         assert f"inspect ping --destination {node} " in _healthcheck(services[name]), name
-    # /healthz: no login, and answered over plain HTTP even with HTTPS=true (tests/console/test_health.py runs
+    # /healthz: no login, and answered over plain HTTP even with HTTPS=true (tests/console/views/test_health.py runs
     # this very command against gunicorn) ...
     assert "'http://127.0.0.1:8000/healthz'" in _healthcheck(services["web"])
     web = _command(services["web"])

@@ -1,7 +1,7 @@
 """A "test connection" check queued for a worker (collectors.checks), on real Redis and a real server: what the
 broker and the cache hold of the password, the worker's side run here in the test's process, and the checks
 that never end (no worker took it, a worker stopped, keys that differ). The page and the API that poll it are
-tested in tests/console/test_manage_servers.py, tests/api/test_servers.py and in a browser."""
+tested in tests/console/views/test_manage.py, tests/console/api/test_servers.py and in a browser."""
 
 from __future__ import annotations
 

@@ -1,17 +1,26 @@
-"""The API's JSON renderer (orjson) writes what DRF's renderer writes, and falls back to it where orjson cannot."""
+"""The API's common machinery (console/api/common.py): the JSON renderer (orjson) writes what DRF's renderer
+writes and falls back to it where orjson cannot; paging refuses what it cannot serve; CSV by the Accept header or
+?format=csv, with cells a spreadsheet reads as text."""
 
 from __future__ import annotations
 
+import csv
 import json
 import uuid
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
+from io import StringIO
 from zoneinfo import ZoneInfo
 
+import pytest
 from django.utils.translation import gettext_lazy
 from rest_framework.renderers import JSONRenderer as DRFJSONRenderer
 
 from console.api.common import JSONRenderer
+from inventory.models import Server
+from tests.api_world import assert_error
+
+ORGS = "/api/v1/organizations/"
 
 TAKEN = datetime(2025, 1, 4, 13, 37, 0, 250_000, tzinfo=UTC)
 PAYLOAD = {
@@ -72,3 +81,39 @@ def test_nothing_and_unencodable():
 
 def test_not_a_number_is_null():
     assert JSONRenderer().render({"share": float("nan"), "rate": float("inf")}) == b'{"share":null,"rate":null}'
+
+
+@pytest.mark.django_db
+def test_paging_refuses_oversized_and_malformed_pages(api_world):
+    c = api_world.client("viewer")
+    body = assert_error(c.get(ORGS, {"page_size": 100000}), 400, "invalid")
+    assert "page_size" in body["errors"] and "between 1 and 500" in body["errors"]["page_size"][0]
+    assert "page" in assert_error(c.get(ORGS, {"page": "x"}), 400)["errors"]
+    r = c.get(ORGS, {"page": 3})
+    assert r.status_code == 200 and r.json()["results"] == [] and r.json()["count"] == 1
+
+
+@pytest.mark.django_db
+def test_csv_by_accept_header_or_format(api_world):
+    c = api_world.client("viewer")
+    for r in (c.get(ORGS, HTTP_ACCEPT="text/csv"), c.get(ORGS, {"format": "csv"})):
+        assert r.status_code == 200 and r["Content-Type"].startswith("text/csv")
+        assert r.content.decode().splitlines() == ["id,name,role,servers", f"{api_world.acme.pk},acme,viewer,0"]
+
+
+@pytest.mark.django_db
+def test_csv_cells_are_text_in_a_spreadsheet_and_empty_ones_stay_empty(api_world):
+    """A name that a spreadsheet would run as a formula (also behind a TAB or CR, which it skips) gets a leading
+    quote; an empty cell stays empty, not a lone quote."""
+    c = api_world.client("viewer")
+    for hostile in ('=HYPERLINK("http://evil.example")', "\t=1+1", "\r@SUM(A1)", "-2+3", "+1"):
+        api_world.acme.name = hostile
+        api_world.acme.save()
+        [header, row] = list(csv.reader(StringIO(c.get(ORGS, {"format": "csv"}).content.decode())))
+        assert header == ["id", "name", "role", "servers"]
+        assert row == [str(api_world.acme.pk), "'" + hostile, "viewer", "0"], hostile
+    Server.objects.create(organization=api_world.acme, name="db-empty", host="db1.example", user="m")
+    response = c.get("/api/v1/servers/", {"format": "csv", "organization": api_world.acme.pk})
+    assert response.status_code == 200, response.content
+    [header, row] = list(csv.reader(StringIO(response.content.decode())))
+    assert row[header.index("last_error_message")] == "" and "'" not in row

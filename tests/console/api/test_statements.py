@@ -8,7 +8,7 @@ from datetime import datetime
 import pytest
 
 from collectors.selectors import Page, StatementFilters, Window, top_statements
-from tests.api.conftest import assert_error
+from tests.api_world import assert_error
 from tests.world import collect, register, run
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -28,8 +28,8 @@ from console.services import organizations_delete
 from exports.models import AuditExport
 from inventory.models import Membership, Organization, Server
 from inventory.services import server_create
-from tests.api.conftest import ApiWorld, assert_error, build_api_world
-from tests.api.schema_check import CheckedClient
+from tests.api_world import ApiWorld, assert_error, build_api_world
+from tests.console.api.schema_check import CheckedClient
 from tests.world import history_counts
 
 pytestmark = pytest.mark.django_db

@@ -1,7 +1,7 @@
 """The statement page (/statements/<id>/): the escaped, highlighted text or why there is none, the
 statement's facts, its figures and charts over the range as the selectors give them, its wait events,
 the same queryid elsewhere in the organization, access rules and bounded queries. `make_world` is
-shared with test_planning_page.py."""
+shared with test_planning.py."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from collectors.selectors.server import statements_in
 from collectors.selectors.statement_detail import last_seen_at
 from console.services import server_delete
 from inventory.models import Membership, Organization, Server
-from tests.collectors.test_selectors_statement_detail import HOSTILE, Planned, build_planned
+from tests.collectors.selectors.test_statement_detail import HOSTILE, Planned, build_planned
 from tests.history_world import build
 
 pytestmark = pytest.mark.django_db

@@ -15,8 +15,8 @@ from django.urls import reverse
 from collectors.selectors import ORDERS, Page, StatementChange, StatementFilters, Window, db, top_statements
 from collectors.selectors.server import statements_in
 from console.views import top
-from tests.collectors.test_selectors_server import HOSTILE, NEW_TEXT
-from tests.console.test_server_page import drop_world, make_world
+from tests.collectors.selectors.test_server import HOSTILE, NEW_TEXT
+from tests.console.views.test_servers import drop_world, make_world
 
 pytestmark = pytest.mark.django_db
 

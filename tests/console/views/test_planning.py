@@ -1,7 +1,7 @@
 """The planning-vs-execution page (/servers/<id>/planning/): the rankings by plan share and by plan time
 as top_statements gives them, the server's plan share over time, "planning not tracked" with when and
 what enabling it costs (never 0 ms), access rules and bounded queries. The world is the statement
-page tests' (tests/console/test_statement_page.py)."""
+page tests' (tests/console/views/test_statements.py)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from django.urls import reverse
 from collectors.selectors import Page, StatementFilters, Window, db, server_series, top_statements
 from collectors.selectors.coverage import window_summary
 from console.views.planning import MATERIAL_SHARE, untracked_intervals
-from tests.console.test_statement_page import charts_of, drop_world, local, make_world
+from tests.console.views.test_statements import charts_of, drop_world, local, make_world
 
 pytestmark = pytest.mark.django_db
 

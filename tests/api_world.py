@@ -1,4 +1,5 @@
-"""API test world: two organizations, a user per role, tokens, and a client that sends a token."""
+"""The API's test world: two organizations, a user per role, tokens, and a client that sends a token (the
+fixture `api_world`, registered in tests/conftest.py for the API's tests and the modules' own)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from django.core.cache import cache
 
 from accounts.tokens import token_create
 from inventory.models import Membership, Organization
-from tests.api.schema_check import CheckedClient
+from tests.console.api.schema_check import CheckedClient
 
 
 @dataclass

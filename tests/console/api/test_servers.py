@@ -10,7 +10,7 @@ import pytest
 from django.db import connection
 
 from inventory.models import Server
-from tests.api.conftest import assert_error
+from tests.api_world import assert_error
 from tests.conftest import MONITOR_PASSWORD, MONITOR_USER
 from tests.processes import console_env, processes, worker_argv
 

@@ -13,7 +13,7 @@ from advisor import sources
 from advisor.models import Recommendation, RecommendationEvent
 from advisor.services import recommendations_apply
 from inventory.services import server_create
-from tests.api.conftest import assert_error
+from tests.api_world import assert_error
 
 pytestmark = pytest.mark.django_db
 LIST = "/api/v1/recommendations/"

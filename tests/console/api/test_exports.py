@@ -17,8 +17,8 @@ from django.utils import timezone
 from accounts.tokens import token_create
 from exports.models import AuditExport, AuditLogEntry
 from exports.services import audit_export_build, audit_exports_tidy
-from tests.api.conftest import assert_error
-from tests.api.schema_check import CheckedClient
+from tests.api_world import assert_error
+from tests.console.api.schema_check import CheckedClient
 from tests.exports.export_world import members, unzip
 
 pytestmark = pytest.mark.django_db

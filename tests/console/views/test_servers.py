@@ -1,7 +1,7 @@
 """The server page (/servers/<id>/): its charts with data and the configuration changes marked, the
 settings card, the recent collection errors of a really failing server, the range picker, the embedded
 top statements table, access rules and bounded queries. `make_world` is shared with
-test_top_statements.py."""
+test_top.py."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from collectors.services import server_collect
 from console.services import server_delete
 from inventory.models import Membership, Organization, Server
 from inventory.services import server_create
-from tests.collectors.test_selectors_server import Configured, build_configured, schedule_for
+from tests.collectors.selectors.test_server import Configured, build_configured, schedule_for
 from tests.history_world import build
 
 pytestmark = pytest.mark.django_db

@@ -17,7 +17,7 @@ from advisor import advice as found
 from advisor.services import recommendations_apply
 from inventory.models import Membership, Organization
 from inventory.services import server_create
-from tests.api.schema_check import api_schema
+from tests.console.api.schema_check import api_schema
 
 pytestmark = pytest.mark.django_db(transaction=True)
 schema = api_schema()

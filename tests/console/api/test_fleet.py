@@ -11,7 +11,7 @@ from advisor import advice as found
 from advisor.services import recommendations_apply
 from collectors.selectors import Window, fleet_summary
 from inventory.services import server_create
-from tests.api.conftest import assert_error
+from tests.api_world import assert_error
 from tests.world import collect, register, run
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -1,0 +1,162 @@
+"""The test tree mirrors the product: a module with behaviour of its own, `app/sub/module.py`, has its tests in
+`tests/app/sub/test_module.py`, so that whoever changes a module finds its tests without searching. Flows that
+cross modules (a real worker and beat, a browser, the image, faults) live beside the mirror, in files named by
+what they show (tests/production/, tests/browser/, end-to-end files).
+
+A module not mirrored yet is named in TESTED_IN with the file that holds its tests (which must name it), and a
+module that only declares (fields, a URL table, numbers) in DECLARATIONS. Both lists only shrink: a module that
+gains its own test file must leave them, and a new module cannot join them without a line here."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PRODUCT = ("accounts", "advisor", "alerts", "collectors", "console", "exports", "inventory", "presentation", "reports")
+MIN_LINES = 30  # below it a module is a few names (an app config, a URL list, a thin task): tested where used
+
+# Declarations: no behaviour of their own to test (a model's fields are tested through the services that use
+# them and the migration tests; settings, numbers and a URL table through every page and endpoint).
+DECLARATIONS = {
+    "advisor/models.py",
+    "advisor/thresholds.py",
+    "alerts/models.py",
+    "collectors/tables.py",
+    "console/settings.py",
+    "console/urls.py",
+    "exports/models.py",
+    "inventory/models.py",
+    "reports/models.py",
+}
+
+# Not mirrored yet: module -> the test file that holds its tests today, which names it; or (that file, how it
+# reaches the module) where it does so without naming it (a page's form, an endpoint's refusal).
+TESTED_IN = {
+    "accounts/models.py": "tests/console/views/test_account.py",
+    "advisor/advice.py": ("tests/advisor/rules/test_evaluate.py", "the rules' results, merged by evaluate"),
+    "advisor/evidence.py": "tests/advisor/rules/test_r7_planning.py",
+    "advisor/gather.py": "tests/advisor/test_end_to_end_rules.py",
+    "advisor/management/commands/advise.py": "tests/advisor/test_end_to_end.py",
+    "advisor/rules/_common.py": "tests/advisor/test_end_to_end_rules.py",
+    "advisor/selectors.py": "tests/advisor/test_services.py",
+    "advisor/tasks.py": "tests/production/test_beat_flows.py",
+    "alerts/outbound.py": ("tests/alerts/test_services.py", "every send goes through it, to real receivers"),
+    "alerts/signing.py": "tests/alerts/test_services.py",
+    "collectors/admin.py": ("tests/console/test_admin.py", "the admin's pages, as a superuser"),
+    "collectors/binary_array.py": "tests/collectors/test_changed_only.py",
+    "collectors/binary_copy.py": ("tests/collectors/test_history.py", "every snapshot written to the history"),
+    "collectors/columns.py": "tests/collectors/test_deltas.py",
+    "collectors/management/commands/collect.py": "tests/collectors/test_errors.py",
+    "collectors/management/commands/sample_waits.py": "tests/collectors/test_sampler.py",
+    "collectors/management/commands/top.py": "tests/collectors/test_scheduling.py",
+    "collectors/partitions.py": "tests/collectors/test_scheduling.py",
+    "collectors/selectors/across.py": "tests/collectors/selectors/test_server.py",
+    "collectors/selectors/advisor.py": (
+        "tests/advisor/test_end_to_end_rules.py",
+        "the evidence the advisor gathers on real servers",
+    ),
+    "collectors/selectors/coverage.py": "tests/reports/test_digest.py",
+    "collectors/selectors/db.py": "tests/collectors/selectors/test_statements.py",
+    "collectors/selectors/fleet.py": "tests/console/views/test_fleet.py",
+    "collectors/selectors/parts.py": "tests/presentation/test_formatting.py",
+    "collectors/selectors/snapshots.py": "tests/console/api/test_servers.py",
+    "collectors/selectors/waits.py": "tests/collectors/selectors/test_statements.py",
+    "collectors/selectors/windows.py": "tests/collectors/selectors/test_statements.py",
+    "collectors/services.py": ("tests/collectors/test_ground_truth.py", "collections on real servers"),
+    "collectors/snapshot_facts.py": ("tests/console/api/test_servers.py", "the snapshots endpoint"),
+    "collectors/tiers.py": "tests/collectors/selectors/test_statements.py",
+    "console/api/errors.py": ("tests/console/api/test_access_matrix.py", "every refusal of every endpoint"),
+    "console/celery.py": "tests/collectors/test_tasks.py",
+    "console/charts.py": "tests/console/views/test_servers.py",
+    "console/forms.py": ("tests/console/views/test_manage.py", "the pages' forms"),
+    "console/middleware.py": "tests/console/views/test_account.py",
+    "console/throttling.py": "tests/console/api/test_throttling.py",
+    "console/views/common.py": ("tests/console/views/test_servers.py", "every page"),
+    "inventory/endpoint.py": "tests/collectors/test_check.py",
+    "inventory/tls.py": "tests/collectors/test_tls.py",
+    "reports/forms.py": ("tests/console/views/test_reports.py", "the report's settings page"),
+    "reports/selectors.py": "tests/reports/test_services.py",
+    "reports/tasks.py": "tests/reports/test_services.py",
+    "reports/weeks.py": "tests/reports/test_digest.py",
+    "exports/audit_data.py": "tests/exports/test_audit.py",
+    "exports/formats/csvfiles.py": "tests/exports/formats/test_bundle.py",
+    "exports/formats/xlsx.py": ("tests/exports/formats/test_bundle.py", "the workbook of a built bundle"),
+    "exports/selectors.py": "tests/console/api/test_exports.py",
+}
+
+
+def _modules() -> dict[str, Path]:
+    """Every product module of MIN_LINES lines or more (migrations and packages' __init__ aside)."""
+    out = {}
+    for package in PRODUCT:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            rel = path.relative_to(ROOT)
+            if "migrations" in rel.parts or path.name == "__init__.py":
+                continue
+            if len(path.read_text().splitlines()) >= MIN_LINES:
+                out[rel.as_posix()] = path
+    return out
+
+
+def _mirror(module: str) -> Path:
+    rel = Path(module)
+    return ROOT / "tests" / rel.parent / f"test_{rel.name}"
+
+
+def _names(path: Path) -> set[str]:
+    """How a test file can name a module: its dotted path, its file's path, or one of its public top-level names."""
+    tree = ast.parse(path.read_text())
+    names = {
+        node.name
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and not node.name.startswith("_")
+    }
+    for node in tree.body:
+        if isinstance(node, ast.Assign):
+            names |= {t.id for t in node.targets if isinstance(t, ast.Name) and not t.id.startswith("_")}
+    return names
+
+
+def test_every_module_has_its_test_file():
+    missing = [
+        f"{module}: no {_mirror(module).relative_to(ROOT)}"
+        for module in _modules()
+        if not _mirror(module).exists() and module not in TESTED_IN and module not in DECLARATIONS
+    ]
+    assert not missing, "\n".join(missing)
+
+
+def test_the_lists_of_exceptions_only_shrink():
+    modules = _modules()
+    for held in TESTED_IN.values():
+        assert (ROOT / (held[0] if isinstance(held, tuple) else held)).exists(), held
+    stale = [f"{m}: gone or under {MIN_LINES} lines" for m in (*TESTED_IN, *DECLARATIONS) if m not in modules]
+    mirrored = [f"{m}: has {_mirror(m).relative_to(ROOT)} now" for m in TESTED_IN if _mirror(m).exists()]
+    assert not stale + mirrored, "\n".join(stale + mirrored)
+
+
+def test_a_module_tested_elsewhere_is_named_there():
+    wrong = []
+    for module, held in TESTED_IN.items():
+        if isinstance(held, tuple):
+            continue  # reached without being named: the reason is in the list
+        test_file = held
+        text = (ROOT / test_file).read_text()
+        dotted = module.removesuffix(".py").replace("/", ".")
+        command = Path(module).stem if "/management/commands/" in module else None
+        named = dotted in text or module in text or (command and f'"{command}"' in text)
+        if not named and not any(name in text for name in _names(ROOT / module)):
+            wrong.append(f"{test_file} names nothing of {module}")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_a_declaration_declares():
+    """A module listed as declarations defines no function of its own (methods of its classes aside)."""
+    wrong = [
+        f"{module}:{node.lineno} def {node.name}"
+        for module in DECLARATIONS
+        for node in ast.parse((ROOT / module).read_text()).body
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+    ]
+    assert not wrong, "\n".join(wrong)
