@@ -92,14 +92,20 @@ def webhook_body(m: Message) -> bytes:
 _SLACK_MARK = {"critical": ":red_circle:", "warning": ":large_orange_circle:", "info": ":large_blue_circle:"}
 
 
+def _slack_escaped(text: str) -> str:
+    """Slack's three control characters escaped: a query text's `<http://x|y>` stays text, never a link."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
 def slack_body(m: Message) -> bytes:
     mark = ":white_check_mark:" if m.event == "resolve" else _SLACK_MARK.get(m.severity, "")
-    head = f"{mark} *{m.title}*".strip()
+    title, summary = _slack_escaped(m.title), _slack_escaped(m.summary)
+    head = f"{mark} *{title}*".strip()
     return json.dumps(
         {
-            "text": f"{m.title}: {m.summary}",  # notifications and clients without blocks
+            "text": f"{title}: {summary}",  # notifications and clients without blocks
             "blocks": [
-                {"type": "section", "text": {"type": "mrkdwn", "text": f"{head}\n{m.summary}"}},
+                {"type": "section", "text": {"type": "mrkdwn", "text": f"{head}\n{summary}"}},
                 {"type": "context", "elements": [{"type": "mrkdwn", "text": f"<{m.url}|Open in pgconsole>"}]},
             ],
         }

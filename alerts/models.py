@@ -1,13 +1,19 @@
-"""An organization's alert channels and every delivery made through them.
+"""An organization's alert channels, its rules, the alerts they raise and every delivery made through them.
 
 A channel's secret (a Slack or generic webhook URL, a PagerDuty routing key) and a webhook's signing secret are
 stored encrypted like monitoring passwords (inventory.crypto) and never shown again; a channel that keeps
-failing says so (consecutive_failures, last_error) on its page and in the API."""
+failing says so (consecutive_failures, last_error) on its page and in the API. A rule's thresholds are typed
+fields checked by Rule.clean; an Alert is one condition from the moment it is first seen true to its
+resolution, with a timestamp per notification so that each is claimed (sent) once."""
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import models
+from django.db.models import Q
 
-from inventory.models import Organization
+from advisor.models import Severity
+from advisor.thresholds import DEALLOC_CRITICAL_PER_S
+from inventory.models import Organization, Server
 
 
 class Channel(models.Model):
@@ -55,6 +61,8 @@ class Delivery(models.Model):
         FAILED = "failed"  # refused for good, or out of attempts
 
     channel = models.ForeignKey(Channel, on_delete=models.CASCADE, related_name="deliveries")
+    # The alert it tells of (None: a test). Kept when the alert goes with its rule: what was sent stays on record.
+    alert = models.ForeignKey("Alert", null=True, blank=True, on_delete=models.SET_NULL, related_name="deliveries")
     event = models.CharField(max_length=8, choices=Event.choices)
     title = models.CharField(max_length=300)
     message = models.JSONField(default=dict)  # alerts.channels.Message's fields: every attempt sends the same
@@ -74,3 +82,122 @@ class Delivery(models.Model):
 
     def __str__(self) -> str:
         return f"{self.event} to {self.channel_id}: {self.status}"
+
+
+class Rule(models.Model):
+    """What raises an alert for an organization's servers (those with `tag`, or all), and who hears of it
+    (`channels`, or every enabled channel of the organization). The defaults of each kind and why are in
+    alerts/defaults.py; each threshold applies to its kind only."""
+
+    class Kind(models.TextChoices):
+        SERVER_DOWN = "server_down"
+        ADVISOR = "advisor"
+        DEALLOC = "dealloc"
+        REGRESSION = "regression"
+
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="alert_rules")
+    name = models.CharField(max_length=100)
+    kind = models.CharField(max_length=12, choices=Kind.choices)
+    enabled = models.BooleanField(default=True)
+    tag = models.CharField(max_length=100, blank=True, default="")  # blank: every server of the organization
+    channels = models.ManyToManyField(Channel, blank=True, related_name="rules")  # none: every enabled channel
+    # Anti-flap: how long a condition stays true before anyone hears of it (a shorter one resolves silently).
+    hold_minutes = models.PositiveIntegerField(default=5)
+    remind_minutes = models.PositiveIntegerField(default=0)  # while open and not acknowledged; 0: never
+    # server_down: failing or stale (no successful collection) for this long.
+    down_minutes = models.PositiveIntegerField(default=10)
+    # advisor: a recommendation of this severity or worse.
+    min_severity = models.CharField(max_length=10, choices=Severity.choices, default=Severity.CRITICAL)
+    # dealloc: deallocating above this rate for most of the last dealloc_minutes.
+    dealloc_per_s = models.FloatField(default=DEALLOC_CRITICAL_PER_S)  # the advisor's critical rate
+    dealloc_minutes = models.PositiveIntegerField(default=15)
+    # regression: the last hour's mean time at least this many times the same hour's on the previous days, for a
+    # statement with at least this share of the server's time in the last hour.
+    regression_factor = models.FloatField(default=2.0)
+    regression_min_share = models.FloatField(default=0.05)
+    regression_days = models.PositiveIntegerField(default=7)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["organization", "name"], name="alert_rule_name_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.kind}) of {self.organization}"
+
+    def clean(self) -> None:
+        """Every threshold in its range, each refusal under its field, with what would be accepted."""
+        errors = {}
+        for field in ("hold_minutes", "remind_minutes", "down_minutes", "dealloc_minutes"):
+            if getattr(self, field) is None or getattr(self, field) < 0:
+                errors[field] = "minutes: 0 or more"
+        if self.down_minutes is not None and self.down_minutes < 1:
+            errors["down_minutes"] = "at least 1 minute: a single missed collection is not a server down"
+        if self.dealloc_minutes is not None and self.dealloc_minutes < 1:
+            errors["dealloc_minutes"] = "at least 1 minute: a rate needs a window"
+        if self.dealloc_per_s is None or self.dealloc_per_s <= 0:
+            errors["dealloc_per_s"] = "deallocations per second: more than 0"
+        if self.regression_factor is None or self.regression_factor <= 1:
+            errors["regression_factor"] = "more than 1 (2 = twice the usual mean time)"
+        if self.regression_min_share is None or not 0 <= self.regression_min_share <= 1:
+            errors["regression_min_share"] = "a share of the server's time, from 0 to 1 (0.05 = 5%)"
+        if self.regression_days is None or not 1 <= self.regression_days <= 28:
+            errors["regression_days"] = "from 1 to 28 previous days"
+        if self.kind not in self.Kind.values:
+            errors["kind"] = f"one of {', '.join(self.Kind.values)}"
+        if self.min_severity not in Severity.values:
+            errors["min_severity"] = f"one of {', '.join(Severity.values)}"
+        if errors:
+            raise ValidationError(errors)
+
+
+class Alert(models.Model):
+    """One condition of one rule on one server, from first seen true to resolved. pending: true for less than
+    the rule's hold; open: notified (or being); resolved: no longer true (a pending one resolves silently).
+    Each notification is claimed by a conditional UPDATE of its timestamp, so a second evaluation of the same
+    instant, or a racing one, never sends it again."""
+
+    class State(models.TextChoices):
+        PENDING = "pending"
+        OPEN = "open"
+        RESOLVED = "resolved"
+
+    rule = models.ForeignKey(Rule, on_delete=models.CASCADE, related_name="alerts")
+    server = models.ForeignKey(Server, on_delete=models.CASCADE, related_name="alerts")
+    key = models.CharField(max_length=200)  # the condition's identity in its rule: "server:12", "statement:345"
+    state = models.CharField(max_length=8, choices=State.choices, default=State.PENDING)
+    since = models.DateTimeField()  # when the condition began, as far as the evidence says
+    first_true_at = models.DateTimeField()  # the first evaluation that found it true
+    last_true_at = models.DateTimeField()
+    opened_at = models.DateTimeField(null=True, blank=True)
+    resolved_at = models.DateTimeField(null=True, blank=True)
+    notified_open_at = models.DateTimeField(null=True, blank=True)
+    notified_resolve_at = models.DateTimeField(null=True, blank=True)
+    last_reminded_at = models.DateTimeField(null=True, blank=True)
+    acknowledged_at = models.DateTimeField(null=True, blank=True)
+    acknowledged_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    severity = models.CharField(max_length=10, choices=Severity.choices)
+    title = models.CharField(max_length=300)  # what happened, without the server's name
+    summary = models.TextField()  # how bad, in words with its figures
+    figures = models.JSONField(default=dict)  # the numbers that raised it
+    change_text = models.TextField(blank=True, default="")  # the advisor's exact change, where it has one
+    config_changes = models.JSONField(default=list)  # a regression's: [{"at", "setting", "before", "after"}]
+    path = models.CharField(max_length=200)  # where the console shows it (CONSOLE_URL + path)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["rule", "key"], condition=~Q(state="resolved"), name="alert_one_unresolved_per_condition"
+            )
+        ]
+        indexes = [models.Index(fields=["server", "state"], name="alert_server_state")]
+
+    def __str__(self) -> str:
+        return f"{self.rule.name} {self.key} ({self.state})"
+
+    @property
+    def dedup_key(self) -> str:
+        """PagerDuty's dedup key and the webhook's alert.id: one per condition of a rule, the same from open to
+        resolve (a condition that comes back later opens a new incident after PagerDuty resolved the old)."""
+        return f"pgconsole-{self.rule_id}-{self.key}"

@@ -1,6 +1,8 @@
-"""Alert channels and deliveries: creating a channel (its target checked and encrypted), sending a test, and
-one attempt of a delivery, claimed with a conditional UPDATE so that two workers (or a message delivered
-twice) never send it twice, with the outcome recorded on the delivery and on its channel."""
+"""Alert channels, rules and deliveries: creating a channel (its target checked and encrypted), sending a test,
+an organization's default rules and their changes (checked, with the reason when refused), acknowledging an
+alert, and one attempt of a delivery, claimed with a conditional UPDATE so that two workers (or a message
+delivered twice) never send it twice, with the outcome recorded on the delivery and on its channel. When an
+alert opens, resolves or reminds: alerts/lifecycle.py."""
 
 from __future__ import annotations
 
@@ -16,9 +18,11 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from advisor.services import organization_thresholds
 from alerts import channels, outbound, signing
 from alerts.channels import Message
-from alerts.models import Channel, Delivery
+from alerts.defaults import DEFAULT_RULES
+from alerts.models import Alert, Channel, Delivery, Rule
 from inventory.crypto import decrypt_secret, encrypt_secret
 from inventory.models import Organization
 from presentation.mail import render_mail
@@ -87,6 +91,26 @@ def channel_send_test(*, channel: Channel, enqueue: Callable[[int], object], now
     )
     transaction.on_commit(lambda: enqueue(delivery.pk))
     return delivery
+
+
+def deliveries_create(
+    *, message: Message, to: list[Channel], alert: Alert | None, enqueue: Callable[[int], object]
+) -> list[Delivery]:
+    """One delivery of `message` per channel, each sent by a worker once the caller's transaction commits."""
+    made = [
+        Delivery.objects.create(
+            channel=channel,
+            alert=alert,
+            event=message.event,
+            title=message.title[:300],
+            message=_stored(message),
+            next_attempt_at=message.at,
+        )
+        for channel in to
+    ]
+    for delivery in made:
+        transaction.on_commit(lambda pk=delivery.pk: enqueue(pk))
+    return made
 
 
 def _stored(m: Message) -> dict:
@@ -180,3 +204,66 @@ def deliveries_lost(*, now: datetime | None = None) -> list[int]:
     pending = Delivery.objects.filter(status=Delivery.Status.PENDING, next_attempt_at__lt=stale)
     claimed = Delivery.objects.filter(status=Delivery.Status.SENDING, claimed_at__lt=stale)
     return list((pending | claimed).order_by("pk").values_list("pk", flat=True)[:1000])
+
+
+# -- rules and alerts --------------------------------------------------------------------------------------------
+
+RULE_FIELDS = frozenset(
+    {
+        "name",
+        "enabled",
+        "tag",
+        "hold_minutes",
+        "remind_minutes",
+        "down_minutes",
+        "min_severity",
+        "dealloc_per_s",
+        "dealloc_minutes",
+        "regression_factor",
+        "regression_min_share",
+        "regression_days",
+    }
+)
+
+
+def rules_default(*, organization: Organization) -> list[Rule]:
+    """The organization's default rules (alerts/defaults.py), one per kind, made once: by name, so that two
+    evaluations making them at the same time end with one of each. The deallocation rate is the organization's
+    own critical rate where it overrides the advisor's."""
+    rate = organization_thresholds(organization=organization).dealloc_critical_per_s
+    out = []
+    for values in DEFAULT_RULES:
+        values = {**values, "dealloc_per_s": rate} if values["kind"] == Rule.Kind.DEALLOC else dict(values)
+        rule, _ = Rule.objects.get_or_create(organization=organization, name=values.pop("name"), defaults=values)
+        out.append(rule)
+    return out
+
+
+def rule_update(*, rule: Rule, values: dict, channel_ids: list[int] | None = None) -> Rule:
+    """Changes `values` (RULE_FIELDS) of the rule and, when given, its channels (empty: every enabled channel);
+    ValidationError by field when a value is out of its range or a channel is not the organization's."""
+    unknown = set(values) - RULE_FIELDS
+    if unknown:
+        raise ValidationError({name: "not a setting of a rule" for name in sorted(unknown)})
+    for name, value in values.items():
+        setattr(rule, name, value.strip() if isinstance(value, str) else value)
+    rule.full_clean()
+    with transaction.atomic():
+        rule.save()
+        if channel_ids is not None:
+            chosen = list(Channel.objects.filter(organization_id=rule.organization_id, pk__in=channel_ids))
+            if len(chosen) != len(set(channel_ids)):
+                raise ValidationError({"channels": f"channels of {rule.organization} only"})
+            rule.channels.set(chosen)
+    return rule
+
+
+def alert_acknowledge(*, alert: Alert, user, now: datetime | None = None) -> Alert:
+    """Silences the alert's reminders (its resolution is still sent). The first acknowledgement stays; a resolved
+    alert has nothing to silence: ValidationError."""
+    now = now or timezone.now()
+    if alert.state == Alert.State.RESOLVED:
+        raise ValidationError("this alert is resolved already")
+    Alert.objects.filter(pk=alert.pk, acknowledged_at__isnull=True).update(acknowledged_at=now, acknowledged_by=user)
+    alert.refresh_from_db()
+    return alert

@@ -2,6 +2,7 @@
 
 from celery import shared_task
 
+from alerts.lifecycle import evaluate_all
 from alerts.models import Delivery
 from alerts.services import deliveries_lost, delivery_attempt, retry_delay_s
 
@@ -24,3 +25,11 @@ def resend_lost_deliveries() -> list[int]:
     for delivery_id in lost:
         deliver.delay(delivery_id)
     return lost
+
+
+@shared_task
+def evaluate_alerts() -> dict[str, int]:
+    """Beat's, every ALERTS_EVALUATE_S: every organization's rules; what opens, resolves or reminds goes to the
+    workers (deliver). A run that overlaps the next (a slow history) sends nothing twice: each notification
+    is claimed (alerts/lifecycle.py)."""
+    return evaluate_all(enqueue=deliver.delay)

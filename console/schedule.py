@@ -41,6 +41,12 @@ def beat_schedule() -> dict:
             "schedule": float(settings.ALERTS_TIDY_S),
             "options": {"expires": settings.ALERTS_TIDY_S * 0.9},
         },
+        # Alert rules over every organization's servers: conditions opened, resolved, reminded (each claimed once).
+        "alerts-evaluate": {
+            "task": "alerts.tasks.evaluate_alerts",
+            "schedule": float(settings.ALERTS_EVALUATE_S),
+            "options": {"expires": settings.ALERTS_EVALUATE_S * 0.9},
+        },
         "history-partitions": {
             "task": "collectors.tasks.maintain_partitions",
             "schedule": 3600.0,

@@ -1,11 +1,16 @@
 """Alert channels as an organization admin sets them up: each kind's target checked with the reason when it is
-refused, the network policy applied to outbound addresses, secrets encrypted at rest and never in the row."""
+refused, the network policy applied to outbound addresses, secrets encrypted at rest and never in the row; what
+the monitored servers wrote (a statement's text) shown as text in Slack."""
 
 from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
 
 import pytest
 from django.core.exceptions import ValidationError
 
+from alerts.channels import Message, slack_body
 from alerts.models import Channel
 from alerts.services import channel_create
 from inventory.models import Organization
@@ -68,3 +73,22 @@ def test_secrets_are_encrypted_and_the_signing_secret_shown_once(org):
     assert _refused(org, name="ops", kind="pagerduty", target=KEY) == {
         "name": ["alerting has a channel named 'ops' already"]
     }
+
+
+def test_slack_shows_a_statement_text_as_text_never_as_a_link():
+    at = datetime(2026, 11, 27, tzinfo=UTC)
+    m = Message(
+        "open",
+        "k",
+        "db1: a statement 3.0× slower",
+        "warning",
+        "SELECT '<https://evil|click>' & 1",
+        "o",
+        "db1",
+        "https://c/",
+        at,
+    )
+    body = json.loads(slack_body(m))
+    assert body["text"] == "db1: a statement 3.0× slower: SELECT '&lt;https://evil|click&gt;' &amp; 1"
+    assert "<https://evil" not in body["blocks"][0]["text"]["text"]
+    assert body["blocks"][1]["elements"][0]["text"] == "<https://c/|Open in pgconsole>"  # our own link stays one

@@ -1,20 +1,35 @@
 """Sending through a channel, against real receivers on loopback: the generic webhook's signed, versioned body,
 Slack's blocks, PagerDuty's event with its dedup key, mail as text and HTML at a real SMTP server; a receiver
 that fails then succeeds (retried), one that hangs (timeout, retried), one the policy refuses (failed, never
-dialled); a delivery claimed once however often it is asked for; one channel's failures never touch another."""
+dialled); a delivery claimed once however often it is asked for; one channel's failures never touch another. An
+alert's opening and resolution at PagerDuty (one dedup key) and by mail; the default rules, a rule's changes
+checked, an acknowledgement."""
 
 from __future__ import annotations
 
 import json
 import time
+from datetime import timedelta
 
 import pytest
+from django.contrib.auth.models import User
+from django.core.exceptions import ValidationError
 from django.utils import timezone
 
+from advisor.models import OrganizationThresholds
 from alerts import signing
-from alerts.models import Channel, Delivery
-from alerts.services import channel_create, channel_send_test, deliveries_lost, delivery_attempt
-from inventory.models import Organization
+from alerts.lifecycle import evaluate_organization
+from alerts.models import Alert, Channel, Delivery, Rule
+from alerts.services import (
+    alert_acknowledge,
+    channel_create,
+    channel_send_test,
+    deliveries_lost,
+    delivery_attempt,
+    rule_update,
+    rules_default,
+)
+from inventory.models import Organization, Server
 from tests.alerts.receiver import receiver
 from tests.reports.weekly_world import running_smtp
 
@@ -155,3 +170,74 @@ def test_lost_deliveries_are_the_pending_long_past_due_and_the_claims_of_dead_wo
     made(status="sent", next_attempt_at=stale)
     made(status="failed", next_attempt_at=None)
     assert deliveries_lost(now=now) == lost
+
+
+def test_an_alert_reaches_pagerduty_with_one_dedup_key_and_mail_with_its_words(org, settings):
+    now = timezone.now()
+    server = Server.objects.create(organization=org, name="db1", host="192.0.2.1", user="monitor")
+    Server.objects.filter(pk=server.pk).update(
+        consecutive_failures=3, last_attempt_at=now, last_success_at=now - timedelta(minutes=30)
+    )
+    rule = Rule.objects.create(organization=org, name="down", kind="server_down", hold_minutes=0)
+    sent: list[int] = []
+    with receiver(202, 202) as pd, running_smtp(settings) as smtp:
+        settings.ALERTS_PAGERDUTY_URL = pd.url
+        channel_create(organization=org, name="pd", kind="pagerduty", target=KEY)
+        channel_create(organization=org, name="mail", kind="email", addresses=["dba@example.com"])
+        evaluate_organization(organization=org, enqueue=sent.append, now=now)
+        Server.objects.filter(pk=server.pk).update(consecutive_failures=0, last_success_at=now + timedelta(minutes=1))
+        evaluate_organization(organization=org, enqueue=sent.append, now=now + timedelta(minutes=2))
+        assert [delivery_attempt(delivery_id=pk) for pk in sent] == ["sent"] * 4
+    trigger, resolve = (json.loads(req.body) for req in pd.requests)
+    assert trigger["dedup_key"] == resolve["dedup_key"] == f"pgconsole-{rule.pk}-server:{server.pk}"
+    assert (trigger["event_action"], resolve["event_action"]) == ("trigger", "resolve")
+    assert trigger["payload"]["summary"].startswith("db1: collection failing (error): Not collected for 30 min")
+    assert trigger["payload"]["severity"] == "critical" and trigger["payload"]["source"] == "db1"
+    subjects = [m["Subject"] for m in smtp.inbox.to("dba@example.com")]
+    assert subjects == ["[critical] db1: collection failing (error)", "[resolved] db1: collection failing (error)"]
+
+
+def test_the_default_rules_are_made_once_with_the_organizations_own_rate(org):
+    OrganizationThresholds.objects.create(organization=org, dealloc_critical_per_s=50.0)
+    made = rules_default(organization=org)
+    again = rules_default(organization=org)
+    assert [r.pk for r in made] == [r.pk for r in again] and Rule.objects.filter(organization=org).count() == 4
+    assert {r.kind: r.dealloc_per_s for r in made}["dealloc"] == 50.0
+
+
+def test_a_rule_change_is_checked_and_its_channels_are_the_organizations(org):
+    rule = Rule.objects.create(organization=org, name="down", kind="server_down")
+    mine = channel_create(organization=org, name="mine", kind="email", addresses=["a@example.com"]).channel
+    other = Organization.objects.create(name="elsewhere")
+    theirs = channel_create(organization=other, name="theirs", kind="email", addresses=["b@example.com"]).channel
+    with pytest.raises(ValidationError) as raised:
+        rule_update(rule=rule, values={"remind_minutes": -5, "regression_factor": 0.5})
+    assert set(raised.value.message_dict) == {"remind_minutes", "regression_factor"}
+    with pytest.raises(ValidationError) as raised:
+        rule_update(rule=Rule.objects.get(pk=rule.pk), values={"organization": other})
+    assert raised.value.message_dict == {"organization": ["not a setting of a rule"]}
+    with pytest.raises(ValidationError) as raised:
+        rule_update(rule=Rule.objects.get(pk=rule.pk), values={"tag": "prod"}, channel_ids=[mine.pk, theirs.pk])
+    assert raised.value.message_dict == {"channels": ["channels of alerting only"]}
+    rule = Rule.objects.get(pk=rule.pk)
+    assert (rule.tag, list(rule.channels.all())) == ("", [])  # nothing of a refused change is kept
+    rule_update(rule=rule, values={"tag": " prod ", "down_minutes": 30}, channel_ids=[mine.pk])
+    rule = Rule.objects.get(pk=rule.pk)
+    assert (rule.tag, rule.down_minutes, list(rule.channels.all())) == ("prod", 30, [mine])
+
+
+def test_the_first_acknowledgement_stays_and_a_resolved_alert_has_none(org):
+    rule = Rule.objects.create(organization=org, name="down", kind="server_down")
+    server = Server.objects.create(organization=org, name="db1", host="192.0.2.1", user="monitor")
+    now = timezone.now()
+    values = {"since": now, "first_true_at": now, "last_true_at": now, "severity": "critical", "summary": ""}
+    alert = Alert.objects.create(
+        rule=rule, server=server, key="server:1", state="open", title="down", path="/", **values
+    )
+    first, second = User.objects.create_user("first"), User.objects.create_user("second")
+    alert_acknowledge(alert=alert, user=first, now=now)
+    assert alert_acknowledge(alert=alert, user=second).acknowledged_by == first
+    Alert.objects.filter(pk=alert.pk).update(state="resolved")
+    alert.refresh_from_db()
+    with pytest.raises(ValidationError):
+        alert_acknowledge(alert=alert, user=second)

@@ -1,0 +1,115 @@
+"""What a rule reads, through the selectors only (collectors.selectors, advisor.selectors), handed to the pure
+functions of alerts/conditions.py: per server in the rule's scope, the conditions true now. A server whose
+history could not be read is left out of the answer (logged), so that its alerts are neither opened nor
+resolved by a failed read."""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+
+from advisor.selectors import recommendations
+from alerts import conditions
+from alerts.conditions import Condition
+from alerts.models import Rule
+from collectors.selectors.coverage import window_summary
+from collectors.selectors.fleet import server_status
+from collectors.selectors.series import server_series
+from collectors.selectors.server import config_changes, statements_in
+from collectors.selectors.statements import MAX_PAGE_SIZE, Page, StatementFilters, top_statements
+from collectors.selectors.windows import DAY, HOUR, Window, ceil_hour, floor_hour
+from inventory.models import Server
+
+logger = logging.getLogger(__name__)
+
+
+def conditions_now(*, rule: Rule, servers: Sequence[Server], now: datetime) -> dict[int, list[Condition]]:
+    """server id -> the rule's conditions true on it now (an empty list: none), for every server read."""
+    if rule.kind == Rule.Kind.ADVISOR:  # one query for every server of the scope
+        out: dict[int, list[Condition]] = {s.pk: [] for s in servers}
+        rows = recommendations(server_ids=[s.pk for s in servers])
+        for c in conditions.advisor_open(rows=rows, min_severity=rule.min_severity):
+            out[c.server_id].append(c)
+        return out
+    read = {Rule.Kind.SERVER_DOWN: _server_down, Rule.Kind.DEALLOC: _dealloc, Rule.Kind.REGRESSION: _regressions}
+    out = {}
+    for server in servers:
+        try:
+            out[server.pk] = read[rule.kind](rule, server, now)
+        except Exception:  # one server's unreadable history never stops the others: logged, left as it was
+            logger.exception("alerts: rule %s could not read server %s", rule.pk, server.pk)
+    return out
+
+
+def _server_down(rule: Rule, server: Server, now: datetime) -> list[Condition]:
+    found = conditions.server_down(
+        server_id=server.pk,
+        status=server_status(server, now),
+        last_success_at=server.last_success_at,
+        registered_at=server.created_at,
+        failures=server.consecutive_failures,
+        error_class=server.last_error_class,
+        error_message=server.last_error_message,
+        down_minutes=rule.down_minutes,
+        now=now,
+    )
+    return [found] if found else []
+
+
+def _dealloc(rule: Rule, server: Server, now: datetime) -> list[Condition]:
+    window = timedelta(minutes=rule.dealloc_minutes)
+    # Snapshot by snapshot (raw): a burst and a storm differ by how much of the window they fill.
+    series = server_series(server_id=server.pk, window=Window.last(window, now=now), resolution="raw", top_events=0)
+    found = conditions.dealloc_storm(
+        server_id=server.pk, points=series.points, rate_per_s=rule.dealloc_per_s, window=window
+    )
+    return [found] if found else []
+
+
+def _regressions(rule: Rule, server: Server, now: datetime) -> list[Condition]:
+    """The last hour's statements with at least the rule's share (they are the first 1/share by total time),
+    then their mean in the same clock hours of each previous day: whole hours read from the hourly tier alone
+    (the mean of two hours around the same time of day when now is not on the hour), so that a week of
+    baselines costs no raw snapshot decoded."""
+    hour = Window.last(HOUR, now=now)
+    total_ms = window_summary(server_id=server.pk, window=hour).db_time_ms
+    share = rule.regression_min_share
+    size = min(MAX_PAGE_SIZE, math.floor(1 / share)) if share > 0 else MAX_PAGE_SIZE  # at most 1/share have it
+    top = top_statements(
+        server_id=server.pk,
+        window=hour,
+        order="total",
+        filters=StatementFilters(min_time_share=rule.regression_min_share),
+        page=Page(1, size),
+    )
+    if not top.rows:
+        return []
+    ids = [r.statement_id for r in top.rows]
+    baselines: dict[int, list[float]] = {}
+    for days_back in range(1, rule.regression_days + 1):
+        day = Window(floor_hour(hour.start) - days_back * DAY, ceil_hour(now) - days_back * DAY)
+        for sid, totals in statements_in(server_id=server.pk, window=day, statement_ids=ids).items():
+            if totals.calls:
+                baselines.setdefault(sid, []).append(totals.total_ms / totals.calls)
+    first_start = floor_hour(hour.start) - rule.regression_days * DAY
+
+    def found(changes: list) -> list[Condition]:
+        return conditions.regressions(
+            server_id=server.pk,
+            current=top.rows,
+            server_total_ms=total_ms,
+            baselines=baselines,
+            factor=rule.regression_factor,
+            min_share=rule.regression_min_share,
+            min_days=math.ceil(rule.regression_days / 2),  # half the days at least: one odd day is no baseline
+            changes=changes,
+            baseline_from=first_start,
+            now=now,
+        )
+
+    if not found([]):
+        return []
+    # Only for a server with a regression: what changed in its configuration since the baseline began.
+    return found(config_changes(server_id=server.pk, window=Window(first_start, now)))

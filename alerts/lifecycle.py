@@ -1,0 +1,187 @@
+"""An alert's life, evaluation after evaluation: a condition found true is pending until it has been true for its
+rule's hold (a shorter flap resolves silently), then open and notified once; reminded every remind_minutes while
+open and not acknowledged; resolved and notified once when it is no longer true.
+
+Each notification is claimed by a conditional UPDATE of its timestamp (`notified_open_at IS NULL`, ...) in the
+transaction that makes its deliveries: the evaluation whose UPDATE changed the row sends, a second one of the
+same instant or a racing one (beat or a worker restarted) finds it claimed, as the weekly report's send is."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from alerts.channels import Message
+from alerts.conditions import Condition, duration, when
+from alerts.evidence import conditions_now
+from alerts.models import Alert, Channel, Rule
+from alerts.services import deliveries_create, rules_default
+from inventory.models import Organization, Server
+
+logger = logging.getLogger(__name__)
+Enqueue = Callable[[int], object]
+
+
+@dataclass
+class Evaluated:
+    """What one evaluation did: notifications claimed (and the deliveries they made)."""
+
+    opened: int = 0
+    resolved: int = 0
+    reminded: int = 0
+    deliveries: int = 0
+
+
+def evaluate_all(*, enqueue: Enqueue, now: datetime | None = None) -> dict[str, int]:
+    """Every organization, one after the other; one that fails is logged and the others still evaluated."""
+    now = now or timezone.now()
+    total, failed = Evaluated(), 0
+    for organization in Organization.objects.order_by("pk"):
+        try:
+            done = evaluate_organization(organization=organization, enqueue=enqueue, now=now)
+        except Exception:
+            logger.exception("alerts: evaluating organization %s failed", organization.pk)
+            failed += 1
+            continue
+        for name in ("opened", "resolved", "reminded", "deliveries"):
+            setattr(total, name, getattr(total, name) + getattr(done, name))
+    return {**asdict(total), "failed": failed}
+
+
+def evaluate_organization(*, organization: Organization, enqueue: Enqueue, now: datetime | None = None) -> Evaluated:
+    """Each rule of the organization (its defaults made first when it has none) over the enabled servers of its
+    scope. A disabled rule, or a server that left the scope, resolves its alerts."""
+    now = now or timezone.now()
+    rules = list(Rule.objects.filter(organization=organization).prefetch_related("channels").order_by("pk"))
+    if not rules:
+        rules = rules_default(organization=organization)
+    servers = list(Server.objects.filter(organization=organization, enabled=True).order_by("pk"))
+    done = Evaluated()
+    for rule in rules:
+        scope = [s for s in servers if not rule.tag or rule.tag in (s.tags or [])] if rule.enabled else []
+        found = conditions_now(rule=rule, servers=scope, now=now) if scope else {}
+        _apply(rule, {s.pk for s in scope}, found, now, enqueue, done)
+    return done
+
+
+def _apply(
+    rule: Rule, scope: set[int], found: dict[int, list[Condition]], now: datetime, enqueue: Enqueue, done: Evaluated
+) -> None:
+    true_now = set()
+    for conditions in found.values():
+        for condition in conditions:
+            true_now.add(condition.key)
+            alert = _seen(rule, condition, now)
+            if alert is not None:
+                _progress(rule, alert, now, enqueue, done)
+    for alert in rule.alerts.exclude(state=Alert.State.RESOLVED).select_related("server"):
+        unread = alert.server_id in scope and alert.server_id not in found  # a failed read: left as it was
+        if alert.key not in true_now and not unread:
+            _resolve(rule, alert, now, enqueue, done)
+
+
+def _seen(rule: Rule, c: Condition, now: datetime) -> Alert | None:
+    """The condition's unresolved alert with its words and figures as of now; made pending if it has none. None:
+    an evaluation of a later instant resolved it meanwhile (the next evaluation makes it again if still true)."""
+    words = {
+        "severity": c.severity,
+        "title": c.title[:300],
+        "summary": c.summary,
+        "figures": c.figures,
+        "change_text": c.change_text,
+        "config_changes": list(c.config_changes),
+        "path": c.path,
+        "last_true_at": now,
+    }
+    current = Alert.objects.filter(rule=rule, key=c.key).exclude(state=Alert.State.RESOLVED)
+    if not current.update(**words):
+        try:
+            with transaction.atomic():
+                Alert.objects.create(
+                    rule=rule, server_id=c.server_id, key=c.key, since=c.since, first_true_at=now, **words
+                )
+        except IntegrityError:  # a racing evaluation made it first (one unresolved alert per condition)
+            current.update(**words)
+    return current.select_related("server").first()
+
+
+def _progress(rule: Rule, alert: Alert, now: datetime, enqueue: Enqueue, done: Evaluated) -> None:
+    """Opens the alert once it has been true for the rule's hold, notifies its opening once, and reminds."""
+    with transaction.atomic():
+        if alert.state == Alert.State.PENDING and now - alert.first_true_at >= timedelta(minutes=rule.hold_minutes):
+            Alert.objects.filter(pk=alert.pk, state=Alert.State.PENDING).update(state=Alert.State.OPEN, opened_at=now)
+        if _claim(alert, Q(state=Alert.State.OPEN, notified_open_at__isnull=True), notified_open_at=now):
+            done.opened += 1
+            done.deliveries += _notify(rule, alert, "open", now, enqueue)
+            return
+    if not rule.remind_minutes or alert.acknowledged_at is not None or alert.notified_open_at is None:
+        return
+    last = alert.last_reminded_at or alert.notified_open_at
+    if now - last < timedelta(minutes=rule.remind_minutes):
+        return
+    with transaction.atomic():
+        # Claimed on the value read: of two evaluations, the one whose UPDATE still sees it reminds.
+        claim = Q(state=Alert.State.OPEN, acknowledged_at__isnull=True)
+        claim &= Q(last_reminded_at=alert.last_reminded_at) if alert.last_reminded_at else Q(last_reminded_at=None)
+        if _claim(alert, claim, last_reminded_at=now):
+            done.reminded += 1
+            done.deliveries += _notify(rule, alert, "remind", now, enqueue)
+
+
+def _resolve(rule: Rule, alert: Alert, now: datetime, enqueue: Enqueue, done: Evaluated) -> None:
+    """Resolved; notified only when its opening was (a pending flap ends silently)."""
+    with transaction.atomic():
+        if not _claim(alert, ~Q(state=Alert.State.RESOLVED), state=Alert.State.RESOLVED, resolved_at=now):
+            return
+        if _claim(alert, Q(notified_open_at__isnull=False, notified_resolve_at__isnull=True), notified_resolve_at=now):
+            done.resolved += 1
+            done.deliveries += _notify(rule, alert, "resolve", now, enqueue)
+
+
+def _claim(alert: Alert, condition: Q, **changes) -> bool:
+    """The conditional UPDATE: True for the one caller that changed the row (the alert is then read again)."""
+    if not Alert.objects.filter(condition, pk=alert.pk).update(**changes):
+        return False
+    alert.refresh_from_db()
+    return True
+
+
+def _notify(rule: Rule, alert: Alert, event: str, now: datetime, enqueue: Enqueue) -> int:
+    """Deliveries of the event to the rule's channels (none chosen: every enabled channel of the organization)."""
+    chosen = [c for c in rule.channels.all() if c.enabled]
+    if not rule.channels.exists():
+        chosen = list(Channel.objects.filter(organization_id=rule.organization_id, enabled=True).order_by("pk"))
+    return len(deliveries_create(message=message_of(alert, event, now), to=chosen, alert=alert, enqueue=enqueue))
+
+
+def message_of(alert: Alert, event: str, now: datetime) -> Message:
+    """Plain words first (which server, what happened, how bad, since when), then the figures and a link."""
+    server = alert.server
+    opened = alert.opened_at or now
+    if event == "resolve":
+        summary = (
+            f"Resolved at {when(now)}, after {duration(now - opened)} open (true since {when(alert.since)}). "
+            f"It was: {alert.summary}"
+        )
+    elif event == "remind":
+        summary = f"Still open after {duration(now - opened)}, not acknowledged. {alert.summary}"
+    else:
+        summary = alert.summary
+    return Message(
+        event=event,
+        key=alert.dedup_key,
+        title=f"{server.name}: {alert.title}",
+        severity=alert.severity,
+        summary=summary,
+        organization=alert.rule.organization.name,
+        server=server.name,
+        url=settings.CONSOLE_URL.rstrip("/") + alert.path,
+        at=now,
+    )
