@@ -12,23 +12,44 @@ from console.api.common import JSONRenderer
 
 
 def _flatten(detail) -> dict[str, list[str]]:
+    """Field errors by top-level field, each a plain message; a nested one (a list field's item, a nested
+    serializer's field) says where it is first ("item 1: ...", "max: ..."), never a repr of the structure."""
     if isinstance(detail, dict):
-        return {str(k): [str(m) for m in (v if isinstance(v, list) else [v])] for k, v in detail.items()}
+        return {str(k): _messages(v) for k, v in detail.items()}
     if isinstance(detail, list):
-        return {"non_field_errors": [str(m) for m in detail]}
+        return {"non_field_errors": _messages(detail)}
     return {}
 
 
-def _message(detail) -> str:
+def _messages(detail, where: str = "") -> list[str]:
     if isinstance(detail, dict):
-        first = next(iter(detail.items()), None)
+        # DRF keys a list field's items by their index: said from 1, as the items of a nested list are.
+        return [
+            m
+            for k, v in detail.items()
+            for m in _messages(v, _joined(where, f"item {k + 1}" if isinstance(k, int) else str(k)))
+        ]
+    if isinstance(detail, list):
+        nested = any(isinstance(v, dict | list) for v in detail)
+        return [
+            m
+            for i, v in enumerate(detail)
+            for m in _messages(v, _joined(where, f"item {i + 1}") if nested or isinstance(v, dict | list) else where)
+        ]
+    return [f"{where}: {detail}" if where else str(detail)]
+
+
+def _joined(where: str, name: str) -> str:
+    return f"{where}, {name}" if where else name
+
+
+def _message(detail) -> str:
+    if isinstance(detail, dict | list):
+        first = next(((f, m) for f, m in _flatten(detail).items() if m), None)
         if first is None:
             return "invalid request"
-        field, value = first
-        value = value[0] if isinstance(value, list) and value else value
-        return str(value) if field == "non_field_errors" else f"{field}: {value}"
-    if isinstance(detail, list):
-        return str(detail[0]) if detail else "invalid request"
+        field, messages = first
+        return messages[0] if field == "non_field_errors" else f"{field}: {messages[0]}"
     return str(detail)
 
 
