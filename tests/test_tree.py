@@ -43,7 +43,6 @@ TESTED_IN = {
     "collectors/management/commands/collect.py": "tests/collectors/test_errors.py",
     "collectors/management/commands/sample_waits.py": "tests/collectors/test_sampler.py",
     "collectors/management/commands/top.py": "tests/collectors/test_scheduling.py",
-    "collectors/selectors/across.py": "tests/collectors/selectors/test_server.py",
     "collectors/selectors/advisor.py": (
         "tests/advisor/test_end_to_end_rules.py",
         "the evidence the advisor gathers on real servers",

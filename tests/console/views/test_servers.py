@@ -21,7 +21,7 @@ from collectors.services import server_collect
 from console.services import server_delete
 from inventory.models import Membership, Organization, Server
 from inventory.services import server_create
-from tests.collectors.selectors.test_server import Configured, build_configured, schedule_for
+from tests.collectors.selectors.configured import Configured, build_configured, schedule_for
 from tests.history_world import build
 
 pytestmark = pytest.mark.django_db

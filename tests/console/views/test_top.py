@@ -15,7 +15,7 @@ from django.urls import reverse
 from collectors.selectors import ORDERS, Page, StatementChange, StatementFilters, Window, db, top_statements
 from collectors.selectors.server import statements_in
 from console.views import top
-from tests.collectors.selectors.test_server import HOSTILE, NEW_TEXT
+from tests.collectors.selectors.configured import HOSTILE, NEW_TEXT
 from tests.console.views.test_servers import drop_world, make_world
 
 pytestmark = pytest.mark.django_db
