@@ -38,8 +38,6 @@ TESTED_IN = {
     "advisor/management/commands/advise.py": "tests/advisor/test_end_to_end.py",
     "advisor/selectors.py": "tests/advisor/test_services.py",
     "advisor/tasks.py": "tests/production/test_beat_flows.py",
-    "alerts/outbound.py": ("tests/alerts/test_services.py", "every send goes through it, to real receivers"),
-    "alerts/signing.py": "tests/alerts/test_services.py",
     "collectors/management/commands/collect.py": "tests/collectors/test_errors.py",
     "collectors/management/commands/sample_waits.py": "tests/collectors/test_sampler.py",
     "collectors/management/commands/top.py": "tests/collectors/test_scheduling.py",

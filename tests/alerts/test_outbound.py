@@ -1,0 +1,105 @@
+"""Requests the console sends out (alerts/outbound.py), to a real receiver on loopback: a URL refused as written
+with the reason, the policy checked again at send time, what the receiver got, each answer sorted into delivered,
+refused for good or worth a retry, a timeout and a closed port retried, and a redirect never followed."""
+
+from __future__ import annotations
+
+import socket
+import time
+
+import pytest
+
+from alerts import outbound
+from tests.alerts.receiver import receiver
+
+
+@pytest.mark.parametrize(
+    ("url", "reason"),
+    [
+        ("hooks.example.com/x", "must start with https://"),
+        ("ftp://hooks.example.com/x", "must start with https://"),
+        ("https:///x", "no host"),
+        ("https://user:pw@hooks.example.com/x", "user name or password"),
+        ("https://hooks.example.com:port/x", "not a URL"),
+    ],
+)
+def test_a_url_is_refused_as_written_with_the_reason(url, reason):
+    assert reason in outbound.url_problem(url)
+    with pytest.raises(outbound.OutboundError, match=reason.replace("/", "\\/")) as caught:
+        outbound.post(url, b"{}", {})
+    assert caught.value.retry is False
+
+
+def test_plain_http_only_where_the_settings_allow_it(settings):
+    settings.ALERTS_ALLOW_PLAIN_HTTP = False
+    assert "must use https" in outbound.url_problem("http://127.0.0.1:9/hook")
+    settings.ALERTS_ALLOW_PLAIN_HTTP = True
+    assert outbound.url_problem("http://127.0.0.1:9/hook") is None
+
+
+def test_the_receiver_gets_the_body_the_path_and_the_headers():
+    with receiver(202) as r:
+        answer = outbound.post(r.url + "?team=db", b'{"a": 1}', {"X-Test": "yes"})
+    assert (answer.status, answer.body, answer.delivered, answer.retry) == (202, "ok", True, False)
+    (request,) = r.requests
+    assert request.path == "/hook?team=db" and request.body == b'{"a": 1}'
+    assert request.headers["X-Test"] == "yes" and request.headers["User-Agent"] == outbound.USER_AGENT
+    assert request.headers["Content-Type"] == "application/json"
+
+
+@pytest.mark.parametrize(
+    ("status", "delivered", "retry"),
+    [
+        (200, True, False),
+        (204, True, False),
+        (400, False, False),
+        (404, False, False),
+        (408, False, True),
+        (429, False, True),
+        (500, False, True),
+        (503, False, True),
+    ],
+)
+def test_each_answer_is_delivered_refused_for_good_or_worth_a_retry(status, delivered, retry):
+    with receiver(status) as r:
+        answer = outbound.post(r.url, b"{}", {})
+    assert (answer.status, answer.delivered, answer.retry) == (status, delivered, retry)
+
+
+def test_a_redirect_is_an_answer_not_followed():
+    with receiver(302) as r:
+        answer = outbound.post(r.url, b"{}", {})
+    assert (answer.status, answer.delivered, answer.retry, len(r.requests)) == (302, False, False, 1)
+
+
+def test_a_hanging_receiver_and_a_closed_port_are_worth_a_retry():
+    with receiver("hang") as r:
+        started = time.monotonic()
+        with pytest.raises(outbound.OutboundError, match="no answer from 127.0.0.1 within 0.5 s") as hung:
+            outbound.post(r.url, b"{}", {}, timeout_s=0.5)
+        assert time.monotonic() - started < 3
+    assert hung.value.retry is True
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with pytest.raises(outbound.OutboundError, match="could not send to 127.0.0.1") as closed:
+        outbound.post(f"http://127.0.0.1:{port}/hook", b"{}", {}, timeout_s=2)
+    assert closed.value.retry is True
+
+
+def test_a_metadata_address_is_refused_without_being_dialled():
+    for check in (outbound.check_url, lambda url: outbound.post(url, b"{}", {})):
+        with pytest.raises(outbound.OutboundError, match="169.254.169.254") as refused:
+            check("https://169.254.169.254/latest/meta-data/")
+        assert refused.value.retry is False
+
+
+def test_the_policy_is_checked_again_at_send_time(settings):
+    with receiver(200) as r:
+        outbound.check_url(r.url)  # allowed when saved
+        settings.MONITOR_ALLOW_LOOPBACK = False
+        with pytest.raises(outbound.OutboundError, match="loopback") as refused:
+            outbound.check_url(r.url)
+        with pytest.raises(outbound.OutboundError, match="loopback"):
+            outbound.post(r.url, b"{}", {})
+    assert refused.value.retry is False and r.requests == []
