@@ -35,7 +35,6 @@ DECLARATIONS = {
 TESTED_IN = {
     "accounts/models.py": "tests/console/views/test_account.py",
     "advisor/gather.py": "tests/advisor/test_end_to_end_rules.py",
-    "advisor/management/commands/advise.py": "tests/advisor/test_end_to_end.py",
     "advisor/selectors.py": "tests/advisor/test_services.py",
     "advisor/tasks.py": "tests/production/test_beat_flows.py",
     "collectors/management/commands/collect.py": "tests/collectors/test_errors.py",
