@@ -37,9 +37,7 @@ TESTED_IN = {
     "advisor/gather.py": "tests/advisor/test_end_to_end_rules.py",
     "advisor/selectors.py": "tests/advisor/test_services.py",
     "advisor/tasks.py": "tests/production/test_beat_flows.py",
-    "collectors/management/commands/collect.py": "tests/collectors/test_errors.py",
     "collectors/management/commands/sample_waits.py": "tests/collectors/test_sampler.py",
-    "collectors/management/commands/top.py": "tests/collectors/test_scheduling.py",
     "collectors/selectors/advisor.py": (
         "tests/advisor/test_end_to_end_rules.py",
         "the evidence the advisor gathers on real servers",

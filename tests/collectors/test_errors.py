@@ -104,19 +104,6 @@ def test_malformed_dsn_is_refused_when_adding():
     assert not Server.objects.exists()
 
 
-def test_one_failing_server_does_not_stop_the_others(pg_clusters, capsys):
-    good = register(pg_clusters[14], name="good")
-    bad = register(pg_clusters[14], name="bad", password="wrong")
-    call_command("collect", "--all")
-    out = capsys.readouterr().out
-    assert "good: baseline of" in out
-    assert "bad: FAILED [auth_failed]" in out
-    good.refresh_from_db()
-    assert good.last_success_at is not None and good.consecutive_failures == 0
-    assert history_counts(good)["collectors_snapshot"] == 1
-    assert history_counts(bad)["collectors_snapshot"] == 0
-
-
 def test_failure_then_recovery_clears_the_status(pg_clusters):
     c = pg_clusters[13]
     server = register(c, name="flaky")

@@ -1,10 +1,8 @@
-"""Dispatching, top, rollups, retention and the history store going away, on real databases."""
+"""Dispatching, rollups, retention and the history store going away, on real databases."""
 
-import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from django.core.management import call_command
 from django.db import connection
 from django.utils import timezone
 
@@ -59,49 +57,6 @@ def test_servers_registered_together_are_spread_over_the_interval():
     per_second = [sum(1 for p in phases if s <= p < s + 1) for s in range(60)]
     assert max(per_second) <= 20, per_second  # an even spread is 16.7 a second
     assert phase_s(7, 300) == phase_s(7, 300) and phase_s(7, 300) != phase_s(8, 300)
-
-
-def test_top_command_and_planning_not_tracked(pg_clusters, capsys):
-    c = pg_clusters[18]
-    run(c, "DROP TABLE IF EXISTS top_items; CREATE TABLE top_items (id int)")
-    server = register(c, name="topsrv")
-    collect(server)
-    run(c, "INSERT INTO top_items SELECT generate_series(1, 100)", 2)
-    run(c, "SELECT count(*) FROM top_items", 9)
-    collect(server)
-    call_command("top", "--server", "topsrv", "--since", "1h", "--order", "calls", "--json")
-    data = json.loads(capsys.readouterr().out)
-    assert data["planning"] == "not tracked"
-    queryid = server_entry(c, "SELECT count(*) FROM top_items%")["queryid"]
-    row = next(r for r in data["statements"] if r["queryid"] == queryid)
-    assert (row["calls"], row["rows"], row["plan_ms"], row["plans"]) == (9, 9, None, None)
-    assert data["statements"][0]["calls"] >= 9  # ordered by calls
-    call_command("top", "--server", "topsrv", "--limit", "3")
-    text = capsys.readouterr().out
-    assert "planning not tracked" in text and "not tracked" in text.splitlines()[2]
-    assert len(text.strip().splitlines()) == 2 + 3
-
-
-def test_top_shows_planning_when_tracked(pg_clusters, capsys):
-    c = pg_clusters[16]
-    server = register(c, name="plansrv")
-    collect(server)
-    c.set_config({"pg_stat_statements.track_planning": "on"})
-    try:
-        run(c, "SELECT count(*) FROM pg_class a JOIN pg_class b USING (oid)", 4)
-        collect(server)
-    finally:
-        c.set_config({"pg_stat_statements.track_planning": "off"})
-    call_command("top", "--server", "plansrv", "--json")
-    data = json.loads(capsys.readouterr().out)
-    assert data["planning"] == "tracked"
-    row = next(r for r in data["statements"] if "pg_class a JOIN" in (r["query"] or ""))
-    assert row["plans"] == 4 and row["plan_ms"] > 0
-
-
-def test_top_rejects_bad_input():
-    with pytest.raises(Exception, match="invalid --since"):
-        call_command("top", "--server", "x", "--since", "yesterday")
 
 
 def test_rollups_equal_the_raw_sums_and_are_idempotent(pg_clusters):
