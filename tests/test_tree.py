@@ -46,7 +46,6 @@ TESTED_IN = {
     "collectors/selectors/parts.py": "tests/presentation/test_formatting.py",
     "collectors/selectors/snapshots.py": "tests/console/api/test_servers.py",
     "collectors/selectors/waits.py": "tests/collectors/selectors/test_statements.py",
-    "collectors/services.py": ("tests/collectors/test_ground_truth.py", "collections on real servers"),
     "collectors/snapshot_facts.py": ("tests/console/api/test_servers.py", "the snapshots endpoint"),
     "console/celery.py": "tests/collectors/test_tasks.py",
     "console/forms.py": ("tests/console/views/test_manage.py", "the pages' forms"),

@@ -1,5 +1,6 @@
-"""Ground truth on real servers, PostgreSQL 13 to 18: exactly N executions between two snapshots
-are stored as exactly N calls and the exact rows, across resets, restarts and eviction."""
+"""The collector (collectors/services.py, server_collect) against ground truth on real servers, PostgreSQL 13 to
+18: exactly N executions between two snapshots are stored as exactly N calls and the exact rows, across resets,
+restarts and eviction."""
 
 import psycopg
 import pytest
