@@ -33,26 +33,7 @@ DECLARATIONS = {
 # Not mirrored yet: module -> the test file that holds its tests today, which names it; or (that file, how it
 # reaches the module) where it does so without naming it (a page's form, an endpoint's refusal).
 TESTED_IN = {
-    "accounts/models.py": "tests/console/views/test_account.py",
-    "advisor/gather.py": "tests/advisor/test_end_to_end_rules.py",
-    "advisor/selectors.py": "tests/advisor/test_services.py",
-    "advisor/tasks.py": "tests/production/test_beat_flows.py",
     "collectors/management/commands/sample_waits.py": "tests/collectors/test_sampler.py",
-    "collectors/selectors/advisor.py": (
-        "tests/advisor/test_end_to_end_rules.py",
-        "the evidence the advisor gathers on real servers",
-    ),
-    "collectors/selectors/coverage.py": "tests/reports/test_digest.py",
-    "collectors/selectors/parts.py": "tests/presentation/test_formatting.py",
-    "collectors/selectors/snapshots.py": "tests/console/api/test_servers.py",
-    "collectors/selectors/waits.py": "tests/collectors/selectors/test_statements.py",
-    "collectors/snapshot_facts.py": ("tests/console/api/test_servers.py", "the snapshots endpoint"),
-    "console/celery.py": "tests/collectors/test_tasks.py",
-    "console/forms.py": ("tests/console/views/test_manage.py", "the pages' forms"),
-    "reports/selectors.py": "tests/reports/test_services.py",
-    "reports/tasks.py": "tests/reports/test_services.py",
-    "exports/audit_data.py": "tests/exports/test_audit.py",
-    "exports/selectors.py": "tests/console/api/test_exports.py",
 }
 
 
