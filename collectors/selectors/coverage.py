@@ -108,14 +108,17 @@ def collection_coverage(*, server_id: int, window: Window, errors_limit: int = 1
     expected_s = max(0.0, (window.end - since).total_seconds())
     gaps: list[Gap] = []
     for p in s.points:
-        if p.span_s is not None or p.end <= since:
+        start, end = max(p.start, since), min(p.end, window.end)
+        if p.span_s is not None or end <= start:  # covered, or outside the history's part of the window
             continue
-        start = max(p.start, since)
         if gaps and gaps[-1].end >= start:
-            gaps[-1] = Gap(gaps[-1].start, min(p.end, window.end))
+            gaps[-1] = Gap(gaps[-1].start, end)
         else:
-            gaps.append(Gap(start, min(p.end, window.end)))
-    rates = [p.dealloc_per_s for p in s.points if p.dealloc_per_s is not None]
+            gaps.append(Gap(start, end))
+    # The grid's points overlapping the history's part of the window; none where the window holds no history
+    # (an edge bucket may hold snapshots taken after the window's end: they are no rate of this window).
+    overlapping = [p for p in s.points if p.end > since and p.start < window.end] if expected_s > 0 else []
+    rates = [p.dealloc_per_s for p in overlapping if p.dealloc_per_s is not None]
     errors = FailedCollection.objects.filter(server_id=server_id, at__gte=window.start, at__lt=window.end)
     return CollectionCoverage(
         window=window,

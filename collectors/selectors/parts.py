@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import numpy as np
 
@@ -43,7 +43,8 @@ class ServerTotals:
     dealloc: int | None = None  # None: no interval knew it (pg_stat_statements_info needs 14+)
     dealloc_span_s: float = 0.0
     entries_peak: int | None = None
-    entries_max: int | None = None
+    entries_max: int | None = None  # the setting as the latest snapshot added read it
+    entries_max_at: datetime | None = None  # when that snapshot was taken (None: unknown, the last added wins)
     wait_session_s: float = 0.0
 
     def add(self, other: ServerTotals) -> None:
@@ -56,8 +57,10 @@ class ServerTotals:
         self.dealloc_span_s += other.dealloc_span_s
         if other.entries_peak is not None:
             self.entries_peak = max(self.entries_peak or 0, other.entries_peak)
-        if other.entries_max is not None:
-            self.entries_max = other.entries_max
+        if other.entries_max is not None and not (
+            self.entries_max_at and other.entries_max_at and other.entries_max_at < self.entries_max_at
+        ):
+            self.entries_max, self.entries_max_at = other.entries_max, other.entries_max_at or self.entries_max_at
         self.wait_session_s += other.wait_session_s
 
     @classmethod
@@ -72,6 +75,7 @@ class ServerTotals:
         *,
         sign: int = 1,
         wait_session_s: float = 0.0,
+        at: datetime | None = None,
     ) -> ServerTotals:
         """One delta snapshot's totals, counted with `sign` (-1: a part subtracted from a whole hour; gauges,
         not being sums, count only from snapshots inside the window)."""
@@ -84,6 +88,7 @@ class ServerTotals:
             dealloc_span_s=sign * interval_s if dealloc is not None else 0.0,
             entries_peak=entries if sign > 0 else None,
             entries_max=entries_max if sign > 0 else None,
+            entries_max_at=at if sign > 0 and entries_max is not None else None,
             wait_session_s=sign * wait_session_s,
         )
 
@@ -135,7 +140,7 @@ def read_raw(server_id: int, segments: list[tuple[datetime, datetime, int]], *, 
             figures = tiers.from_payloads([bytes(blob)]).values.sum(axis=0) if blob is not None else [0] * N
         totals.add(
             ServerTotals.of_snapshot(
-                interval_s, tracked, figures, dd, entries, entries_max, sign=sign, wait_session_s=waits
+                interval_s, tracked, figures, dd, entries, entries_max, sign=sign, wait_session_s=waits, at=taken_at
             )
         )
     if not statements:
@@ -194,7 +199,10 @@ def core_totals(server_id: int, core: tuple[datetime, datetime] | None) -> Serve
             """,
         {"sid": server_id, "s": s, "e": e},
     )
-    return bucket_totals(row[1:])
+    totals = bucket_totals(row[1:])
+    if totals.entries_max is not None:  # read by the range's last snapshot: before any raw edge after it
+        totals.entries_max_at = e - timedelta(microseconds=1)
+    return totals
 
 
 def window_totals(server_id: int, p: Plan, raw: ServerTotals | None = None) -> ServerTotals:

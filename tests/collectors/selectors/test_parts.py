@@ -136,7 +136,6 @@ def test_nothing_to_read_is_no_data():
     assert (totals.snapshots, totals.planning, len(sums.statement_id)) == (0, "no data", 0)
 
 
-@pytest.mark.xfail(strict=True, reason="window_totals adds the raw edges before the core: the core's setting wins")
 def test_the_setting_a_window_reports_is_the_one_its_latest_snapshot_read():
     synth = Synthetic(n=4, change_fraction=0.3, start=START, step_s=600)
     synth.entries_max, synth.max_changed_at = "20000", datetime(2026, 6, 11, 10, 5, tzinfo=UTC)
