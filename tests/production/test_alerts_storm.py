@@ -1,0 +1,92 @@
+"""The deallocation storm raising alerts as production does: a real PostgreSQL 14 with pg_stat_statements.max =
+100 under the storm workload, collected by beat and a real worker, advised by the advisor's beat task, the rules
+evaluated by beat's alerts task and the notifications sent by the worker to a real receiver on loopback.
+
+The storm opens its alerts, each notified once however often beat evaluates: the deallocation rate, and the
+advisor's critical recommendation to raise pg_stat_statements.max with its exact change. When the workload
+stops, the deallocation alert resolves and its resolution is sent once. (The advisor's recommendation stays
+open for its hour of evidence: its resolution is the advisor's, shown in tests/alerts/test_lifecycle.py.)"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+import pytest
+
+from alerts.models import Alert, Delivery, Rule
+from alerts.services import channel_create
+from devenv import workloads
+from inventory.models import Server
+from tests.alerts.receiver import receiver
+from tests.processes import beat_argv, console_env, processes, wait_for, worker_argv
+from tests.world import register
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _events(r) -> list[tuple[str, str]]:
+    """(event, alert id) of every request the receiver got: the id is the condition's, whatever its words."""
+    return [(body["event"], body["alert"]["id"]) for body in (json.loads(q.body) for q in r.requests)]
+
+
+@pytest.mark.timeout(660)
+def test_a_storm_opens_its_alerts_once_and_resolves_the_rate_when_it_stops(evict_cluster, tmp_path):
+    server = register(evict_cluster, name="storm", org="alerting-storm")
+    Server.objects.filter(pk=server.pk).update(interval_s=5)
+    org = server.organization
+    # Only the two rules the storm is about (an organization with rules gets no defaults), each at once.
+    Rule.objects.create(organization=org, name="storm", kind="dealloc", dealloc_minutes=1, hold_minutes=0)
+    Rule.objects.create(organization=org, name="critical advice", kind="advisor", hold_minutes=0)
+    env = console_env(DISPATCH_TICK_S="1", ADVISOR_INTERVAL_S="5", ALERTS_EVALUATE_S="2")
+    stop = threading.Event()
+    storm = threading.Thread(
+        target=workloads.dealloc_storm,
+        args=(evict_cluster.dsn("app"), stop),
+        kwargs={"clients": 16, "tables": 128, "tx_per_s": 20.0},
+        daemon=True,
+    )
+    with receiver(200) as r, processes(tmp_path, env) as procs:
+        channel_create(organization=org, name="on call", kind="webhook", target=r.url)
+        procs.start("worker", [*worker_argv(concurrency=4)])
+        procs.start("beat", beat_argv(tmp_path / "beat-schedule"))
+        storm.start()
+        try:
+            wait_for(
+                lambda: _sent(r, _alert(server, "dealloc")) and _sent(r, _alert(server, "advisor", MAX_CHANGE)),
+                300,
+                what="the storm's rate and the advisor's max sent",
+                logs=procs.logs,
+            )
+        finally:
+            stop.set()
+            storm.join(60)
+        rate = _alert(server, "dealloc")
+        wait_for(lambda: ("resolve", rate.dedup_key) in _events(r), 240, what="the rate resolved", logs=procs.logs)
+        time.sleep(6)  # beat evaluates again, several times: nothing more goes out
+    events = _events(r)
+    alerts = list(Alert.objects.filter(server=server).select_related("rule"))
+    for alert in alerts:  # each alert's opening sent once, whatever beat evaluated meanwhile
+        assert events.count(("open", alert.dedup_key)) == 1, alert.title
+    assert events.count(("resolve", rate.dedup_key)) == 1
+    assert len(events) == len(alerts) + sum(a.state == "resolved" for a in alerts)
+    rate.refresh_from_db()
+    assert rate.state == "resolved" and rate.figures["dealloc_per_s"] >= 10
+    advice = _alert(server, "advisor", MAX_CHANGE)
+    assert advice.state == "open" and advice.severity == "critical"  # the advisor's hour of evidence holds it
+    (body,) = [json.loads(q.body) for q in r.requests if json.loads(q.body)["alert"]["id"] == advice.dedup_key]
+    assert body["event"] == "open" and MAX_CHANGE in body["alert"]["summary"]
+    assert body["alert"]["title"] == f"{server.name}: {advice.title}" and "pg_stat_statements.max" in advice.title
+    assert set(Delivery.objects.filter(alert__server=server).values_list("status", flat=True)) == {"sent"}
+
+
+MAX_CHANGE = "ALTER SYSTEM SET pg_stat_statements.max = "
+
+
+def _alert(server: Server, kind: str, change: str = "") -> Alert | None:
+    return Alert.objects.filter(server=server, rule__kind=kind, change_text__contains=change).order_by("pk").first()
+
+
+def _sent(r, alert: Alert | None) -> bool:
+    return alert is not None and ("open", alert.dedup_key) in _events(r)
