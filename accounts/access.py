@@ -18,6 +18,8 @@ from inventory.models import Membership, Organization, Server
 Role = Membership.Role
 MANAGE_SERVERS = (Role.DBA, Role.ADMIN)
 MANAGE_MEMBERS = (Role.ADMIN,)
+# An organization's own settings: its alert channels and rules (members are MANAGE_MEMBERS, the same role).
+CONFIGURE = (Role.ADMIN,)
 
 
 def sees_every_organization(user) -> bool:

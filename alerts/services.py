@@ -93,6 +93,23 @@ def channel_send_test(*, channel: Channel, enqueue: Callable[[int], object], now
     return delivery
 
 
+def channel_delete(*, channel: Channel) -> None:
+    """Deletes the channel and its deliveries' record. Refused (ValidationError) while a rule notifies it alone:
+    a rule with no channel notifies every enabled channel, so the deletion would quietly send that rule's alerts
+    to everyone (page a team by mail, or mail a pager) instead of stopping them."""
+    alone = [
+        rule.name
+        for rule in Rule.objects.filter(channels=channel).prefetch_related("channels").order_by("name")
+        if len(rule.channels.all()) == 1
+    ]
+    if alone:
+        raise ValidationError(
+            f"the rule{'s' if len(alone) > 1 else ''} {', '.join(alone)} notif{'y' if len(alone) > 1 else 'ies'} "
+            "only this channel: choose other channels for it first (a rule with none notifies every channel)"
+        )
+    channel.delete()
+
+
 def deliveries_create(
     *, message: Message, to: list[Channel], alert: Alert | None, enqueue: Callable[[int], object]
 ) -> list[Delivery]:

@@ -124,10 +124,14 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "ServerStatusEnum": ["ok", "failing", "stale", "disabled", "never collected"],
         "RecommendationStatusEnum": ["open", "acknowledged", "resolved"],
+        "SeverityEnum": ["info", "warning", "critical"],
+        "AlertChannelKindEnum": ["email", "slack", "pagerduty", "webhook"],
+        "AlertRuleKindEnum": ["server_down", "advisor", "dealloc", "regression"],
+        "AlertDeliveryStatusEnum": ["pending", "sending", "sent", "failed"],
     },
 }
 # Pages that make the console work for a user (console/throttling.py): requests per user, as DRF writes rates.
-PAGE_RATES = {"check": "20/min", "test_mail": "5/hour", "preview": "60/min"}
+PAGE_RATES = {"check": "20/min", "test_mail": "5/hour", "test_alert": "20/hour", "preview": "60/min"}
 # Throttling counters are shared by every web process: in Redis.
 CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
 

@@ -5,6 +5,7 @@ from django.urls import include, path
 from console.views import (
     account,
     advisor,
+    alerts,
     exports,
     fleet,
     health,
@@ -36,6 +37,7 @@ urlpatterns = [
     path("", include(advisor.urlpatterns)),
     path("", include(exports.urlpatterns)),
     path("", include(reports.urlpatterns)),
+    path("", include(alerts.urlpatterns)),
     path("", include("console.api.urls")),
     path("admin/", admin.site.urls),
 ]

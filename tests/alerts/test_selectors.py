@@ -10,7 +10,7 @@ import pytest
 from alerts import selectors
 from alerts.models import Channel, Delivery
 from inventory.crypto import encrypt_secret
-from tests.console.api.test_alerts import HOOK, KEY, AlertsWorld, alert, build_alerts
+from tests.alerts.alerts_world import HOOK, KEY, AlertsWorld, alert, build_alerts
 
 pytestmark = pytest.mark.django_db
 

@@ -19,6 +19,8 @@ from django.utils import timezone
 from advisor import advice as found
 from advisor.models import Recommendation, RecommendationEvent
 from advisor.services import recommendations_apply
+from alerts.models import Alert, Channel, Delivery, Rule
+from alerts.services import channel_create, rules_default
 from bench import synthetic
 from collectors.checks import check_queue
 from collectors.models import Statement
@@ -54,6 +56,7 @@ class Call:
     changes: bool = False  # a successful call changes acme's state
     outsider: int | None = None  # default: 404 for an acme object's URL, `ok` for a list (without acme's rows)
     viewer: int | None = None  # a read a viewer may not make (an export's file: 403)
+    dba: int | None = None  # a write only admins make (alerting's configuration: 403)
 
     def __str__(self) -> str:
         return f"{self.method.upper()} {self.route}"
@@ -94,6 +97,18 @@ MATRIX = [
     Call("api-exports", "post", 202, body="export", changes=True, outsider=400),
     Call("api-export"),
     Call("api-export-download", viewer=403),
+    Call("api-alert-channels"),
+    Call("api-alert-channels", "post", 201, body="channel", changes=True, dba=403),
+    Call("api-alert-channel"),
+    Call("api-alert-channel", "delete", 204, changes=True, dba=403),
+    Call("api-alert-channel-test", "post", 202, changes=True, dba=403),
+    Call("api-alert-channel-deliveries"),
+    Call("api-alert-rules"),
+    Call("api-alert-rule"),
+    Call("api-alert-rule", "patch", body="rule", changes=True, dba=403),
+    Call("api-alerts"),
+    Call("api-alert"),
+    Call("api-alert-acknowledge", "post", changes=True),
 ]
 
 
@@ -168,6 +183,26 @@ def _build() -> MatrixWorld:
         audit_export_build(export_id=e.pk)
         if org == acme:
             export_id = e.pk
+    for org, s in ((acme, server), (other, theirs)):  # a channel, the default rules and an open alert each
+        channel = channel_create(organization=org, name=f"{org.name}-mail", kind="email", addresses=["a@b.example"])
+        rule = rules_default(organization=org)[0]
+        now = timezone.now()
+        alert = Alert.objects.create(
+            rule=rule,
+            server=s,
+            key="down",
+            state="open",
+            since=now,
+            first_true_at=now,
+            last_true_at=now,
+            opened_at=now,
+            severity="critical",
+            title=f"{s.name} is down",
+            summary="",
+            path="/",
+        )
+        if org == acme:
+            alerting = {"channel_id": channel.channel.pk, "rule_id": rule.pk, "alert_id": alert.pk}
     task_id = str(uuid.uuid4())
     track(task_id, server.pk, "queued")  # what POST .../collect/ leaves for its caller to poll
     check = check_queue(
@@ -185,6 +220,7 @@ def _build() -> MatrixWorld:
         "task_id": task_id,
         "check_id": check.check_id,
         "export_id": export_id,
+        **alerting,
     }
     User = get_user_model()
     api.users["staff"] = User.objects.create_user("staff", password="x", is_staff=True)
@@ -218,6 +254,8 @@ def _bodies(world: MatrixWorld) -> dict:
             "window_start": (timezone.now() - timedelta(hours=1)).isoformat(),
             "window_end": timezone.now().isoformat(),
         },
+        "channel": {"name": "oncall", "kind": "email", "addresses": ["oncall@acme.example"]},
+        "rule": {"hold_minutes": 7},
     }
 
 
@@ -245,6 +283,10 @@ def acme_state(world: MatrixWorld) -> dict:
         "history": history_counts(world.server),
         "members": list(Membership.objects.filter(organization=acme).order_by("pk").values()),
         "exports": list(AuditExport.objects.filter(organization=acme).order_by("pk").values_list("pk", flat=True)),
+        "alert_channels": list(Channel.objects.filter(organization=acme).order_by("pk").values()),
+        "alert_rules": list(Rule.objects.filter(organization=acme).order_by("pk").values()),
+        "alerts": list(Alert.objects.filter(rule__organization=acme).order_by("pk").values()),
+        "deliveries": Delivery.objects.filter(channel__organization=acme).count(),
     }
 
 
@@ -259,6 +301,8 @@ def expected(call: Call, caller: str) -> tuple[int, str | None]:
         return status, {400: "invalid", 404: "not_found"}.get(status)
     if caller == "viewer" and call.viewer is not None:
         return call.viewer, "permission_denied"
+    if caller == "dba" and call.dba is not None:
+        return call.dba, "permission_denied"
     if not call.write:
         return call.ok, None
     if caller == "viewer":
