@@ -47,6 +47,18 @@ ORGANIZATION = "demo"
 INTERVAL_S = 15
 #: The advisor evaluates the demo's servers every minute (300 s in production): its advice shows within minutes.
 ADVISOR_INTERVAL_S = 60
+#: Beat evaluates the alert rules every 15 s (60 s in production): an alert is sent soon after its condition.
+ALERTS_EVALUATE_S = 15
+#: The demo organization's alert rules, by kind: the demo's, NOT the product's defaults (alerts/defaults.py says
+#: why those are longer), so that the storm server's alerts are seen within the demo's first minutes: the
+#: deallocation storm over 2 minutes instead of 15 and sent at once (no 5-minute hold), the advisor's critical
+#: advice sent at once.
+ALERT_RULES: dict[str, dict[str, Any]] = {
+    "dealloc": {"dealloc_minutes": 2, "hold_minutes": 0},
+    "advisor": {"hold_minutes": 0},
+}
+WEBHOOK_CHANNEL = "Demo webhook sink"
+EMAIL_CHANNEL = "Demo admin mail"
 LOCK_PATH = RUN_DIR / "demo.lock"
 BEAT_SCHEDULE = RUN_DIR / "demo-celerybeat-schedule"
 

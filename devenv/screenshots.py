@@ -7,10 +7,10 @@ page at 1440×900 (the full page where it is taller), once every chart on it is 
 server page of the demo's dealloc-storm server (24h, and the last hour or --recent minutes), its top statements
 by calls compared with the previous period, the hottest statement of the planning server (first by total
 time), planning vs execution, the advisor (the fleet's and the dealloc-storm server's recommendations),
-server management with a "test connection" result, the organization and
-the preferences. Run it after a few minutes of demo (five minutes for the advisor's two-phase-commit family),
-so that the seed cases show; the README's were taken after the demo was stopped a few minutes and started
-again, so that a gap is on them."""
+server management with a "test connection" result, the organization, its alerts, alert channels and
+alert rules, and the preferences. Run it after a few minutes of demo (five minutes for the advisor's
+two-phase-commit family), so that the seed cases show; the README's were taken after the demo was stopped
+a few minutes and started again, so that a gap is on them."""
 
 from __future__ import annotations
 
@@ -156,6 +156,13 @@ def take(
         organization = _id_of_link(page, ORGANIZATION, _ORGANIZATION_ID)
         go(f"/organizations/{organization}/")
         shot("organization")
+        # Its alerts (console/views/alerts.py): the storm server's, sent to the demo's webhook receiver and mail.
+        go(f"/organizations/{organization}/alerts/")
+        shot("alerts")
+        go(f"/organizations/{organization}/alerts/channels/")
+        shot("alert-channels")
+        go(f"/organizations/{organization}/alerts/rules/")
+        shot("alert-rules")
 
         go("/preferences/")
         shot("preferences")

@@ -1,5 +1,6 @@
 """End to end: ``manage.py demo --duration 60 --no-web`` starts the demo clusters (16 and 18, on
-the demo ports), the workloads, a celery worker and beat; the collected history shows the cases;
+the demo ports), the workloads, a celery worker and beat; the collected history shows the cases; the
+storm server's critical advice is sent as an alert, signed, to the demo's webhook receiver and by mail;
 everything is stopped afterwards.
 
 It runs against its own database on the history store and its own Redis database, so it shares
@@ -34,6 +35,10 @@ ADMIN_DSN = f"postgresql://postgres@127.0.0.1:{HISTORY_PORT}/postgres"
 DATABASE_URL = f"postgres://postgres@127.0.0.1:{HISTORY_PORT}/{DB_NAME}"
 REDIS_URL = "redis://127.0.0.1:6379/5"
 DURATION_S = 60
+#: In 60 s the demo's own intervals (the advisor every 60 s) would leave the first alert to the last seconds at
+#: best: the test runs the advisor every 20 s and the alert rules every 10 s (variables the demo passes on to its
+#: worker and beat), so that the storm's critical advice (two delta snapshots, about 35 s in) is sent in time.
+FAST_ENV = {"ADVISOR_INTERVAL_S": "20", "ALERTS_EVALUATE_S": "10"}
 #: Start-up (migrations on an empty database, initdb when the clusters are new) + shutdown.
 RUN_TIMEOUT_S = DURATION_S + 90
 
@@ -76,7 +81,7 @@ def demo_database():
 
 
 def _run_demo(database_url: str) -> tuple[int, str, float]:
-    env = {**os.environ, "DATABASE_URL": database_url, "REDIS_URL": REDIS_URL}
+    env = {**os.environ, "DATABASE_URL": database_url, "REDIS_URL": REDIS_URL, **FAST_ENV}
     t0 = time.monotonic()
     proc = subprocess.Popen(
         [sys.executable, "manage.py", "demo", "--duration", str(DURATION_S), "--no-web"],
@@ -105,6 +110,7 @@ def _run_demo(database_url: str) -> tuple[int, str, float]:
 @pytest.mark.slow
 @pytest.mark.timeout(RUN_TIMEOUT_S + 120)
 def test_demo_runs_collects_and_stops(demo_database):
+    started = time.time()
     rc, out, took = _run_demo(demo_database)
     assert rc == 0, f"manage.py demo exited with {rc} after {took:.0f}s\n--- output ---\n{out}"
     assert "pgconsole demo is running" in out, out
@@ -124,6 +130,7 @@ def test_demo_runs_collects_and_stops(demo_database):
             "JOIN console_organization o ON o.id = m.organization_id WHERE u.username = 'admin' AND o.name = 'demo'"
         ).fetchone()
     assert admin == (True, "admin")  # and an admin member of the demo's organization
+    _check_alerts(demo_database, out, started)
     by_server: dict[str, list[tuple]] = {}
     for row in rows:
         by_server.setdefault(row[0], []).append(row)
@@ -171,3 +178,88 @@ def test_demo_runs_collects_and_stops(demo_database):
         with pytest.raises(psycopg.OperationalError):
             psycopg.connect(c.dsn(), connect_timeout=3).close()
         assert not demo.port_open(c.port), f"port {c.port} still open"
+
+
+def _check_alerts(database_url: str, out: str, started: float) -> None:
+    """The demo's alert wiring: its two channels, its rules at the demo's thresholds, and the storm server's
+    critical advice delivered to the webhook receiver (a file whose signature verified) and by mail."""
+    with psycopg.connect(database_url) as conn:
+        channels = conn.execute(
+            "SELECT c.name, c.kind, c.addresses, c.enabled FROM alerts_channel c "
+            "JOIN console_organization o ON o.id = c.organization_id WHERE o.name = 'demo' ORDER BY c.name"
+        ).fetchall()
+        rules = {
+            kind: values
+            for kind, *values in conn.execute(
+                "SELECT r.kind, r.enabled, r.hold_minutes, r.dealloc_minutes FROM alerts_rule r "
+                "JOIN console_organization o ON o.id = r.organization_id WHERE o.name = 'demo'"
+            ).fetchall()
+        }
+        deliveries = conn.execute(
+            "SELECT c.kind, d.event, d.status, d.response_status, d.title FROM alerts_delivery d "
+            "JOIN alerts_channel c ON c.id = d.channel_id ORDER BY d.id"
+        ).fetchall()
+    context = f"channels {channels}\nrules {rules}\ndeliveries {deliveries}\n--- output ---\n{out}"
+    assert channels == [
+        (demo.EMAIL_CHANNEL, "email", ["admin@demo.example"], True),
+        (demo.WEBHOOK_CHANNEL, "webhook", [], True),
+    ], context
+    assert rules["dealloc"] == [True, 0, 2], context  # the demo's thresholds (devenv/demo.py ALERT_RULES)
+    assert rules["advisor"][:2] == [True, 0], context
+    assert 'alerts   the rules of "demo" evaluated every 10s' in out, out
+    assert ".run/webhooks/*.json with its signature checked" in out, out
+
+    # What the receiver wrote in this run (the folder is shared with `make demo`, never at the same time).
+    written = [p for p in (REPO_ROOT / ".run" / "webhooks").glob("*.json") if p.stat().st_mtime >= started]
+    records = [json.loads(p.read_text()) for p in sorted(written)]
+    storm = [
+        r
+        for r in records
+        if r["signature_verified"] is True
+        and r["body"]["schema"] == "pgconsole.alert/1"
+        and r["body"]["event"] == "open"
+        and r["body"]["alert"]["server"] == "pg16-dealloc-storm"
+        and r["body"]["alert"]["severity"] == "critical"
+    ]
+    assert storm, f"no signed alert on the storm server in {records}\n{context}"
+    assert "pg_stat_statements.max" in storm[0]["body"]["alert"]["title"], storm[0]
+    assert f"webhook receiver stopped (.run/webhooks/*.json, {len(written)} received, {len(written)} with a " in out
+    sent = {(kind, event) for kind, event, status, _, title in deliveries if status == "sent" and "storm" in title}
+    assert {("webhook", "open"), ("email", "open")} <= sent, context
+
+
+@pytest.mark.django_db
+def test_demo_alerting_is_made_once_and_follows_the_receiver(tmp_path):
+    """The demo's alert set-up on a second run with the same database: no second channel, the webhook channel
+    follows the receiver's new port and keeps its signing secret (the receiver verifies with it), the rules stay
+    at the demo's thresholds; the product's defaults are untouched elsewhere."""
+    from django.contrib.auth import get_user_model
+
+    from alerts.models import Channel, Rule
+    from devenv.management.commands.demo import ADMIN_EMAIL, ADMIN_USER, Command
+    from devenv.webhooksink import WebhookSink
+    from inventory.crypto import decrypt_secret
+    from inventory.models import Organization
+
+    organization = Organization.objects.create(name=demo.ORGANIZATION)
+    get_user_model().objects.create(username=ADMIN_USER, email=ADMIN_EMAIL)
+    signing_secrets, targets = [], []
+    for port in (50001, 50002):  # the receivers are not started: only their URLs matter here
+        command = Command()
+        command.mail_sink, command.admin_email = None, ADMIN_EMAIL
+        command.webhook_sink = WebhookSink(folder=tmp_path, port=port)
+        command._alerting()
+        channel = Channel.objects.get(organization=organization, kind=Channel.Kind.WEBHOOK)
+        assert command.webhook_sink.secret == decrypt_secret(channel.signing_secret_encrypted)
+        signing_secrets.append(command.webhook_sink.secret)
+        targets.append(decrypt_secret(channel.target_encrypted))
+    assert signing_secrets[0] == signing_secrets[1] and signing_secrets[0].startswith("whsec_")
+    assert targets == ["http://127.0.0.1:50001/alerts", "http://127.0.0.1:50002/alerts"]
+    assert sorted(Channel.objects.values_list("name", "kind", "addresses")) == [
+        (demo.EMAIL_CHANNEL, "email", [ADMIN_EMAIL]),
+        (demo.WEBHOOK_CHANNEL, "webhook", []),
+    ]
+    rules = {r.kind: r for r in Rule.objects.filter(organization=organization)}
+    assert len(rules) == Rule.objects.count() == 4
+    assert (rules["dealloc"].dealloc_minutes, rules["dealloc"].hold_minutes, rules["advisor"].hold_minutes) == (2, 0, 0)
+    assert rules["server_down"].down_minutes == 10  # the other rules as the product makes them

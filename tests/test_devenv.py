@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import psycopg
@@ -13,6 +16,7 @@ import pytest
 
 from devenv import ports
 from devenv.binaries import MAJORS, NPM_VERSIONS, debian_available, ensure_binaries
+from devenv.demo import port_open
 from devenv.fleet import ClusterSpec, start_many
 from devenv.ports import PORTS, _port_in_use, _wait_for_port, port_for_extra_test
 from devenv.redis import ensure_redis, ping, redis_dir, stop_redis
@@ -208,3 +212,41 @@ def test_the_kernel_keeps_our_ports_out_of_its_ephemeral_choice():
     with open(path) as f:
         reserved = f.read().strip().split(",")
     assert set(ports.merge_reserved("").split(",")) <= set(reserved), reserved
+
+
+def test_webhook_sink_writes_each_post_with_its_signature_checked(tmp_path):
+    """The demo's webhook receiver (devenv/webhooksink.py): every POST a JSON file with its headers, its parsed body
+    and whether its signature verifies with the channel's secret; a bad signature is refused (401) but kept."""
+    from alerts import signing
+    from alerts.signing import new_secret, signed_headers
+    from devenv.webhooksink import WebhookSink
+
+    secret = new_secret()
+    sink = WebhookSink(folder=tmp_path / "webhooks", secret=secret, verify=signing.verify).start()
+    try:
+        assert sink.port and sink.url == f"http://127.0.0.1:{sink.port}/alerts"
+        body = json.dumps({"schema": "pgconsole.alert/1", "event": "open", "alert": {"title": "x"}}).encode()
+
+        def post(headers: dict[str, str]) -> int:
+            request = urllib.request.Request(
+                sink.url, data=body, headers={"Content-Type": "application/json", **headers}, method="POST"
+            )
+            try:
+                with urllib.request.urlopen(request, timeout=10) as response:
+                    return response.status
+            except urllib.error.HTTPError as exc:
+                return exc.code
+
+        assert post(signed_headers(secret, body)) == 204
+        assert post(signed_headers(new_secret(), body)) == 401
+        assert (sink.received, sink.verified) == (2, 1)
+    finally:
+        sink.stop()
+    files = sorted((tmp_path / "webhooks").glob("*.json"))
+    assert [f.name.endswith("-open.json") for f in files] == [True, True]
+    records = [json.loads(f.read_text()) for f in files]
+    assert [r["signature_verified"] for r in records] == [True, False]
+    assert records[0]["body"]["alert"] == {"title": "x"} and records[0]["path"] == "/alerts"
+    assert records[0]["headers"]["X-Pgconsole-Signature"].startswith("v1=")
+    assert not list((tmp_path / "webhooks").glob("*.part"))
+    assert not port_open(sink.port)  # stopped: nothing listens any more

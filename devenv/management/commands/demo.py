@@ -20,11 +20,14 @@ from django.core.exceptions import ValidationError
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError, connection
+from django.db.models import Count
 from django.utils import timezone
 
+from alerts import signing
 from devenv import demo
 from devenv.errors import ClusterError
 from devenv.mailsink import MailSink
+from devenv.webhooksink import WebhookSink
 
 STATUS_EVERY_S = 15.0
 ADMIN_USER = "admin"
@@ -102,6 +105,8 @@ class Command(BaseCommand):
         self.stop = threading.Event()
         self.reason = ""
         self.mail_sink: MailSink | None = None
+        self.webhook_sink: WebhookSink | None = None
+        self.organization_id: int | None = None
         self.admin_email = ADMIN_EMAIL
         previous = {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
         try:
@@ -148,6 +153,8 @@ class Command(BaseCommand):
             servers = self._register(clusters)
             password = self._admin()
             self._start_mail_sink()
+            self._start_webhook_sink()
+            self._alerting()
             self._check_stop()
             failure = self._start_children(children, web=web, web_port=web_port)
             if failure:
@@ -259,12 +266,77 @@ class Command(BaseCommand):
         except Exception as exc:  # noqa: BLE001 - the demo runs on without mail
             self.say(f"note: no local SMTP sink ({exc}); mail goes where EMAIL_* says", self.style.WARNING)
 
+    def _start_webhook_sink(self) -> None:
+        """The alerts' webhook goes to a receiver on loopback that writes each to .run/webhooks/ (nothing leaves)."""
+        try:
+            self.webhook_sink = WebhookSink(verify=signing.verify).start()
+        except Exception as exc:  # noqa: BLE001 - the demo runs on without it
+            self.say(f"note: no local webhook receiver ({exc}); the demo's alerts go by mail only", self.style.WARNING)
+
+    def _alerting(self) -> None:
+        """The demo organization's alert channels, a signed webhook to the local receiver and mail to the admin
+        (into the SMTP sink), and its rules at the demo's thresholds (demo.ALERT_RULES, not the product's
+        defaults): made on the first run, brought in line on the next ones (the receiver's port changes)."""
+        from alerts import channels
+        from alerts.models import Channel
+        from alerts.services import channel_create, rule_update, rules_default
+        from inventory.crypto import CredentialsError, decrypt_secret, encrypt_secret
+        from inventory.models import Organization
+
+        organization = Organization.objects.get(name=demo.ORGANIZATION)
+        self.organization_id = organization.pk
+        admin = get_user_model().objects.filter(username=ADMIN_USER).first()
+        existing = {c.name: c for c in Channel.objects.filter(organization=organization)}
+        try:
+            sink = self.webhook_sink
+            channel = existing.get(demo.WEBHOOK_CHANNEL)
+            if sink is not None and channel is None:
+                made = channel_create(
+                    organization=organization,
+                    name=demo.WEBHOOK_CHANNEL,
+                    kind=Channel.Kind.WEBHOOK,
+                    target=sink.url,
+                    user=admin,
+                )
+                sink.secret = made.signing_secret
+                self.say(f'alert channel "{demo.WEBHOOK_CHANNEL}" added: a signed webhook to {sink.url}')
+            elif sink is not None and channel.kind == Channel.Kind.WEBHOOK:
+                # The receiver has a new port each run: the channel follows it and keeps its signing secret.
+                channel.target_encrypted = encrypt_secret(channels.clean_target(channel.kind, sink.url))
+                try:
+                    sink.secret = decrypt_secret(channel.signing_secret_encrypted)
+                except CredentialsError:  # another CREDENTIALS_KEY: a new secret
+                    sink.secret = signing.new_secret()
+                    channel.signing_secret_encrypted = encrypt_secret(sink.secret)
+                channel.save(update_fields=["target_encrypted", "signing_secret_encrypted"])
+            if channel is not None and not channel.enabled:
+                self.say(f'note: alert channel "{channel.name}" is disabled; enable it to see alerts there')
+            if demo.EMAIL_CHANNEL not in existing:
+                channel_create(
+                    organization=organization,
+                    name=demo.EMAIL_CHANNEL,
+                    kind=Channel.Kind.EMAIL,
+                    addresses=[self.admin_email],
+                    user=admin,
+                )
+                self.say(f'alert channel "{demo.EMAIL_CHANNEL}" added: mail to {self.admin_email}')
+            # The rules every organization gets, then the demo's thresholds (demo.ALERT_RULES: the demo's, not the
+            # product's defaults) so that the storm server's alerts come within the demo's first minutes.
+            for rule in rules_default(organization=organization):
+                changed = {k: v for k, v in demo.ALERT_RULES.get(rule.kind, {}).items() if getattr(rule, k) != v}
+                if changed:
+                    rule_update(rule=rule, values=changed)
+        except ValidationError as exc:
+            raise CommandError(f"cannot set up the demo's alerts: {'; '.join(exc.messages)}") from exc
+
     def _start_children(self, children: demo.Children, *, web: bool, web_port: int) -> str:
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         env.setdefault("ADVISOR_INTERVAL_S", str(demo.ADVISOR_INTERVAL_S))
+        env.setdefault("ALERTS_EVALUATE_S", str(demo.ALERTS_EVALUATE_S))
+        # The links in the demo's mail and alerts.
+        env.setdefault("CONSOLE_URL", f"http://127.0.0.1:{web_port}")
         if self.mail_sink is not None:
             env["EMAIL_URL"] = self.mail_sink.url
-            env.setdefault("CONSOLE_URL", f"http://127.0.0.1:{web_port}")
         if os.geteuid() == 0:
             # `make demo` runs as root on a fresh Debian machine (PostgreSQL itself runs as the
             # user pgconsole): celery's "running the worker with superuser privileges" warning
@@ -332,7 +404,8 @@ class Command(BaseCommand):
             say(f"    {env}{py} manage.py top --server {spec.name} --since 15m")
         say(f"    {env}{py} manage.py top --server {demo.PLANNING_SERVER.name} --since 15m --order plan")
         say(f"    {env}{py} manage.py servers list")
-        say(f"    {env}{py} manage.py advise --all   (the advisor evaluates every {demo.ADVISOR_INTERVAL_S}s too)")
+        advisor_s = os.environ.get("ADVISOR_INTERVAL_S", str(demo.ADVISOR_INTERVAL_S))  # as the children get it
+        say(f"    {env}{py} manage.py advise --all   (the advisor evaluates every {advisor_s}s too)")
         for spec in demo.SERVERS:
             say(f"    psql {clusters[spec.name].dsn(demo.APP_DB, demo.APP_USER)}")
         if self.mail_sink is not None:
@@ -346,6 +419,22 @@ class Command(BaseCommand):
                 f"{os.path.relpath(self.mail_sink.folder)}/*.eml (nothing is relayed); the weekly report of "
                 f'"{demo.ORGANIZATION}" goes to {self.admin_email}, and "Send me a test now" on its report page too'
             )
+        say()
+        evaluate_s = os.environ.get("ALERTS_EVALUATE_S", str(demo.ALERTS_EVALUATE_S))  # as the children get it
+        dealloc = demo.ALERT_RULES["dealloc"]
+        where = [f"mail to {self.admin_email}" + (" (into the SMTP sink)" if self.mail_sink is not None else "")]
+        if self.webhook_sink is not None:
+            where.insert(
+                0,
+                f"signed webhooks to a receiver on 127.0.0.1:{self.webhook_sink.port} that writes each to "
+                f"{os.path.relpath(self.webhook_sink.folder)}/*.json with its signature checked",
+            )
+        say(
+            f'  alerts   the rules of "{demo.ORGANIZATION}" evaluated every {evaluate_s}s, with the demo thresholds '
+            f"(a deallocation storm over {dealloc['dealloc_minutes']} min and critical advice, both sent at once): "
+            + "; ".join(where)
+            + (f"; see them at http://127.0.0.1:{web_port}/organizations/{self.organization_id}/alerts/" if web else "")
+        )
         say()
         say(f"  status every {STATUS_EVERY_S:.0f}s:")
 
@@ -410,9 +499,34 @@ class Command(BaseCommand):
                 if s.consecutive_failures:
                     text += f" — FAILING ({s.consecutive_failures}x): {s.last_error_message[:200]}"
                 lines.append(f"         {text}")
+            lines.append(f"         {self._alerts_status()}")
         except DatabaseError as exc:
             lines.append(f"         history store unavailable: {str(exc).strip()[:200]}")
         self.say("\n".join(lines))
+
+    def _webhooks_received(self) -> str:
+        sink = self.webhook_sink
+        if sink is None:
+            return "no webhook receiver"
+        return f"{os.path.relpath(sink.folder)}/*.json, {sink.received} received" + (
+            f", {sink.verified} with a verified signature" if sink.received else ""
+        )
+
+    def _alerts_status(self) -> str:
+        from alerts.models import Alert
+
+        states = dict(
+            Alert.objects.filter(rule__organization_id=self.organization_id)
+            .exclude(state=Alert.State.RESOLVED)
+            .order_by()
+            .values_list("state")
+            .annotate(n=Count("pk"))
+        )
+        text = f"alerts: {states.get(Alert.State.OPEN, 0)} open, {states.get(Alert.State.PENDING, 0)} pending"
+        text += f"; webhooks: {self._webhooks_received()}"
+        if self.mail_sink is not None:
+            text += f"; mail: {os.path.relpath(self.mail_sink.folder)}/*.eml, {self.mail_sink.received} received"
+        return text
 
     # ---- shutdown ----------------------------------------------------------------
 
@@ -429,6 +543,9 @@ class Command(BaseCommand):
             self.mail_sink.stop()
             folder = os.path.relpath(self.mail_sink.folder)
             self.say(f"  mail sink stopped ({self.mail_sink.received} messages in {folder})")
+        if self.webhook_sink is not None:
+            self.webhook_sink.stop()
+            self.say(f"  webhook receiver stopped ({self._webhooks_received()})")
         demo.stop_clusters(clusters)
         still = [c.name for c in clusters.values() if c.is_running()]
         if still:
