@@ -2,13 +2,9 @@
 interval, and advise_server evaluates one server and reports what changed (or that the server is gone). The file
 reads the queued messages off the broker (no worker runs), and runs the tasks in this process."""
 
-import base64
-import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
-import redis
-from django.conf import settings as django_settings
 
 from advisor import advice as found
 from advisor.gather import NO_SNAPSHOT
@@ -17,6 +13,7 @@ from advisor.services import recommendations_apply
 from advisor.tasks import advise_fleet, advise_server
 from inventory.models import Server
 from inventory.services import server_create
+from tests.broker import emptied
 from tests.reports.weekly_world import eager_tasks
 
 pytestmark = pytest.mark.django_db
@@ -34,20 +31,8 @@ def fleet():
 
 @pytest.fixture
 def broker():
-    client = redis.Redis.from_url(django_settings.CELERY_BROKER_URL)
-    client.delete(QUEUE)
-    yield client
-    client.delete(QUEUE)
-
-
-def _queued(broker) -> list[tuple[str, list, datetime]]:
-    """(task, args, expires) of every message waiting in the advisor's queue."""
-    out = []
-    for raw in broker.lrange(QUEUE, 0, -1):
-        message = json.loads(raw)
-        args, _kwargs, _embed = json.loads(base64.b64decode(message["body"]))
-        out.append((message["headers"]["task"], args, datetime.fromisoformat(message["headers"]["expires"])))
-    return out
+    with emptied(QUEUE) as queue:
+        yield queue
 
 
 def test_the_fleet_task_queues_one_expiring_task_per_enabled_server(fleet, broker, settings):
@@ -56,11 +41,11 @@ def test_the_fleet_task_queues_one_expiring_task_per_enabled_server(fleet, broke
     enabled = set(Server.objects.filter(enabled=True).values_list("pk", flat=True))
     before = datetime.now(UTC)
     assert advise_fleet() == len(enabled)
-    queued = _queued(broker)
-    assert sorted(args[0] for _, args, _ in queued) == sorted(enabled)
+    queued = broker.waiting()
+    assert sorted(q.args[0] for q in queued) == sorted(enabled)
     assert {s.pk for s in on} <= enabled and off.pk not in enabled
-    assert {task for task, _, _ in queued} == {"advisor.tasks.advise_server"}
-    for _, _, expires in queued:
+    assert {q.task for q in queued} == {"advisor.tasks.advise_server"}
+    for expires in (q.expires for q in queued):
         assert before + timedelta(seconds=120) <= expires <= datetime.now(UTC) + timedelta(seconds=120)
 
 

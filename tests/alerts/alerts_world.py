@@ -5,7 +5,7 @@ resolved; and the check that no answer holds a secret."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.utils import timezone
 
@@ -46,25 +46,34 @@ class AlertsWorld:
         return out
 
 
-def alert(rule: Rule, server: Server, *, state: str, title: str, minutes_ago: int, **extra) -> Alert:
-    since = timezone.now() - timedelta(minutes=minutes_ago)
-    values = {"opened_at": since if state != "pending" else None, "resolved_at": None, "path": f"/servers/{server.pk}/"}
-    if state == "resolved":
-        values["resolved_at"] = since + timedelta(minutes=5)
-    return Alert.objects.create(
-        rule=rule,
-        server=server,
-        key=f"server:{server.pk}:{title[:20]}",
-        state=state,
-        since=since,
-        first_true_at=since,
-        last_true_at=since,
-        severity="critical",
-        title=title,
-        summary=f"summary of {title}",
-        figures={"down_minutes": 12},
-        **{**values, **extra},
-    )
+def alert(
+    rule: Rule,
+    server: Server,
+    *,
+    state: str = "open",
+    title: str = "down",
+    at: datetime | None = None,
+    minutes_ago: int = 0,
+    **extra,
+) -> Alert:
+    """An alert of `rule` on `server`, true since `at` (or `minutes_ago`), opened unless pending, resolved five
+    minutes later if resolved; `extra` sets any other field (the key, a notification's time, ...)."""
+    since = at or timezone.now() - timedelta(minutes=minutes_ago)
+    values = {
+        "key": f"server:{server.pk}:{title[:20]}",
+        "state": state,
+        "since": since,
+        "first_true_at": since,
+        "last_true_at": since,
+        "opened_at": since if state != "pending" else None,
+        "resolved_at": since + timedelta(minutes=5) if state == "resolved" else None,
+        "severity": "critical",
+        "title": title,
+        "summary": f"summary of {title}",
+        "figures": {"down_minutes": 12},
+        "path": f"/servers/{server.pk}/",
+    }
+    return Alert.objects.create(rule=rule, server=server, **{**values, **extra})
 
 
 def build_alerts(api: ApiWorld, settings) -> AlertsWorld:

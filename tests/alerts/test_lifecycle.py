@@ -17,6 +17,7 @@ from alerts.lifecycle import evaluate_all, evaluate_organization
 from alerts.models import Alert, Delivery, Rule
 from alerts.services import alert_acknowledge, channel_create
 from inventory.models import Organization, Server
+from tests.alerts import alerts_world
 
 pytestmark = pytest.mark.django_db
 T = datetime(2026, 11, 27, 9, 0, tzinfo=UTC)
@@ -221,21 +222,7 @@ def test_a_failed_read_leaves_an_open_alert_as_it_was(org, evaluate):
     _mail(org)
     server = _server(org)
     rule = Rule.objects.create(organization=org, name="storm", kind="dealloc", dealloc_minutes=0)  # no window: fails
-    alert = Alert.objects.create(
-        rule=rule,
-        server=server,
-        key=f"server:{server.pk}",
-        state="open",
-        since=T,
-        first_true_at=T,
-        last_true_at=T,
-        opened_at=T,
-        notified_open_at=T,
-        severity="critical",
-        title="deallocating",
-        summary="",
-        path="/",
-    )
+    alert = alerts_world.alert(rule, server, at=T, key=f"server:{server.pk}", notified_open_at=T, title="deallocating")
     assert evaluate(org, T + MINUTE) == []
     alert.refresh_from_db()
     assert alert.state == "open"

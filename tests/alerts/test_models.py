@@ -11,6 +11,7 @@ from django.db import IntegrityError, transaction
 
 from alerts.models import Alert, Rule
 from inventory.models import Organization, Server
+from tests.alerts.alerts_world import alert
 
 pytestmark = pytest.mark.django_db
 T = datetime(2026, 11, 27, 9, 0, tzinfo=UTC)
@@ -50,19 +51,7 @@ def test_values_out_of_range_are_refused_by_field_with_the_reason(org):
 
 
 def _alert(rule: Rule, server: Server, state: str) -> Alert:
-    return Alert.objects.create(
-        rule=rule,
-        server=server,
-        key=f"server:{server.pk}",
-        state=state,
-        since=T,
-        first_true_at=T,
-        last_true_at=T,
-        severity="critical",
-        title="down",
-        summary="",
-        path="/",
-    )
+    return alert(rule, server, state=state, at=T, key=f"server:{server.pk}")
 
 
 def test_one_unresolved_alert_per_condition(org):

@@ -12,10 +12,11 @@ from django.utils import timezone
 from playwright.sync_api import Page, expect
 
 from alerts import signing
-from alerts.models import Alert, Channel, Delivery
+from alerts.models import Channel, Delivery
 from alerts.services import delivery_attempt, rules_default
 from inventory.models import Membership, Organization
 from inventory.services import server_create
+from tests.alerts import alerts_world
 from tests.alerts.receiver import receiver
 from tests.browser.conftest import HOSTILE_TEXT
 
@@ -35,19 +36,13 @@ def test_an_admin_adds_a_webhook_tests_it_and_acknowledges_an_alert(member, logg
     org = Organization.objects.get(name="acme")
     server = server_create(name="db-alerts", dsn="postgresql://m:pw@127.0.0.1:1/app", organization_name="acme")
     now = timezone.now()
-    alert = Alert.objects.create(
-        rule=rules_default(organization=org)[0],
-        server=server,
+    alert = alerts_world.alert(
+        rules_default(organization=org)[0],
+        server,
+        at=now,
         key=f"server:{server.pk}",
-        state="open",
-        since=now,
-        first_true_at=now,
-        last_true_at=now,
-        opened_at=now,
-        severity="critical",
         title=HOSTILE_TEXT,
         summary="no successful collection for 12 minutes",
-        path=f"/servers/{server.pk}/",
     )
 
     page.goto(f"/organizations/{org.pk}/")

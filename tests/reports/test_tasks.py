@@ -2,19 +2,16 @@
 and not claimed yet; send_weekly_report claims and mails a week once and returns what happened; waits double
 from a minute. Queued messages are read off the broker (no worker runs); mail goes to a real SMTP server."""
 
-import base64
-import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
-import redis
-from django.conf import settings as django_settings
 
 from inventory.models import Organization
 from reports.models import ReportSchedule, WeeklySend
 from reports.services import MAX_ATTEMPTS
 from reports.tasks import RETRY_BASE_S, SEND_EXPIRES_S, retry_delay_s, send_due_reports, send_weekly_report
 from reports.weeks import WeekError
+from tests.broker import emptied
 
 pytestmark = pytest.mark.django_db
 MONDAY_EIGHT = datetime(2026, 11, 23, 8, 0, tzinfo=UTC)  # 2026-W47 is over, its report due at 07:00 UTC
@@ -24,10 +21,8 @@ QUEUE = "reports"  # console/settings.py routes reports.tasks.* there
 
 @pytest.fixture
 def broker():
-    client = redis.Redis.from_url(django_settings.CELERY_BROKER_URL)
-    client.delete(QUEUE)
-    yield client
-    client.delete(QUEUE)
+    with emptied(QUEUE) as queue:
+        yield queue
 
 
 def test_each_wait_doubles_from_a_minute_and_all_of_them_fit_before_a_send_expires():
@@ -43,18 +38,17 @@ def test_only_the_organizations_due_and_unclaimed_get_a_send(broker):
     start, end = MONDAY_EIGHT - timedelta(days=7, hours=8), MONDAY_EIGHT - timedelta(hours=8)
     WeeklySend.objects.create(organization=claimed, week="2026-W47", window_start=start, window_end=end, claimed_at=end)
     queued = send_due_reports(now=NOW)
-    messages = [json.loads(raw) for raw in broker.lrange(QUEUE, 0, -1)]
-    calls = [json.loads(base64.b64decode(m["body"]))[:2] for m in messages]
-    assert len(messages) == queued and {m["headers"]["task"] for m in messages} <= {"reports.tasks.send_weekly_report"}
-    chosen = {args[0]: (args[1], kwargs) for args, kwargs in calls}
+    waiting = broker.waiting()
+    assert len(waiting) == queued and {q.task for q in waiting} <= {"reports.tasks.send_weekly_report"}
+    chosen = {q.args[0]: (q.args[1], q.kwargs) for q in waiting}
     assert chosen[due.pk] == ("2026-W47", {"now": NOW})
     assert not {off.pk, later.pk, claimed.pk} & set(chosen)
-    for m in messages:
-        expires = datetime.fromisoformat(m["headers"]["expires"]) - datetime.now(UTC)
+    for q in waiting:
+        expires = q.expires - datetime.now(UTC)
         assert timedelta(seconds=SEND_EXPIRES_S - 60) < expires <= timedelta(seconds=SEND_EXPIRES_S)
-    broker.delete(QUEUE)
+    broker.clear()
     assert send_due_reports(now=(MONDAY_EIGHT + timedelta(hours=1)).isoformat()) >= 1
-    assert later.pk in {json.loads(base64.b64decode(json.loads(r)["body"]))[0][0] for r in broker.lrange(QUEUE, 0, -1)}
+    assert later.pk in {q.args[0] for q in broker.waiting()}
 
 
 def test_a_week_with_nobody_to_send_to_is_claimed_as_empty():
