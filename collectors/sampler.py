@@ -209,7 +209,9 @@ class Sampler:
 
     async def _record(self, job: Job, rows: list[tuple]) -> None:
         key = _key(job.server_id)
-        async with self.redis.pipeline(transaction=False) as pipe:
+        # One MULTI: a snapshot's take() (read and delete, itself one transaction) sees a look whole or not at all,
+        # never its sample counted without its events.
+        async with self.redis.pipeline(transaction=True) as pipe:
             pipe.hincrby(key, "n", 1)
             for event_type, event, query_id, n in rows:
                 pipe.hincrby(key, _field(event_type, event, query_id), int(n))

@@ -1,100 +1,160 @@
-"""The wait-event sampler as production runs it: its own process (`manage.py sample_waits`, compose's
-`sampler`), real Redis, a real server with a session asleep. The snapshot takes the samples spread over its
-interval without sleeping itself; with the sampler stopped, snapshots sample inline again."""
+"""collectors/sampler.py in-process, with real Redis and real monitored servers (manage.py sample_waits runs it as
+its own process: tests/collectors/management/commands/test_sample_waits.py). The module must: list as jobs the
+enabled servers without a pg_wait_sampling profile, each looked at ACTIVITY_SAMPLES times per interval; sample
+every applied job from one event loop, restart a job whose settings changed and stop one no longer wanted; let a
+snapshot `take` the counts of a server once (then nothing is left); say it is `running` only while a sampler's
+heartbeat lives; and keep sampling a server while another one never answers."""
 
+import asyncio
+import dataclasses
+import socket
 import threading
 import time
+from contextlib import contextmanager
 
 import psycopg
 import pytest
 from django.conf import settings as django_settings
-from django.db import connection
+from django.utils import timezone
+from psycopg.conninfo import conninfo_to_dict
 
 from collectors import sampler
+from collectors.connection import sampler_application_name
+from collectors.models import ServerState
 from inventory.models import Server
-from tests.processes import BIN, database_url, processes, wait_for
-from tests.world import APP_DB, collect, register, server_entry
+from tests.world import APP_DB, register
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-INTERVAL_S = 5
-SAMPLES = 10  # a look every 0.5 s
+SLEEPER = "sampler-module-sleeper"
 
 
-@pytest.fixture
-def sampler_process(tmp_path, settings):
-    settings.COLLECTOR = {**settings.COLLECTOR, "ACTIVITY_SAMPLES": SAMPLES, "ACTIVITY_SPAN_S": 1.0}
-    env = {
-        "DATABASE_URL": database_url(),
-        "REDIS_URL": django_settings.REDIS_URL,
-        "CREDENTIALS_KEY": django_settings.CREDENTIALS_KEY,
-        "DEBUG": "true",
-        "COLLECTOR_ACTIVITY_SAMPLES": str(SAMPLES),
-    }
-    with processes(tmp_path, env) as procs:
-        yield procs
-    sampler._redis().delete(sampler.ALIVE_KEY)  # a killed sampler's heartbeat must not outlive the test
+@pytest.fixture(autouse=True)
+def clean_redis(settings):
+    settings.COLLECTOR = {**settings.COLLECTOR, "ACTIVITY_SAMPLES": 10, "CONNECT_TIMEOUT_S": 1}
+    client = sampler._redis()
+    client.delete(sampler.ALIVE_KEY, *client.keys("pgconsole:waits:*"))
+    yield
+    client.delete(sampler.ALIVE_KEY)
 
 
-COLLECTOR_NAME = django_settings.COLLECTOR["APPLICATION_NAME"]
+@contextmanager
+def asleep(cluster, seconds: float):
+    """A session of SLEEPER in pg_sleep for `seconds`; yields its query id once it is seen asleep."""
 
+    def sleep():
+        with psycopg.connect(cluster.dsn(APP_DB), autocommit=True, application_name=SLEEPER) as conn:
+            conn.execute("SELECT pg_sleep(%s)", (seconds,))
 
-def _sleep(cluster, application_name: str) -> None:
-    with psycopg.connect(cluster.dsn(APP_DB), autocommit=True, application_name=application_name) as conn:
-        conn.execute("SELECT 1 FROM pg_sleep(6)")  # not test_waits' pg_sleep entry
-
-
-def _waits(server: Server) -> list[tuple]:
-    with connection.cursor() as cur:
-        cur.execute(
-            "SELECT w.event, w.query_id, w.samples, w.session_s, s.waits_source, s.waits_samples, s.interval_s "
-            "FROM collectors_wait_event w JOIN collectors_snapshot s ON s.server_id = w.server_id "
-            "AND s.taken_at = w.taken_at WHERE w.server_id = %s ORDER BY s.taken_at",
-            [server.pk],
-        )
-        return cur.fetchall()
-
-
-def test_the_sampler_feeds_snapshots_that_no_longer_sleep(pg_clusters, sampler_process):
-    c = pg_clusters[16]
-    server = register(c, name="sampled")
-    Server.objects.filter(pk=server.pk).update(interval_s=INTERVAL_S)
-    proc = sampler_process.start("sampler", [str(BIN / "python"), "manage.py", "sample_waits"])
-    wait_for(sampler.running, 30, what="the sampler's heartbeat", logs=sampler_process.logs)
-    collect(server)  # baseline: what was sampled before it belongs to no interval
-
-    # Two sessions asleep: the workload's, and one named as the console's collector (never counted).
-    sleepers = [threading.Thread(target=_sleep, args=(c, name)) for name in ("app", COLLECTOR_NAME)]
-    for sleeper in sleepers:
-        sleeper.start()
+    sleeper = threading.Thread(target=sleep)
+    sleeper.start()
+    with psycopg.connect(cluster.dsn(APP_DB), autocommit=True) as conn:
+        for _ in range(50):
+            seen = conn.execute(
+                "SELECT query_id FROM pg_stat_activity WHERE application_name = %s AND wait_event = 'PgSleep'",
+                (SLEEPER,),
+            ).fetchone()
+            if seen:
+                break
+            time.sleep(0.1)
     try:
-        time.sleep(4)
-        result = collect(server)
+        assert seen, "the sleeper never slept"
+        yield seen[0]
     finally:
-        for sleeper in sleepers:
-            sleeper.join()
-    # The snapshot took the sampler's counts: no thread held for a second of inline looks.
-    assert result.duration_ms < 500, result.summary()
-    queryid = server_entry(c, "SELECT $1 FROM pg_sleep%")["queryid"]
-    rows = [r for r in _waits(server) if r[0] == "PgSleep" and r[1] == queryid]
-    assert len(rows) == 1, _waits(server)
-    _, _, samples, session_s, source, n_samples, interval_s = rows[0]
-    assert source == "pg_stat_activity"
-    # A look every 0.5 s over the ~4 s since the baseline, spread over the interval, not one second of it.
-    assert 6 <= n_samples <= 9, n_samples
-    # One session (the collector's is not the workload) slept through all of them but at most the first.
-    assert n_samples - 1 <= samples <= n_samples
-    assert session_s == pytest.approx(samples / n_samples * interval_s)
+        sleeper.join()
 
-    # Stopped, it says so at once (no heartbeat left): the next snapshot looks inline again, ACTIVITY_SAMPLES times.
-    assert proc.stop() == 0, sampler_process.logs()
-    assert not sampler.running()
-    later = collect(server)
-    assert later.duration_ms >= 900, later.summary()  # the inline looks span ACTIVITY_SPAN_S (1 s)
-    with connection.cursor() as cur:
-        cur.execute(
-            "SELECT waits_source, waits_samples FROM collectors_snapshot WHERE server_id = %s "
-            "ORDER BY taken_at DESC LIMIT 1",
-            [server.pk],
-        )
-        assert cur.fetchone() == ("pg_stat_activity", SAMPLES)
+
+async def stop(s: sampler.Sampler) -> None:
+    tasks = [task for _, task in s.tasks.values()]
+    s.apply([])
+    await asyncio.gather(*tasks, return_exceptions=True)
+    await s.redis.aclose()
+
+
+def test_jobs_are_the_enabled_servers_without_a_wait_profile_each_with_its_period(pg_clusters):
+    c = pg_clusters[16]
+    sampled, disabled, profiled, slow = (register(c) for _ in range(4))
+    Server.objects.filter(pk__in=[sampled.pk, disabled.pk, profiled.pk]).update(interval_s=20)
+    Server.objects.filter(pk=disabled.pk).update(enabled=False)
+    ServerState.objects.create(server=profiled, taken_at=timezone.now(), wait_profile={})
+    jobs = sampler.jobs()
+    assert [(j.server_id, j.interval_s, j.period_s) for j in jobs] == [(sampled.pk, 20, 2.0), (slow.pk, 60, 6.0)]
+    assert {conninfo_to_dict(j.conninfo)["application_name"] for j in jobs} == {sampler_application_name()}
+
+
+def test_applied_jobs_are_sampled_taken_once_restarted_when_changed_and_stopped_when_unwanted(pg_clusters):
+    c = pg_clusters[16]
+    server = register(c)
+    Server.objects.filter(pk=server.pk).update(interval_s=5)  # a look every 0.5 s
+    (job,) = sampler.jobs()
+
+    async def scenario():
+        s = sampler.Sampler(django_settings.REDIS_URL)
+        s.apply([job])
+        first = s.tasks[server.pk][1]
+        s.apply([job])
+        assert s.tasks[server.pk][1] is first  # an unchanged job keeps sampling where it was
+        await asyncio.sleep(2.6)
+        taken = sampler.take(server.pk), sampler.take(server.pk)
+        s.apply([dataclasses.replace(job, interval_s=10)])
+        restarted = s.tasks[server.pk][1]
+        s.apply([])
+        await asyncio.gather(first, restarted, return_exceptions=True)
+        assert first.cancelled() and restarted.cancelled() and s.tasks == {}
+        await asyncio.sleep(1.2)  # two looks' time: none taken by a stopped job
+        await stop(s)
+        return taken
+
+    with asleep(c, 5) as query_id:
+        (alive, reading), again = asyncio.run(scenario())
+    assert alive is False  # no sampler's heartbeat: Sampler.run was never started
+    assert reading.source == "pg_stat_activity" and 4 <= reading.n_samples <= 6, reading
+    assert reading.counts == {("Timeout", "PgSleep", query_id): reading.n_samples}  # one session, asleep in every look
+    assert again == (False, None)
+    assert sampler.take(server.pk) == (False, None)
+
+
+def test_running_is_true_only_while_a_sampler_publishes_its_heartbeat():
+    async def scenario():
+        assert not sampler.running()
+        halt = asyncio.Event()
+        served = asyncio.create_task(sampler.Sampler(django_settings.REDIS_URL).run(halt, jobs_source=list))
+        for _ in range(50):
+            if await asyncio.to_thread(sampler.running):
+                break
+            await asyncio.sleep(0.1)
+        seen = sampler.running(), sampler.take(1)[0], sampler._redis().ttl(sampler.ALIVE_KEY)
+        halt.set()
+        await served
+        return seen
+
+    alive, taken_alive, ttl = asyncio.run(scenario())
+    assert alive and taken_alive
+    assert 0 < ttl <= sampler.HEARTBEAT_TTL_S  # a sampler killed without stopping is gone once it expires
+    assert not sampler.running()  # stopped, it says so at once
+
+
+def test_a_server_that_never_answers_does_not_hold_back_the_sampling_of_another(pg_clusters):
+    c = pg_clusters[16]
+    good, silent = register(c), register(c)
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(16)  # connections complete, nothing ever answers them
+        Server.objects.filter(pk__in=[good.pk, silent.pk]).update(interval_s=5)
+        Server.objects.filter(pk=silent.pk).update(port=listener.getsockname()[1])
+        jobs = sampler.jobs()
+
+        async def scenario():
+            s = sampler.Sampler(django_settings.REDIS_URL)
+            s.apply(jobs)
+            await asyncio.sleep(3.6)
+            failing = set(s.failing)
+            await stop(s)
+            return failing
+
+        with asleep(c, 5) as query_id:
+            failing = asyncio.run(scenario())
+    assert failing == {silent.pk}
+    assert sampler.take(silent.pk) == (False, None)
+    _, reading = sampler.take(good.pk)
+    assert 6 <= reading.n_samples <= 8, reading  # a look every 0.5 s for 3.6 s, as if alone
+    assert reading.counts == {("Timeout", "PgSleep", query_id): reading.n_samples}
