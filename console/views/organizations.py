@@ -25,8 +25,8 @@ from inventory.services import membership_add, membership_remove, membership_upd
 
 ROLE_MEANING = {
     Membership.Role.VIEWER: "sees the servers and their statements",
-    Membership.Role.DBA: "also adds, changes and removes servers",
-    Membership.Role.ADMIN: "also manages the members",
+    Membership.Role.DBA: "also adds, changes and removes servers and acknowledges alerts",
+    Membership.Role.ADMIN: "also manages the members and the alert channels and rules",
 }
 
 
