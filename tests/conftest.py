@@ -33,6 +33,7 @@ from devenv.fleet import ClusterSpec, monitored_setup, start_many, stop_many
 from devenv.ports import TEST_EVICT_PORT, port_for_test
 from tests.api_world import api_world  # noqa: F401 - the API's fixture, for its tests and the modules' own
 from tests.known_history import known_history  # noqa: F401 - the weekly reports' and the exports' fixture
+from tests.reports.weekly_world import readers, smtp  # noqa: F401 - the weekly report's, in two trees
 
 MONITORED_MAJORS = (13, 14, 15, 16, 17, 18)
 APP_DB = "app"

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from email.message import EmailMessage
 
+import pytest
 from aiosmtpd.controller import Controller
 from django.contrib.auth.models import User
 
@@ -176,3 +177,18 @@ def monday_after(known_history, hours: float = 8) -> str:
 def week_after(week: ReportWeek, n: int) -> ReportWeek:
     """The ISO week `n` weeks after `week`, in its time zone."""
     return parse_week((week.window.start + timedelta(days=7 * n)).strftime("%G-W%V"), time_zone=week.time_zone)
+
+
+# Fixtures of the weekly report's tests, in tests/reports/ and the console's report page (registered in
+# tests/conftest.py).
+@pytest.fixture
+def readers(known_history):
+    """Members of rep-acme by role, with addresses and opt-ins."""
+    return make_readers(known_history)
+
+
+@pytest.fixture
+def smtp(settings):
+    """A real SMTP server on loopback (aiosmtpd) that the console's mail settings point at."""
+    with running_smtp(settings) as server:
+        yield server

@@ -80,7 +80,11 @@ def users(fleet):
     carol = User.objects.create_user("carol", password="x")  # no organization
     operator = User.objects.create_user("operator", password="x", is_staff=True)  # North, viewer; the admin site
     Membership.objects.create(user=operator, organization=fleet["north"], role=Membership.Role.VIEWER)
-    return {"superuser": superuser, "alice": alice, "bob": bob, "carol": carol, "operator": operator}
+    # A member of both organizations sees the fleet's servers alone, whatever else the database holds.
+    both = User.objects.create_user("both", password="x")
+    for org in (fleet["north"], fleet["south"]):
+        Membership.objects.create(user=both, organization=org, role=Membership.Role.VIEWER)
+    return {"superuser": superuser, "alice": alice, "bob": bob, "carol": carol, "operator": operator, "both": both}
 
 
 def get(client, user, query: str = "", **headers):
@@ -109,10 +113,13 @@ def cell(row: str, css: str) -> str:
 
 
 def test_superusers_see_every_server_with_the_ones_to_look_at_first(client, users, fleet):
-    response = get(client, users["superuser"])
     s = fleet["servers"]
+    everything = shown(get(client, users["superuser"]))
+    # Every server of the console (other tests' session-wide histories included), each once.
+    assert sorted(everything) == sorted(Server.objects.values_list("pk", flat=True))
+    assert [pk for pk in everything if pk in s.values()] == shown(get(client, users["both"]))
+    response = get(client, users["both"])
     ids = shown(response)
-    assert set(ids) == set(Server.objects.values_list("pk", flat=True))
     # Failing first, then stale, never collected, ok (by name), disabled last.
     assert ids == [s["n-failing"], s["s-stale"], s["s-never"], s["n-ok"], s["s-ok"], s["n-disabled"]]
     html = response.content.decode()
@@ -158,7 +165,7 @@ def test_staff_see_only_the_servers_of_their_organizations(client, users, fleet)
 
 
 def test_the_figures_are_the_selectors(client, users, fleet):
-    response = get(client, users["superuser"])
+    response = get(client, users["both"])
     window = response.context["range"].window
     assert window.end - window.start == timedelta(hours=24)
     rows = fleet_summary(server_ids=shown(response), window=window)
@@ -207,7 +214,7 @@ def test_ranges_change_the_window_and_the_trend(client, users, fleet):
 
 def test_filters_and_sorting_come_from_the_url(client, users, fleet):
     s = fleet["servers"]
-    superuser = users["superuser"]
+    superuser = users["both"]
     assert shown(get(client, superuser, "?tag=prod")) == [s["n-ok"], s["s-ok"]]
     assert shown(get(client, superuser, "?status=failing")) == [s["n-failing"]]
     assert shown(get(client, superuser, "?status=never")) == [s["s-never"]]
@@ -235,7 +242,7 @@ def test_filters_and_sorting_come_from_the_url(client, users, fleet):
 
 def test_200_servers_are_paged_with_the_failing_first(client, users, fleet, django_assert_max_num_queries):
     s = fleet["servers"]
-    get(client, users["superuser"])  # the session settles (time zone) on a first request
+    get(client, users["both"])  # the session settles (time zone) on a first request
     with CaptureQueriesContext(connection) as few, db.counting() as selectors:
         assert client.get(URL + "?sort=calls").status_code == 200
     assert len(few) == QUERIES and selectors.queries == 1
@@ -244,7 +251,8 @@ def test_200_servers_are_paged_with_the_failing_first(client, users, fleet, djan
         Server(organization=bulk, name=f"bulk-{i:03}", host="192.0.2.1", user="m", enabled=i % 10 != 0)
         for i in range(194)
     )
-    superuser = users["superuser"]
+    Membership.objects.create(user=users["both"], organization=bulk, role=Membership.Role.VIEWER)
+    superuser = users["both"]
     first = get(client, superuser)
     ids = shown(first)
     assert len(ids) == PAGE_SIZE and ids[:2] == [s["n-failing"], s["s-stale"]]
@@ -281,13 +289,13 @@ def test_htmx_gets_the_fragment_alone(client, users, fleet):
 
 
 def test_bad_parameters_show_their_error_and_fall_back(client, users, fleet):
-    response = get(client, users["superuser"], "?range=2w&sort=size&status=sleepy&page=x")
+    response = get(client, users["both"], "?range=2w&sort=size&status=sleepy&page=x")
     html = response.content.decode()
     assert "unknown range &#x27;2w&#x27;" in html
     assert "unknown sort &#x27;size&#x27;" in html and "unknown status &#x27;sleepy&#x27;" in html
     assert "page &#x27;x&#x27; is not a page number" in html
     assert response.context["range"].key == "24h" and len(shown(response)) == 6
-    custom = get(client, users["superuser"], "?range=custom&start=2026-01-02T10:00&end=2026-01-01T10:00")
+    custom = get(client, users["both"], "?range=custom&start=2026-01-02T10:00&end=2026-01-01T10:00")
     assert "the start must be before the end" in custom.content.decode()
 
 

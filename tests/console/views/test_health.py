@@ -21,7 +21,7 @@ from django.urls import reverse
 
 from console.views.health import HISTORY_STORE_DOWN
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 # What the settings read that a developer's shell (or the test settings) may have set.
 CLEARED = ("DEBUG", "SECRET_KEY", "CREDENTIALS_KEY", "STATIC_ROOT", "ALLOWED_HOSTS", "HTTPS", "DJANGO_SETTINGS_MODULE")
 
