@@ -155,8 +155,9 @@ def _claim(alert: Alert, condition: Q, **changes) -> bool:
 
 def _notify(rule: Rule, alert: Alert, event: str, now: datetime, enqueue: Enqueue) -> int:
     """Deliveries of the event to the rule's channels (none chosen: every enabled channel of the organization)."""
-    chosen = [c for c in rule.channels.all() if c.enabled]
-    if not rule.channels.exists():
+    named = list(rule.channels.all())  # prefetched by evaluate_organization
+    chosen = [c for c in named if c.enabled]
+    if not named:
         chosen = list(Channel.objects.filter(organization_id=rule.organization_id, enabled=True).order_by("pk"))
     return len(deliveries_create(message=message_of(alert, event, now), to=chosen, alert=alert, enqueue=enqueue))
 

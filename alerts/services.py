@@ -86,10 +86,7 @@ def channel_send_test(*, channel: Channel, enqueue: Callable[[int], object], now
         url=settings.CONSOLE_URL.rstrip("/") + "/",
         at=now,
     )
-    delivery = Delivery.objects.create(
-        channel=channel, event=message.event, title=message.title, message=_stored(message), next_attempt_at=now
-    )
-    transaction.on_commit(lambda: enqueue(delivery.pk))
+    (delivery,) = deliveries_create(message=message, to=[channel], alert=None, enqueue=enqueue)
     return delivery
 
 

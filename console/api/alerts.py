@@ -20,7 +20,7 @@ from advisor.models import Severity
 from alerts import selectors, services
 from alerts import tasks as alert_tasks
 from alerts.models import Alert, Channel, Delivery, Rule
-from console.api.common import PAGE_PARAMETERS, api, field_names, page_params, paged
+from console.api.common import PAGE_PARAMETERS, api, field_names, page_of, page_params, paged
 from console.api.errors import error_response
 
 # Admins configure an organization's alerting (the role that manages its members); DBAs act on alerts.
@@ -258,9 +258,7 @@ class Channels(APIView):
         org = organization_for(request.user, organization_id)
         sees_addresses = role_in(request.user, org.pk) in MANAGE_SERVERS
         found = selectors.alert_channels(organization_id=org.pk)
-        rows = [_channel_out(c, sees_addresses=sees_addresses) for c in found]
-        page, size, start = _offset(request)
-        return Response(paged(rows[start : start + size], count=len(rows), page=page, page_size=size))
+        return page_of([_channel_out(c, sees_addresses=sees_addresses) for c in found], request)
 
     @extend_schema(
         operation_id="alert_channel_create",
@@ -362,9 +360,7 @@ class Rules(APIView):
     )
     def get(self, request, organization_id: int):
         org = organization_for(request.user, organization_id)
-        rows = [_rule_out(r) for r in selectors.alert_rules(organization_id=org.pk)]
-        page, size, start = _offset(request)
-        return Response(paged(rows[start : start + size], count=len(rows), page=page, page_size=size))
+        return page_of([_rule_out(r) for r in selectors.alert_rules(organization_id=org.pk)], request)
 
 
 class RuleView(APIView):
