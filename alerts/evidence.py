@@ -14,10 +14,10 @@ from advisor.selectors import recommendations
 from alerts import conditions
 from alerts.conditions import Condition
 from alerts.models import Rule
-from collectors.selectors.coverage import window_summary
+from collectors.selectors.baselines import hourly_sums
 from collectors.selectors.fleet import server_status
 from collectors.selectors.series import server_series
-from collectors.selectors.server import config_changes, statements_in
+from collectors.selectors.server import config_changes
 from collectors.selectors.statements import MAX_PAGE_SIZE, Page, StatementFilters, top_statements
 from collectors.selectors.windows import DAY, HOUR, Window, ceil_hour, floor_hour
 from inventory.models import Server
@@ -70,11 +70,10 @@ def _dealloc(rule: Rule, server: Server, now: datetime) -> list[Condition]:
 
 def _regressions(rule: Rule, server: Server, now: datetime) -> list[Condition]:
     """The last hour's statements with at least the rule's share (they are the first 1/share by total time),
-    then their mean in the same clock hours of each previous day: whole hours read from the hourly tier alone
-    (the mean of two hours around the same time of day when now is not on the hour), so that a week of
-    baselines costs no raw snapshot decoded."""
+    then their mean in the same clock hours of each previous day: whole hours of the hourly tier, every day in
+    one query (the mean of two hours around the same time of day when now is not on the hour), so that a week
+    of baselines costs one query and no raw snapshot decoded."""
     hour = Window.last(HOUR, now=now)
-    total_ms = window_summary(server_id=server.pk, window=hour).db_time_ms
     share = rule.regression_min_share
     size = min(MAX_PAGE_SIZE, math.floor(1 / share)) if share > 0 else MAX_PAGE_SIZE  # at most 1/share have it
     top = top_statements(
@@ -86,20 +85,22 @@ def _regressions(rule: Rule, server: Server, now: datetime) -> list[Condition]:
     )
     if not top.rows:
         return []
-    ids = [r.statement_id for r in top.rows]
+    days = [
+        Window(floor_hour(hour.start) - back * DAY, ceil_hour(now) - back * DAY)
+        for back in range(1, rule.regression_days + 1)
+    ]
     baselines: dict[int, list[float]] = {}
-    for days_back in range(1, rule.regression_days + 1):
-        day = Window(floor_hour(hour.start) - days_back * DAY, ceil_hour(now) - days_back * DAY)
-        for sid, totals in statements_in(server_id=server.pk, window=day, statement_ids=ids).items():
+    for day in hourly_sums(server_id=server.pk, windows=days, statement_ids=[r.statement_id for r in top.rows]):
+        for sid, totals in day.items():
             if totals.calls:
-                baselines.setdefault(sid, []).append(totals.total_ms / totals.calls)
+                baselines.setdefault(sid, []).append(totals.mean_ms)
     first_start = floor_hour(hour.start) - rule.regression_days * DAY
 
     def found(changes: list) -> list[Condition]:
         return conditions.regressions(
             server_id=server.pk,
             current=top.rows,
-            server_total_ms=total_ms,
+            server_total_ms=top.db_time_ms,
             baselines=baselines,
             factor=rule.regression_factor,
             min_share=rule.regression_min_share,

@@ -8,9 +8,8 @@ same instant or a racing one (beat or a worker restarted) finds it claimed, as t
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from collections.abc import Callable, Collection
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -25,7 +24,6 @@ from alerts.models import Alert, Channel, Rule
 from alerts.services import deliveries_create, rules_default
 from inventory.models import Organization, Server
 
-logger = logging.getLogger(__name__)
 Enqueue = Callable[[int], object]
 
 
@@ -39,40 +37,60 @@ class Evaluated:
     deliveries: int = 0
 
 
-def evaluate_all(*, enqueue: Enqueue, now: datetime | None = None) -> dict[str, int]:
-    """Every organization, one after the other; one that fails is logged and the others still evaluated."""
-    now = now or timezone.now()
-    total, failed = Evaluated(), 0
-    for organization in Organization.objects.order_by("pk"):
-        try:
-            done = evaluate_organization(organization=organization, enqueue=enqueue, now=now)
-        except Exception:
-            logger.exception("alerts: evaluating organization %s failed", organization.pk)
-            failed += 1
-            continue
-        for name in ("opened", "resolved", "reminded", "deliveries"):
-            setattr(total, name, getattr(total, name) + getattr(done, name))
-    return {**asdict(total), "failed": failed}
+def evaluation_groups(*, size: int) -> list[tuple[int, list[int] | None]]:
+    """What one evaluation of every rule is cut into, one task each: (organization id, its enabled servers' ids,
+    at most `size` of them), or (organization id, None) for an organization of `size` servers or fewer (all of it,
+    one task). A large organization is spread over several workers, and one group's failure holds up no other."""
+    servers: dict[int, list[int]] = {pk: [] for pk in Organization.objects.order_by("pk").values_list("pk", flat=True)}
+    for organization_id, server_id in (
+        Server.objects.filter(enabled=True).order_by("pk").values_list("organization_id", "pk")
+    ):
+        servers[organization_id].append(server_id)
+    groups: list[tuple[int, list[int] | None]] = []
+    for organization_id, ids in servers.items():
+        if len(ids) <= size:
+            groups.append((organization_id, None))
+        else:
+            groups += [(organization_id, ids[i : i + size]) for i in range(0, len(ids), size)]
+    return groups
 
 
-def evaluate_organization(*, organization: Organization, enqueue: Enqueue, now: datetime | None = None) -> Evaluated:
+def evaluate_organization(
+    *,
+    organization: Organization,
+    enqueue: Enqueue,
+    now: datetime | None = None,
+    server_ids: Collection[int] | None = None,
+) -> Evaluated:
     """Each rule of the organization (its defaults made first when it has none) over the enabled servers of its
-    scope. A disabled rule, or a server that left the scope, resolves its alerts."""
+    scope, or of them those in `server_ids` (one group of a large organization: evaluation_groups). A disabled
+    rule, or a server that left the scope (disabled, moved, untagged), resolves its alerts."""
     now = now or timezone.now()
     rules = list(Rule.objects.filter(organization=organization).prefetch_related("channels").order_by("pk"))
     if not rules:
         rules = rules_default(organization=organization)
-    servers = list(Server.objects.filter(organization=organization, enabled=True).order_by("pk"))
+    enabled = Server.objects.filter(organization=organization, enabled=True)
+    group = enabled if server_ids is None else enabled.filter(pk__in=server_ids)
+    servers = list(group.order_by("pk"))
+    # A group answers for the alerts of its servers and of any server no longer enabled in the organization
+    # (every group does, the claims keep each resolution to one); the whole organization, for all of them.
+    mine = None if server_ids is None else Q(server_id__in=server_ids) | ~Q(server_id__in=enabled.values("pk"))
     done = Evaluated()
     for rule in rules:
         scope = [s for s in servers if not rule.tag or rule.tag in (s.tags or [])] if rule.enabled else []
         found = conditions_now(rule=rule, servers=scope, now=now) if scope else {}
-        _apply(rule, {s.pk for s in scope}, found, now, enqueue, done)
+        _apply(rule, {s.pk for s in scope}, found, now, enqueue, done, mine)
     return done
 
 
 def _apply(
-    rule: Rule, scope: set[int], found: dict[int, list[Condition]], now: datetime, enqueue: Enqueue, done: Evaluated
+    rule: Rule,
+    scope: set[int],
+    found: dict[int, list[Condition]],
+    now: datetime,
+    enqueue: Enqueue,
+    done: Evaluated,
+    mine: Q | None,
 ) -> None:
     true_now = set()
     for conditions in found.values():
@@ -81,7 +99,8 @@ def _apply(
             alert = _seen(rule, condition, now)
             if alert is not None:
                 _progress(rule, alert, now, enqueue, done)
-    for alert in rule.alerts.exclude(state=Alert.State.RESOLVED).select_related("server"):
+    unresolved = rule.alerts.exclude(state=Alert.State.RESOLVED)
+    for alert in (unresolved if mine is None else unresolved.filter(mine)).select_related("server"):
         unread = alert.server_id in scope and alert.server_id not in found  # a failed read: left as it was
         if alert.key not in true_now and not unread:
             _resolve(rule, alert, now, enqueue, done)

@@ -1,10 +1,14 @@
 """Celery tasks of the alerts: thin wrappers that take primary keys and call services."""
 
-from celery import shared_task
+from dataclasses import asdict
 
-from alerts.lifecycle import evaluate_all
+from celery import shared_task
+from django.conf import settings
+
+from alerts.lifecycle import evaluate_organization, evaluation_groups
 from alerts.models import Delivery
 from alerts.services import deliveries_lost, delivery_attempt, retry_delay_s
+from inventory.models import Organization
 
 
 @shared_task(bind=True, acks_late=True, max_retries=None)
@@ -28,8 +32,21 @@ def resend_lost_deliveries() -> list[int]:
 
 
 @shared_task
-def evaluate_alerts() -> dict[str, int]:
-    """Beat's, every ALERTS_EVALUATE_S: every organization's rules; what opens, resolves or reminds goes to the
-    workers (deliver). A run that overlaps the next (a slow history) sends nothing twice: each notification
-    is claimed (alerts/lifecycle.py)."""
-    return evaluate_all(enqueue=deliver.delay)
+def evaluate_alerts() -> int:
+    """Beat's, every ALERTS_EVALUATE_S: every organization's rules, as one task per group of servers
+    (ALERTS_SERVERS_PER_TASK of one organization, alerts/lifecycle.evaluation_groups) for the workers to share; a
+    group still queued when the next evaluation is due is dropped (it expires), not run late. The groups sent."""
+    groups = evaluation_groups(size=settings.ALERTS_SERVERS_PER_TASK)
+    for organization_id, server_ids in groups:
+        evaluate_alert_group.apply_async((organization_id, server_ids), expires=settings.ALERTS_EVALUATE_S * 0.9)
+    return len(groups)
+
+
+@shared_task
+def evaluate_alert_group(organization_id: int, server_ids: list[int] | None) -> dict[str, int]:
+    """One group's rules; what opens, resolves or reminds goes to the workers (deliver). A run that overlaps the
+    next (a slow history) sends nothing twice: each notification is claimed (alerts/lifecycle.py)."""
+    organization = Organization.objects.filter(pk=organization_id).first()
+    if organization is None:  # deleted meanwhile
+        return {}
+    return asdict(evaluate_organization(organization=organization, enqueue=deliver.delay, server_ids=server_ids))

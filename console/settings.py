@@ -304,6 +304,7 @@ ALERTS_RETRY_BASE_S = env.float("ALERTS_RETRY_BASE_S", default=30.0)  # doubled 
 ALERTS_CLAIM_STALE_S = env.int("ALERTS_CLAIM_STALE_S", default=120)  # a claim older is a worker that died
 ALERTS_TIDY_S = env.int("ALERTS_TIDY_S", default=60)  # how often beat looks for deliveries whose message was lost
 ALERTS_EVALUATE_S = env.int("ALERTS_EVALUATE_S", default=60)  # how often beat evaluates the alert rules
+ALERTS_SERVERS_PER_TASK = env.int("ALERTS_SERVERS_PER_TASK", default=50)  # an evaluation's group (one task each)
 ALERTS_ALLOW_PLAIN_HTTP = env.bool("ALERTS_ALLOW_PLAIN_HTTP", default=DEBUG)  # webhooks over http://
 ALERTS_PAGERDUTY_URL = env("ALERTS_PAGERDUTY_URL", default="https://events.pagerduty.com/v2/enqueue")
 ALERTS_SLACK_URL_PREFIXES = env.list(

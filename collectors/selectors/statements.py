@@ -141,6 +141,7 @@ class TopStatements:
     planning: Planning
     intervals: int  # snapshots whose intervals the window covers
     resolutions: tuple[str, ...]  # raw, hourly, daily: what was read
+    db_time_ms: float = 0.0  # the server's time (execution and planning) over the window: what a share is of
 
 
 def _parts_sql(
@@ -325,9 +326,8 @@ def top_statements(
         raise ValueError(f"unknown order {order!r}: one of {', '.join(ORDERS)}")
     p, raw, totals = _read_window(server_id, window)
     planning = Planning(totals.planning_tracked_s, totals.span_s)
-    floor_us = None
-    if filters.min_time_share is not None:
-        floor_us = filters.min_time_share * (totals.get("exec_us") + totals.get("plan_us"))
+    db_time_us = totals.get("exec_us") + totals.get("plan_us")
+    floor_us = None if filters.min_time_share is None else filters.min_time_share * db_time_us
     rows = _aggregate(
         server_id,
         p,
@@ -355,6 +355,7 @@ def top_statements(
         planning=planning,
         intervals=totals.snapshots,
         resolutions=tuple(p.resolutions),
+        db_time_ms=db_time_us / 1000.0,
     )
 
 

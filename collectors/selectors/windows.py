@@ -239,6 +239,14 @@ def _terms(s: datetime, e: datetime, days_built_until: datetime | None) -> list[
     return terms
 
 
+def hourly_terms(window: Window) -> list[Term]:
+    """The hourly tier's terms of an hour-aligned window, day by day (the daily tier left out): what a reader of
+    a few hours on each of many days needs. WindowError for a window that does not start and end on the hour."""
+    if floor_hour(window.start) != window.start or floor_hour(window.end) != window.end:
+        raise WindowError(f"{window.start.isoformat()} to {window.end.isoformat()} is not whole hours")
+    return _terms(window.start, window.end, None)
+
+
 def resolve(server_id: int, terms: list[Term]) -> list[tuple[Term, datetime | None]]:
     """Each term with the latest boundary that has rows at or before its own, in its period (None:
     the statement sums are all zero there). One query for all terms."""

@@ -1,7 +1,7 @@
 """An alert's life through evaluate_organization on real rows: pending until the hold, one notification when it
 opens and one when it resolves however often (or however concurrently) the same instant is evaluated, a flap
 shorter than the hold never notified, reminders until acknowledged, the rule's tag and channels, advice with its
-exact change, and a failed read or a failing organization that leaves the rest alone."""
+exact change, a failed read that leaves the rest alone, and an evaluation cut into groups of servers."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from django.contrib.auth.models import User
 from django.db import connection
 
 from advisor.models import Recommendation
-from alerts.lifecycle import evaluate_all, evaluate_organization
+from alerts.lifecycle import evaluate_organization, evaluation_groups
 from alerts.models import Alert, Delivery, Rule
 from alerts.services import alert_acknowledge, channel_create
 from inventory.models import Organization, Server
@@ -238,18 +238,43 @@ def test_an_organization_without_rules_gets_the_defaults_once(org, evaluate):
     assert kinds == ["advisor", "dealloc", "regression", "server_down"]
 
 
-def test_one_failing_organization_never_stops_the_others(org, django_capture_on_commit_callbacks):
-    broken = Organization.objects.create(name="broken")
-    Rule.objects.create(organization=broken, name="advice", kind="advisor", min_severity="urgent")  # unknown
-    _server(broken)
+def test_evaluation_is_cut_into_groups_of_servers_each_organization_its_own(org):
+    small = Organization.objects.create(name="small")
+    empty = Organization.objects.create(name="empty")
+    big = [_server(org, f"db{i}") for i in range(5)]
+    Server.objects.filter(pk=big[2].pk).update(enabled=False)
+    _server(small)
+    groups = [g for g in evaluation_groups(size=2) if g[0] in (org.pk, small.pk, empty.pk)]
+    enabled = [s.pk for s in big if s.pk != big[2].pk]
+    assert groups == [(org.pk, enabled[:2]), (org.pk, enabled[2:]), (small.pk, None), (empty.pk, None)]
+    assert [g for g in evaluation_groups(size=4) if g[0] == org.pk] == [(org.pk, None)]
+
+
+def test_a_group_answers_for_its_servers_and_for_the_servers_no_longer_enabled(org, django_capture_on_commit_callbacks):
     _mail(org)
-    _failing(_server(org), T - 30 * MINUTE)
+    one, two, gone = _server(org, "db1"), _server(org, "db2"), _server(org, "db3")
+    for server in (one, two, gone):
+        _failing(server, T - 30 * MINUTE)
     _rule(org, hold_minutes=0)
-    sent: list[int] = []
-    with django_capture_on_commit_callbacks(execute=True):
-        done = evaluate_all(enqueue=sent.append, now=T)
-    assert done == {"opened": 1, "resolved": 0, "reminded": 0, "deliveries": 1, "failed": 1}
-    assert len(sent) == 1
+
+    def group(ids: list[int], at: datetime) -> list[int]:
+        sent: list[int] = []
+        with django_capture_on_commit_callbacks(execute=True):
+            evaluate_organization(organization=org, enqueue=sent.append, now=at, server_ids=ids)
+        return sent
+
+    assert len(group([one.pk], T)) == 1
+    assert set(Alert.objects.values_list("server_id", flat=True)) == {one.pk}  # the others' group has not run
+    assert len(group([two.pk, gone.pk], T)) == 2
+    _recovered(two, T + MINUTE)
+    Server.objects.filter(pk=gone.pk).update(enabled=False)
+    # db1's group: db2 recovered, but db2 is another group's; db3 is no longer enabled, so any group resolves it.
+    assert len(group([one.pk], T + 2 * MINUTE)) == 1
+    states = dict(Alert.objects.values_list("server__name", "state"))
+    assert states == {"db1": "open", "db2": "open", "db3": "resolved"}
+    assert len(group([two.pk], T + 3 * MINUTE)) == 1
+    assert Alert.objects.get(server=two).state == "resolved"
+    assert group([two.pk], T + 4 * MINUTE) == [] and group([one.pk], T + 4 * MINUTE) == []  # each resolved once
 
 
 @pytest.mark.django_db(transaction=True)

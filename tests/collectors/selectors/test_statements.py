@@ -23,6 +23,7 @@ from collectors.selectors import (
     top_statements,
     wait_events,
 )
+from collectors.selectors.coverage import window_summary
 from tests.collectors.selectors.synthetic import END, START, everything, hot_statement
 from tests.history_world import figures, raw_rows, raw_sums
 
@@ -88,6 +89,14 @@ def test_filters_run_in_sql(history):
     # Taken literally: LIKE wildcards and quotes in the text match nothing here, and break nothing.
     for hostile in ("%%%", "_x_y_z_", "'; DROP TABLE collectors_statement; --", "\\"):
         assert everything(history.pk, window, filters=StatementFilters(text=hostile)).rows == []
+
+
+def test_the_server_time_a_share_is_of_is_what_the_window_summary_says(history):
+    window = Window(datetime(2026, 10, 31, 9, 7, tzinfo=UTC), datetime(2026, 10, 31, 12, 41, tzinfo=UTC))
+    top = everything(history.pk, window)
+    assert top.db_time_ms > 0
+    assert top.db_time_ms == pytest.approx(window_summary(server_id=history.pk, window=window).db_time_ms)
+    assert top.db_time_ms == pytest.approx(sum(r.total_ms for r in top.rows))  # a page of every statement
 
 
 def test_planning_not_tracked_is_not_zero(history):
