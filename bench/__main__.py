@@ -1,8 +1,8 @@
 """python -m bench [--quick] [--only NAME ...] [--keep] [--no-docs] [--markdown PATH] [--scale-levels N,N,...]
 [--soak DURATION]
 
-Runs the five benchmarks (collection time, history footprint, ingest throughput, read tier, fleet scale),
-prints the figures and writes docs/benchmarks.md. Starts its own history store with production durability
+Runs the six benchmarks (collection time, history footprint, ingest throughput, read tier, fleet scale, alert
+evaluation), prints the figures and writes docs/benchmarks.md. Starts its own history store with production durability
 (PostgreSQL 17 on port 57100, database pgconsole_bench) and its own monitored PostgreSQL 17 on
 port 57017 (bench/env.py), both stopped at the end.
 
@@ -11,6 +11,10 @@ starts them over N servers on 3 more clusters, N stepped up (100, 250, 500, 1,00
 up; --scale-levels or BENCH_SCALE_LEVELS), BENCH_SCALE_MINUTES (5) measured per level, once with one
 collection worker and again with two: 60 to 75 minutes. It writes its own section of
 docs/benchmarks.md (any whole run that is not --quick, alone or in a `make bench`).
+
+The alert evaluation (bench/alerts.py, `--only alerts` alone: about 15 minutes) times every default rule over
+an organization of 500 servers with 8 days of history, as the workers evaluate it, and the regression rule's
+baselines read both ways; it writes its own section of docs/benchmarks.md too.
 
 With --soak DURATION (2h, 10m, 600) only the soak runs (bench/soak.py): a worker, beat and gunicorn
 under the demo's workloads for that long, their memory, snapshot lag, errors and history growth; a
@@ -28,7 +32,7 @@ from pathlib import Path
 
 from bench import env, report, scale, scale_report, soak
 
-NAMES = ("collection", "footprint", "ingest", "readtier", "scale")
+NAMES = ("collection", "footprint", "ingest", "readtier", "scale", "alerts")
 # Synthetic days (UTC) of the footprint and ingest runs: far from "now", so that their partitions
 # are theirs alone (the collection benchmark writes today's).
 FOOTPRINT_DAY = datetime(2025, 1, 15, tzinfo=UTC)
@@ -141,7 +145,7 @@ def _run(args, only: set[str], clusters: list, started: float, command: str) -> 
             cluster = next(c for c in clusters if c.name == env.BENCH_CLUSTER)
             results["machine"].postgres_monitored = cluster.execute("SELECT version()")[0][0]
             print(
-                f"[1/5] collection time: monitored {cluster.name} (PostgreSQL {cluster.major}, port {cluster.port})",
+                f"[1/6] collection time: monitored {cluster.name} (PostgreSQL {cluster.major}, port {cluster.port})",
                 flush=True,
             )
             if args.quick:
@@ -154,7 +158,7 @@ def _run(args, only: set[str], clusters: list, started: float, command: str) -> 
         if "footprint" in only:
             from bench import footprint
 
-            print("[2/5] history footprint: 1,440 synthetic 1-minute snapshots of 5,000 entries", flush=True)
+            print("[2/6] history footprint: 1,440 synthetic 1-minute snapshots of 5,000 entries", flush=True)
             results["footprint"] = footprint.run(day=FOOTPRINT_DAY)
             if not args.skip_uniform_footprint and not args.quick:
                 print("      again with a uniform 10% per minute", flush=True)
@@ -163,7 +167,7 @@ def _run(args, only: set[str], clusters: list, started: float, command: str) -> 
         if "ingest" in only:
             from bench import ingest
 
-            print("[3/5] ingest throughput of the delta writer at 5,000 entries", flush=True)
+            print("[3/6] ingest throughput of the delta writer at 5,000 entries", flush=True)
             if args.quick:
                 results["ingest"] = ingest.run(day=INGEST_DAY, snapshots=30, warmup=3, all_changed=5, breakdown=5)
             else:
@@ -173,18 +177,25 @@ def _run(args, only: set[str], clusters: list, started: float, command: str) -> 
             from bench import readtier
 
             print(
-                "[4/5] read tier: selectors over 30 days of one 5,000-statement server and a fleet of 200", flush=True
+                "[4/6] read tier: selectors over 30 days of one 5,000-statement server and a fleet of 200", flush=True
             )
             results["readtier"] = readtier.run(size=readtier.QUICK if args.quick else readtier.FULL)
             print(f"      done at {time.perf_counter() - started:.0f}s", flush=True)
         if "scale" in only:
             levels, minutes = _scale_size(args)
             sizes = ", ".join(map(str, levels))
-            print(f"[5/5] fleet scale: {sizes} servers, {minutes:g} min each, one then two workers", flush=True)
+            print(f"[5/6] fleet scale: {sizes} servers, {minutes:g} min each, one then two workers", flush=True)
             history = next((c for c in clusters if c.name == env.HISTORY_CLUSTER), None)
             results["scale"] = scale.run(
                 levels=levels, minutes=minutes, history=history, keep=args.keep, command=command
             )
+            print(f"      done at {time.perf_counter() - started:.0f}s", flush=True)
+        if "alerts" in only:
+            from bench import alerts
+
+            size = alerts.QUICK if args.quick else alerts.FULL
+            print(f"[6/6] alert evaluation: {size.servers} servers, {size.days} days of history", flush=True)
+            results["alerts"] = alerts.run(size=size)
             print(f"      done at {time.perf_counter() - started:.0f}s", flush=True)
         from django.db import connection
 
@@ -204,18 +215,29 @@ def _run(args, only: set[str], clusters: list, started: float, command: str) -> 
             env.drop_history_database()
     results["elapsed_s"] = time.perf_counter() - started
     print()
-    if only - {"scale"}:
+    if only - {"scale", "alerts"}:
         print(report.text(results))
     ran = results.get("scale")
     if ran is not None:
         print(scale_report.text(ran))
+    if results.get("alerts") is not None:
+        from bench import alerts_report
+
+        print(alerts_report.text(results["alerts"]))
+        section = alerts_report.markdown_section(
+            results["alerts"], machine=results["machine"], code=results["code"], command=command, date=results["date"]
+        )
+        if not args.no_docs and not args.quick:
+            alerts_report.write_section(section, report.DOC)
+        if args.markdown:
+            alerts_report.write_section(section, args.markdown)
     if not args.no_docs and not args.quick:
         # The fleet scale writes its section alone too, as the soak does; an interrupted one keeps the last.
         whole_scale = ran is not None and not ran.interrupted
         if write_docs or whole_scale:
             _write({**results, "scale": ran if whole_scale else None}, report.DOC, main_report=write_docs)
     if args.markdown:
-        _write(results, args.markdown, main_report=bool(only - {"scale"}))
+        _write(results, args.markdown, main_report=bool(only - {"scale", "alerts"}))
     # A missed target is a finding, not a failure of the command: exit 0, the report says FAIL.
     return 0
 

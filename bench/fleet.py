@@ -95,22 +95,33 @@ class Pending:
 
 
 def start(
-    *, servers: int, statements: int, days: int, last_taken_at: datetime, workdir: Path, seed: int = 31, log=print
+    *,
+    servers: int,
+    statements: int,
+    days: int,
+    last_taken_at: datetime,
+    workdir: Path,
+    seed: int = 31,
+    step_s: int = 60,
+    prefix: str = "bench-fleet",
+    log=print,
 ) -> Pending:
     """Register the servers and take their baselines here, then generate and encode every delta in a
     child process, as COPY files in `workdir` (no database access there): on two cores this overlaps
-    the single server's history, which keeps one core busy. `finish` loads them."""
+    the single server's history, which keeps one core busy. `finish` loads them. A snapshot every `step_s`
+    seconds (the generator's minute of workload each time)."""
     seconds: dict[str, float] = {}
-    first = last_taken_at - timedelta(days=days) + timedelta(minutes=1)
+    step = timedelta(seconds=step_s)
+    first = last_taken_at - timedelta(days=days) + step
     t0 = time.perf_counter()
     gen = synthetic.SyntheticServer(
-        servers * statements, 0.10, seed=seed, start=first - timedelta(minutes=1), waits_per_minute=0
+        servers * statements, 0.10, seed=seed, start=first - step, step_s=step_s, waits_per_minute=0
     )
     t1 = time.perf_counter()
     seconds["generator (texts, model)"] = t1 - t0
     server_ids = []
     for k in range(servers):
-        server = synthetic.register(f"bench-fleet-{k:03d}")
+        server = synthetic.register(f"{prefix}-{k:03d}")
         server_ids.append(server.pk)
         with synthetic.reading_from(_Slice(gen, k, statements)):
             r = server_collect(server_id=server.pk)
@@ -122,7 +133,9 @@ def start(
         "their deltas are generated in a child process meanwhile"
     )
     templates = [
-        bulk.snapshot_template(bulk.Interval(sid, statements, stats_reset_at=pgss.timestamp(int(gen.stats_since[0]))))
+        bulk.snapshot_template(
+            bulk.Interval(sid, statements, interval_s=step_s, stats_reset_at=pgss.timestamp(int(gen.stats_since[0])))
+        )
         for sid in server_ids
     ]
     fleet = Fleet(
@@ -130,7 +143,7 @@ def start(
         statements=statements,
         first_taken_at=first,
         last_taken_at=last_taken_at,
-        snapshots=servers * days * 1440,
+        snapshots=servers * days * 86_400 // step_s,
         seconds=seconds,
     )
     ctx = multiprocessing.get_context("fork")
@@ -138,7 +151,8 @@ def start(
     connections.close_all()  # the child must not share this process's connection to the history store
     sys.stdout.flush()  # nor write this process's buffered output again when it exits
     sys.stderr.flush()
-    process = ctx.Process(target=_generate, args=(gen, ids, statements, templates, days * 1440, workdir, queue))
+    steps = days * 86_400 // step_s
+    process = ctx.Process(target=_generate, args=(gen, ids, statements, templates, steps, workdir, queue))
     process.start()
     return Pending(fleet, process, queue, workdir)
 
@@ -155,7 +169,7 @@ def _generate(gen, ids, n: int, templates: list[str], n_minutes: int, workdir: P
             pending.append((gen.taken_at_us, idx, deltas, fact))
             _add(seconds, "child: generate", t0)
             if len(pending) == FLUSH_MINUTES or m == n_minutes - 1:
-                text = _encode(pending, ids, n, templates, seconds)
+                text = _encode(pending, ids, n, templates, gen.step_us / 1_000_000, seconds)
                 t0 = time.perf_counter()
                 (workdir / f"{chunk:05d}-{pending[0][0]}-{pending[-1][0]}.copy").write_bytes(text.encode())
                 _add(seconds, "child: write files", t0)
@@ -199,7 +213,7 @@ def _add(seconds: dict, key: str, t0: float) -> float:
     return now
 
 
-def _encode(pending, ids: np.ndarray, n: int, templates: list[str], seconds: dict) -> str:
+def _encode(pending, ids: np.ndarray, n: int, templates: list[str], step_s: float, seconds: dict) -> str:
     """COPY text of some minutes of every server's blocks (rows ordered by minute, server, statement id)."""
     t0 = time.perf_counter()
     servers = len(templates)
@@ -220,6 +234,6 @@ def _encode(pending, ids: np.ndarray, n: int, templates: list[str], seconds: dic
     parts = []
     for k, template in enumerate(templates):
         b = np.arange(len(pending)) * servers + k
-        parts.append(bulk.snapshot_lines(template, taken, 60.0, changed[b], [payloads[i] for i in b], totals[b]))
+        parts.append(bulk.snapshot_lines(template, taken, step_s, changed[b], [payloads[i] for i in b], totals[b]))
     _add(seconds, "child: encode", t0)
     return "".join(parts)

@@ -512,32 +512,50 @@ METHOD = """
 # run replaces only its part, so a `make bench` keeps the last 2-hour soak and a soak keeps the rest.
 SOAK_START = "<!-- soak:start -->"
 SOAK_END = "<!-- soak:end -->"
+ALERTS_START = "<!-- alerts:start -->"
+ALERTS_END = "<!-- alerts:end -->"
+# Sections that a benchmark run on its own writes (the soak, the alerts), kept when the main report is written.
+KEPT_SECTIONS = ((SOAK_START, SOAK_END), (ALERTS_START, ALERTS_END))
 
 
-def soak_section(text: str) -> str:
-    """The soak section of a benchmarks file, markers included; '' when it has none."""
-    start = text.find(SOAK_START)
-    end = text.find(SOAK_END, start)
-    if start < 0 or end < 0:
-        return ""
-    return text[start : end + len(SOAK_END)]
+def marked_section(text: str, start: str, end: str) -> str:
+    """The section of a benchmarks file between its markers, markers included; '' when it has none."""
+    i = text.find(start)
+    j = text.find(end, i)
+    return text[i : j + len(end)] if i >= 0 and j >= 0 else ""
 
 
-def with_soak_section(text: str, section: str) -> str:
-    """``text`` with its soak section replaced by ``section`` (appended at the end when it has none)."""
-    old = soak_section(text)
+def with_marked_section(text: str, start: str, end: str, section: str) -> str:
+    """``text`` with the section between the markers replaced by ``section`` (appended when it has none)."""
+    old = marked_section(text, start, end)
     if old:
         return text.replace(old, section.strip(), 1)
     return text.rstrip("\n") + "\n\n" + section.strip() + "\n"
 
 
+def soak_section(text: str) -> str:
+    """The soak section of a benchmarks file, markers included; '' when it has none."""
+    return marked_section(text, SOAK_START, SOAK_END)
+
+
+def write_marked_section(section: str, start: str, end: str, path: str | Path = DOC) -> Path:
+    """Replace only one marked section of ``path`` (appended when it has none; a new file holds only it)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    old = path.read_text() if path.exists() else "# Benchmarks\n"
+    path.write_text(with_marked_section(old, start, end, section))
+    return path
+
+
 def write_markdown(r: dict, path: str | Path = DOC) -> Path:
-    """Write the report to ``path``, keeping the soak section it holds."""
+    """Write the report to ``path``, keeping the sections other runs wrote (KEPT_SECTIONS)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     text = markdown(r)
-    kept = soak_section(path.read_text()) if path.exists() else ""
-    if kept:
-        text = with_soak_section(text, kept)
+    before = path.read_text() if path.exists() else ""
+    for start, end in KEPT_SECTIONS:
+        kept = marked_section(before, start, end)
+        if kept:
+            text = with_marked_section(text, start, end, kept)
     path.write_text(text)
     return path

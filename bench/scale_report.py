@@ -471,23 +471,14 @@ def markdown_section(run: ScaleRun) -> str:
 
 def section(text: str) -> str:
     """The fleet-scale section of a benchmarks file, markers included; '' when it has none."""
-    start = text.find(START)
-    end = text.find(END, start)
-    return text[start : end + len(END)] if start >= 0 and end >= 0 else ""
+    return report.marked_section(text, START, END)
 
 
 def with_section(text: str, new: str) -> str:
     """``text`` with its fleet-scale section replaced by ``new`` (appended at the end when it has none)."""
-    old = section(text)
-    if old:
-        return text.replace(old, new.strip(), 1)
-    return text.rstrip("\n") + "\n\n" + new.strip() + "\n"
+    return report.with_marked_section(text, START, END, new)
 
 
 def write_section(run: ScaleRun | str, path: str | Path = report.DOC) -> Path:
     """Replace only the fleet-scale section of ``path`` (a run's, or a section kept from before)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    old = path.read_text() if path.exists() else "# Benchmarks\n"
-    path.write_text(with_section(old, run if isinstance(run, str) else markdown_section(run)))
-    return path
+    return report.write_marked_section(run if isinstance(run, str) else markdown_section(run), START, END, path)

@@ -402,8 +402,4 @@ def markdown_section(run: SoakRun) -> str:
 
 def write_section(run: SoakRun, path: str | Path = report.DOC) -> Path:
     """Replace only the soak section of ``path`` (appended when it has none; a new file holds only it)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    old = path.read_text() if path.exists() else "# Benchmarks\n"
-    path.write_text(report.with_soak_section(old, markdown_section(run)))
-    return path
+    return report.write_marked_section(markdown_section(run), report.SOAK_START, report.SOAK_END, path)
