@@ -23,7 +23,7 @@ _ROUTING_KEY = re.compile(r"[A-Za-z0-9]{32}")
 class Message:
     """An alert's words, whatever the channel: plain words first, then the figures and a link."""
 
-    event: str  # test | open | resolve | remind
+    event: str  # test | open | resolve | remind | escalate
     key: str  # the condition's identity (PagerDuty's dedup key, the webhook's alert.id)
     title: str  # which server, what happened
     severity: str  # critical | warning | info

@@ -1,6 +1,7 @@
 """An alert's life, evaluation after evaluation: a condition found true is pending until it has been true for its
-rule's hold (a shorter flap resolves silently), then open and notified once; reminded every remind_minutes while
-open and not acknowledged; resolved and notified once when it is no longer true.
+rule's hold (a shorter flap resolves silently), then open and notified once; notified again when it becomes more
+severe than it was said to be; reminded every remind_minutes while open and not acknowledged; resolved and
+notified once when it is no longer true.
 
 Each notification is claimed by a conditional UPDATE of its timestamp (`notified_open_at IS NULL`, ...) in the
 transaction that makes its deliveries: the evaluation whose UPDATE changed the row sends, a second one of the
@@ -17,6 +18,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from advisor.models import SEVERITY_RANK
 from alerts.channels import Message
 from alerts.conditions import Condition, duration, when
 from alerts.evidence import conditions_now
@@ -34,6 +36,7 @@ class Evaluated:
     opened: int = 0
     resolved: int = 0
     reminded: int = 0
+    escalated: int = 0
     deliveries: int = 0
 
 
@@ -132,14 +135,25 @@ def _seen(rule: Rule, c: Condition, now: datetime) -> Alert | None:
 
 
 def _progress(rule: Rule, alert: Alert, now: datetime, enqueue: Enqueue, done: Evaluated) -> None:
-    """Opens the alert once it has been true for the rule's hold, notifies its opening once, and reminds."""
+    """Opens the alert once it has been true for the rule's hold, notifies its opening once, its escalation to a
+    higher severity once each time, and reminds."""
     with transaction.atomic():
         if alert.state == Alert.State.PENDING and now - alert.first_true_at >= timedelta(minutes=rule.hold_minutes):
             Alert.objects.filter(pk=alert.pk, state=Alert.State.PENDING).update(state=Alert.State.OPEN, opened_at=now)
-        if _claim(alert, Q(state=Alert.State.OPEN, notified_open_at__isnull=True), notified_open_at=now):
+        opening = Q(state=Alert.State.OPEN, notified_open_at__isnull=True)
+        if _claim(alert, opening, notified_open_at=now, notified_severity=alert.severity):
             done.opened += 1
             done.deliveries += _notify(rule, alert, "open", now, enqueue)
             return
+    was = alert.notified_severity
+    if alert.notified_open_at is not None and SEVERITY_RANK[alert.severity] > SEVERITY_RANK.get(was, -1):
+        with transaction.atomic():
+            # Worse than it was said to be: told once more, acknowledged or not (an acknowledgement silences
+            # reminders of what was acknowledged). A lower severity is only shown, never sent.
+            if _claim(alert, Q(state=Alert.State.OPEN, notified_severity=was), notified_severity=alert.severity):
+                done.escalated += 1
+                done.deliveries += _notify(rule, alert, "escalate", now, enqueue, was=was)
+        return
     if not rule.remind_minutes or alert.acknowledged_at is not None or alert.notified_open_at is None:
         return
     last = alert.last_reminded_at or alert.notified_open_at
@@ -172,16 +186,17 @@ def _claim(alert: Alert, condition: Q, **changes) -> bool:
     return True
 
 
-def _notify(rule: Rule, alert: Alert, event: str, now: datetime, enqueue: Enqueue) -> int:
+def _notify(rule: Rule, alert: Alert, event: str, now: datetime, enqueue: Enqueue, *, was: str = "") -> int:
     """Deliveries of the event to the rule's channels (none chosen: every enabled channel of the organization)."""
     named = list(rule.channels.all())  # prefetched by evaluate_organization
     chosen = [c for c in named if c.enabled]
     if not named:
         chosen = list(Channel.objects.filter(organization_id=rule.organization_id, enabled=True).order_by("pk"))
-    return len(deliveries_create(message=message_of(alert, event, now), to=chosen, alert=alert, enqueue=enqueue))
+    message = message_of(alert, event, now, was=was)
+    return len(deliveries_create(message=message, to=chosen, alert=alert, enqueue=enqueue))
 
 
-def message_of(alert: Alert, event: str, now: datetime) -> Message:
+def message_of(alert: Alert, event: str, now: datetime, *, was: str = "") -> Message:
     """Plain words first (which server, what happened, how bad, since when), then the figures and a link."""
     server = alert.server
     opened = alert.opened_at or now
@@ -190,6 +205,8 @@ def message_of(alert: Alert, event: str, now: datetime) -> Message:
             f"Resolved at {when(now)}, after {duration(now - opened)} open (true since {when(alert.since)}). "
             f"It was: {alert.summary}"
         )
+    elif event == "escalate":
+        summary = f"Now {alert.severity}, was {was or 'less severe'} when notified. {alert.summary}"
     elif event == "remind":
         summary = f"Still open after {duration(now - opened)}, not acknowledged. {alert.summary}"
     else:

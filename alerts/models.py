@@ -53,6 +53,7 @@ class Delivery(models.Model):
         OPEN = "open"
         RESOLVE = "resolve"
         REMIND = "remind"
+        ESCALATE = "escalate"  # an open alert that became more severe
 
     class Status(models.TextChoices):
         PENDING = "pending"  # created, or waiting for its next attempt
@@ -172,6 +173,8 @@ class Alert(models.Model):
     resolved_at = models.DateTimeField(null=True, blank=True)
     notified_open_at = models.DateTimeField(null=True, blank=True)
     notified_resolve_at = models.DateTimeField(null=True, blank=True)
+    # The severity its last notification (the opening, an escalation) said: a higher one now is notified again.
+    notified_severity = models.CharField(max_length=10, blank=True, default="")
     last_reminded_at = models.DateTimeField(null=True, blank=True)
     acknowledged_at = models.DateTimeField(null=True, blank=True)
     acknowledged_by = models.ForeignKey(

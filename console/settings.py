@@ -128,6 +128,7 @@ SPECTACULAR_SETTINGS = {
         "AlertChannelKindEnum": ["email", "slack", "pagerduty", "webhook"],
         "AlertRuleKindEnum": ["server_down", "advisor", "dealloc", "regression"],
         "AlertDeliveryStatusEnum": ["pending", "sending", "sent", "failed"],
+        "AlertDeliveryEventEnum": ["test", "open", "resolve", "remind", "escalate"],
     },
 }
 # Pages that make the console work for a user (console/throttling.py): requests per user, as DRF writes rates.

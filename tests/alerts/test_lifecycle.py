@@ -1,7 +1,8 @@
 """An alert's life through evaluate_organization on real rows: pending until the hold, one notification when it
 opens and one when it resolves however often (or however concurrently) the same instant is evaluated, a flap
-shorter than the hold never notified, reminders until acknowledged, the rule's tag and channels, advice with its
-exact change, a failed read that leaves the rest alone, and an evaluation cut into groups of servers."""
+shorter than the hold never notified, an escalation told once, reminders until acknowledged, the rule's tag and
+channels, advice with its exact change, a failed read that leaves the rest alone, and an evaluation cut into groups
+of servers."""
 
 from __future__ import annotations
 
@@ -206,6 +207,45 @@ def test_critical_advice_is_sent_with_its_exact_change_and_resolves_with_the_rec
     Recommendation.objects.filter(pk=critical.pk).update(status="resolved", resolved_at=T + MINUTE)
     assert len(evaluate(org, T + 2 * MINUTE)) == 1
     assert _events(alert) == ["open", "resolve"]
+
+
+def test_advice_that_becomes_more_severe_is_sent_again_once_even_acknowledged_and_a_milder_one_is_not(org, evaluate):
+    _mail(org)
+    user = User.objects.create_user("escalation-dba")
+    server = _server(org)
+    Rule.objects.create(organization=org, name="advice", kind="advisor", min_severity="warning", hold_minutes=0)
+    advice = Recommendation.objects.create(
+        server=server,
+        rule="pgss_max",
+        subject="server",
+        subject_key="a",
+        severity="warning",
+        title="Raise pg_stat_statements.max",
+        explanation="3.0 deallocations/s.",
+        evidence=[],
+        first_seen_at=T - MINUTE,
+        opened_at=T - MINUTE,
+        last_seen_at=T,
+    )
+    assert len(evaluate(org, T)) == 1
+    alert = Alert.objects.get()
+    alert_acknowledge(alert=alert, user=user, now=T + MINUTE)
+    Recommendation.objects.filter(pk=advice.pk).update(severity="critical", explanation="42.0 deallocations/s.")
+    escalated = evaluate(org, T + 2 * MINUTE)
+    assert len(escalated) == 1
+    assert evaluate(org, T + 2 * MINUTE) == [] and evaluate(org, T + 3 * MINUTE) == []  # once
+    message = Delivery.objects.get(pk=escalated[0]).message
+    assert (message["event"], message["severity"]) == ("escalate", "critical")
+    assert message["summary"].startswith("Now critical, was warning when notified. Since ")
+    assert message["summary"].endswith("42.0 deallocations/s.")
+    # Milder again: shown on the alert, not sent; worse again than the last notification said: nothing either.
+    Recommendation.objects.filter(pk=advice.pk).update(severity="warning")
+    assert evaluate(org, T + 4 * MINUTE) == []
+    alert.refresh_from_db()
+    assert (alert.severity, alert.notified_severity) == ("warning", "critical")
+    Recommendation.objects.filter(pk=advice.pk).update(severity="critical")
+    assert evaluate(org, T + 5 * MINUTE) == []
+    assert _events(alert) == ["open", "escalate"]
 
 
 def test_a_disabled_rule_resolves_its_alerts(org, evaluate):
