@@ -65,7 +65,8 @@ def markdown_section(run: AlertsRun, *, machine, code: str, command: str, date: 
         "",
         f"Fleet: one organization of {run.servers:,} servers, each with {z.statements} synthetic statements and "
         f"{z.days} days of history ({run.snapshots:,} snapshots, one every {z.step_s // 60} minutes: baselines "
-        "through `server_collect`, deltas by the bulk writer, one `rollups.roll_up`), so each server has the hours "
+        "through `server_collect`, deltas by the bulk writer, one `rollups.roll_up` with the raw retention set to "
+        "the history's length), so each server has the hours "
         "the regression rule compares on each previous day. 5% of the servers are failing (their outage alerts "
         f"open on the first evaluation: {run.alerts_open} open, {run.deliveries} deliveries made to an email "
         "channel; nothing is sent here, a worker's part is tested by tests/alerts/test_tasks.py). The organization "
