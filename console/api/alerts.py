@@ -258,7 +258,7 @@ class Channels(APIView):
         org = organization_for(request.user, organization_id)
         sees_addresses = role_in(request.user, org.pk) in MANAGE_SERVERS
         found = selectors.alert_channels(organization_id=org.pk)
-        return page_of([_channel_out(c, sees_addresses=sees_addresses) for c in found], request)
+        return page_of(found, request, out=lambda c: _channel_out(c, sees_addresses=sees_addresses))
 
     @extend_schema(
         operation_id="alert_channel_create",
@@ -360,7 +360,7 @@ class Rules(APIView):
     )
     def get(self, request, organization_id: int):
         org = organization_for(request.user, organization_id)
-        return page_of([_rule_out(r) for r in selectors.alert_rules(organization_id=org.pk)], request)
+        return page_of(selectors.alert_rules(organization_id=org.pk), request, out=_rule_out)
 
 
 class RuleView(APIView):

@@ -7,7 +7,9 @@ import functools
 import io
 import math
 import re
+from collections.abc import Callable
 from datetime import datetime, timedelta
+from typing import Any
 
 import orjson
 from django.conf import settings
@@ -143,11 +145,17 @@ def paged(results: list, *, count: int, page: int, page_size: int) -> dict:
     }
 
 
-def page_of(items: list, request: Request, *, default: int = DEFAULT_PAGE_SIZE) -> Response:
-    """A page of an in-memory list (small lists: organizations, servers, recommendations)."""
+def page_of(
+    items: list, request: Request, *, default: int = DEFAULT_PAGE_SIZE, out: Callable[[Any], Any] | None = None
+) -> Response:
+    """A page of an in-memory list (small lists: organizations, servers, recommendations), each of its items made
+    into its output by `out` (the page's only, not the whole list's)."""
     page, size = page_params(request, default=default)
     start = (page - 1) * size
-    return Response(paged(items[start : start + size], count=len(items), page=page, page_size=size))
+    chosen = items[start : start + size]
+    return Response(
+        paged(chosen if out is None else [out(i) for i in chosen], count=len(items), page=page, page_size=size)
+    )
 
 
 def _flat(row: dict, prefix: str = "") -> dict:

@@ -16,7 +16,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.access import MANAGE_SERVERS, require_role, visible_organizations
-from console.api.common import PAGE_PARAMETERS, JSONRenderer, api, field_names, page_params, paged
+from console.api.common import PAGE_PARAMETERS, JSONRenderer, api, field_names, page_of
 from console.api.errors import error_response
 from console.downloads import zip_response
 from exports.audit_data import SCHEMA_PATH
@@ -121,12 +121,8 @@ class Exports(APIView):
         "DBAs and admins request and download them).",
     )
     def get(self, request):
-        page, size = page_params(request)
         rows = audit_exports(organization_ids=_organization_ids(request.user), limit=None)
-        start = (page - 1) * size
-        return Response(
-            paged([_out(r) for r in rows[start : start + size]], count=len(rows), page=page, page_size=size)
-        )
+        return page_of(rows, request, out=_out)
 
     @extend_schema(
         operation_id="export_create",

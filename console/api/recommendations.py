@@ -16,7 +16,7 @@ from accounts.access import MANAGE_SERVERS, require_role, visible_servers
 from advisor.models import Severity, Status
 from advisor.selectors import RecommendationRow, recommendation_history, recommendations
 from advisor.services import LifecycleError, recommendation_acknowledge, recommendation_resolve
-from console.api.common import PAGE_PARAMETERS, TABLE_RENDERERS, api, field_names, page_params, paged
+from console.api.common import PAGE_PARAMETERS, TABLE_RENDERERS, api, field_names, page_of
 from console.api.errors import error_response
 
 
@@ -136,7 +136,6 @@ class Recommendations(APIView):
         severity = _choice(request, "severity", Severity.values)
         state = _choice(request, "status", list(STATUSES)) or "active"
         rule = request.query_params.get("rule") or None
-        page, size = page_params(request)
         servers = visible_servers(request.user)
         if server is not None:
             servers = servers.filter(pk=server)
@@ -149,10 +148,7 @@ class Recommendations(APIView):
         if set(STATUSES[state]) & {"open", "acknowledged"}:
             rows += [r for r in recommendations(server_ids=ids) if r.status in STATUSES[state]]
         rows = [r for r in rows if (severity is None or r.severity == severity) and (rule is None or r.rule == rule)]
-        start = (page - 1) * size
-        return Response(
-            paged([_out(r) for r in rows[start : start + size]], count=len(rows), page=page, page_size=size)
-        )
+        return page_of(rows, request, out=_out)
 
 
 def _history(request, recommendation_id: int):
