@@ -18,7 +18,7 @@ from collectors.selectors.baselines import hourly_sums
 from collectors.selectors.fleet import server_status
 from collectors.selectors.series import server_series
 from collectors.selectors.server import config_changes
-from collectors.selectors.statements import MAX_PAGE_SIZE, Page, StatementFilters, top_statements
+from collectors.selectors.statements import MAX_PAGE_SIZE, Page, StatementFilters, TopStatements, top_statements
 from collectors.selectors.windows import DAY, HOUR, Window, ceil_hour, floor_hour
 from inventory.models import Server
 
@@ -68,33 +68,46 @@ def _dealloc(rule: Rule, server: Server, now: datetime) -> list[Condition]:
     return [found] if found else []
 
 
-def _regressions(rule: Rule, server: Server, now: datetime) -> list[Condition]:
-    """The last hour's statements with at least the rule's share (they are the first 1/share by total time),
-    then their mean in the same clock hours of each previous day: whole hours of the hourly tier, every day in
-    one query (the mean of two hours around the same time of day when now is not on the hour), so that a week
-    of baselines costs one query and no raw snapshot decoded."""
-    hour = Window.last(HOUR, now=now)
+def regression_candidates(*, rule: Rule, server_id: int, now: datetime) -> TopStatements:
+    """The last hour's statements with at least the rule's share (they are the first 1/share by total time)."""
     share = rule.regression_min_share
     size = min(MAX_PAGE_SIZE, math.floor(1 / share)) if share > 0 else MAX_PAGE_SIZE  # at most 1/share have it
-    top = top_statements(
-        server_id=server.pk,
-        window=hour,
+    return top_statements(
+        server_id=server_id,
+        window=Window.last(HOUR, now=now),
         order="total",
-        filters=StatementFilters(min_time_share=rule.regression_min_share),
+        filters=StatementFilters(min_time_share=share),
         page=Page(1, size),
     )
-    if not top.rows:
-        return []
-    days = [
-        Window(floor_hour(hour.start) - back * DAY, ceil_hour(now) - back * DAY)
-        for back in range(1, rule.regression_days + 1)
-    ]
+
+
+def baseline_windows(*, now: datetime, days: int) -> list[Window]:
+    """The same clock hours as the last hour on each of the `days` previous days, newest first: whole hours (the
+    two around the same time of day when now is not on the hour)."""
+    start = floor_hour(now - HOUR)
+    return [Window(start - back * DAY, ceil_hour(now) - back * DAY) for back in range(1, days + 1)]
+
+
+def regression_baselines(*, server_id: int, statement_ids: list[int], windows: list[Window]) -> dict[int, list[float]]:
+    """Each statement's mean time per call in each window it ran in: every day from the hourly tier in one query,
+    so that a week of baselines costs no raw snapshot decoded."""
     baselines: dict[int, list[float]] = {}
-    for day in hourly_sums(server_id=server.pk, windows=days, statement_ids=[r.statement_id for r in top.rows]):
+    for day in hourly_sums(server_id=server_id, windows=windows, statement_ids=statement_ids):
         for sid, totals in day.items():
             if totals.calls:
                 baselines.setdefault(sid, []).append(totals.mean_ms)
-    first_start = floor_hour(hour.start) - rule.regression_days * DAY
+    return baselines
+
+
+def _regressions(rule: Rule, server: Server, now: datetime) -> list[Condition]:
+    """The candidates' mean time over the last hour against the same hours of the previous days."""
+    top = regression_candidates(rule=rule, server_id=server.pk, now=now)
+    if not top.rows:
+        return []
+    days = baseline_windows(now=now, days=rule.regression_days)
+    ids = [r.statement_id for r in top.rows]
+    baselines = regression_baselines(server_id=server.pk, statement_ids=ids, windows=days)
+    first_start = days[-1].start
 
     def found(changes: list) -> list[Condition]:
         return conditions.regressions(

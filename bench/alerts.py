@@ -104,59 +104,23 @@ def _counted(fn: Callable[[], object]) -> tuple[float, int, object]:
     return seconds, len(orm.captured_queries) + raw.queries, result
 
 
-def _baselines_per_day(server_id: int, rule, now: datetime) -> dict[int, list[float]]:
-    """The regression rule's baselines read as before: its top statements, then statements_in for each day."""
+def _baselines_per_day(server_id: int, ids: list[int], windows) -> dict[int, list[float]]:
+    """The regression rule's baselines read as before hourly_sums: statements_in for each day."""
     from collectors.selectors.server import statements_in
-    from collectors.selectors.windows import DAY, HOUR, Window, ceil_hour, floor_hour
 
-    ids = _regression_candidates(server_id, rule, now)
-    hour = Window.last(HOUR, now=now)
     out: dict[int, list[float]] = {}
-    for back in range(1, rule.regression_days + 1):
-        day = Window(floor_hour(hour.start) - back * DAY, ceil_hour(now) - back * DAY)
+    for day in windows:
         for sid, totals in statements_in(server_id=server_id, window=day, statement_ids=ids).items():
             if totals.calls:
                 out.setdefault(sid, []).append(totals.total_ms / totals.calls)
     return out
 
 
-def _baselines_at_once(server_id: int, rule, now: datetime) -> dict[int, list[float]]:
-    """The same, as alerts/evidence.py reads them now: every day in one query."""
-    from collectors.selectors.baselines import hourly_sums
-    from collectors.selectors.windows import DAY, HOUR, Window, ceil_hour, floor_hour
+def _baselines_at_once(server_id: int, ids: list[int], windows) -> dict[int, list[float]]:
+    """The same, as the rule reads them now (alerts.evidence): every day in one query."""
+    from alerts.evidence import regression_baselines
 
-    ids = _regression_candidates(server_id, rule, now)
-    hour = Window.last(HOUR, now=now)
-    days = [
-        Window(floor_hour(hour.start) - back * DAY, ceil_hour(now) - back * DAY)
-        for back in range(1, rule.regression_days + 1)
-    ]
-    out: dict[int, list[float]] = {}
-    for day in hourly_sums(server_id=server_id, windows=days, statement_ids=ids):
-        for sid, totals in day.items():
-            if totals.calls:
-                out.setdefault(sid, []).append(totals.mean_ms)
-    return out
-
-
-_CANDIDATES: dict[int, list[int]] = {}
-
-
-def _regression_candidates(server_id: int, rule, now: datetime) -> list[int]:
-    """The statements whose baselines the rule reads (read once per server: both ways are timed without it)."""
-    if server_id not in _CANDIDATES:
-        from collectors.selectors.statements import MAX_PAGE_SIZE, Page, StatementFilters, top_statements
-        from collectors.selectors.windows import HOUR, Window
-
-        share = rule.regression_min_share
-        top = top_statements(
-            server_id=server_id,
-            window=Window.last(HOUR, now=now),
-            filters=StatementFilters(min_time_share=share),
-            page=Page(1, min(MAX_PAGE_SIZE, math.floor(1 / share))),
-        )
-        _CANDIDATES[server_id] = [r.statement_id for r in top.rows]
-    return _CANDIDATES[server_id]
+    return regression_baselines(server_id=server_id, statement_ids=ids, windows=windows)
 
 
 def _same(a: dict[int, list[float]], b: dict[int, list[float]]) -> bool:
@@ -170,7 +134,7 @@ def run(*, size: Size = FULL, log=print) -> AlertsRun:
     from django.conf import settings
     from django.db import connection
 
-    from alerts.evidence import conditions_now
+    from alerts.evidence import baseline_windows, conditions_now, regression_candidates
     from alerts.lifecycle import evaluate_organization, evaluation_groups
     from alerts.models import Alert, Delivery, Rule
     from alerts.services import channel_create
@@ -252,17 +216,18 @@ def run(*, size: Size = FULL, log=print) -> AlertsRun:
         log(f"    rule {rule.kind}: median {timed.median_s:.2f} s, {timed.queries} queries")
 
     regression = Rule.objects.get(organization=organization, kind=Rule.Kind.REGRESSION)
-    for server_id in fl.server_ids:
-        _regression_candidates(server_id, regression, EVALUATE_AT)
+    # The statements whose baselines the rule reads, read once per server: both ways are timed without it.
+    candidates = {
+        sid: [r.statement_id for r in regression_candidates(rule=regression, server_id=sid, now=EVALUATE_AT).rows]
+        for sid in fl.server_ids
+    }
+    windows = baseline_windows(now=EVALUATE_AT, days=regression.regression_days)
     before, now_ = Timed("baselines, a query set per day"), Timed("baselines, hourly_sums")
     agree = True
     for _ in range(size.runs):
         for timed, read in ((before, _baselines_per_day), (now_, _baselines_at_once)):
-            got = {}
-            s, timed.queries, _ = _counted(
-                lambda read=read, got=got: got.update(
-                    {sid: read(sid, regression, EVALUATE_AT) for sid in fl.server_ids}
-                )
+            s, timed.queries, got = _counted(
+                lambda read=read: {sid: read(sid, candidates[sid], windows) for sid in fl.server_ids}
             )
             timed.seconds.append(s)
             if timed is before:
