@@ -69,6 +69,13 @@ def _mail(org: Organization, name: str = "dba", **kw):
     return channel_create(organization=org, name=name, kind="email", addresses=[f"{name}@example.com"], **kw).channel
 
 
+def _advice(server: Server, **values) -> Recommendation:
+    """An active recommendation of the server, opened a minute before T (pgss_max on the server unless given)."""
+    made = {"rule": "pgss_max", "subject": "server", "subject_key": "a", "title": "Raise pg_stat_statements.max"}
+    made |= {"evidence": [], "first_seen_at": T - MINUTE, "opened_at": T - MINUTE, "last_seen_at": T}
+    return Recommendation.objects.create(server=server, **(made | values))
+
+
 def _events(alert: Alert) -> list[str]:
     return list(Delivery.objects.filter(alert=alert).order_by("pk").values_list("event", flat=True))
 
@@ -181,20 +188,14 @@ def test_critical_advice_is_sent_with_its_exact_change_and_resolves_with_the_rec
     _mail(org)
     server = _server(org)
     Rule.objects.create(organization=org, name="advice", kind="advisor", hold_minutes=0)
-    values = {"server": server, "title": "Raise pg_stat_statements.max", "evidence": [], "change_apply": "restart"}
-    values |= {"first_seen_at": T - MINUTE, "opened_at": T - MINUTE, "last_seen_at": T}
-    critical = Recommendation.objects.create(
-        rule="pgss_max",
-        subject="server",
-        subject_key="a",
+    critical = _advice(
+        server,
         severity="critical",
         explanation="42.0 deallocations/s.",
         change_text="ALTER SYSTEM SET pg_stat_statements.max = 20000;",
-        **values,
+        change_apply="restart",
     )
-    Recommendation.objects.create(
-        rule="resets", subject="s", subject_key="b", severity="warning", explanation="", **values
-    )
+    _advice(server, rule="resets", subject="s", subject_key="b", severity="warning", explanation="")
     assert len(evaluate(org, T)) == 1
     alert = Alert.objects.get()
     assert alert.change_text == "ALTER SYSTEM SET pg_stat_statements.max = 20000; (needs a server restart)"
@@ -214,19 +215,7 @@ def test_advice_that_becomes_more_severe_is_sent_again_once_even_acknowledged_an
     user = User.objects.create_user("escalation-dba")
     server = _server(org)
     Rule.objects.create(organization=org, name="advice", kind="advisor", min_severity="warning", hold_minutes=0)
-    advice = Recommendation.objects.create(
-        server=server,
-        rule="pgss_max",
-        subject="server",
-        subject_key="a",
-        severity="warning",
-        title="Raise pg_stat_statements.max",
-        explanation="3.0 deallocations/s.",
-        evidence=[],
-        first_seen_at=T - MINUTE,
-        opened_at=T - MINUTE,
-        last_seen_at=T,
-    )
+    advice = _advice(server, severity="warning", explanation="3.0 deallocations/s.")
     assert len(evaluate(org, T)) == 1
     alert = Alert.objects.get()
     alert_acknowledge(alert=alert, user=user, now=T + MINUTE)
