@@ -5,10 +5,11 @@ read as they were before hourly_sums (collectors.selectors.server.statements_in 
 both readings checked to agree.
 
 History (bench/fleet.py, the read-tier benchmark's fleet): S servers of N synthetic statements, a snapshot every
-STEP_S seconds for D days (baselines through server_collect, deltas by the bulk writer, one rollups.roll_up), so
-that each server has the hours the regression rule compares on each previous day. A FAILING share of the servers
-have their last collections failing, so that the server-down rule opens alerts and their deliveries are made
-(to an email channel; nothing is sent: the workers' part is measured by tests/alerts/test_tasks.py).
+Size.step_s seconds for D days (baselines through server_collect, deltas by the bulk writer, one rollups.roll_up
+building every hour), so that each server has the hours the regression rule compares on each previous day. A
+FAILING share of the servers have their last collections failing, so that the server-down rule opens alerts and
+their deliveries are made (to an email channel; nothing is sent: the workers' part is measured by
+tests/alerts/test_tasks.py).
 """
 
 from __future__ import annotations
