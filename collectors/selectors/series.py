@@ -63,7 +63,10 @@ def choose_resolution(window: Window, cov: windows.Coverage, asked: str | None, 
         return "raw"
     if fine and length <= FINE_UP_TO and cov.raw_from is not None and cov.raw_from <= since and _dense(cov):
         return "10min"
-    if length <= HOURLY_UP_TO and (cov.hourly_from is None or cov.hourly_from <= since):
+    # Hours, where the hourly tier holds the window's figures from their first (the hour after a baseline taken
+    # at 17:59, whose first figures came at 18:00, is where its hours begin).
+    figures = max(window.start, cov.figures_from) if cov.figures_from is not None else window.start
+    if length <= HOURLY_UP_TO and (cov.hourly_from is None or cov.hourly_from <= figures):
         return "hourly"
     return "daily"
 

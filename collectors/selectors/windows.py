@@ -89,6 +89,7 @@ class Coverage:
     days_built_until: datetime | None  # end of the latest daily bucket
     daily_from: datetime | None = None  # oldest daily bucket
     recent_interval_s: float | None = None  # the median interval of the last few snapshots: how often it is collected
+    deltas_from: datetime | None = None  # oldest delta snapshot (the oldest snapshot is a baseline: no figures)
 
     @property
     def data_from(self) -> datetime | None:
@@ -98,6 +99,15 @@ class Coverage:
         if self.raw_from is not None and all(self.raw_from < b + width for b, width in buckets):
             return self.raw_from  # the oldest bucket holds no snapshot before it (same UTC day: not expired)
         return min([b for b, _ in buckets] + ([self.raw_from] if self.raw_from is not None else []), default=None)
+
+    @property
+    def figures_from(self) -> datetime | None:
+        """Where the history's first figures are: where it begins, or where it begins with its snapshots, its
+        first delta. A baseline taken at 17:59 holds no figures: that history's first hour is 18:00."""
+        begins = self.data_from
+        if begins is not None and begins == self.raw_from and self.deltas_from is not None:
+            return self.deltas_from
+        return begins
 
     @property
     def complete_hours_until(self) -> datetime | None:
@@ -111,8 +121,9 @@ class Coverage:
 
 
 def coverage(server_id: int) -> Coverage:
-    raw_from, hourly_from, last_hour, built_until, first_day, last_day, recent = db.fetchone(
+    raw_from, deltas_from, hourly_from, last_hour, built_until, first_day, last_day, recent = db.fetchone(
         f"SELECT (SELECT min(taken_at) FROM {tables.SNAPSHOT.name} WHERE server_id = %(s)s), "
+        f"(SELECT min(taken_at) FROM {tables.SNAPSHOT.name} WHERE server_id = %(s)s AND kind = 'delta'), "
         f"(SELECT min(bucket) FROM {tables.SERVER_HOURLY.name} WHERE server_id = %(s)s), "
         f"h.bucket, h.built_until, "
         f"(SELECT min(bucket) FROM {tables.SERVER_DAILY.name} WHERE server_id = %(s)s), "
@@ -131,6 +142,7 @@ def coverage(server_id: int) -> Coverage:
         days_built_until=None if last_day is None else last_day + DAY,
         daily_from=first_day,
         recent_interval_s=recent,
+        deltas_from=deltas_from,
     )
 
 

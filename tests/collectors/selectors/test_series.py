@@ -2,6 +2,7 @@
 every point against sums computed by hand from the raw snapshots of the synthetic history (synthetic.py), gaps as
 gaps, the hour in progress, a day in 10-minute bins and a month in points of two hours."""
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -55,6 +56,47 @@ def test_a_history_younger_than_the_window_is_drawn_from_its_snapshots():
         assert choose_resolution(Window.last(length, now=NOW), c, None) == "raw"
     for length in (timedelta(hours=24), timedelta(days=7), timedelta(days=30)):
         assert choose_resolution(Window.last(length, now=NOW), c, None) == "hourly"
+
+
+def test_a_history_that_begins_with_a_baseline_just_before_an_hour_is_read_by_its_hours():
+    """Its first snapshot, a baseline (no figures), at 20:59 and its first delta at 21:00: the hourly tier begins
+    at 21:00 and holds every figure, so a week or a month is drawn by the hour, not as a point a day (a storm a
+    minute old averaged into its day). A delta in the hour before the tier begins would be missing from it."""
+    base = datetime(2026, 11, 22, 20, 59, 16, tzinfo=UTC)
+    c = cov(base, datetime(2026, 11, 22, 21, 0, tzinfo=UTC), datetime(2026, 11, 22, tzinfo=UTC))
+    for length in (timedelta(days=7), timedelta(days=30)):
+        window = Window.last(length, now=NOW)
+        assert choose_resolution(window, replace(c, deltas_from=base + timedelta(minutes=1)), None) == "hourly"
+        assert choose_resolution(window, replace(c, deltas_from=base + timedelta(seconds=30)), None) == "daily"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_storm_shows_at_the_right_edge_of_a_week_of_a_history_begun_at_17_59():
+    """The browser's storm fixture, built a few seconds before an hour: the week and the month are read by the
+    hour, their last minutes snapshot by snapshot, the storm the last point drawn."""
+    end = datetime(2026, 6, 3, 17, 59, 16, tzinfo=UTC)
+    server = build(
+        "baseline-at-59",
+        n=8,
+        start=end - timedelta(hours=3),
+        end=end,
+        step=timedelta(minutes=1),
+        last_rollup_at=end,
+        storm_from=end - timedelta(minutes=1),
+    )
+    try:
+        assert windows.coverage(server.pk).hourly_from == datetime(2026, 6, 3, 15, 0, tzinfo=UTC)
+        for at in (end, end + timedelta(seconds=50), end + timedelta(minutes=3)):
+            for length, resolution in ((timedelta(days=7), "hourly"), (timedelta(days=30), "2h")):
+                got = server_series(server_id=server.pk, window=Window(at - length, at))
+                drawn = [p for p in got.points if p.calls_per_s is not None]
+                assert got.resolution == resolution, (at, length)
+                assert drawn[-1].end == end - timedelta(minutes=1) and drawn[-1].end - drawn[-1].start == timedelta(
+                    minutes=1
+                ), (at, length)
+                assert drawn[-1].calls_per_s > 10 * drawn[-2].calls_per_s, (at, length)
+    finally:
+        server_delete(server=server)
 
 
 def test_a_resolution_asked_for_is_kept():
