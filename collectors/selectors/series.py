@@ -204,12 +204,13 @@ def _cut_bucket(points: list, window: Window, resolution: str, cov: windows.Cove
     window ends inside an hour (the hour in progress, on a range ending now) and their snapshots are kept:
     drawn snapshot by snapshot, so that what began a minute ago shows at the right edge instead of averaged
     into its hour (at 17:00:30, the hour before too). Only where the resolution was chosen for a chart (a
-    caller that asks for hours gets hours); the caller keeps the points where no snapshot is there."""
+    caller that asks for hours gets hours); the caller keeps the points where no snapshot is there. A server
+    added inside that hour has it drawn snapshot by snapshot too: there is nothing before its first one."""
     if resolution == "daily" or not points or points[-1].end <= window.end:
         return None
     i = next(i for i, p in enumerate(points) if p.end > window.end - FRESH)
     start = points[i].start
-    return (i, Window(start, window.end)) if cov.has_raw(start) and start < window.end else None
+    return (i, Window(start, window.end)) if cov.snapshots_hold_all_from(start) and start < window.end else None
 
 
 def _statement_snapshots(server_id: int, statement_id: int, start: datetime, end: datetime):

@@ -119,6 +119,11 @@ class Coverage:
     def has_raw(self, at: datetime) -> bool:
         return self.raw_from is not None and self.raw_from <= at
 
+    def snapshots_hold_all_from(self, at: datetime) -> bool:
+        """Every figure from `at` on is in the raw snapshots: they reach back to it, or the history begins with
+        them (a server added after `at`: nothing before its first snapshot was expired)."""
+        return self.has_raw(at) or (self.raw_from is not None and self.data_from == self.raw_from)
+
 
 def coverage(server_id: int) -> Coverage:
     raw_from, deltas_from, hourly_from, last_hour, built_until, first_day, last_day, recent = db.fetchone(

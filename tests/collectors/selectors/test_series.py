@@ -99,6 +99,23 @@ def test_a_storm_shows_at_the_right_edge_of_a_week_of_a_history_begun_at_17_59()
         server_delete(server=server)
 
 
+@pytest.mark.django_db(transaction=True)
+def test_a_server_added_inside_the_hour_is_drawn_snapshot_by_snapshot_over_a_week():
+    """Added at 12:31 and read at 12:50 (or at 13:04, its last minutes reaching into that hour): its hour is drawn
+    per snapshot over a week or a month too, not as one dot of an hourly point that has nothing before it."""
+    start, end = datetime(2026, 6, 3, 12, 31, 10, tzinfo=UTC), datetime(2026, 6, 3, 12, 50, tzinfo=UTC)
+    server = build("added-at-12-31", n=8, start=start, end=end, step=timedelta(minutes=1), last_rollup_at=end)
+    try:
+        deltas = [r[0] for r in raw_rows(server.pk, start, end)]
+        assert len(deltas) == 18
+        for at in (end, end + timedelta(minutes=14)):
+            for length in (timedelta(days=7), timedelta(days=30)):
+                got = server_series(server_id=server.pk, window=Window(at - length, at))
+                assert [p.end for p in got.points if p.span_s] == deltas, (at, length)
+    finally:
+        server_delete(server=server)
+
+
 def test_a_resolution_asked_for_is_kept():
     c = cov(NOW - timedelta(days=3), NOW - timedelta(days=60))
     assert choose_resolution(Window.last(timedelta(hours=1), now=NOW), c, "daily") == "daily"
