@@ -56,17 +56,15 @@ def choose_resolution(window: Window, cov: windows.Coverage, asked: str | None, 
             raise WindowError(f"unknown resolution {asked!r}: one of {', '.join(allowed)}")
         return asked
     length = window.end - window.start
-    # A history younger than the window (a new server) is judged from where it begins: its first hour
-    # is drawn from its snapshots, not as the one point of a daily bucket.
-    since = max(window.start, cov.data_from) if cov.data_from is not None else window.start
+    # A history younger than the window (a new server) is judged from its first figures: its first hour is
+    # drawn from its snapshots, not as the one point of a daily bucket, and its hours begin with the hour of its
+    # first delta (a baseline taken at 17:59 holds no figures: the hourly tier from 18:00 holds them all).
+    since = max(window.start, cov.figures_from) if cov.figures_from is not None else window.start
     if length <= RAW_UP_TO and cov.raw_from is not None and cov.raw_from <= since:
         return "raw"
     if fine and length <= FINE_UP_TO and cov.raw_from is not None and cov.raw_from <= since and _dense(cov):
         return "10min"
-    # Hours, where the hourly tier holds the window's figures from their first (the hour after a baseline taken
-    # at 17:59, whose first figures came at 18:00, is where its hours begin).
-    figures = max(window.start, cov.figures_from) if cov.figures_from is not None else window.start
-    if length <= HOURLY_UP_TO and (cov.hourly_from is None or cov.hourly_from <= figures):
+    if length <= HOURLY_UP_TO and (cov.hourly_from is None or cov.hourly_from <= since):
         return "hourly"
     return "daily"
 

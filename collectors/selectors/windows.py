@@ -101,13 +101,17 @@ class Coverage:
         return min([b for b, _ in buckets] + ([self.raw_from] if self.raw_from is not None else []), default=None)
 
     @property
+    def begins_with_snapshots(self) -> bool:
+        """The history begins with its raw snapshots: none has expired, nothing is before the first one."""
+        return self.raw_from is not None and self.data_from == self.raw_from
+
+    @property
     def figures_from(self) -> datetime | None:
         """Where the history's first figures are: where it begins, or where it begins with its snapshots, its
         first delta. A baseline taken at 17:59 holds no figures: that history's first hour is 18:00."""
-        begins = self.data_from
-        if begins is not None and begins == self.raw_from and self.deltas_from is not None:
+        if self.begins_with_snapshots and self.deltas_from is not None:
             return self.deltas_from
-        return begins
+        return self.data_from
 
     @property
     def complete_hours_until(self) -> datetime | None:
@@ -122,7 +126,7 @@ class Coverage:
     def snapshots_hold_all_from(self, at: datetime) -> bool:
         """Every figure from `at` on is in the raw snapshots: they reach back to it, or the history begins with
         them (a server added after `at`: nothing before its first snapshot was expired)."""
-        return self.has_raw(at) or (self.raw_from is not None and self.data_from == self.raw_from)
+        return self.has_raw(at) or self.begins_with_snapshots
 
 
 def coverage(server_id: int) -> Coverage:
