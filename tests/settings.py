@@ -12,3 +12,5 @@ os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/9")
 os.environ.setdefault("EXPORT_ROOT", tempfile.mkdtemp(prefix="pgconsole-test-exports-"))
 
 from console.settings import *  # noqa: E402, F403
+
+PASSWORD_HASHERS = ["tests.hashers.OneRoundPBKDF2PasswordHasher"]

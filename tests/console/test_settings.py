@@ -82,6 +82,25 @@ def test_debug_brings_the_development_keys(debug):
     assert result.stdout.split() == ["True", "True", "True"]
 
 
+def test_passwords_are_hashed_with_djangos_pbkdf2_at_its_full_rounds():
+    """The product keeps Django's hasher and its rounds; only the tests' own settings take one round
+    (tests/hashers.py), and their hashes name the same algorithm, so the product's processes check them."""
+    result = _python(
+        "import django; django.setup()\n"
+        "from django.contrib.auth.hashers import PBKDF2PasswordHasher, get_hasher, make_password\n"
+        "algorithm, rounds, salt, digest = make_password('a-long-production-password').split('$')\n"
+        "print(type(get_hasher()) is PBKDF2PasswordHasher, algorithm, rounds == str(PBKDF2PasswordHasher.iterations),"
+        " int(rounds) >= 1_000_000)\n"
+        "from tests.hashers import OneRoundPBKDF2PasswordHasher\n"
+        "from django.contrib.auth.hashers import check_password\n"
+        "print(check_password('pw', OneRoundPBKDF2PasswordHasher().encode('pw', 'salt1234')))\n",
+        DEBUG="true",
+        DJANGO_SETTINGS_MODULE="console.settings",
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["True", "pbkdf2_sha256", "True", "True", "True"]
+
+
 def test_a_malformed_credentials_key_is_refused_even_with_debug():
     err = _refused(_load(DEBUG="true", CREDENTIALS_KEY="ZGV2"))
     assert "CREDENTIALS_KEY is not a Fernet key" in err

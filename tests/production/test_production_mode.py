@@ -25,6 +25,7 @@ import psycopg
 import pytest
 import redis
 import yaml
+from django.contrib.auth.hashers import PBKDF2PasswordHasher
 from playwright.sync_api import Page, expect, sync_playwright
 
 from devenv import browser as chromium
@@ -278,6 +279,10 @@ def test_the_compose_services_run_as_written(production):
     assert "Applying reports.0003_export_claim... OK" in p.outputs["migrate"] or "No migrations" in p.outputs["migrate"]
     assert (p.folder / "static" / "staticfiles.json").is_file()  # hashed names, as WhiteNoise serves them
     assert "registered" in p.outputs["register"].lower() or "added" in p.outputs["register"].lower()
+    # The admin made by createsuperuser under the product's settings: Django's PBKDF2 at its full rounds (the
+    # tests' own settings take one round), and gunicorn logged them in with it.
+    [(password,)] = p.sql("SELECT password FROM auth_user WHERE username = %s", [ADMIN])
+    assert password.startswith(f"pbkdf2_sha256${PBKDF2PasswordHasher.iterations}$"), password[:30]
     for name, done in p.seen["checks"].items():
         assert done.returncode == 0, f"the {name} healthcheck failed: {done.stdout}{done.stderr}"
     for proc in p.procs.started:
