@@ -91,8 +91,13 @@ lint: .venv/.installed
 	$(PYTHON) -m ruff check .
 	$(PYTHON) -m ruff format --check .
 
+# Two pytest workers (pytest-xdist), each with its own clusters, databases and Redis database (tests/slots.py),
+# handed whole files in collection order (the slow ones first, tests/conftest.py); the 30 slowest tests and the
+# time per folder at the end.
+PYTEST_WORKERS ?= 2
+PYTEST := $(PYTHON) -m pytest -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=30
 test: install lint services
-	$(PYTHON) -m pytest $(PYTEST_ARGS)
+	$(PYTEST) $(PYTEST_ARGS)
 
 demo: install services
 	DEBUG=true $(PYTHON) manage.py demo

@@ -58,7 +58,8 @@ def cmd_fetch(args: argparse.Namespace) -> None:
 
 
 def cmd_stop_all(args: argparse.Namespace) -> None:
-    found = fleet.existing_clusters()
+    # The test clusters of the second and later pytest workers live in .run/slot<n> (tests/slots.py).
+    found = fleet.existing_clusters() + [c for d in sorted(RUN_DIR.glob("slot*")) for c in fleet.existing_clusters(d)]
     running = [c for c in found if c.is_running()]
     for c in found:
         if c not in running:
@@ -86,6 +87,7 @@ def cmd_ports(args: argparse.Namespace) -> None:
     )
     print("demo clusters:  " + ", ".join(f"{m}:{port}" for m, port in p["demo"].items()))
     print(f"fault tests (their history store, clusters and Redis): {p['test-faults'][0]}-{p['test-faults'][-1]}")
+    print(f"pytest worker n (make test runs two): the test ports above + n * {ports.TEST_SLOT_STRIDE}")
     print(f"redis: {p['redis']}")
 
 

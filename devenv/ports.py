@@ -24,6 +24,13 @@ TEST_EVICT_PORT = TEST_EXTRA_PORT_BASE + 14
 TEST_FAULT_PORT_BASE = TEST_EXTRA_PORT_BASE + 40
 #: Throwaway clusters of tests/advisor/test_changes_apply.py (ALTER SYSTEM checks): 55600 + major.
 TEST_ALTER_PORT_BASE = 55600
+#: Throwaway clusters of tests/advisor/test_end_to_end_rules.py: 55700 + major.
+TEST_THROWAWAY_PORT_BASE = 55700
+#: Every test range above (55400-55799) is worker 0's when the suite runs on several pytest workers (pytest-xdist,
+#: `make test`): worker n's clusters are n * TEST_SLOT_STRIDE above (tests/slots.py), up to TEST_SLOTS workers.
+TEST_PORT_LAST = TEST_THROWAWAY_PORT_BASE + 99
+TEST_SLOT_STRIDE = 2000
+TEST_SLOTS = 3
 #: Monitored clusters of the demo: 56400 + major (56412 ... 56418).
 DEMO_PORT_BASE = 56400
 
@@ -53,7 +60,7 @@ def port_for_demo(major: int) -> int:
 #: kernel's choice where we may (root, a writable /proc/sys).
 RESERVED_RANGES = (
     (HISTORY_PORT, HISTORY_PORT),
-    (TEST_PORT_BASE, TEST_ALTER_PORT_BASE + 99),
+    *((TEST_PORT_BASE + n * TEST_SLOT_STRIDE, TEST_PORT_LAST + n * TEST_SLOT_STRIDE) for n in range(TEST_SLOTS)),
     (DEMO_PORT_BASE, DEMO_PORT_BASE + 99),
     (57000, 57199),  # bench/env.py's BENCH_PORT_BASE and its history store (devenv does not import bench)
 )

@@ -20,10 +20,9 @@ from __future__ import annotations
 
 import fcntl
 import os
-import tempfile
 import time
+from collections import Counter
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -31,9 +30,13 @@ from devenv.binaries import library_available
 from devenv.cluster import Cluster
 from devenv.fleet import ClusterSpec, monitored_setup, start_many, stop_many
 from devenv.ports import TEST_EVICT_PORT, port_for_test
+from tests import slots
 from tests.api_world import api_world  # noqa: F401 - the API's fixture, for its tests and the modules' own
 from tests.known_history import known_history  # noqa: F401 - the weekly reports' and the exports' fixture
 from tests.reports.weekly_world import readers, smtp  # noqa: F401 - the weekly report's, in two trees
+
+#: The time per test folder at the end of every run (tests/timing.py).
+pytest_plugins = ["tests.timing"]
 
 MONITORED_MAJORS = (13, 14, 15, 16, 17, 18)
 APP_DB = "app"
@@ -68,18 +71,45 @@ def setup_monitored(extensions: list[str]):
 def monitored_spec(
     major: int, *, name: str | None = None, port: int | None = None, settings: dict[str, str] | None = None
 ) -> ClusterSpec:
-    """The spec of a fresh monitored test cluster of ``major``."""
+    """The spec of a fresh monitored test cluster of ``major``, in this worker's folder (tests/slots.py); its port
+    this worker's test port of ``major`` unless given."""
     preload = _preload(major)
     return ClusterSpec(
         name=name or f"test-pg{major}",
         major=major,
-        port=port or port_for_test(major),
+        port=port or slots.port(port_for_test(major)),
+        base=slots.cluster_dir(),
         settings={"pg_stat_statements.track": "all", **(settings or {})},
         preload=preload,
         hba=MONITOR_HBA,
         fresh=True,
         setup=setup_monitored(preload),
     )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The tests marked slow (they wait on real processes and clocks) first, in their order, then the others in
+    theirs: on two pytest workers (`make test`, files handed out in this order) the long waits start at once and
+    overlap with everything else, and the run ends on short files instead of a long wait on one worker."""
+    _unique_node_ids(items)
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
+def _unique_node_ids(items: list[pytest.Item]) -> None:
+    """Every test by an id of its own: pytest-xdist hands tests out by node id and runs one test of several that
+    share it, silently. Schemathesis 4.32 names its items by API operation (`test_x[GET /api/v1/...]`) but
+    pytest 9.2 makes a test's id of its original name and parameters only, so its 42 items share one id: each
+    takes its name as its id. Any other duplicate stops the run."""
+    by_id: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        by_id.setdefault(item.nodeid, []).append(item)
+    for same in by_id.values():
+        if len(same) > 1 and len({item.name for item in same}) == len(same):
+            for item in same:
+                item._id = item.parent.id.child(item.name)  # what pytest before 9.2 made of it
+    twice = sorted(nodeid for nodeid, n in Counter(item.nodeid for item in items).items() if n > 1)
+    if twice:
+        raise pytest.UsageError(f"tests that share a node id (pytest-xdist would run one of each): {twice[:5]}")
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -103,8 +133,9 @@ def cluster_lock() -> Iterator[None]:
     for the lock instead (and fails clearly after a while).
     """
     # Machine-wide, not in this checkout's .run: the ports are the machine's, so a session of another
-    # checkout (a CI clone beside a work tree) would otherwise re-create the clusters under this one.
-    path = Path(tempfile.gettempdir()) / "pgconsole-test-clusters.lock"
+    # checkout (a CI clone beside a work tree) would otherwise re-create the clusters under this one. One per
+    # pytest worker, as each has clusters of its own.
+    path = slots.lock_path()
     with open(path, "a+") as f:
         # Several sessions may queue for the clusters (TEST_CLUSTER_LOCK_WAIT_S, default 240 s).
         deadline = time.monotonic() + float(os.environ.get("TEST_CLUSTER_LOCK_WAIT_S", "240"))
@@ -150,7 +181,8 @@ def pg12_cluster(cluster_lock) -> Iterator[Cluster]:
 @pytest.fixture(scope="session")
 def evict_cluster(cluster_lock) -> Iterator[Cluster]:
     """PostgreSQL 14 with pg_stat_statements.max=100 (the minimum): entries get evicted."""
-    spec = monitored_spec(14, name="test-evict-pg14", port=TEST_EVICT_PORT, settings={"pg_stat_statements.max": "100"})
+    port, settings = slots.port(TEST_EVICT_PORT), {"pg_stat_statements.max": "100"}
+    spec = monitored_spec(14, name="test-evict-pg14", port=port, settings=settings)
     c = start_many([spec])[spec.name]
     try:
         yield c

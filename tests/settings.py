@@ -4,12 +4,15 @@ development keys; tests that check the production refusal start their own proces
 import os
 import tempfile
 
+from tests import slots
+
 os.environ.setdefault("DEBUG", "true")
 # The tests' own Redis database (broker of the tasks they send, cache of the API's throttling and tracked
-# collections), apart from a demo's (0); tests that start Celery processes give them their own.
-os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/9")
-# Audit bundles of the tests go to a folder of their own (workers the tests start inherit it).
-os.environ.setdefault("EXPORT_ROOT", tempfile.mkdtemp(prefix="pgconsole-test-exports-"))
+# collections), apart from a demo's (0), one per pytest worker; tests that start Celery processes give them their
+# own.
+slots.own_env("REDIS_URL", slots.redis_url)
+# Audit bundles of the tests go to a folder of their own, one per pytest worker (workers the tests start inherit it).
+slots.own_env("EXPORT_ROOT", lambda: tempfile.mkdtemp(prefix="pgconsole-test-exports-"))
 
 from console.settings import *  # noqa: E402, F403
 

@@ -20,6 +20,7 @@ from devenv.demo import port_open
 from devenv.fleet import ClusterSpec, start_many
 from devenv.ports import PORTS, _port_in_use, _wait_for_port, port_for_extra_test
 from devenv.redis import ensure_redis, ping, redis_dir, stop_redis
+from tests import slots
 
 MONITORED = (13, 14, 15, 16, 17, 18)
 
@@ -115,7 +116,16 @@ def test_monitor_role_password_auth(pg_clusters, monitor_dsn, major):
 
 def test_restart_set_config_and_destroy(cluster_lock):
     c = start_many(
-        [ClusterSpec("test-scratch-pg16", 16, port_for_extra_test(16), fresh=True, settings={"max_connections": "40"})]
+        [
+            ClusterSpec(
+                "test-scratch-pg16",
+                16,
+                slots.port(port_for_extra_test(16)),
+                fresh=True,
+                settings={"max_connections": "40"},
+                base=slots.cluster_dir(),
+            )
+        ]
     )["test-scratch-pg16"]
     try:
         assert c.execute("SHOW max_connections") == [("40",)]
@@ -182,24 +192,28 @@ def test_evict_cluster(evict_cluster, monitor_dsn):
         "SELECT current_setting('server_version_num')::int, current_setting('pg_stat_statements.max')::int"
     )
     assert (num // 10000, pgss_max) == (14, 100)
-    assert c.port == PORTS["test-evict"]
+    assert c.port == slots.port(PORTS["test-evict"])
     with psycopg.connect(monitor_dsn(c), connect_timeout=10) as conn:
         conn.execute("SELECT count(*) FROM pg_stat_statements").fetchone()
 
 
 def test_reserved_ports_are_merged_not_replaced(tmp_path):
-    assert ports.merge_reserved("\n") == "54320,55400-55699,56400-56499,57000-57199"
-    assert ports.merge_reserved("8080,55400-55699\n").split(",") == [
+    # Each pytest worker's test clusters (tests/slots.py) have a range of their own.
+    tests = "55400-55799,57400-57799,59400-59799"
+    assert ports.merge_reserved("\n") == f"54320,{tests},56400-56499,57000-57199"
+    assert ports.merge_reserved("8080,55400-55799\n").split(",") == [
         "8080",
-        "55400-55699",
+        "55400-55799",
         "54320",
+        "57400-57799",
+        "59400-59799",
         "56400-56499",
         "57000-57199",
     ]
     f = tmp_path / "reserved"
     f.write_text("9000\n")
     assert ports.reserve_ports(str(f))
-    assert f.read_text() == "9000,54320,55400-55699,56400-56499,57000-57199"
+    assert f.read_text() == f"9000,54320,{tests},56400-56499,57000-57199"
     assert not ports.reserve_ports(str(tmp_path / "missing" / "file"))
 
 

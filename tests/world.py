@@ -131,7 +131,7 @@ def copy_stopped(source: Cluster, *, name: str, port: int) -> Cluster:
     """A file-level copy of a stopped cluster (same system identifier, same statistics file) under
     another name and port; configure and start it yourself."""
     assert not source.is_running(), f"{source.name} must be stopped to be copied"
-    target = cluster_at(name, source.major, port)
+    target = cluster_at(name, source.major, port, base=source.datadir.parent)
     target.destroy()
     shutil.copytree(source.datadir, target.datadir, symlinks=True)
     owner = os.stat(source.datadir)

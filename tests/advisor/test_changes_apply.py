@@ -24,6 +24,7 @@ from advisor.thresholds import Thresholds
 from devenv.cluster import Cluster
 from devenv.fleet import ClusterSpec, start_many, stop_many
 from devenv.ports import TEST_ALTER_PORT_BASE
+from tests import slots
 
 MAJORS = (13, 14, 15, 16, 17, 18)
 SQL_APPLY = ("restart", "reload")
@@ -248,7 +249,8 @@ def alter_clusters(cluster_lock) -> Iterator[dict[int, Cluster]]:
         ClusterSpec(
             name=f"test-alter-pg{m}",
             major=m,
-            port=TEST_ALTER_PORT_BASE + m,
+            port=slots.port(TEST_ALTER_PORT_BASE + m),
+            base=slots.cluster_dir(),
             settings=dict(START_SETTINGS),
             preload=["pg_stat_statements"],
             fresh=True,

@@ -18,7 +18,7 @@ from advisor.services import server_advise
 from devenv import workloads
 from tests.world import collect, register
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 
 def _collect_during(server, work, *, seconds: float, every: float = 2.0) -> None:

@@ -28,14 +28,16 @@ from collectors.selectors.windows import Window
 from devenv import workloads
 from devenv.cluster import Cluster
 from devenv.fleet import start_many, stop_many
+from devenv.ports import TEST_THROWAWAY_PORT_BASE
 from inventory.models import Server
 from inventory.services import server_update
+from tests import slots
 from tests.conftest import monitored_spec
 from tests.world import collect, register
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
-THROWAWAY_PORT_BASE = 55700
+THROWAWAY_PORT_BASE = slots.port(TEST_THROWAWAY_PORT_BASE)
 # Seed 003 (Tantor), sample_rate 1.0 row: 11,107 SpinDelay samples against 9,568 NoWait.
 TANTOR_SPINDELAY_SHARE = 11_107 / (11_107 + 9_568)
 TRACK_PLANNING_ON = "ALTER SYSTEM SET pg_stat_statements.track_planning = on;"

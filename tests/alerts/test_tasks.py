@@ -21,7 +21,7 @@ from inventory.models import Organization, Server
 from tests.alerts.receiver import receiver
 from tests.processes import beat_argv, console_env, processes, wait_for, worker_argv
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 
 def test_a_worker_retries_a_failing_receiver_until_it_answers(tmp_path):

@@ -8,6 +8,7 @@ from django.core.management.base import CommandError
 
 from collectors.services import server_collect
 from inventory.models import Server
+from tests import slots
 from tests.world import APP_DB, MONITOR_PASSWORD, collect, history_counts, register, run
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -54,7 +55,8 @@ def test_not_in_shared_preload_libraries(pg_clusters):
     spec = ClusterSpec(
         name="test-nopreload",
         major=16,
-        port=port_for_extra_test(17),
+        port=slots.port(port_for_extra_test(17)),
+        base=slots.cluster_dir(),
         settings={},
         preload=[],
         hba=MONITOR_HBA,

@@ -12,13 +12,14 @@ from collectors import lineage, pgss
 from collectors.models import ServerState
 from devenv import port_for_extra_test, start_many, stop_many
 from inventory.models import Server
+from tests import slots
 from tests.conftest import monitored_spec
 from tests.world import calls_per_snapshot, collect, copy_stopped, register, run, server_entry, stored_statement
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 MAJOR = 16
-PORT = port_for_extra_test(13)  # where the DSN points
-OTHER_PORT = port_for_extra_test(15)
+PORT = slots.port(port_for_extra_test(13))  # where the DSN points
+OTHER_PORT = slots.port(port_for_extra_test(15))
 SELECT = "SELECT count(*) FROM lineage_items"
 
 

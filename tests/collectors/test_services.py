@@ -7,7 +7,7 @@ import pytest
 
 from tests.world import collect, register, run, server_entry, snapshots
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 MAJORS = (13, 14, 15, 16, 17, 18)
 
 

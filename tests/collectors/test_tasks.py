@@ -14,7 +14,7 @@ from inventory.models import Server
 from tests.processes import beat_argv, console_env, database_url, processes, worker_argv
 from tests.world import register, run, server_entry, snapshots
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]
 BROKER = "redis://127.0.0.1:6379/7"
 

@@ -69,7 +69,7 @@ def _lock_held(server: Server) -> bool:
     with connection.cursor() as cur:
         cur.execute(
             "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = %s AND objid = %s "
-            "AND objsubid = 2",
+            "AND objsubid = 2 AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
             [LOCK_NAMESPACE, server.pk],
         )
         return cur.fetchone()[0] > 0

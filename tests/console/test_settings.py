@@ -106,6 +106,7 @@ def test_a_malformed_credentials_key_is_refused_even_with_debug():
     assert "CREDENTIALS_KEY is not a Fernet key" in err
 
 
+@pytest.mark.slow
 def test_static_files_are_served_with_debug_off(tmp_path):
     """collectstatic (as the image build runs it), then the app itself serves the hashed, compressed files."""
     env = {

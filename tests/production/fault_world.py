@@ -24,14 +24,15 @@ from devenv.cluster import Cluster
 from devenv.fleet import ClusterSpec, start_one
 from devenv.history import HISTORY_MAJOR
 from devenv.ports import TEST_FAULT_PORT_BASE
+from tests import slots
 from tests.conftest import monitored_spec
 from tests.processes import BIN, ROOT
 
-HISTORY_PORT = TEST_FAULT_PORT_BASE
-PRIMARY_PORT = TEST_FAULT_PORT_BASE + 1
-REPLICA_PORT = TEST_FAULT_PORT_BASE + 2
-OTHER_PORT = TEST_FAULT_PORT_BASE + 3
-REDIS_PORT = TEST_FAULT_PORT_BASE + 4
+HISTORY_PORT = slots.port(TEST_FAULT_PORT_BASE)
+PRIMARY_PORT = HISTORY_PORT + 1
+REPLICA_PORT = HISTORY_PORT + 2
+OTHER_PORT = HISTORY_PORT + 3
+REDIS_PORT = HISTORY_PORT + 4
 DB = "pgconsole_faults"
 ORG = "faults"
 INTERVAL_S = 3  # shorter than the product allows (5): the faults happen within a few intervals
@@ -231,7 +232,9 @@ def history_spec() -> ClusterSpec:
         c.execute(f"DROP DATABASE IF EXISTS {DB} WITH (FORCE)")
         c.execute(f"CREATE DATABASE {DB}")
 
-    return ClusterSpec(name="fault-history", major=HISTORY_MAJOR, port=HISTORY_PORT, fresh=True, setup=setup)
+    return ClusterSpec(
+        name="fault-history", major=HISTORY_MAJOR, port=HISTORY_PORT, fresh=True, setup=setup, base=slots.cluster_dir()
+    )
 
 
 def start_world(folder: Path) -> FaultWorld:

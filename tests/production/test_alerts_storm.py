@@ -28,7 +28,7 @@ from tests.alerts.receiver import receiver
 from tests.processes import beat_argv, console_env, processes, wait_for, worker_argv
 from tests.world import register
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 
 def _events(r) -> list[tuple[str, str]]:

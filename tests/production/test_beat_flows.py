@@ -42,7 +42,7 @@ from tests.processes import Processes, age_beat_schedule, beat_argv, database_ur
 from tests.reports.weekly_world import PNG, Inbox, SmtpServer, cids, free_port, mail_parts
 from tests.world import register, run, server_entry, snapshots
 
-pytestmark = pytest.mark.django_db  # reads only: what the processes committed
+pytestmark = [pytest.mark.django_db, pytest.mark.slow]  # reads only: what the processes committed
 INTERVAL_S = 2
 READER = "manager@beat.example"
 ORG = "beat-acme"

@@ -14,12 +14,15 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import psycopg
+import pytest
 
 from tests.processes import beat_argv, wait_for, worker_argv
 from tests.production.fault_world import FaultWorld
 from tests.production.test_production_mode import compose, local
 
 from .test_faults_worker import _dsn
+
+pytestmark = pytest.mark.slow
 
 STALE = "now() - interval '31 minutes'"  # exports.services.STALE_RUNNING_AFTER is 30 minutes
 

@@ -14,6 +14,7 @@ from datetime import datetime
 
 import numpy as np
 import psycopg
+import pytest
 
 from collectors.scheduling import phase_s
 from tests.conftest import APP_DB
@@ -23,6 +24,8 @@ from tests.production.test_production_mode import compose, local
 from tests.tcp_proxy import TcpProxy
 
 from .test_faults_worker import _dsn
+
+pytestmark = pytest.mark.slow
 
 INTERVAL_S = 5  # the product's shortest
 CALM_S, HOSTILE_S = 30, 45

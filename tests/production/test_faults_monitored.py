@@ -8,6 +8,8 @@ import contextlib
 import os
 from datetime import UTC, datetime
 
+import pytest
+
 from devenv.account import run_as
 from devenv.cluster import cluster
 from devenv.fleet import start_one
@@ -18,6 +20,8 @@ from tests.tcp_proxy import TcpProxy
 from tests.world import run, server_entry
 
 from .test_faults_worker import _dsn
+
+pytestmark = pytest.mark.slow
 
 QUERY = "SELECT count(*) FROM lineage_items"
 

@@ -21,6 +21,8 @@ from tests.world import run, server_entry
 
 from .test_faults_worker import _dsn, _lock_waiter
 
+pytestmark = pytest.mark.slow
+
 
 def _start(faults, tmp_path, name: str, *, interval_s: int = INTERVAL_S) -> int:
     sid = faults.world.register(name, _dsn(faults.world.primary.port), interval_s=interval_s)

@@ -7,12 +7,15 @@ from __future__ import annotations
 import time
 
 import psycopg
+import pytest
 
 from tests.conftest import APP_DB, MONITOR_PASSWORD, MONITOR_USER
 from tests.processes import beat_argv, wait_for, worker_argv
 from tests.production.fault_world import INTERVAL_S, chained, claims, collect_tasks, gaps_s
 from tests.tcp_proxy import TcpProxy
 from tests.world import run, server_entry
+
+pytestmark = pytest.mark.slow
 
 
 def _dsn(port: int) -> str:

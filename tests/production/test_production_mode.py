@@ -36,6 +36,8 @@ from tests.processes import BIN, ROOT, Processes, age_beat_schedule, processes, 
 from tests.reports.weekly_world import Inbox, SmtpServer, free_port
 from tests.world import run
 
+pytestmark = pytest.mark.slow
+
 DB = "pgconsole_production_test"
 ADMIN_DSN = f"postgresql://postgres@127.0.0.1:{HISTORY_PORT}/postgres"
 REDIS_URL = "redis://127.0.0.1:6379/11"  # a database of its own (README: 0 the demo, 5, 7, 9 and 12 the tests')

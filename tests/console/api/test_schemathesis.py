@@ -19,7 +19,7 @@ from inventory.models import Membership, Organization
 from inventory.services import server_create
 from tests.console.api.schema_check import api_schema
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 schema = api_schema()
 MAX_EXAMPLES = 12  # per operation: about 30 operations stay well inside a minute
 

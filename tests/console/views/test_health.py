@@ -162,6 +162,7 @@ def https_gunicorn(tmp_path, transactional_db):
             proc.wait()
 
 
+@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_the_compose_healthcheck_passes_against_gunicorn_with_https(https_gunicorn):
     port, check_env, log = https_gunicorn

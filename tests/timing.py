@@ -1,0 +1,71 @@
+"""Where the suite's time goes, printed at the end of every run (`make test` adds pytest's own --durations=30):
+the seconds each test folder took (setup, call and teardown of its tests, summed over the pytest workers), its
+tests, and the run's wall time. The suite's growth shows at every run, folder by folder.
+
+A folder is the first level under tests/ (tests/console, tests/production...); the files directly in tests/
+are "tests/*.py"."""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import pytest
+
+#: Not printed for a run of fewer tests than this (a developer's narrowed run).
+MIN_TESTS = 20
+
+
+def folder_of(nodeid: str) -> str:
+    """The folder a test is counted in: 'tests/console/api/test_x.py::t' -> 'tests/console'."""
+    parts = nodeid.split("::", 1)[0].split("/")
+    if len(parts) <= 2:
+        return "tests/*.py"
+    return "/".join(parts[:2])
+
+
+@dataclass
+class Folder:
+    seconds: float = 0.0
+    tests: set[str] = field(default_factory=set)
+
+
+class Timing:
+    def __init__(self) -> None:
+        self.started = time.monotonic()
+        self.folders: dict[str, Folder] = defaultdict(Folder)
+
+    @pytest.hookimpl
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        folder = self.folders[folder_of(report.nodeid)]
+        folder.seconds += report.duration
+        folder.tests.add(report.nodeid)
+
+    def table(self, wall_s: float, workers: int) -> list[str]:
+        total = sum(f.seconds for f in self.folders.values())
+        rows = sorted(self.folders.items(), key=lambda kv: -kv[1].seconds)
+        width = max(len(name) for name, _ in rows)
+        lines = [f"{'folder':<{width}}  {'tests':>6}  {'seconds':>8}  {'share':>6}"]
+        for name, f in rows:
+            share = f.seconds / total if total else 0.0
+            lines.append(f"{name:<{width}}  {len(f.tests):>6}  {f.seconds:>8.1f}  {share:>6.1%}")
+        tests = sum(len(f.tests) for f in self.folders.values())
+        lines.append(f"{'all':<{width}}  {tests:>6}  {total:>8.1f}  {1:>6.0%}")
+        lines.append(f"wall time {wall_s:.0f} s on {workers} pytest worker{'s' if workers != 1 else ''}")
+        return lines
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_terminal_summary(self, terminalreporter, exitstatus, config: pytest.Config) -> None:
+        if sum(len(f.tests) for f in self.folders.values()) < MIN_TESTS:
+            return
+        workers = getattr(config.option, "numprocesses", None) or 1
+        terminalreporter.write_sep("=", "time per folder")
+        for line in self.table(time.monotonic() - self.started, int(workers)):
+            terminalreporter.write_line(line)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Only where the reports are gathered: the controller of an xdist run, or the one process of a plain run.
+    if not hasattr(config, "workerinput"):
+        config.pluginmanager.register(Timing(), "pgconsole-timing")
