@@ -30,7 +30,7 @@ from devenv.binaries import library_available
 from devenv.cluster import Cluster
 from devenv.fleet import ClusterSpec, monitored_setup, start_many, stop_many
 from devenv.ports import TEST_EVICT_PORT, port_for_test
-from tests import slots
+from tests import distribution, slots
 from tests.api_world import api_world  # noqa: F401 - the API's fixture, for its tests and the modules' own
 from tests.known_history import known_history  # noqa: F401 - the weekly reports' and the exports' fixture
 from tests.reports.weekly_world import readers, smtp  # noqa: F401 - the weekly report's, in two trees
@@ -93,6 +93,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     overlap with everything else, and the run ends on short files instead of a long wait on one worker."""
     _unique_node_ids(items)
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+    if hasattr(config, "workerinput"):  # a pytest-xdist worker
+        distribution.tag_shared_worlds(items)
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """Whole files to each worker, the readers of a shared world together (tests/distribution.py)."""
+    return distribution.FilesAndWorlds(config, log)
 
 
 def _unique_node_ids(items: list[pytest.Item]) -> None:

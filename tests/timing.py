@@ -35,12 +35,16 @@ class Timing:
     def __init__(self) -> None:
         self.started = time.monotonic()
         self.folders: dict[str, Folder] = defaultdict(Folder)
+        self.busy: dict[str, float] = {}  # seconds of tests per worker
 
     @pytest.hookimpl
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         folder = self.folders[folder_of(report.nodeid)]
         folder.seconds += report.duration
         folder.tests.add(report.nodeid)
+        node = getattr(report, "node", None)  # the xdist worker that ran it, on the controller
+        worker = node.gateway.id if node is not None else "main"
+        self.busy[worker] = self.busy.get(worker, 0.0) + report.duration
 
     def table(self, wall_s: float, workers: int) -> list[str]:
         total = sum(f.seconds for f in self.folders.values())
@@ -52,7 +56,9 @@ class Timing:
             lines.append(f"{name:<{width}}  {len(f.tests):>6}  {f.seconds:>8.1f}  {share:>6.1%}")
         tests = sum(len(f.tests) for f in self.folders.values())
         lines.append(f"{'all':<{width}}  {tests:>6}  {total:>8.1f}  {1:>6.0%}")
-        lines.append(f"wall time {wall_s:.0f} s on {workers} pytest worker{'s' if workers != 1 else ''}")
+        busy = ", ".join(f"{w} {s:.0f} s" for w, s in sorted(self.busy.items()))
+        plural = "s" if workers != 1 else ""
+        lines.append(f"wall time {wall_s:.0f} s on {workers} pytest worker{plural} (in tests: {busy})")
         return lines
 
     @pytest.hookimpl(trylast=True)
