@@ -34,6 +34,7 @@ from tests import distribution, slots
 from tests.api_world import api_world  # noqa: F401 - the API's fixture, for its tests and the modules' own
 from tests.known_history import known_history  # noqa: F401 - the weekly reports' and the exports' fixture
 from tests.reports.weekly_world import readers, smtp  # noqa: F401 - the weekly report's, in two trees
+from tests.static_world import collected_static  # noqa: F401 - the image's static files, collected once a run
 
 #: The time per test folder at the end of every run (tests/timing.py).
 pytest_plugins = ["tests.timing"]

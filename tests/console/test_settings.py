@@ -106,26 +106,17 @@ def test_a_malformed_credentials_key_is_refused_even_with_debug():
     assert "CREDENTIALS_KEY is not a Fernet key" in err
 
 
-@pytest.mark.slow
-def test_static_files_are_served_with_debug_off(tmp_path):
-    """collectstatic (as the image build runs it), then the app itself serves the hashed, compressed files."""
+def test_static_files_are_served_with_debug_off(collected_static):
+    """collectstatic (as the image build runs it, once for the run: tests/static_world.py), then the app itself
+    serves the hashed, compressed files."""
     env = {
         "SECRET_KEY": generate_secret_key(),
         "CREDENTIALS_KEY": generate_credentials_key(),
-        "STATIC_ROOT": str(tmp_path / "static"),
+        "STATIC_ROOT": str(collected_static.root),
         "ALLOWED_HOSTS": "testserver",
         "DJANGO_SETTINGS_MODULE": "console.settings",
     }
-    collect = subprocess.run(
-        [sys.executable, "manage.py", "collectstatic", "--noinput", "-v0"],
-        cwd=ROOT,
-        env={**os.environ, **env, "DEBUG": "false"},
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert collect.returncode == 0, collect.stderr
-    assert (tmp_path / "static" / "staticfiles.json").exists()
+    assert (collected_static.root / "staticfiles.json").exists()
     serve = _python(
         "import django; django.setup()\n"
         "from django.conf import settings\n"

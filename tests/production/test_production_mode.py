@@ -12,7 +12,6 @@ import hashlib
 import io
 import os
 import re
-import shlex
 import socket
 import subprocess
 import zipfile
@@ -31,7 +30,6 @@ from playwright.sync_api import Page, expect, sync_playwright
 from devenv import browser as chromium
 from devenv.ports import HISTORY_PORT
 from tests.conftest import APP_DB, MONITOR_PASSWORD, MONITOR_USER
-from tests.dockerfile import dockerfile
 from tests.processes import BIN, ROOT, Processes, age_beat_schedule, processes, wait_for
 from tests.reports.weekly_world import Inbox, SmtpServer, free_port
 from tests.world import run
@@ -73,7 +71,7 @@ def _env_file(path: Path) -> dict[str, str]:
     return dict(line.split("=", 1) for line in path.read_text().splitlines() if line and not line.startswith("#"))
 
 
-def production_env(folder: Path, *, port: int, smtp_port: int) -> dict[str, str]:
+def production_env(folder: Path, *, port: int, smtp_port: int, static_root: Path | None = None) -> dict[str, str]:
     """The environment of the compose file's console services, keys from the documented env file, addresses
     of this machine."""
     return {
@@ -84,7 +82,7 @@ def production_env(folder: Path, *, port: int, smtp_port: int) -> dict[str, str]
         "REDIS_URL": REDIS_URL,
         "ALLOWED_HOSTS": "127.0.0.1,localhost",
         "EXPORT_ROOT": str(folder / "exports"),
-        "STATIC_ROOT": str(folder / "static"),
+        "STATIC_ROOT": str(static_root or folder / "static"),
         "EMAIL_URL": f"smtp://127.0.0.1:{smtp_port}",
         "DEFAULT_FROM_EMAIL": "pgconsole <reports@production.example>",
         "CONSOLE_URL": f"http://127.0.0.1:{port}",
@@ -195,11 +193,10 @@ def _export_and_download(p: Production, page: Page, org_id: int) -> None:
 
 
 def _compose_up(p: Production, services: dict, dsn: str) -> None:
-    """The one-shot services, the image's build step, then the long-running ones, as compose orders them."""
+    """The one-shot services, then the long-running ones, as compose orders them (the image's build step, its
+    collectstatic, ran once for the test run: tests/static_world.py)."""
     here = {"port": p.port, "folder": p.folder}
     p.outputs["migrate"] = p.procs.run("migrate", local(services["migrate"]["command"], **here))
-    collectstatic = next(i.args for i in dockerfile() if i.keyword == "RUN" and "collectstatic" in i.args)
-    p.outputs["collectstatic"] = p.procs.run("collectstatic", local(shlex.split(collectstatic.split("&&")[-2]), **here))
     for name in ("web", "worker", "tasks", "sampler"):
         p.procs.start(name, local(services[name]["command"], **here))
     web_check = healthcheck(services["web"], **here)
@@ -219,11 +216,11 @@ def _snapshots(p: Production, server_id: int, kind: str) -> int:
 
 
 @pytest.fixture(scope="module")
-def production(pg_clusters, tmp_path_factory) -> Iterator[Production]:
+def production(pg_clusters, tmp_path_factory, collected_static) -> Iterator[Production]:
     folder = tmp_path_factory.mktemp("production")
     services = compose()
     port, smtp = free_port(), SmtpServer(Inbox(), free_port())
-    env = production_env(folder, port=port, smtp_port=smtp.port)
+    env = production_env(folder, port=port, smtp_port=smtp.port, static_root=collected_static.root)
     assert env["DEBUG"] == "false"
     _database()
     redis.Redis.from_url(REDIS_URL).flushdb()
@@ -279,7 +276,7 @@ def production(pg_clusters, tmp_path_factory) -> Iterator[Production]:
 def test_the_compose_services_run_as_written(production):
     p = production
     assert "Applying reports.0003_export_claim... OK" in p.outputs["migrate"] or "No migrations" in p.outputs["migrate"]
-    assert (p.folder / "static" / "staticfiles.json").is_file()  # hashed names, as WhiteNoise serves them
+    assert (Path(p.env["STATIC_ROOT"]) / "staticfiles.json").is_file()  # hashed names, as WhiteNoise serves them
     assert "registered" in p.outputs["register"].lower() or "added" in p.outputs["register"].lower()
     # The admin made by createsuperuser under the product's settings: Django's PBKDF2 at its full rounds (the
     # tests' own settings take one round), and gunicorn logged them in with it.

@@ -116,7 +116,7 @@ def _wait_listening(port: int, proc: subprocess.Popen, log: Path, timeout_s: flo
 
 
 @pytest.fixture
-def https_gunicorn(tmp_path, transactional_db):
+def https_gunicorn(tmp_path, transactional_db, collected_static):
     """gunicorn as the image runs it, with HTTPS=true and DEBUG off (real keys, collected static files), on
     the test database; -> (its port, the environment of a healthcheck command, its log)."""
     keys = tmp_path / "keys.env"
@@ -130,16 +130,13 @@ def https_gunicorn(tmp_path, transactional_db):
         HTTPS="true",
         ALLOWED_HOSTS="127.0.0.1,localhost",
         DATABASE_URL=f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
-        STATIC_ROOT=str(tmp_path / "static"),
+        STATIC_ROOT=str(collected_static.root),  # as the image's build collects them
         # A home of its own, as in the image: gunicorn puts its control socket there (~/.gunicorn/gunicorn.ctl),
         # where another gunicorn of this machine's user would take it over.
         HOME=str(tmp_path / "home"),
     )
     env.pop("XDG_RUNTIME_DIR", None)  # it would win over HOME for that socket
     (tmp_path / "home").mkdir()
-    collectstatic = [sys.executable, "manage.py", "collectstatic", "--noinput", "-v0"]
-    collect = subprocess.run(collectstatic, cwd=ROOT, env=env, capture_output=True, text=True)
-    assert collect.returncode == 0, collect.stderr
     log = tmp_path / "gunicorn.log"
     gunicorn = Path(sys.executable).parent / "gunicorn"
     with log.open("w") as out:
@@ -162,7 +159,6 @@ def https_gunicorn(tmp_path, transactional_db):
             proc.wait()
 
 
-@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_the_compose_healthcheck_passes_against_gunicorn_with_https(https_gunicorn):
     port, check_env, log = https_gunicorn
