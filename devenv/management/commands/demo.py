@@ -206,7 +206,7 @@ class Command(BaseCommand):
                         name=spec.name,
                         dsn=dsn,
                         organization_name=demo.ORGANIZATION,
-                        interval_s=demo.INTERVAL_S,
+                        interval_s=demo.interval_s(),
                         cpu_count=os.cpu_count(),
                         tags=["demo"],
                     )
@@ -382,7 +382,7 @@ class Command(BaseCommand):
         say()
         say(
             f'  monitored servers (organization "{demo.ORGANIZATION}", a snapshot every '
-            f"{demo.INTERVAL_S}s; the first deltas after about {2 * demo.INTERVAL_S}s):"
+            f"{demo.interval_s()}s; the first deltas after about {2 * demo.interval_s()}s):"
         )
         for spec in demo.SERVERS:
             c = clusters[spec.name]
