@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -185,6 +186,21 @@ def wait_for(
 
             pytest.fail(f"{what}: not within {timeout_s:.0f} s" + (f"\n{logs()}" if logs else ""), pytrace=False)
         time.sleep(every_s)
+
+
+def wait_for_more(
+    count: Callable[[], int], more: int, timeout_s: float, *, what: str, logs: Callable[[], str] | None = None
+) -> float:
+    """Poll until `count()` has grown by `more` from what it is now (beat ticked `more` times again, `more`
+    snapshots were stored): a window that a check of "nothing else happens meanwhile" needs, measured in the
+    events it must span rather than in seconds. The seconds it took."""
+    start = count()
+    return wait_for(lambda: count() >= start + more, timeout_s, what=f"{what} ({more} more)", logs=logs)
+
+
+def succeeded(proc: Proc, task: str) -> int:
+    """How many times a worker's log says `task` succeeded."""
+    return len(re.findall(rf"Task {re.escape(task)}\[[^\]]+\] succeeded", proc.text()))
 
 
 def age_beat_schedule(path: Path, *, by: timedelta) -> list[str]:

@@ -7,7 +7,6 @@ and a worker sending each outage once when it opens and once when it resolves.""
 from __future__ import annotations
 
 import json
-import time
 from datetime import timedelta
 
 import pytest
@@ -19,7 +18,7 @@ from alerts.services import channel_create, channel_send_test
 from alerts.tasks import deliver
 from inventory.models import Organization, Server
 from tests.alerts.receiver import receiver
-from tests.processes import beat_argv, console_env, processes, wait_for, worker_argv
+from tests.processes import beat_argv, console_env, processes, succeeded, wait_for, wait_for_more, worker_argv
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
@@ -59,7 +58,7 @@ def test_a_worker_killed_while_it_sends_and_a_lost_message_are_each_sent_once_by
         assert (held.status, held.attempts) == ("sending", 1)  # claimed by a worker that is gone
         lost = channel_send_test(channel=channel, enqueue=lambda _: None)
         Delivery.objects.filter(pk=lost.pk).update(next_attempt_at=timezone.now() - timedelta(minutes=5))
-        procs.start("worker", [*worker_argv(), "--queues", "alerts"], ALERTS_TIMEOUT_S="2")
+        worker = procs.start("worker", [*worker_argv(), "--queues", "alerts"], ALERTS_TIMEOUT_S="2")
         procs.start("beat", beat_argv(tmp_path / "beat-schedule"))
         wait_for(
             lambda: set(Delivery.objects.filter(channel=channel).values_list("status", flat=True)) == {"sent"},
@@ -67,8 +66,12 @@ def test_a_worker_killed_while_it_sends_and_a_lost_message_are_each_sent_once_by
             what="both deliveries sent",
             logs=procs.logs,
         )
+        delivered = lambda: succeeded(worker, "alerts.tasks.deliver")  # noqa: E731
+        tidied = lambda: succeeded(worker, "alerts.tasks.resend_lost_deliveries")  # noqa: E731
+        now_delivered = delivered()
         deliver.delay(held.pk)  # the killed worker's unacknowledged message, handed out again
-        time.sleep(3)  # and beat ticks again: nothing more goes out
+        wait_for(lambda: delivered() > now_delivered, 30, what="the message handled again", logs=procs.logs)
+        wait_for_more(tidied, 2, 30, what="beat's tidy", logs=procs.logs)  # and beat ticks again: nothing more goes out
     ids = [int(req.headers["X-Pgconsole-Delivery"]) for req in r.requests]
     assert sorted(ids) == sorted([held.pk, held.pk, lost.pk])
     again = [req for req in r.requests if int(req.headers["X-Pgconsole-Delivery"]) == held.pk]
@@ -95,16 +98,17 @@ def test_beat_evaluates_the_rules_in_groups_and_a_worker_sends_each_outage_once_
     )
     with receiver(200) as r, processes(tmp_path, env) as procs:
         channel_create(organization=org, name="hook", kind="webhook", target=r.url)
-        procs.start("worker", [*worker_argv(), "--queues", "alerts"])
+        worker = procs.start("worker", [*worker_argv(), "--queues", "alerts"])
         procs.start("beat", beat_argv(tmp_path / "beat-schedule"))
+        evaluated = lambda: succeeded(worker, "alerts.tasks.evaluate_alerts")  # noqa: E731
         wait_for(lambda: len(r.requests) == 2, 60, what="both outages sent", logs=procs.logs)
-        time.sleep(3)  # beat evaluates again: nothing more goes out
+        wait_for_more(evaluated, 2, 30, what="the rules evaluated again", logs=procs.logs)  # nothing more goes out
         assert len(r.requests) == 2
         Server.objects.filter(pk__in=[s.pk for s in servers]).update(
             consecutive_failures=0, last_success_at=timezone.now()
         )
         wait_for(lambda: len(r.requests) == 4, 60, what="both resolutions sent", logs=procs.logs)
-        time.sleep(3)
+        wait_for_more(evaluated, 2, 30, what="the rules evaluated again", logs=procs.logs)
         worker_log = procs.started[0].text()
     bodies = [json.loads(req.body) for req in r.requests]
     assert sorted((b["alert"]["server"], b["event"]) for b in bodies[:2]) == [("db1", "open"), ("db2", "open")]

@@ -10,6 +10,7 @@ import re
 import shutil
 import subprocess
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -215,6 +216,16 @@ class FaultWorld:
         self.manage("servers", "add", name, "--dsn", dsn, "--org", ORG, "--interval", "60")
         self.history.sql("UPDATE console_server SET interval_s = %s WHERE name = %s", [interval_s, name])
         return self.history.sql("SELECT id FROM console_server WHERE name = %s", [name])[0][0]
+
+    def register_many(self, dsns: dict[str, str], *, interval_s: int = INTERVAL_S) -> dict[str, int]:
+        """Several servers added as `register` adds one, the commands after the first side by side (the first may
+        create the organization): name -> id."""
+        first, *rest = dsns
+        ids = {first: self.register(first, dsns[first], interval_s=interval_s)}
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            added = pool.map(lambda name: self.register(name, dsns[name], interval_s=interval_s), rest)
+            ids.update(zip(rest, added, strict=True))
+        return ids
 
     def disable_all(self) -> None:
         with contextlib.suppress(psycopg.Error):

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 
 import pytest
 
@@ -25,7 +24,7 @@ from alerts.services import channel_create
 from devenv import workloads
 from inventory.models import Server
 from tests.alerts.receiver import receiver
-from tests.processes import beat_argv, console_env, processes, wait_for, worker_argv
+from tests.processes import beat_argv, console_env, processes, succeeded, wait_for, wait_for_more, worker_argv
 from tests.world import register
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
@@ -54,7 +53,7 @@ def test_a_storm_opens_its_alerts_once_and_resolves_them_once_when_it_stops(evic
     )
     with receiver(200) as r, processes(tmp_path, env) as procs:
         channel_create(organization=org, name="on call", kind="webhook", target=r.url)
-        procs.start("worker", [*worker_argv(concurrency=4)])
+        worker = procs.start("worker", [*worker_argv(concurrency=4)])
         procs.start("beat", beat_argv(tmp_path / "beat-schedule"))
         storm.start()
         try:
@@ -72,7 +71,9 @@ def test_a_storm_opens_its_alerts_once_and_resolves_them_once_when_it_stops(evic
         # The advisor judges the rate over the last hour: as the quiet minutes add up, its recommendation falls
         # below critical, and the alert on critical advice resolves.
         wait_for(lambda: ("resolve", advice.dedup_key) in _events(r), 480, what="the advice resolved", logs=procs.logs)
-        time.sleep(6)  # beat evaluates again, several times: nothing more goes out
+        # Beat has the rules evaluated again, several times: nothing more goes out.
+        evaluated = lambda: succeeded(worker, "alerts.tasks.evaluate_alerts")  # noqa: E731
+        wait_for_more(evaluated, 3, 60, what="the rules evaluated again", logs=procs.logs)
     events = _events(r)
     alerts = list(Alert.objects.filter(server=server).select_related("rule"))
     for alert in alerts:  # each alert's opening sent once, whatever beat evaluated meanwhile

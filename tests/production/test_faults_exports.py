@@ -16,7 +16,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from tests.processes import beat_argv, wait_for, worker_argv
+from tests.processes import beat_argv, processes, wait_for, worker_argv
 from tests.production.fault_world import FaultWorld
 from tests.production.test_production_mode import compose, local
 
@@ -85,22 +85,27 @@ def _check_bundle(world: FaultWorld, export_id: int) -> tuple[dict, Path]:
     return row, path
 
 
-def _world_with_history(faults, tmp_path, name: str) -> tuple[int, datetime]:
-    w = faults.world
+@pytest.fixture(scope="module")
+def history(fault_world, tmp_path_factory) -> tuple[int, datetime]:
+    """A server with some history to export, collected by beat and a worker once for the module's tests (each
+    exports it anew): (its id, when the history began)."""
+    w = fault_world
     start = datetime.now(UTC) - timedelta(minutes=1)
-    sid = w.register(name, _dsn(w.primary.port))
-    collector = faults.procs.start("collector", worker_argv(name="collector", concurrency=2))
-    beat = faults.procs.start("beat", beat_argv(tmp_path / "beat-schedule"))
-    wait_for(lambda: len(w.history.snapshots(sid)) >= 3, 60, what="some history to export", logs=faults.logs)
+    w.redis.flush()
+    sid = w.register("exported", _dsn(w.primary.port))
+    folder = tmp_path_factory.mktemp("export-history")
+    with processes(folder, w.env()) as procs:
+        procs.start("collector", worker_argv(name="collector", concurrency=2))
+        procs.start("beat", beat_argv(folder / "beat-schedule"))
+        wait_for(lambda: len(w.history.snapshots(sid)) >= 3, 60, what="some history to export", logs=procs.logs)
     # Stopped: the builds below must run on the workers the tests start for them (one queue serves all tasks).
-    beat.stop()
-    collector.stop()
+    w.history.sql("UPDATE console_server SET enabled = false WHERE id = %s", [sid])
     return sid, start
 
 
-def test_an_export_build_killed_half_way_is_built_again_whole(faults, tmp_path):
+def test_an_export_build_killed_half_way_is_built_again_whole(faults, history):
     w = faults.world
-    sid, start = _world_with_history(faults, tmp_path, "export-killed")
+    sid, start = history
     export_id = _export(w, sid, start)
     builder = _build_half_way(faults, export_id, "builder")
     builder.kill()
@@ -118,9 +123,9 @@ def test_an_export_build_killed_half_way_is_built_again_whole(faults, tmp_path):
     )
 
 
-def test_a_build_that_outlives_the_resend_delay_never_writes_what_its_successor_wrote(faults, tmp_path):
+def test_a_build_that_outlives_the_resend_delay_never_writes_what_its_successor_wrote(faults, history):
     w = faults.world
-    sid, start = _world_with_history(faults, tmp_path, "export-hung")
+    sid, start = history
     export_id = _export(w, sid, start)
     hung = _build_half_way(faults, export_id, "hung")
     os.kill(hung.pid, signal.SIGSTOP)  # a worker that hangs, as a thread pool ignores time limits
@@ -150,12 +155,12 @@ def test_a_build_that_outlives_the_resend_delay_never_writes_what_its_successor_
     assert generated == 1
 
 
-def test_a_runaway_build_is_stopped_by_its_time_limit_on_the_tasks_worker(faults, tmp_path):
+def test_a_runaway_build_is_stopped_by_its_time_limit_on_the_tasks_worker(faults, history, tmp_path):
     """The history store holds the build's first read (a lock the test keeps): the build would wait for ever.
     Compose's tasks worker (processes: time limits hold) stops it at EXPORT_TIME_LIMIT_S, fails the export with
     the reason, cancels its query, and builds the next export."""
     w = faults.world
-    sid, start = _world_with_history(faults, tmp_path, "export-runaway")
+    sid, start = history
     runaway, next_one = _export(w, sid, start), _export(w, sid, start)
     tasks = local(compose()["tasks"]["command"], port=0, folder=tmp_path)
     assert "prefork" in tasks

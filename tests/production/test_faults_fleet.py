@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import threading
-import time
 from collections.abc import Iterator
 from datetime import datetime
 
@@ -28,7 +27,7 @@ from .test_faults_worker import _dsn
 pytestmark = pytest.mark.slow
 
 INTERVAL_S = 5  # the product's shortest
-CALM_S, HOSTILE_S = 30, 45
+CALM_S, HOSTILE_S = 30, 45  # the two windows, as intervals of every healthy server: 6 and 9
 HUGE = 40  # statements of 1 MB text each
 
 
@@ -38,6 +37,16 @@ def _lags(world: FaultWorld, sid: int, since: datetime, until: datetime) -> tupl
     phase = phase_s(sid, INTERVAL_S)
     lags = [(s.taken_at.timestamp() - phase) % INTERVAL_S for s in snaps]
     return lags, gaps_s(snaps)
+
+
+def _intervals_of(world: FaultWorld, ids: list[int], since: datetime, n: int) -> None:
+    """Waits until every server of `ids` has `n` snapshots since `since` (`n` intervals, when none is missed; one
+    missed shows as a gap below)."""
+    wait_for(
+        lambda: all(len([s for s in world.history.snapshots(sid) if s.taken_at >= since]) >= n for sid in ids),
+        3 * n * INTERVAL_S,
+        what=f"{n} intervals of the healthy servers",
+    )
 
 
 def _enable(world: FaultWorld, ids: list[int], on: bool) -> None:
@@ -70,16 +79,19 @@ def test_hostile_servers_get_their_own_status_and_leave_the_others_on_time(fault
     resetting, inventing, huge = pg_clusters[14], pg_clusters[13], pg_clusters[17]
     for c in (resetting, inventing, huge):
         c.execute("SELECT pg_stat_statements_reset()", dbname=APP_DB)
-    healthy = [w.register(f"healthy-{i}", _dsn(w.primary.port), interval_s=INTERVAL_S) for i in range(3)]
     with TcpProxy(w.primary.port) as trickle, TcpProxy(w.primary.port) as silent:
-        hostile = {
+        dsns = {
+            **{f"healthy-{i}": _dsn(w.primary.port) for i in range(3)},
             # In clear (sslmode=disable): the proxies read the protocol to know when to trickle or go silent.
-            "trickling": w.register("trickling", _dsn(trickle.port) + "?sslmode=disable", interval_s=INTERVAL_S),
-            "silent": w.register("silent", _dsn(silent.port) + "?sslmode=disable", interval_s=INTERVAL_S),
-            "resetting": w.register("resetting", _dsn(resetting.port), interval_s=INTERVAL_S),
-            "inventing": w.register("inventing", _dsn(inventing.port), interval_s=INTERVAL_S),
-            "huge": w.register("huge", _dsn(huge.port), interval_s=INTERVAL_S),
+            "trickling": _dsn(trickle.port) + "?sslmode=disable",
+            "silent": _dsn(silent.port) + "?sslmode=disable",
+            "resetting": _dsn(resetting.port),
+            "inventing": _dsn(inventing.port),
+            "huge": _dsn(huge.port),
         }
+        ids = w.register_many(dsns, interval_s=INTERVAL_S)
+        healthy = [ids[f"healthy-{i}"] for i in range(3)]
+        hostile = {name: ids[name] for name in ("trickling", "silent", "resetting", "inventing", "huge")}
         _enable(w, list(hostile.values()), False)
         # As compose runs them; texts budgeted small so that the huge ones spread over several snapshots.
         worker = local(compose()["worker"]["command"], port=0, folder=tmp_path)
@@ -87,7 +99,7 @@ def test_hostile_servers_get_their_own_status_and_leave_the_others_on_time(fault
         faults.procs.start("beat", beat_argv(tmp_path / "beat-schedule"))
         wait_for(lambda: all(len(w.history.snapshots(s)) >= 2 for s in healthy), 60, what="healthy servers' history")
         calm_from = datetime.now().astimezone()
-        time.sleep(CALM_S)
+        _intervals_of(w, healthy, calm_from, CALM_S // INTERVAL_S)
         calm_to = datetime.now().astimezone()
 
         # The hostile ones, switched on.
@@ -109,7 +121,7 @@ def test_hostile_servers_get_their_own_status_and_leave_the_others_on_time(fault
         with _looping(reset, 1.0), _looping(invent, 1.0):
             _enable(w, list(hostile.values()), True)
             hostile_from = datetime.now().astimezone()
-            time.sleep(HOSTILE_S)
+            _intervals_of(w, healthy, hostile_from, HOSTILE_S // INTERVAL_S)
             hostile_to = datetime.now().astimezone()
         _enable(w, list(hostile.values()) + healthy, False)
 

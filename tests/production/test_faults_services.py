@@ -15,7 +15,7 @@ import pytest
 
 from collectors import partitions, tables
 from devenv.account import run_as
-from tests.processes import beat_argv, wait_for, worker_argv
+from tests.processes import beat_argv, wait_for, wait_for_more, worker_argv
 from tests.production.fault_world import INTERVAL_S, chained, claims, collect_tasks
 from tests.world import run, server_entry
 
@@ -40,7 +40,7 @@ def test_redis_restarted_while_beat_and_the_worker_run(faults, tmp_path):
     sid = _start(faults, tmp_path, "redis-restart", interval_s=interval_s)
     w.redis.stop()
     stopped = datetime.now(UTC)
-    time.sleep(3)
+    time.sleep(3)  # the outage
     restarting = datetime.now(UTC)  # collections may resume before start() returns: the outage ends here
     w.redis.start()
     back = datetime.now(UTC)
@@ -51,7 +51,8 @@ def test_redis_restarted_while_beat_and_the_worker_run(faults, tmp_path):
     assert recovered_s <= 2 * interval_s, f"collections resumed {recovered_s:.1f} s after Redis was back"
     # Neither beat nor the worker had to be restarted, and they keep collecting at the interval.
     assert all(p.alive() for p in faults.procs.started)
-    time.sleep(3 * interval_s)
+    stored = lambda: len(h.snapshots(sid))  # noqa: E731
+    wait_for_more(stored, 3, 6 * interval_s, what="snapshots at the interval", logs=faults.logs)
     end = datetime.now(UTC)
     snaps = h.snapshots(sid)
     # No interval collected twice: no task delivered twice (a message restored after the restart), every claim
@@ -86,7 +87,7 @@ def test_the_history_store_restarted_during_collections(faults, tmp_path):
         what="a collection retrying",
         logs=faults.logs,
     )
-    time.sleep(2 * INTERVAL_S)
+    time.sleep(2 * INTERVAL_S)  # the outage: two intervals, which the snapshot after it spans
     restarting = datetime.now(UTC)  # a retry may store before start() returns: the outage ends here
     h.cluster.start()
     back = datetime.now(UTC)
@@ -176,7 +177,8 @@ def test_the_history_store_out_of_disk_space(faults, tmp_path):
         assert "resume by themselves once space is freed" in status["last_error_message"]
         assert "No space left on device" in status["last_error_message"]
         failed_at = datetime.now(UTC)
-        time.sleep(2 * INTERVAL_S)
+        failures = lambda: h.server(sid)["consecutive_failures"]  # noqa: E731
+        wait_for_more(failures, 2, 6 * INTERVAL_S, what="collections failing for lack of space", logs=faults.logs)
         # Nothing half-written while full: no snapshot since the failures began, the worker still up.
         full = [s for s in h.snapshots(sid) if s.taken_at > failed_at]
         assert not full and faults.procs.started[0].alive()

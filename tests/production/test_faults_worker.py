@@ -95,15 +95,21 @@ def test_a_worker_killed_in_the_middle_of_a_snapshot_loses_nothing_and_counts_no
 
 def test_two_beats_at_once_collect_each_server_once_per_interval(faults, tmp_path):
     w, h = faults.world, faults.world.history
-    servers = [w.register(f"two-beats-{i}", _dsn(w.primary.port)) for i in range(2)]
+    servers = list(w.register_many({f"two-beats-{i}": _dsn(w.primary.port) for i in range(2)}).values())
     faults.procs.start("worker", worker_argv(concurrency=4))
     beats = [faults.procs.start(f"beat-{i}", beat_argv(tmp_path / f"beat-{i}")) for i in range(2)]
     wait_for(
         lambda: all(len(h.snapshots(s)) >= 2 for s in servers), 60, what="both servers collected", logs=faults.logs
     )
-    window_s = 10 * INTERVAL_S
     since = h.snapshots(servers[0])[-1].taken_at
-    time.sleep(window_s)
+    # Ten intervals of both beats, as many snapshots after `since` as the first server should get in them.
+    wait_for(
+        lambda: len([s for s in h.snapshots(servers[0]) if s.taken_at > since]) >= 10,
+        30 * INTERVAL_S,
+        what="ten intervals collected",
+        logs=faults.logs,
+    )
+    window_s = (h.snapshots(servers[0])[-1].taken_at - since).total_seconds()
     for beat in beats:  # both really ticked all along
         assert beat.alive() and beat.text().count("Sending due task dispatch-collections") >= window_s / 0.5 / 2
     # Twice the dispatches, each server claimed once per interval: every claim one task, none delivered twice.
