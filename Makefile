@@ -4,7 +4,8 @@
 #   make install   Debian packages (as root), .venv (from requirements/dev.txt), PostgreSQL binaries
 #   make lock      requirements/*.txt again from pyproject.toml (UPGRADE=1: newest versions allowed)
 #   make audit     the locked versions against PyPI's vulnerability data
-#   make test      PYTEST_ARGS='tests/test_devenv.py -x' to narrow down
+#   make test      PYTEST_ARGS='tests/test_devenv.py -x' to narrow down (PYTEST_WORKERS=0: in this process, for pdb)
+#   make check     lint and the tests but the browser's, production's and image's: the inner loop
 #   make demo
 #   make bench
 #   make soak      2 hours; SOAK=10m make soak to shorten
@@ -18,7 +19,7 @@ DEBIAN_PACKAGES := postgresql postgresql-contrib postgresql-15-pg-wait-sampling 
 	libpango-1.0-0 libpangoft2-1.0-0 libharfbuzz-subset0 poppler-utils
 PYTEST_ARGS ?=
 
-.PHONY: install system-packages fetch services lint test demo bench soak lock audit
+.PHONY: install system-packages fetch services lint test check demo bench soak lock audit
 
 install: system-packages .venv/.installed
 	$(PYTHON) -m devenv fetch
@@ -91,13 +92,19 @@ lint: .venv/.installed
 	$(PYTHON) -m ruff check .
 	$(PYTHON) -m ruff format --check .
 
-# Two pytest workers (pytest-xdist), each with its own clusters, databases and Redis database (tests/slots.py),
-# handed whole files in collection order (the slow ones first, tests/conftest.py); the 30 slowest tests and the
-# time per folder at the end.
-PYTEST_WORKERS ?= 2
+# Three pytest workers (pytest-xdist) on two cores: the suite waits on processes, clocks and the network as much
+# as it computes (docs/benchmarks.md, "Test suite"). Each has its own clusters, databases and Redis database
+# (tests/slots.py) and is handed whole files in collection order, the slow ones first (tests/conftest.py,
+# tests/distribution.py); the 30 slowest tests and the time per folder at the end.
+PYTEST_WORKERS ?= 3
 PYTEST := $(PYTHON) -m pytest -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=30
 test: install lint services
 	$(PYTEST) $(PYTEST_ARGS)
+
+# The inner loop: lint and every test but the browser's, the production paths' and the image's.
+CHECK_IGNORE := --ignore=tests/browser --ignore=tests/production --ignore=tests/test_image.py
+check: install lint services
+	$(PYTEST) $(CHECK_IGNORE) $(PYTEST_ARGS)
 
 demo: install services
 	DEBUG=true $(PYTHON) manage.py demo

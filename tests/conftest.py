@@ -90,7 +90,7 @@ def monitored_spec(
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """The tests marked slow (they wait on real processes and clocks) first, in their order, then the others in
-    theirs: on two pytest workers (`make test`, files handed out in this order) the long waits start at once and
+    theirs: on several pytest workers (`make test`, files handed out in this order) the long waits start at once and
     overlap with everything else, and the run ends on short files instead of a long wait on one worker."""
     _unique_node_ids(items)
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
@@ -216,7 +216,7 @@ def check_worker(django_db_setup, tmp_path_factory):
     import redis
     from django.conf import settings as django_settings
 
-    from tests.processes import database_url, processes, worker_argv
+    from tests.processes import database_url, processes, wait_ready, worker_argv
 
     redis.Redis.from_url(django_settings.REDIS_URL).delete("checks")  # checks queued earlier with no worker
     env = {
@@ -225,5 +225,5 @@ def check_worker(django_db_setup, tmp_path_factory):
         "CREDENTIALS_KEY": django_settings.CREDENTIALS_KEY,
     }
     with processes(tmp_path_factory.mktemp("check-worker"), env) as procs:
-        procs.start("checks", [*worker_argv(name="checks"), "--queues", "checks"])
+        wait_ready(procs.start("checks", [*worker_argv(name="checks"), "--queues", "checks"]))
         yield procs

@@ -1,4 +1,4 @@
-"""How `make test` hands the suite to its two pytest workers (pytest-xdist): whole files, in collection order (the
+"""How `make test` hands the suite to its pytest workers (pytest-xdist): whole files, in collection order (the
 slow ones first, tests/conftest.py), except that the files reading a world built once per session and committed
 (the known history of the reports and the exports) go together as one unit, run in a row on one worker. A
 transactional test flushes the database after it runs; between two readers of such a world it would remove what

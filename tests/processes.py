@@ -198,6 +198,12 @@ def wait_for_more(
     return wait_for(lambda: count() >= start + more, timeout_s, what=f"{what} ({more} more)", logs=logs)
 
 
+def wait_ready(proc: Proc, timeout_s: float = 60) -> float:
+    """Until a Celery worker says it is ready (its queues consumed): a test whose first task must not wait for the
+    worker's start-up, which takes seconds on a loaded machine. The seconds it took."""
+    return wait_for(lambda: " ready." in proc.text(), timeout_s, what=f"{proc.name} ready", logs=proc.text)
+
+
 def succeeded(proc: Proc, task: str) -> int:
     """How many times a worker's log says `task` succeeded."""
     return len(re.findall(rf"Task {re.escape(task)}\[[^\]]+\] succeeded", proc.text()))
