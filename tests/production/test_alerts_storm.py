@@ -19,6 +19,7 @@ import threading
 
 import pytest
 
+from alerts.conditions import SUSTAINED_SHARE
 from alerts.models import Alert, Delivery, Rule
 from alerts.services import channel_create
 from devenv import workloads
@@ -81,7 +82,10 @@ def test_a_storm_opens_its_alerts_once_and_resolves_them_once_when_it_stops(evic
     assert events.count(("resolve", rate.dedup_key)) == 1
     assert len(events) == len(alerts) + sum(a.state == "resolved" for a in alerts)
     rate.refresh_from_db()
-    assert rate.state == "resolved" and rate.figures["dealloc_per_s"] >= 10
+    # As it last held: at or above the rule's 10/s for at least half of its minute (the minute's mean may be lower
+    # by then, as the storm ends: 8.3/s in a run on a loaded machine).
+    assert rate.state == "resolved" and rate.figures["threshold_per_s"] == 10
+    assert rate.figures["share_above"] >= SUSTAINED_SHARE and rate.figures["peak_dealloc_per_s"] >= 10
     assert events.count(("resolve", advice.dedup_key)) == 1
     advice.refresh_from_db()
     assert advice.state == "resolved" and advice.severity == "critical"  # as it was when it last held
