@@ -48,7 +48,7 @@ class Evidence:
     cpu_count: int | None = None
     sees_all_statements: bool = True  # monitoring role has pg_read_all_stats (or is superuser)
     monitoring_role: str = "pgconsole"
-    # dealloc/s over windows (14+): keys "1h", "24h", "7d"; None before 14.
+    # dealloc/s over windows (14+): keys "1h" (advisor.gather.windows), "24h", "7d"; None before 14.
     dealloc_per_s: dict[str, float] | None = None
     # The series below: (start, value) or (start, value, end) of each point (advisor.advice.EvidenceSeries.of)
     dealloc_series: tuple[tuple, ...] = ()

@@ -1,13 +1,15 @@
 """Evidence for one server, built only from the selectors (the rules never touch the ORM or SQL).
 
-Windows: the last hour, day and week ending now. Rates are per second of history the window holds, so
-a server monitored for ten minutes is judged on those ten minutes (and says so in `notes`).
+Windows: the last hour (ADVISOR_SHORT_WINDOW_S), day and week ending now. Rates are per second of history the
+window holds, so a server monitored for ten minutes is judged on those ten minutes (and says so in `notes`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+
+from django.conf import settings as django_settings
 
 from advisor.evidence import Evidence, Settings, StatementFact
 from collectors.selectors import fleet_summary, server_series, statement_series, wait_events
@@ -17,7 +19,7 @@ from collectors.selectors.statements import all_statements
 from collectors.selectors.windows import Window
 from inventory.models import Server
 
-WINDOWS = {"1h": timedelta(hours=1), "24h": timedelta(days=1), "7d": timedelta(days=7)}
+DAY, WEEK = timedelta(days=1), timedelta(days=7)
 # Fewer delta snapshots than this in the last hour: rates are not judged yet (one interval is not "sustained").
 MIN_SNAPSHOTS = 2
 LWLOCK_EVENT = "LWLock:pg_stat_statements"
@@ -46,6 +48,19 @@ def _duration(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h" if seconds >= 3600 else f"{seconds / 60:.0f} min"
 
 
+def _name(length: timedelta) -> str:
+    """A window's name as the evidence and the advice show it: 1h, 24h, 7d; 1min or 90s for a shortened one."""
+    s = int(length.total_seconds())
+    return f"{s // 3600}h" if s % 3600 == 0 else f"{s // 60}min" if s % 60 == 0 else f"{s}s"
+
+
+def windows() -> dict[str, timedelta]:
+    """The advisor's windows ending now, by name, shortest first: the last hour (ADVISOR_SHORT_WINDOW_S, which a
+    test shortens to see a condition end within minutes), day and week."""
+    short = timedelta(seconds=django_settings.ADVISOR_SHORT_WINDOW_S)
+    return {_name(short): short, "24h": DAY, "7d": WEEK}
+
+
 def server_evidence(*, server: Server, now: datetime) -> Gathered:
     """Read what the rules need about `server` as of `now`."""
     settings = server_settings(server_id=server.pk)
@@ -53,12 +68,14 @@ def server_evidence(*, server: Server, now: datetime) -> Gathered:
         return Gathered(None, [NO_SNAPSHOT])
     notes: list[str] = []
     version = settings.server_version_num // 10000
-    w = {name: Window(now - length, now) for name, length in WINDOWS.items()}
+    w = {name: Window(now - length, now) for name, length in windows().items()}
     rows = {name: fleet_summary(server_ids=[server.pk], window=win, now=now)[0] for name, win in w.items()}
-    hour = rows["1h"]
+    short = next(iter(rows))
+    hour = rows[short]
     judged = hour.snapshots >= MIN_SNAPSHOTS
     if not judged:
-        notes.append(f"Only {hour.snapshots} snapshot(s) in the last hour: rates are judged from {MIN_SNAPSHOTS} on.")
+        last = "the last hour" if short == "1h" else f"the last {short}"
+        notes.append(f"Only {hour.snapshots} snapshot(s) in {last}: rates are judged from {MIN_SNAPSHOTS} on.")
     dealloc = None
     if version >= 14 and judged:
         dealloc = {name: r.dealloc_per_s for name, r in rows.items() if r.dealloc_per_s is not None}
@@ -68,7 +85,7 @@ def server_evidence(*, server: Server, now: datetime) -> Gathered:
         )
 
     day, week = rows["24h"], rows["7d"]
-    if week.span_s < WINDOWS["24h"].total_seconds():
+    if week.span_s < DAY.total_seconds():
         notes.append(f"The history holds {_duration(week.span_s)}: day and week figures cover that much.")
     facts_day = server_facts(server_id=server.pk, window=w["24h"])
     facts_week = server_facts(server_id=server.pk, window=w["7d"])

@@ -296,6 +296,9 @@ DISPATCH_TICK_S = env.float("DISPATCH_TICK_S", default=5.0)
 
 # How often beat has the advisor evaluate every enabled server (seconds).
 ADVISOR_INTERVAL_S = env.int("ADVISOR_INTERVAL_S", default=300)
+# The advisor's shortest window, "the last hour" (seconds): a sustained rate must hold over it, the day and the
+# week. Tests shorten it to see a condition end within a minute.
+ADVISOR_SHORT_WINDOW_S = env.int("ADVISOR_SHORT_WINDOW_S", default=3600)
 
 # --- Alerts (alerts/): where and how the console sends them ----------------------------------------------------
 # Outbound addresses follow the monitored servers' network policy (MONITOR_ALLOW_PRIVATE, MONITOR_ALLOW_LOOPBACK).

@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.db import connection
 
-from advisor.gather import NO_SNAPSHOT, server_evidence
+from advisor.gather import NO_SNAPSHOT, server_evidence, windows
 from bench import synthetic
 from collectors import pgss, rollups, waits
 from collectors.models import ServerState, Statement
@@ -97,6 +97,22 @@ def test_rates_shares_and_counts_are_those_of_the_raw_snapshots(servers):
     assert ev.server_db_time_ms == pytest.approx(sum(v[2] for v in day.values()) / 1000)
     assert ev.keys_disappeared_1d == 0 and ev.stats_resets == (START - timedelta(days=1),)  # the baseline's
     assert ev.sees_all_statements and not gathered.partial and ev.dealloc_series and ev.spindelay_series
+
+
+def test_the_shortest_window_is_the_last_hour_unless_shortened(servers, settings):
+    assert windows() == {"1h": timedelta(hours=1), "24h": timedelta(days=1), "7d": timedelta(days=7)}
+    settings.ADVISOR_SHORT_WINDOW_S = 20 * 60  # as a test shortens it: the rates over the last 20 minutes
+    assert windows() == {"20min": timedelta(minutes=20), "24h": timedelta(days=1), "7d": timedelta(days=7)}
+    server = servers[0]
+    ev = server_evidence(server=server, now=NOW).evidence
+    dealloc, span = _raw(
+        "SELECT sum(dealloc_delta), sum(interval_s) FROM collectors_snapshot WHERE server_id = %(s)s "
+        "AND kind = 'delta' AND taken_at >= %(a)s AND taken_at < %(b)s",
+        server.pk,
+        NOW - timedelta(minutes=20),
+    )
+    assert list(ev.dealloc_per_s) == ["20min", "24h", "7d"]
+    assert ev.dealloc_per_s["20min"] == pytest.approx(float(dealloc) / span)
 
 
 def test_a_young_history_says_how_long_it_is_and_what_is_not_set(servers):
