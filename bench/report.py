@@ -514,8 +514,12 @@ SOAK_START = "<!-- soak:start -->"
 SOAK_END = "<!-- soak:end -->"
 ALERTS_START = "<!-- alerts:start -->"
 ALERTS_END = "<!-- alerts:end -->"
-# Sections that a benchmark run on its own writes (the soak, the alerts), kept when the main report is written.
-KEPT_SECTIONS = ((SOAK_START, SOAK_END), (ALERTS_START, ALERTS_END))
+# The test suite's times (`make test` prints them; written in by hand from two runs on a clean clone).
+TESTS_START = "<!-- tests:start -->"
+TESTS_END = "<!-- tests:end -->"
+# Sections that a benchmark run on its own writes (the soak, the alerts) or a person does (the test suite), kept
+# when the main report is written.
+KEPT_SECTIONS = ((SOAK_START, SOAK_END), (ALERTS_START, ALERTS_END), (TESTS_START, TESTS_END))
 
 
 def marked_section(text: str, start: str, end: str) -> str:

@@ -62,3 +62,12 @@ def test_the_section_is_kept_when_the_main_report_is_written(tmp_path):
     again = alerts_report.markdown_section(_run(steady_s=[50.0]), machine=MACHINE, code="c", command="x", date="d")
     alerts_report.write_section(again, path)
     assert path.read_text().count(report.ALERTS_START) == 1 and "**FAIL**" in path.read_text()
+
+
+def test_the_test_suites_section_is_kept_too(tmp_path):
+    path = tmp_path / "benchmarks.md"
+    section = f"{report.TESTS_START}\n## Test suite\n\n| folder | seconds |\n{report.TESTS_END}"
+    report.write_marked_section(section, report.TESTS_START, report.TESTS_END, path)
+    results = {"machine": MACHINE, "started_at": datetime(2026, 11, 28, tzinfo=UTC), "code": "c", "date": "d"}
+    report.write_markdown({**results, "elapsed_s": 1.0}, path)
+    assert report.marked_section(path.read_text(), report.TESTS_START, report.TESTS_END) == section
