@@ -1,6 +1,8 @@
 """Requests the console sends out (webhooks, Slack, PagerDuty): to an address the network policy allows, the
-one that was checked (no second lookup a DNS answer could turn elsewhere), within a timeout, with no redirect
-followed (a redirect could lead anywhere the policy refuses).
+one that was checked (no second lookup a DNS answer could turn elsewhere), with no redirect followed (a redirect
+could lead anywhere the policy refuses), and over by one deadline for the whole request: connecting, the TLS
+handshake, sending and every read of the answer share ALERTS_TIMEOUT_S. A socket timeout alone bounds each read,
+so a receiver answering a byte every few seconds would hold a worker's thread as long as it liked.
 
 An answer is one of: delivered (2xx), refused for good (4xx but 408 and 429: the request will not do better
 the next time), or worth a retry (5xx, 408, 429, a timeout, a connection that failed)."""
@@ -8,8 +10,10 @@ the next time), or worth a retry (5xx, 408, 429, a timeout, a connection that fa
 from __future__ import annotations
 
 import http.client
+import io
 import socket
 import ssl
+import time
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -81,29 +85,81 @@ def check_url(url: str) -> None:
         raise OutboundError(f"the host {host} does not resolve: {exc}", retry=False) from exc
 
 
-class _PinnedHTTPS(http.client.HTTPSConnection):
-    """HTTPS to the address the policy checked, the certificate verified for the URL's host name."""
+class _Deadline:
+    """A connected socket whose every wait ends by one moment (time.monotonic()): before each send and each
+    read its timeout is set to what is left, and nothing is waited for once it has passed. Only what
+    http.client uses of a socket."""
 
-    def __init__(self, address: str, host: str, port: int, timeout: float, context: ssl.SSLContext):
-        super().__init__(host, port, timeout=timeout, context=context)
-        self._address = address
+    def __init__(self, sock: socket.socket, deadline: float):
+        self._sock, self._deadline = sock, deadline
+        self._files, self._closed = 0, False  # as a socket: closed once it and every file made of it are
+
+    def _arm(self) -> None:
+        left = self._deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("the request's deadline passed")
+        self._sock.settimeout(left)
+
+    def sendall(self, data: bytes) -> None:
+        self._arm()
+        self._sock.sendall(data)  # a timeout bounds the whole of sendall (Python 3.5 on)
+
+    def recv_into(self, buffer, nbytes: int = 0) -> int:
+        self._arm()
+        return self._sock.recv_into(buffer, nbytes)
+
+    def makefile(self, mode: str = "rb") -> io.BufferedReader:
+        assert mode == "rb", mode  # http.client reads its answer so, and writes with sendall
+        self._files += 1
+        return io.BufferedReader(socket.SocketIO(self, "rb"))  # type: ignore[arg-type]
+
+    def _decref_socketios(self) -> None:  # socket.SocketIO's close
+        self._files -= 1
+        if self._closed and self._files <= 0:
+            self._sock.close()
+
+    def fileno(self) -> int:
+        return self._sock.fileno()
+
+    def close(self) -> None:
+        self._closed = True
+        if self._files <= 0:
+            self._sock.close()
+
+
+def _connected(address: str, port: int, deadline: float) -> socket.socket:
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise TimeoutError("the request's deadline passed")
+    return socket.create_connection((address, port), left)
+
+
+class _PinnedHTTPS(http.client.HTTPSConnection):
+    """HTTPS to the address the policy checked, the certificate verified for the URL's host name, the whole
+    request over by `deadline`."""
+
+    def __init__(self, address: str, host: str, port: int, deadline: float, context: ssl.SSLContext):
+        super().__init__(host, port, context=context)
+        self._address, self._deadline = address, deadline
 
     def connect(self) -> None:
-        sock = socket.create_connection((self._address, self.port), self.timeout)
-        self.sock = self._context.wrap_socket(sock, server_hostname=self.host)
+        sock = _connected(self._address, self.port, self._deadline)
+        sock.settimeout(max(self._deadline - time.monotonic(), 0.001))  # the handshake, as a whole (CPython)
+        self.sock = _Deadline(self._context.wrap_socket(sock, server_hostname=self.host), self._deadline)
 
 
 class _PinnedHTTP(http.client.HTTPConnection):
-    def __init__(self, address: str, host: str, port: int, timeout: float):
-        super().__init__(host, port, timeout=timeout)
-        self._address = address
+    def __init__(self, address: str, host: str, port: int, deadline: float):
+        super().__init__(host, port)
+        self._address, self._deadline = address, deadline
 
     def connect(self) -> None:
-        self.sock = socket.create_connection((self._address, self.port), self.timeout)
+        self.sock = _Deadline(_connected(self._address, self.port, self._deadline), self._deadline)
 
 
 def post(url: str, body: bytes, headers: dict[str, str], *, timeout_s: float | None = None) -> Answer:
-    """POST `body` to `url` (checked again now against the policy); an Answer, or OutboundError."""
+    """POST `body` to `url` (checked again now against the policy) within `timeout_s` (ALERTS_TIMEOUT_S) from
+    now, the name's lookup aside; an Answer, or OutboundError."""
     if problem := url_problem(url):
         raise OutboundError(problem, retry=False)
     scheme, host, port, path = _target(url)
@@ -114,10 +170,11 @@ def post(url: str, body: bytes, headers: dict[str, str], *, timeout_s: float | N
     except network_policy.Unresolvable as exc:
         raise OutboundError(f"the host {host} does not resolve: {exc}", retry=True) from exc
     timeout = timeout_s if timeout_s is not None else settings.ALERTS_TIMEOUT_S
+    deadline = time.monotonic() + timeout
     if scheme == "https":
-        conn: http.client.HTTPConnection = _PinnedHTTPS(address, host, port, timeout, ssl.create_default_context())
+        conn: http.client.HTTPConnection = _PinnedHTTPS(address, host, port, deadline, ssl.create_default_context())
     else:
-        conn = _PinnedHTTP(address, host, port, timeout)
+        conn = _PinnedHTTP(address, host, port, deadline)
     try:
         conn.request(
             "POST",

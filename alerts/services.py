@@ -1,12 +1,14 @@
 """Alert channels, rules and deliveries: creating a channel (its target checked and encrypted), sending a test,
 an organization's default rules and their changes (checked, with the reason when refused), acknowledging an
 alert, and one attempt of a delivery, claimed with a conditional UPDATE so that two workers (or a message
-delivered twice) never send it twice, with the outcome recorded on the delivery and on its channel. When an
-alert opens, resolves or reminds: alerts/lifecycle.py."""
+delivered twice) never send it twice, one delivery of a channel at a time (a slow receiver holds one worker
+thread, not all), with the outcome recorded on the delivery and on its channel. When an alert opens, resolves or
+reminds: alerts/lifecycle.py."""
 
 from __future__ import annotations
 
 import dataclasses
+import random
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Literal
@@ -15,7 +17,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.mail import EmailMultiAlternatives
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, Q
 from django.utils import timezone
 
 from advisor.services import organization_thresholds
@@ -27,8 +29,9 @@ from inventory.crypto import decrypt_secret, encrypt_secret
 from inventory.models import Organization
 from presentation.mail import render_mail
 
-Outcome = Literal["sent", "retry", "failed", "skipped"]
+Outcome = Literal["sent", "retry", "failed", "skipped", "busy"]
 MAX_BACKOFF_S = 3600
+BUSY_RETRY_S = (1.0, 3.0)  # a delivery whose channel is sending another tries again within this, at random
 
 
 @dataclasses.dataclass(frozen=True)
@@ -137,16 +140,14 @@ def _loaded(d: dict) -> Message:
 
 def delivery_attempt(*, delivery_id: int, now: datetime | None = None) -> Outcome:
     """One attempt: claimed (a delivery sent, failed or taken by another worker is skipped; one claimed longer
-    ago than ALERTS_CLAIM_STALE_S by a worker that died is taken again), sent, recorded. "retry": the caller
-    tries again later, while attempts remain (ALERTS_MAX_ATTEMPTS)."""
+    ago than ALERTS_CLAIM_STALE_S by a worker that died is taken again while attempts remain, and failed once
+    none do), sent, recorded. "retry": the caller tries again later, while attempts remain
+    (ALERTS_MAX_ATTEMPTS). "busy": another delivery of the same channel is being sent; the caller tries again
+    at the delivery's next_attempt_at, a second or two away."""
     now = now or timezone.now()
-    stale = now - timedelta(seconds=settings.ALERTS_CLAIM_STALE_S)
-    claimed = (
-        Delivery.objects.filter(pk=delivery_id, status=Delivery.Status.PENDING)
-        | Delivery.objects.filter(pk=delivery_id, status=Delivery.Status.SENDING, claimed_at__lt=stale)
-    ).update(status=Delivery.Status.SENDING, claimed_at=now, attempts=F("attempts") + 1)
-    if not claimed:
-        return "skipped"
+    claimed = _claim(delivery_id, now)
+    if claimed != "claimed":
+        return claimed
     delivery = Delivery.objects.select_related("channel__organization").get(pk=delivery_id)
     try:
         answer = _send(delivery.channel, _loaded(delivery.message), delivery)
@@ -162,6 +163,49 @@ def delivery_attempt(*, delivery_id: int, now: datetime | None = None) -> Outcom
     )
     Channel.objects.filter(pk=delivery.channel_id).update(consecutive_failures=0, last_error="", last_delivered_at=now)
     return "sent"
+
+
+def _claim(delivery_id: int, now: datetime) -> Literal["claimed", "skipped", "busy", "failed"]:
+    """The delivery marked as being sent by this worker, under its channel's row lock so that two workers never
+    send to one channel at once: whatever a receiver does, it holds one thread for ALERTS_TIMEOUT_S at most."""
+    stale = now - timedelta(seconds=settings.ALERTS_CLAIM_STALE_S)
+    with transaction.atomic():
+        channel_id = Delivery.objects.filter(pk=delivery_id).values_list("channel_id", flat=True).first()
+        if channel_id is None or not list(Channel.objects.select_for_update().filter(pk=channel_id).values("pk")):
+            return "skipped"  # gone with its channel
+        mine = Delivery.objects.filter(pk=delivery_id)
+        if _fail_exhausted(mine, stale):
+            return "failed"
+        claimable = mine.filter(
+            Q(status=Delivery.Status.PENDING) | Q(status=Delivery.Status.SENDING, claimed_at__lt=stale)
+        )
+        if not claimable.exists():
+            return "skipped"
+        sending = Delivery.objects.filter(channel_id=channel_id, status=Delivery.Status.SENDING, claimed_at__gte=stale)
+        if sending.exclude(pk=delivery_id).exists():
+            mine.filter(status=Delivery.Status.PENDING).update(
+                next_attempt_at=now + timedelta(seconds=random.uniform(*BUSY_RETRY_S))
+            )
+            return "busy"
+        claimable.update(status=Delivery.Status.SENDING, claimed_at=now, attempts=F("attempts") + 1)
+    return "claimed"
+
+
+def _fail_exhausted(deliveries, stale: datetime) -> int:
+    """Of `deliveries`, those claimed by a worker that died on their last attempt: failed, their channel's
+    failures counted. How many."""
+    exhausted = list(
+        deliveries.filter(
+            status=Delivery.Status.SENDING, claimed_at__lt=stale, attempts__gte=settings.ALERTS_MAX_ATTEMPTS
+        ).values_list("pk", "channel_id")
+    )
+    error = "the worker sending its last attempt stopped without an answer"
+    for pk, channel_id in exhausted:
+        Delivery.objects.filter(pk=pk).update(status=Delivery.Status.FAILED, last_error=error, next_attempt_at=None)
+        Channel.objects.filter(pk=channel_id).update(
+            consecutive_failures=F("consecutive_failures") + 1, last_error=error
+        )
+    return len(exhausted)
 
 
 def retry_delay_s(attempts: int) -> float:
@@ -211,10 +255,12 @@ def _mail(channel: Channel, m: Message) -> None:
 
 def deliveries_lost(*, now: datetime | None = None) -> list[int]:
     """Deliveries whose message is gone: pending long past their next attempt, or claimed by a worker that died
-    (ALERTS_CLAIM_STALE_S ago); beat's tidy task sends them again. The claim in delivery_attempt keeps a
-    delivery that was sent after all from being sent twice."""
+    (ALERTS_CLAIM_STALE_S ago) with attempts left; beat's tidy task sends them again. The claim in
+    delivery_attempt keeps a delivery that was sent after all from being sent twice. Those claimed by a worker
+    that died on their last attempt are failed here, never sent again."""
     now = now or timezone.now()
     stale = now - timedelta(seconds=settings.ALERTS_CLAIM_STALE_S)
+    _fail_exhausted(Delivery.objects.all(), stale)
     pending = Delivery.objects.filter(status=Delivery.Status.PENDING, next_attempt_at__lt=stale)
     claimed = Delivery.objects.filter(status=Delivery.Status.SENDING, claimed_at__lt=stale)
     return list((pending | claimed).order_by("pk").values_list("pk", flat=True)[:1000])

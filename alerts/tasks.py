@@ -4,6 +4,7 @@ from dataclasses import asdict
 
 from celery import shared_task
 from django.conf import settings
+from django.utils import timezone
 
 from alerts.lifecycle import evaluate_organization, evaluation_groups
 from alerts.models import Delivery
@@ -14,11 +15,15 @@ from inventory.models import Organization
 @shared_task(bind=True, acks_late=True, max_retries=None)
 def deliver(self, delivery_id: int) -> str:
     """One attempt of a delivery; another later while it is worth one (a 5xx, a timeout), waiting longer each
-    time (ALERTS_RETRY_BASE_S, doubled per attempt). A hanging receiver holds a thread ALERTS_TIMEOUT_S at most."""
+    time (ALERTS_RETRY_BASE_S, doubled per attempt). A hanging or trickling receiver holds a thread
+    ALERTS_TIMEOUT_S at most, and one thread at a time: a delivery whose channel is busy waits a second or two."""
     outcome = delivery_attempt(delivery_id=delivery_id)
     if outcome == "retry":
         attempts = Delivery.objects.values_list("attempts", flat=True).get(pk=delivery_id)
         raise self.retry(countdown=retry_delay_s(attempts))
+    if outcome == "busy":
+        due = Delivery.objects.values_list("next_attempt_at", flat=True).get(pk=delivery_id)
+        raise self.retry(countdown=max((due - timezone.now()).total_seconds(), 0.1))
     return outcome
 
 

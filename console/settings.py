@@ -271,8 +271,8 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # fleet never delays a collection: docker-compose.yml runs a worker on `collection` apart from the one on the
 # others (README, "Scaling out"). "Test connection" has a queue of its own that the collection worker also
 # serves (it waits on a monitored server too), so a backlog of collections never keeps a DBA waiting for a
-# check. Alert deliveries wait on the network too (a receiver's answer, up to ALERTS_TIMEOUT_S): their own
-# queue, served by the same threaded worker. A worker started without --queues consumes all of them.
+# check. Alert deliveries wait on receivers anywhere (up to ALERTS_TIMEOUT_S each): their own queue and their
+# own threaded worker, so that no receiver delays a collection. A worker started without --queues consumes all.
 CELERY_TASK_QUEUES = tuple(
     Queue(name) for name in ("collection", "checks", "alerts", "advisor", "reports", "exports", "maintenance")
 )

@@ -19,12 +19,13 @@ CONSOLE = (
     "migrate",
     "web",
     "worker",
+    "alerts",
     "tasks",
     "sampler",
     "beat",
     "register-demo",
 )  # the services that run the console's image
-LONG_RUNNING = ("history", "redis", "web", "worker", "tasks", "sampler", "beat", "monitored")
+LONG_RUNNING = ("history", "redis", "web", "worker", "alerts", "tasks", "sampler", "beat", "monitored")
 ENV_FILE = ".env.compose"
 
 
@@ -55,6 +56,7 @@ def test_services_images_and_environment(services):
         "migrate",
         "web",
         "worker",
+        "alerts",
         "tasks",
         "sampler",
         "beat",
@@ -112,10 +114,10 @@ def test_migrations_run_once_before_web_worker_and_beat(services):
     assert _command(migrate)[:3] == ["python", "manage.py", "migrate"]
     assert migrate["restart"] == "no"
     assert migrate["depends_on"]["history"]["condition"] == "service_healthy"
-    for name in ("web", "worker", "tasks", "sampler", "beat", "register-demo"):
+    for name in ("web", "worker", "alerts", "tasks", "sampler", "beat", "register-demo"):
         assert services[name]["depends_on"]["migrate"]["condition"] == "service_completed_successfully", name
         assert "migrate" not in " ".join(_command(services[name])), f"{name} must not migrate by itself"
-    for name in ("worker", "tasks", "sampler", "beat"):
+    for name in ("worker", "alerts", "tasks", "sampler", "beat"):
         assert services[name]["depends_on"]["redis"]["condition"] == "service_healthy"
 
 
@@ -126,7 +128,7 @@ def test_long_running_services_have_healthchecks(services):
         assert services[name].get("restart") == "unless-stopped", name
     assert "pg_isready" in _healthcheck(services["history"]) and "pg_isready" in _healthcheck(services["monitored"])
     assert "ping" in _healthcheck(services["redis"])
-    for name in ("worker", "tasks"):  # the ping goes to the node name the worker is given
+    for name in ("worker", "alerts", "tasks"):  # the ping goes to the node name the worker is given
         command = _command(services[name])
         node = command[command.index("--hostname") + 1].replace("%h", "$$HOSTNAME")
         assert f"inspect ping --destination {node} " in _healthcheck(services[name]), name
@@ -226,11 +228,14 @@ def test_collections_have_a_worker_of_their_own_and_every_queue_a_worker(service
     from console.celery import app
 
     workers = {name: s for name, s in services.items() if "command" in s and "worker" in _command(s)[:4]}
-    assert set(workers) == {"worker", "tasks"}
+    assert set(workers) == {"worker", "alerts", "tasks"}
     declared = {q.name for q in settings.CELERY_TASK_QUEUES}
     assert set().union(*map(_queues, workers.values())) == declared
-    assert _queues(workers["worker"]) == {"collection", "checks", "alerts"}
-    assert "threads" in _command(workers["worker"]) and "prefork" in _command(workers["tasks"])
+    assert _queues(workers["worker"]) == {"collection", "checks"}
+    # Alerts wait on receivers anywhere: apart from the collections, on threads of their own.
+    assert _queues(workers["alerts"]) == {"alerts"}
+    assert "threads" in _command(workers["worker"]) and "threads" in _command(workers["alerts"])
+    assert "prefork" in _command(workers["tasks"])
     app.loader.import_default_modules()
     routed = {
         name: app.amqp.router.route({}, name)["queue"].name for name in app.tasks if not name.startswith("celery.")

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from alerts import outbound
-from tests.alerts.receiver import receiver
+from tests.alerts.receiver import receiver, self_signed
 
 
 @pytest.mark.parametrize(
@@ -85,6 +85,38 @@ def test_a_hanging_receiver_and_a_closed_port_are_worth_a_retry():
     with pytest.raises(outbound.OutboundError, match="could not send to 127.0.0.1") as closed:
         outbound.post(f"http://127.0.0.1:{port}/hook", b"{}", {}, timeout_s=2)
     assert closed.value.retry is True
+
+
+def test_a_receiver_trickling_its_answer_is_cut_at_the_deadline_of_the_whole_request():
+    """A status line, then a byte every 0.2 s: each read gets an answer well within the timeout, and yet the
+    request is over when the whole of it has taken the timeout."""
+    with receiver("trickle") as r:
+        started = time.monotonic()
+        with pytest.raises(outbound.OutboundError, match="no answer from 127.0.0.1 within 1 s") as trickled:
+            outbound.post(r.url, b"{}", {}, timeout_s=1)
+        took = time.monotonic() - started
+    assert 1 <= took < 2, took
+    assert trickled.value.retry is True and len(r.requests) == 1
+
+
+def test_over_https_the_name_is_verified_and_a_trickle_is_cut_at_the_deadline_too(tmp_path, monkeypatch):
+    """The receiver's certificate for localhost, trusted as a CA would be: delivered; the same receiver
+    trickling its answer over TLS is cut at the deadline as over plain HTTP; and a certificate nobody vouches for
+    is refused (worth a retry: the receiver's operator may fix it)."""
+    tls = self_signed(tmp_path)
+    with receiver(200, "trickle", tls=tls) as r:
+        with pytest.raises(outbound.OutboundError, match="certificate verify failed") as untrusted:
+            outbound.post(r.url, b"{}", {}, timeout_s=5)
+        assert untrusted.value.retry is True
+        monkeypatch.setenv("SSL_CERT_FILE", str(tls[0]))
+        answer = outbound.post(r.url, b'{"a": 1}', {}, timeout_s=5)
+        assert (answer.status, answer.body) == (200, "ok")
+        started = time.monotonic()
+        with pytest.raises(outbound.OutboundError, match="no answer from localhost within 1 s"):
+            outbound.post(r.url, b"{}", {}, timeout_s=1)
+        took = time.monotonic() - started
+    assert 1 <= took < 2, took
+    assert [req.body for req in r.requests] == [b'{"a": 1}', b"{}"]
 
 
 def test_a_metadata_address_is_refused_without_being_dialled():

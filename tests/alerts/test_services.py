@@ -241,3 +241,47 @@ def test_the_first_acknowledgement_stays_and_a_resolved_alert_has_none(org):
     alert.refresh_from_db()
     with pytest.raises(ValidationError):
         alert_acknowledge(alert=alert, user=second)
+
+
+def test_a_dead_workers_claim_on_the_last_attempt_fails_the_delivery_and_is_never_sent_again(org, settings):
+    """Before, a claim gone stale was taken again whatever its attempts: a receiver that outlived every worker
+    sending to it got a new thread every ALERTS_CLAIM_STALE_S, for ever."""
+    with receiver(200) as r:
+        channel = channel_create(organization=org, name="exhausted", kind="webhook", target=r.url).channel
+        last, tidy = _test_delivery(channel), _test_delivery(channel)
+        stale = timezone.now() - timezone.timedelta(seconds=settings.ALERTS_CLAIM_STALE_S + 1)
+        Delivery.objects.filter(pk__in=[last.pk, tidy.pk]).update(
+            status="sending", claimed_at=stale, attempts=settings.ALERTS_MAX_ATTEMPTS
+        )
+        assert delivery_attempt(delivery_id=last.pk) == "failed"
+        assert deliveries_lost() == []  # beat's tidy fails the other instead of sending it again
+        assert delivery_attempt(delivery_id=tidy.pk) == "skipped"
+    assert r.requests == []
+    for d in (last, tidy):
+        d.refresh_from_db()
+        assert (d.status, d.attempts, d.last_error) == (
+            "failed",
+            settings.ALERTS_MAX_ATTEMPTS,
+            "the worker sending its last attempt stopped without an answer",
+        )
+    channel.refresh_from_db()
+    assert channel.consecutive_failures == 2
+
+
+def test_one_channel_is_sent_one_delivery_at_a_time_and_others_go_on(org):
+    """While a delivery of a channel is being sent (claimed, not stale), another of the same channel waits a
+    second or two (busy) and one of another channel is sent at once."""
+    with receiver(200) as r:
+        slow = channel_create(organization=org, name="slow", kind="webhook", target=r.url).channel
+        other = channel_create(organization=org, name="other", kind="webhook", target=r.url).channel
+        sending, waiting, elsewhere = _test_delivery(slow), _test_delivery(slow), _test_delivery(other)
+        now = timezone.now()
+        Delivery.objects.filter(pk=sending.pk).update(status="sending", claimed_at=now, attempts=1)
+        assert delivery_attempt(delivery_id=waiting.pk, now=now) == "busy"
+        waiting.refresh_from_db()
+        assert waiting.status == "pending" and waiting.attempts == 0
+        assert 1 <= (waiting.next_attempt_at - now).total_seconds() <= 3
+        assert delivery_attempt(delivery_id=elsewhere.pk, now=now) == "sent"
+        Delivery.objects.filter(pk=sending.pk).update(status="sent")
+        assert delivery_attempt(delivery_id=waiting.pk, now=now) == "sent"
+    assert [int(req.headers["X-Pgconsole-Delivery"]) for req in r.requests] == [elsewhere.pk, waiting.pk]
