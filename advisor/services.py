@@ -8,6 +8,8 @@ import logging
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
+from celery.exceptions import SoftTimeLimitExceeded
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
@@ -17,6 +19,7 @@ from advisor.gather import server_evidence
 from advisor.models import Evaluation, OrganizationThresholds, Recommendation, RecommendationEvent, Status
 from advisor.rules import evaluate
 from advisor.thresholds import Thresholds
+from collectors.history import drop_history_connection
 from inventory.models import Organization, Server
 
 log = logging.getLogger(__name__)
@@ -161,6 +164,15 @@ def server_advise(*, server_id: int, now: datetime | None = None) -> Outcome:
     try:
         gathered = server_evidence(server=server, now=now)
         found_now = evaluate(gathered.evidence, thresholds) if gathered.evidence is not None else []
+    except SoftTimeLimitExceeded:
+        drop_history_connection()  # its query may still run on the history store: cancelled
+        error = (
+            f"The evaluation ran past its time limit (ADVISOR_TIME_LIMIT_S = {settings.ADVISOR_TIME_LIMIT_S} s) "
+            "and was stopped; the next run tries again."
+        )
+        log.warning("advisor: server %s: %s", server_id, error)
+        Evaluation.objects.update_or_create(server=server, defaults={"at": now, "error": error})
+        return Outcome(server_id, error=error)
     except Exception as exc:  # the history store down, a selector bug: recorded, next run retries
         log.exception("advisor: evaluating server %s failed", server_id)
         Evaluation.objects.update_or_create(

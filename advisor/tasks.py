@@ -12,7 +12,10 @@ from inventory.models import Server
 log = logging.getLogger(__name__)
 
 
-@shared_task(acks_late=True)
+# Processes (compose's tasks worker) honour these; the soft limit raises in the task, the hard one kills it.
+@shared_task(
+    acks_late=True, soft_time_limit=settings.ADVISOR_TIME_LIMIT_S, time_limit=settings.ADVISOR_TIME_LIMIT_S + 30
+)
 def advise_server(server_id: int) -> dict:
     try:
         out = server_advise(server_id=server_id)

@@ -2,6 +2,7 @@
 the statement dimension, and one snapshot written atomically (facts, waits, state, status); and the
 removal of a server's whole history."""
 
+import contextlib
 import functools
 from dataclasses import dataclass
 from datetime import datetime
@@ -16,6 +17,17 @@ from collectors.deltas import Entries
 from collectors.models import ServerState
 from collectors.snapshot_facts import SNAPSHOT_FACTS, SnapshotFacts
 from collectors.waits import WaitEventRow
+
+
+def drop_history_connection() -> None:
+    """Cancel whatever the history store runs for this process, and close its connection (Django opens another
+    at the next query): after a task's time limit stopped it in the middle of a query."""
+    raw = connection.connection
+    if raw is not None and not raw.closed:
+        with contextlib.suppress(Exception):
+            raw.cancel_safe(timeout=5)
+    connection.close()
+
 
 # The advisory lock (LOCK_NAMESPACE, server_id) in the history store: one collection per server holds
 # it while it runs (collectors.services), and delete_server_history waits for it.

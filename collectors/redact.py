@@ -40,10 +40,16 @@ _URI_PASSWORD = re.compile(r"((?<![a-z0-9+.-])[a-z][a-z0-9+.-]*+://[^\s:/@']++:)
 _USER_COLON = re.compile(r"((?:^|\s)(?:-u|--user)\s++[^\s:]++:)[^\s'\"]++")
 _TOKEN_SHAPES = re.compile(
     r"\bAKIA[0-9A-Z]{16}\b|\bgh[pousr]_[A-Za-z0-9]{30,}|\bxox[abprs]-[A-Za-z0-9-]{10,}|\bsk_live_[0-9A-Za-z]{16,}"
-    r"|\beyJ[\w-]{5,}\.eyJ[\w-]{5,}\.[\w-]++|(?i:\bbearer\s++)[\w.~+/=-]{8,}"
+    r"|(?i:\bbearer\s++)[\w.~+/=-]{8,}"
     r"|-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|\Z)",
     re.DOTALL,
 )
+# JSON Web Tokens (header.payload.signature, the first two base64url JSON, so starting eyJ). As one pattern,
+# \beyJ[\w-]{5,}\.eyJ..., a run like eyJ-eyJ-eyJ-... with no dot at its end is scanned again from each eyJ:
+# quadratic. Instead a dotted run is read once, from its start (the look-behind keeps every other position
+# from starting one), and its segments are looked at in _jwts (only in a text that holds eyJ at all).
+_DOTTED_RUN = re.compile(r"(?<![\w.-])[\w.-]++")
+_JWT_HEAD = re.compile(r"(?<!\w)eyJ")  # where a JWT may begin in a segment: its start, or after a dash
 # Functions whose string arguments are keys or what a key protects (pgcrypto): every literal passed to them.
 _KEY_FUNCTIONS = frozenset(
     "pgp_sym_encrypt pgp_sym_encrypt_bytea pgp_sym_decrypt pgp_sym_decrypt_bytea pgp_pub_encrypt "
@@ -178,7 +184,28 @@ def _redact_content(text: str, depth: int, *, prose: bool = False) -> str:
     text = (_KEY_VALUE_LOOSE if prose else _KEY_VALUE).sub(_key_value, text)
     text = _URI_PASSWORD.sub(r"\1<redacted>@", text)
     text = _USER_COLON.sub(r"\1<redacted>", text)
-    return _TOKEN_SHAPES.sub("<redacted>", text)
+    text = _TOKEN_SHAPES.sub("<redacted>", text)
+    return _DOTTED_RUN.sub(_jwts, text) if "eyJ" in text else text
+
+
+def _jwts(m: re.Match) -> str:
+    """A dotted run (a.b.c...) with each JSON Web Token in it redacted: a segment holding eyJ at a word's start
+    and 5 more characters, the next one starting eyJ with 5 more, and one after it."""
+    if ".eyJ" not in m.group():
+        return m.group()
+    segments = m.group().split(".")
+    out: list[str] = []
+    i = 0
+    while i < len(segments):
+        head = _JWT_HEAD.search(segments[i]) if i + 2 < len(segments) and segments[i + 2] else None
+        payload = segments[i + 1] if head else ""
+        if head and len(segments[i]) - head.start() >= 8 and payload.startswith("eyJ") and len(payload) >= 8:
+            out.append(segments[i][: head.start()] + "<redacted>")
+            i += 3
+        else:
+            out.append(segments[i])
+            i += 1
+    return ".".join(out)
 
 
 def redact(text: str, *, strict: bool = False) -> str:

@@ -296,6 +296,10 @@ DISPATCH_TICK_S = env.float("DISPATCH_TICK_S", default=5.0)
 
 # How often beat has the advisor evaluate every enabled server (seconds).
 ADVISOR_INTERVAL_S = env.int("ADVISOR_INTERVAL_S", default=300)
+# One server's evaluation, at most (seconds): past it the tasks worker stops it (Celery's soft time limit; its
+# query on the history store cancelled, the reason on the server's evaluation) and kills it 30 s later if it
+# has not stopped. Its texts are untrusted: no text may hold a worker for longer.
+ADVISOR_TIME_LIMIT_S = env.int("ADVISOR_TIME_LIMIT_S", default=120)
 # The advisor's shortest window, "the last hour" (seconds): a sustained rate must hold over it, the day and the
 # week. Tests shorten it to see a condition end within a minute.
 ADVISOR_SHORT_WINDOW_S = env.int("ADVISOR_SHORT_WINDOW_S", default=3600)

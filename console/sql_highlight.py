@@ -30,15 +30,16 @@ KEYWORDS = frozenset(
 )
 
 # One alternative per token kind, tried in this order at each position. Strings and dollar quotes
-# that never close run to the end of the text (a text cut at pg_stat_statements' track size).
+# that never close run to the end of the text (a text cut at pg_stat_statements' track size). Possessive
+# loops: a long literal is read once, without a backtracking stack as long as itself.
 _TOKEN = re.compile(
     r"""
     (?P<line_comment>--[^\n]*)
     | (?P<block_comment>/\*)
     | (?P<dollar>\$(?P<tag>(?:[A-Za-z_\x80-\U0010ffff][A-Za-z0-9_\x80-\U0010ffff]*)?)\$)
     | (?P<param>\$[0-9]+)
-    | (?P<string>[Ee]'(?:[^'\\]|''|\\.)*(?:'|\Z)|(?:[BbXxNn]|[Uu]&)?'(?:[^']|'')*(?:'|\Z))
-    | (?P<quoted>(?:[Uu]&)?"(?:[^"]|"")*(?:"|\Z))
+    | (?P<string>[Ee]'(?:[^'\\]++|''|\\.)*+(?:'|\Z)|(?:[BbXxNn]|[Uu]&)?'(?:[^']++|'')*+(?:'|\Z))
+    | (?P<quoted>(?:[Uu]&)?"(?:[^"]++|"")*+(?:"|\Z))
     | (?P<number>(?:0[xX][0-9A-Fa-f_]+|0[oO][0-7_]+|0[bB][01_]+
                   |(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9][0-9_]*)(?:[eE][+-]?[0-9]+)?)
                  (?![A-Za-z_\x80-\U0010ffff]))

@@ -23,6 +23,7 @@ from django.utils import timezone
 
 from accounts.access import MANAGE_SERVERS, require_role
 from accounts.models import UserPreference
+from collectors.history import drop_history_connection
 from collectors.selectors import Window, WindowError
 from exports.audit import audit_content
 from exports.files import (
@@ -224,7 +225,7 @@ def audit_export_build(*, export_id: int) -> AuditExport:
     except Exception as exc:  # whatever failed, the row says so and the log keeps it
         if _out_of_time(exc):
             # Possibly in the middle of a query: that connection is of no use any more (the query is cancelled).
-            _drop_connection()
+            drop_history_connection()
             limit = settings.EXPORT_TIME_LIMIT_S
             error = (
                 f"The build ran past its time limit (EXPORT_TIME_LIMIT_S = {limit} s) and was stopped: export a "
@@ -283,15 +284,6 @@ def _out_of_time(exc: BaseException) -> bool:
     # psycopg's own error (the selectors' raw cursors), or Django's wrapping it
     canceled = next((e for e in (exc, exc.__cause__) if isinstance(e, psycopg.errors.QueryCanceled)), None)
     return canceled is not None and "statement timeout" in str(canceled)
-
-
-def _drop_connection() -> None:
-    """Cancel whatever the history store is running for this process, and close the connection."""
-    raw = connection.connection
-    if raw is not None and not raw.closed:
-        with contextlib.suppress(Exception):
-            raw.cancel_safe(timeout=5)
-    connection.close()
 
 
 @dataclass(frozen=True)

@@ -51,15 +51,19 @@ LABELS = {
     "comment": "comment",
 }
 GID_FAMILY = "PREPARE TRANSACTION / COMMIT PREPARED / ROLLBACK PREPARED '?'"
-_COMMENT = re.compile(r"/\*.*?\*/|--[^\n]*", re.S)
+# Query texts are untrusted: each pattern reads a text in linear time, whatever it holds (tried from one place
+# only, or with possessive loops, an unclosed comment running to the end as PostgreSQL reads it;
+# tests/test_linear_time.py feeds each inputs growing ×16).
+_COMMENT = re.compile(r"/\*.*?(?:\*/|\Z)|--[^\n]*+", re.S)
 _GID = re.compile(r"^\s*(prepare\s+transaction|commit\s+prepared|rollback\s+prepared)\s+'(?:[^']|'')*'", re.I)
-_SAVEPOINT = re.compile(r"^\s*(savepoint|release(?:\s+savepoint)?|rollback\s+to(?:\s+savepoint)?)\s+\"?[\w$]+\"?", re.I)
-_SET = re.compile(r"^\s*set\s+(session\s+|local\s+)?([\w.]+)\s*(=|to)\s*.+$", re.I | re.S)
-_IN = re.compile(
-    r"\bin\s*\(\s*(?:\$\d+|'(?:[^']|'')*'|-?\d+(?:\.\d+)?)(?:\s*,\s*(?:\$\d+|'(?:[^']|'')*'|-?\d+(?:\.\d+)?))*\s*\)",
-    re.I,
+_SAVEPOINT = re.compile(
+    r"^\s*+(savepoint|release(?:\s+savepoint)?|rollback\s+to(?:\s+savepoint)?)\s++\"?[\w$]++\"?", re.I
 )
-_TEMP = re.compile(r"\b(pg_temp\w*\.)?(tmp|temp)_?\w*?_?\d+\b", re.I)
+_SET = re.compile(r"^\s*set\s+(session\s+|local\s+)?([\w.]+)\s*(=|to)\s*.+$", re.I | re.S)
+_ITEM = r"(?:\$\d++|'(?:[^']++|'')*+'|-?\d++(?:\.\d++)?+)"
+_IN = re.compile(rf"\bin\s*+\(\s*+{_ITEM}(?:\s*+,\s*+{_ITEM})*+\s*+\)", re.I)
+# A word that begins tmp or temp and ends with a digit (tmp_123, temp_orders_42), schema-qualified or not.
+_TEMP = re.compile(r"\b(pg_temp\w*+\.)?(?:tmp|temp)\w*+(?<=\d)", re.I)
 
 
 @dataclass(frozen=True)

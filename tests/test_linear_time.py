@@ -1,0 +1,195 @@
+"""Query texts are written by whoever runs SQL on a monitored server: every regular expression that reads one (the
+redaction, the advisor's family rule, the highlighter) and each of their entry points runs in linear time on
+adversarial input. Each is fed inputs built to defeat it (runs of eyJ-, tmp111…1a, comments that never close,
+literals that never end, secret names before long blanks...) at a size and at 16 times that size: the time may
+grow ×16 and a little more, never ×256 as a quadratic scan's does. A ratio in one run, not an absolute time.
+
+A module of the product that compiles a regular expression is either one of these readers or named below as
+one that reads no query text, so that a new pattern cannot escape the check."""
+
+from __future__ import annotations
+
+import ast
+import gc
+import re
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from advisor.rules import r5_families
+from collectors import redact
+from console import sql_highlight
+
+ROOT = Path(__file__).resolve().parent.parent
+READERS = (redact, r5_families, sql_highlight)
+# Modules with regular expressions that never see a query text, and what they read instead.
+NOT_QUERY_TEXTS = {
+    "advisor/sources.py": "the seeds' citations",
+    "advisor/advice.py": "the advisor's own ALTER SYSTEM lines",
+    "alerts/channels.py": "a PagerDuty routing key (32 characters, fullmatch)",
+    "collectors/check.py": "libpq's error messages",
+    "collectors/partitions.py": "partition names of the history store",
+    "collectors/management/commands/top.py": "a command-line duration",
+    "collectors/sql_names.py": "role and database names (fullmatch)",
+    "collectors/pgss.py": "the server's version string",
+    "console/api/common.py": "a query-string duration",
+    "inventory/network_policy.py": "host names",
+    "reports/weeks.py": "ISO week labels",
+}
+PRODUCT = ("accounts", "advisor", "alerts", "collectors", "console", "exports", "inventory", "presentation", "reports")
+SIZE = 2_000  # characters of the smaller input; the larger is 16 times as long
+GROWTH = 16
+LIMIT = 64  # a linear scan grows ×16 (a little more with caches), a quadratic one ×256
+
+# (head, unit repeated, tail): the shapes that make a backtracking pattern scan again from each start.
+SHAPES = [
+    ("", "eyJ-", "x"),
+    ("", "eyJab-", "."),
+    ("eyJabcdef.", "eyJ-", ""),
+    ("", "tmp1", "a"),
+    ("tmp", "1", "a"),
+    ("pg_temp", "_", "x"),
+    ("", "/*", ""),
+    ("", "/* ", ""),
+    ("/*", " ", ""),
+    ("", "--", ""),
+    ("", "in (1,", ""),
+    ("in (", "1,", ""),
+    ("in (", "'a',", ""),
+    ("", "in ('", ""),
+    ("", "'", ""),
+    ("'", "a", ""),
+    ("", "''", "x"),
+    ("e'", "\\'", ""),
+    ("", '"', ""),
+    ("", "$a$", ""),
+    ("$abc$", "$ab", ""),
+    ("", "password ", ""),
+    ("password", " ", "x"),
+    ("token", "=", ""),
+    ("", "a://b:", ""),
+    ("a://", "b", ":c"),
+    ("", " -u a:", ""),
+    ("", "-----BEGIN A", ""),
+    ("-----BEGIN ", "A", ""),
+    ("", "-----END A", ""),
+    ("", "ghp_", ""),
+    ("", "xoxb-", ""),
+    ("", "bearer ", ""),
+    ("", "AKIA", ""),
+    ("", "1", "a"),
+    ("", "1.", "e"),
+    ("", "1e", ""),
+    ("", "set a", ""),
+    ("set ", "a", ""),
+    ("", "savepoint ", ""),
+    ("", "pgp_sym_encrypt(", ""),
+    ("", "format('password %L', ", ""),
+    ("", "(", ""),
+    ("", "é", "1"),
+]
+
+
+def _text(shape: tuple[str, str, str], size: int) -> str:
+    head, unit, tail = shape
+    return head + unit * max(1, (size - len(head) - len(tail)) // len(unit)) + tail
+
+
+def _seconds(work: Callable[[str], object], text: str, loops: int) -> float:
+    """Seconds per call, over `loops` calls in a row, the collector paused (as timeit does)."""
+    gc.disable()
+    try:
+        started = time.perf_counter()
+        for _ in range(loops):
+            work(text)
+        return (time.perf_counter() - started) / loops
+    finally:
+        gc.enable()
+
+
+def _growth(work: Callable[[str], object], shape: tuple[str, str, str]) -> float:
+    """How much longer `work` takes on the larger input than on the smaller. Each is timed over calls enough for
+    a few milliseconds (a single call on the smaller input can take microseconds: the timer's and the call's own
+    cost would count), the two taken in turn three times and the best of each kept, so that a busy machine's
+    pauses count for neither."""
+    small, large = _text(shape, SIZE), _text(shape, SIZE * GROWTH)
+    loops = max(1, int(0.001 / max(_seconds(work, small, 1), 1e-7)))
+    best_small = best_large = float("inf")
+    for _ in range(3):
+        best_small = min(best_small, _seconds(work, small, loops))
+        best_large = min(best_large, _seconds(work, large, max(1, loops // GROWTH)))
+    return best_large / best_small
+
+
+def _patterns() -> list[tuple[str, re.Pattern]]:
+    return [
+        (f"{module.__name__}.{name}", value)
+        for module in READERS
+        for name, value in vars(module).items()
+        if isinstance(value, re.Pattern)
+    ]
+
+
+def _scan_all(pattern: re.Pattern) -> Callable[[str], object]:
+    return lambda text: sum(1 for _ in pattern.finditer(text))
+
+
+@pytest.mark.parametrize(("name", "pattern"), _patterns(), ids=[n for n, _ in _patterns()])
+def test_each_pattern_that_reads_query_texts_is_linear_on_adversarial_input(name, pattern):
+    worst = max((_growth(_scan_all(pattern), shape), shape) for shape in SHAPES)
+    assert worst[0] < LIMIT, f"{name} grows ×{worst[0]:.0f} on {worst[1]} made ×{GROWTH} longer"
+
+
+ENTRY_POINTS = {
+    "redact": redact.redact,
+    "redact strict": lambda text: redact.redact(text, strict=True),
+    "the family rule's normalize": r5_families.normalize,
+    "highlight": sql_highlight.highlight,
+}
+
+
+# The readers look into literals and comments with patterns of their own: each shape also inside one.
+WRAPPED = [
+    *SHAPES,
+    *((f"SELECT 1 /* {h}", u, f"{t} */") for h, u, t in SHAPES),
+    *((f"SELECT '{h}", u, f"{t}'") for h, u, t in SHAPES),
+]
+
+
+@pytest.mark.parametrize("name", list(ENTRY_POINTS))
+def test_each_reader_of_query_texts_is_linear_on_adversarial_input(name):
+    work = ENTRY_POINTS[name]
+    worst = max((_growth(work, shape), shape) for shape in WRAPPED)
+    assert worst[0] < LIMIT, f"{name} grows ×{worst[0]:.0f} on {worst[1]} made ×{GROWTH} longer"
+
+
+def test_the_texts_of_the_issue_are_read_in_linear_time():
+    """The three found from outside: a comment of eyJ- repeated (the redaction's JSON Web Token pattern), an alias
+    tmp111…1a and nested comments (the family rule), each 16 KB against 1 KB."""
+    cases = {
+        "jwt": (redact.redact, ("SELECT 1 /* token ", "eyJ-", " */")),
+        "alias": (r5_families.normalize, ("SELECT 1 AS tmp", "1", "a")),
+        "nested comments": (r5_families.normalize, ("SELECT 1 ", "/* /* ", "")),
+    }
+    for name, (work, shape) in cases.items():
+        assert _growth(work, shape) < LIMIT, name
+
+
+def _compiles_patterns(tree: ast.Module) -> bool:
+    return any(
+        isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "re"
+        for node in ast.walk(tree)
+    )
+
+
+def test_every_module_with_a_regular_expression_is_checked_here_or_reads_no_query_text():
+    readers = {str(Path(m.__file__).relative_to(ROOT)) for m in READERS}
+    found = {
+        str(path.relative_to(ROOT))
+        for package in PRODUCT
+        for path in (ROOT / package).rglob("*.py")
+        if "migrations" not in path.parts and _compiles_patterns(ast.parse(path.read_text()))
+    }
+    assert found - readers == set(NOT_QUERY_TEXTS), "a new module with regular expressions: is it a reader?"
