@@ -23,10 +23,11 @@ _SQL_TOKEN = re.compile(
 )
 # Names that hold a secret: a word ending with one of these before a literal (PASSWORD 'x', OPTIONS (passwd
 # 'x'), SET app.api_token = 'x'), or a key=value / key: value inside a literal or a comment (password=x in a
-# conninfo, AWS_SECRET_ACCESS_KEY=x in a COPY PROGRAM, /* api_token=x */, {"client_secret": "x"}).
+# conninfo, AWS_SECRET_ACCESS_KEY=x in a COPY PROGRAM, /* api_token=x */, {"client_secret": "x"}, an X-API-Key:
+# header, Azure's AccountKey=).
 _SECRET_NAMES = (
-    r"password|passwd|passphrase|pwd|secret_access_key|access_key_id|secret_key|access_key|private_key|api_key"
-    r"|apikey|auth_token|access_token|refresh_token|client_secret|token|secret|credentials?"
+    r"password|passwd|passphrase|pwd|secret_access_key|access_key_id|secret_key|access_key|private_key|api[_-]key"
+    r"|apikey|account_?key|auth_token|access_token|refresh_token|client_secret|token|secret|credentials?"
     r"|(?:encryption|signing|master|hmac|jwt|aes)_?key"
 )
 _SECRET_WORD = re.compile(rf"(?:{_SECRET_NAMES}|\w_key)$")
@@ -40,9 +41,20 @@ _URI_PASSWORD = re.compile(r"((?<![a-z0-9+.-])[a-z][a-z0-9+.-]*+://[^\s:/@']++:)
 _USER_COLON = re.compile(r"((?:^|\s)(?:-u|--user)\s++[^\s:]++:)[^\s'\"]++")
 _TOKEN_SHAPES = re.compile(
     r"\bAKIA[0-9A-Z]{16}\b|\bgh[pousr]_[A-Za-z0-9]{30,}|\bxox[abprs]-[A-Za-z0-9-]{10,}|\bsk_live_[0-9A-Za-z]{16,}"
+    r"|\bAIza[0-9A-Za-z_-]{35}|\bSG\.[\w-]{16,}+\.[\w-]{16,}+"  # Google API keys, SendGrid keys
     r"|(?i:\bbearer\s++)[\w.~+/=-]{8,}"
     r"|-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|\Z)",
     re.DOTALL,
+)
+# Secrets after what announces them, which stays: a Slack webhook's path, an Authorization header of any scheme,
+# sshpass -p x, and the password attached to -p on mysql's command lines (tokens up to the next mysql, so that
+# each character is read once however many there are).
+_MYSQL = r"(?:mysql|mysqldump|mysqladmin|mysqlimport|mariadb|mariadb-dump)\b"
+_ANNOUNCED = re.compile(
+    r"(https://hooks\.slack(?:-gov)?\.com/services/)[^\s'\"]++"
+    r"|((?i:\bauthorization)\s*+[:=]\s*+(?:[A-Za-z]++\s++)?)[^\s'\",;]++"
+    r"|(\bsshpass\s++-p\s*+)[^\s'\";|&]++"
+    rf"|(\b{_MYSQL}(?:[ \t]++(?!-p|{_MYSQL})[^\s;|&'\"]++)*+[ \t]++-p)[^\s;|&'\"]++"
 )
 # JSON Web Tokens (header.payload.signature, the first two base64url JSON, so starting eyJ). As one pattern,
 # \beyJ[\w-]{5,}\.eyJ..., a run like eyJ-eyJ-eyJ-... with no dot at its end is scanned again from each eyJ:
@@ -61,7 +73,7 @@ _FORMAT_SECRET = re.compile(rf"(?:{_SECRET_NAMES})[\"']?\s*+(?:=\s*+)?'?%(?:\d+\
 # What makes a text worth the scan at all (most are plain SELECTs): a cheap test first.
 _MAY_HOLD_SECRET = re.compile(
     rf"{_SECRET_NAMES}|_key|://|pgp_|hmac|crypt|set_config|akia|gh[pousr]_|xox|sk_live_|eyj|bearer|private key"
-    r"|\s-u\s|--user",
+    r"|\s-u\s|--user|aiza|sg\.|authorization|sshpass|mysql|mariadb",
     re.IGNORECASE,
 )
 _E_ESCAPE = re.compile(r"\\.|''", re.DOTALL)
@@ -178,12 +190,17 @@ def _key_value(m: re.Match) -> str:
     return f"{m.group(1)}{quote}<redacted>{quote}"
 
 
+def _announced(m: re.Match) -> str:
+    return next(g for g in m.groups() if g is not None) + "<redacted>"
+
+
 def _redact_content(text: str, depth: int, *, prose: bool = False) -> str:
     if depth < _NESTING_MAX:
         text = _redact_sql(text, depth + 1)
     text = (_KEY_VALUE_LOOSE if prose else _KEY_VALUE).sub(_key_value, text)
     text = _URI_PASSWORD.sub(r"\1<redacted>@", text)
     text = _USER_COLON.sub(r"\1<redacted>", text)
+    text = _ANNOUNCED.sub(_announced, text)
     text = _TOKEN_SHAPES.sub("<redacted>", text)
     return _DOTTED_RUN.sub(_jwts, text) if "eyJ" in text else text
 

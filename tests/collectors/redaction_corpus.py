@@ -71,6 +71,15 @@ _CONTENT = [  # a secret inside a literal, a body or a comment; {s} is the secre
     '/* {{"client_secret": "{s}"}} */ SELECT * FROM redaction_t04',
     "-- secret={s}\nSELECT * FROM redaction_t05",
     "/* deploy by ci, token {s} */ SELECT * FROM redaction_t06",
+    # Found from outside (issue 35): a Slack webhook (its path is the secret), headers, Azure's connection
+    # string, passwords on mysql's and sshpass's command lines.
+    "COPY (SELECT 1) TO PROGRAM 'cat >/dev/null; true curl -d x https://hooks.slack.com/services/T00/B00/{s}'",
+    "COPY (SELECT 1) TO PROGRAM 'cat >/dev/null; true curl -H \"Authorization: Basic {s}\" https://backup.example/'",
+    "COPY (SELECT 1) TO PROGRAM 'cat >/dev/null; true curl -H \"X-API-Key: {s}\" https://backup.example/'",
+    "COPY (SELECT 1) TO PROGRAM 'cat >/dev/null; true az storage blob upload --connection-string "
+    '\"DefaultEndpointsProtocol=https;AccountName=acct;AccountKey={s};EndpointSuffix=core.windows.net\"\'',
+    "COPY (SELECT 1) TO PROGRAM 'cat >/dev/null; true mysqldump -u backup -p{s} app'",
+    "COPY (SELECT 1) TO PROGRAM 'cat >/dev/null; true sshpass -p {s} scp /tmp/x backup.example:'",
 ]
 
 # Shapes that give a credential away wherever it stands (they cannot carry SECRET_MARK in their own format,
@@ -88,6 +97,12 @@ _SHAPES = [
         "SELECT * FROM redaction_t11",
         "MIIQz7privatekeymaterial",
     ),
+    (  # a Google API key: AIza and 35 more
+        "/* https://maps.googleapis.com/maps/api/geocode/json?key=AIzaQz7aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa */ "
+        "SELECT * FROM redaction_t12",
+        "AIzaQz7aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+    ),
+    ("/* SG.Qz7aaaaaaaaaaaaaaaaaaaaa.bbbbbbbbbbbbbbbbbbbbbbbbbb */ SELECT * FROM redaction_t13", "SG.Qz7aaaaaaaaaaaaa"),
 ]
 
 
@@ -117,6 +132,6 @@ SETUP = [
     "OPTIONS (passwd 'x', aws_secret_access_key 'x', client_secret 'x', api_token 'x', url 'x')",
     "CREATE USER MAPPING FOR redaction_role SERVER redaction_any OPTIONS (user 'u', password 'x')",
     "CREATE OR REPLACE FUNCTION redaction_f() RETURNS int LANGUAGE sql AS 'SELECT 1'",
-    *(f"CREATE TABLE IF NOT EXISTS redaction_t{i:02d} (id int)" for i in range(12)),
+    *(f"CREATE TABLE IF NOT EXISTS redaction_t{i:02d} (id int)" for i in range(14)),
 ]
 TEARDOWN = ["DROP FOREIGN DATA WRAPPER IF EXISTS redaction_fdw CASCADE", "DROP ROLE IF EXISTS redaction_role"]
