@@ -10,8 +10,14 @@ Three limits cover that: TCP keepalives (a kept idle connection to a dead host),
 (sent data never acknowledged) and, whatever the kernel sees, a client-side bound on silence. A
 fourth bounds the whole exchange: a server that trickles its reply a byte every few seconds is
 never silent, so a snapshot (and a connection check) has a deadline too.
+
+Whatever a tenant registers, libpq offers it nothing of the console's machine: no password file, no client
+certificate and key, no Kerberos ticket, no service file, no PG* variable (the console's processes drop them at
+start: isolate_libpq_environment). What a connection uses is what the server's form says.
 """
 
+import logging
+import os
 import threading
 import time
 from collections.abc import Generator
@@ -136,6 +142,45 @@ class MonitoredConnection(psycopg.Connection):
             return done.value
 
 
+log = logging.getLogger(__name__)
+# A path that names no file: libpq's defaults for the password file and the client certificate and key point
+# into the console account's home (~/.pgpass, ~/.postgresql/postgresql.crt); these point nowhere instead.
+NO_FILE = "/nonexistent/pgconsole-offers-no-file"
+
+
+def isolate_libpq_environment() -> list[str]:
+    """Drop every PG* variable from this process's environment (libpq reads them for each parameter a
+    connection leaves unset: PGPASSWORD, PGSERVICE and its service file, PGSSLCERT...), so that none is offered to
+    a monitored server. The history store is configured by DATABASE_URL alone; the console's own PGCONSOLE_*
+    stay. The names dropped, logged."""
+    dropped = sorted(name for name in os.environ if name.startswith("PG") and not name.startswith("PGCONSOLE"))
+    for name in dropped:
+        del os.environ[name]
+    if dropped:
+        log.warning("libpq: %s dropped from the environment (not offered to monitored servers)", ", ".join(dropped))
+    return dropped
+
+
+def _isolation(password_given: bool, require_scram: bool) -> dict[str, Any]:
+    """Parameters that keep libpq from offering the machine's own credentials: explicit values for what it
+    would otherwise look up (environment, home directory, Kerberos credentials cache)."""
+    params: dict[str, Any] = {
+        "passfile": NO_FILE,
+        "sslcert": NO_FILE,
+        "sslkey": NO_FILE,
+        "gssencmode": "disable",
+    }
+    if not password_given:
+        params["password"] = ""  # set, so that nothing is looked up for it
+    if psycopg.pq.version() >= 160000:
+        params["sslcertmode"] = "disable"
+        params["gssdelegation"] = 0
+        params["require_auth"] = "scram-sha-256" if require_scram and password_given else "!gss,!sspi"
+    elif require_scram and password_given:
+        params["require_auth"] = "scram-sha-256"
+    return params
+
+
 @dataclass(frozen=True)
 class Target:
     """Everything needed to connect to one monitored server (password already decrypted)."""
@@ -185,14 +230,13 @@ class Target:
         }
         if self.password:
             params["password"] = self.password
+        params |= _isolation(bool(self.password), at.require_scram)
         try:
             root = tls.root_cert_file(at.ssl_root_cert)
         except OSError as exc:
             raise MalformedDsn(f"cannot write {self.label}'s CA certificate for libpq (TLS_CA_DIR): {exc}") from exc
         if root:
             params["sslrootcert"] = root
-        if at.require_scram and self.password:  # (without a password there is nothing to keep from a server)
-            params["require_auth"] = "scram-sha-256"
         try:
             return make_conninfo("", **params)
         except psycopg.ProgrammingError as exc:

@@ -77,7 +77,7 @@ _CONTENT = [  # a secret inside a literal, a body or a comment; {s} is the secre
     "COPY (SELECT 1) TO PROGRAM 'cat >/dev/null; true curl -H \"Authorization: Basic {s}\" https://backup.example/'",
     "COPY (SELECT 1) TO PROGRAM 'cat >/dev/null; true curl -H \"X-API-Key: {s}\" https://backup.example/'",
     "COPY (SELECT 1) TO PROGRAM 'cat >/dev/null; true az storage blob upload --connection-string "
-    '\"DefaultEndpointsProtocol=https;AccountName=acct;AccountKey={s};EndpointSuffix=core.windows.net\"\'',
+    '"DefaultEndpointsProtocol=https;AccountName=acct;AccountKey={s};EndpointSuffix=core.windows.net"\'',
     "COPY (SELECT 1) TO PROGRAM 'cat >/dev/null; true mysqldump -u backup -p{s} app'",
     "COPY (SELECT 1) TO PROGRAM 'cat >/dev/null; true sshpass -p {s} scp /tmp/x backup.example:'",
 ]
