@@ -14,6 +14,7 @@ from advisor.selectors import recommendations
 from alerts import conditions
 from alerts.conditions import Condition
 from alerts.models import Rule
+from collectors.errors import shown
 from collectors.selectors.baselines import hourly_sums
 from collectors.selectors.fleet import server_status
 from collectors.selectors.series import server_series
@@ -51,7 +52,8 @@ def _server_down(rule: Rule, server: Server, now: datetime) -> list[Condition]:
         registered_at=server.created_at,
         failures=server.consecutive_failures,
         error_class=server.last_error_class,
-        error_message=server.last_error_message,
+        # to channels anyone may receive: the console's sentence for the failure, never libpq's words
+        error_message=shown(server.last_error_class, server.last_error_message, detail=False),
         down_minutes=rule.down_minutes,
         now=now,
     )

@@ -1,4 +1,9 @@
-"""Why a collection failed, in words a DBA can act on. Each class maps to a status code on the server."""
+"""Why a collection failed, in words a DBA can act on. Each class maps to a status code on the server.
+
+A failure's message holds libpq's and the server's own words, addresses and timings: they map the console's
+network (which address answered what), so console staff read them (accounts.access.sees_connection_detail), and
+everyone else reads the console's own sentence for the class (summary): on every page, in the API, the weekly mail,
+alerts and audit exports."""
 
 import psycopg
 from psycopg import errors as pgerrors
@@ -182,3 +187,36 @@ def from_query_error(exc: psycopg.Error, what: str) -> CollectionError:
     if isinstance(exc, psycopg.OperationalError):
         return Unreachable(f"connection lost during {what}: {text}")
     return CollectionError(f"{what} failed: {text}")
+
+
+SUMMARIES = {
+    "error": "The collection failed.",
+    "malformed_dsn": "The server's connection settings are invalid: check them on its form.",
+    "unreachable": "The server could not be reached, or the connection was lost.",
+    "refused_by_policy": "The console's network policy does not allow connecting to this server's address.",
+    "auth_failed": "The server refused the monitoring role's login.",
+    "tls": "TLS could not be set up as the server's TLS mode asks.",
+    "scram_required": "The server did not ask for the password through SCRAM-SHA-256, which this server requires.",
+    "unsupported_version": "The server's PostgreSQL version is not supported.",
+    "extension_missing": "pg_stat_statements is not installed in the server's database.",
+    "not_preloaded": "pg_stat_statements is not in the server's shared_preload_libraries.",
+    "insufficient_privilege": "The monitoring role lacks a privilege the collection needs (pg_monitor).",
+    "timeout": "The server did not answer in time.",
+    "busy": "Another collection of this server was running.",
+    "history_unavailable": "The console's history store was unavailable: the snapshot was not stored.",
+    "history_full": "The console's history store is out of space: the snapshot was not stored.",
+    "clock": "The server's clock went back: the snapshot was not stored.",
+}
+
+
+def summary(code: str) -> str:
+    """The console's own sentence for a failure's class (a code it does not know: the generic one)."""
+    return SUMMARIES.get(code, SUMMARIES["error"])
+
+
+def shown(code: str, message: str, *, detail: bool) -> str:
+    """A failure as its reader may see it: the whole message for those who see connection detail (console
+    staff), the class's sentence for everyone else. Nothing for no failure."""
+    if not code and not message:
+        return ""
+    return message if detail else summary(code)

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from collectors.errors import shown
 from collectors.selectors import StatementTotals
 from collectors.selectors.parts import NOT_TRACKED
 from exports.audit import TOP_ORDERS, AuditContent, AuditFinding, ServerAudit
@@ -129,7 +130,11 @@ def _server(s: ServerAudit) -> dict:
             "peak_dealloc_per_s": _ms(c.peak_dealloc_per_s),
             "error_count": c.error_count,
             "gaps": [{"start": _iso(g.start), "end": _iso(g.end), "hours": _ms(g.hours)} for g in c.gaps],
-            "errors": [{"at": _iso(e.at), "error_class": e.error_class, "message": e.message} for e in c.errors],
+            # Bundles leave the console: the console's sentence for each failure, never libpq's words
+            "errors": [
+                {"at": _iso(e.at), "error_class": e.error_class, "message": shown(e.error_class, e.message, detail=False)}
+                for e in c.errors
+            ],
         },
         "top": {
             order: [_statement(i, r, s.cut_texts) for i, r in enumerate(s.top[order], start=1)] for order in TOP_ORDERS

@@ -10,6 +10,7 @@ from datetime import datetime
 from django.utils import timezone
 
 from advisor.selectors import ActivityRow, recommendation_activity
+from collectors.errors import shown
 from collectors.selectors import (
     ServerSeries,
     StatementChange,
@@ -115,6 +116,10 @@ class OrganizationDigest:
         return sum(len(s.resolved) for s in self.servers)
 
 
+def summary_of(row) -> str:
+    return shown(row.error_class, row.error_message, detail=False) if row.status == "failing" else ""
+
+
 def server_digest(
     *, server: Server, week: ReportWeek, status: str, error_message: str, activity: list[ActivityRow]
 ) -> ServerDigest:
@@ -166,7 +171,8 @@ def organization_digest(
             server=s,
             week=week,
             status=status[s.pk].status if s.pk in status else s.status,
-            error_message=status[s.pk].error_message if s.pk in status else "",
+            # The mail goes to managers: the console's sentence for the failure, never libpq's words
+            error_message=summary_of(status[s.pk]) if s.pk in status else "",
             activity=activity.get(s.pk, []),
         )
         for s in servers

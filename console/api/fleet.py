@@ -9,8 +9,9 @@ from rest_framework import exceptions, serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from accounts.access import visible_servers
+from accounts.access import sees_connection_detail, visible_servers
 from advisor.selectors import recommendation_counts
+from collectors.errors import shown
 from collectors.selectors import fleet_summary
 from console.api.common import (
     PAGE_PARAMETERS,
@@ -36,7 +37,10 @@ class FleetServer(serializers.Serializer):
     tags = serializers.ListField(child=serializers.CharField())
     status = serializers.ChoiceField(choices=["ok", "failing", "stale", "disabled", "never collected"])
     error_class = serializers.CharField(allow_blank=True)
-    error_message = serializers.CharField(allow_blank=True)
+    error_message = serializers.CharField(
+        allow_blank=True,
+        help_text="The console's sentence for the failure's class; console staff read libpq's own words instead.",
+    )
     server_version_num = serializers.IntegerField(allow_null=True)
     extension_version = serializers.CharField(allow_blank=True)
     last_snapshot_at = serializers.DateTimeField(allow_null=True)
@@ -88,10 +92,12 @@ class Fleet(APIView):
         rows = fleet_summary(server_ids=chosen, window=window) if chosen else []
         counts = recommendation_counts(server_ids=chosen)
         results = []
+        detail = sees_connection_detail(request.user)  # libpq's words: console staff only (collectors.errors)
         for r in rows:
             c = counts[r.server_id]
             item = {name: getattr(r, name) for name in field_names(FleetServer) if name != "recommendations"}
             item["recommendations"] = {"critical": c.critical, "warning": c.warning, "info": c.info}
+            item["error_message"] = shown(r.error_class, r.error_message, detail=detail)
             results.append(item)
         # Plain dicts (FleetServer describes them in the schema): serializing 500 rows through DRF fields costs more
         # than reading them.

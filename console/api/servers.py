@@ -29,6 +29,7 @@ from accounts.access import (
     visible_servers,
 )
 from collectors.checks import CheckState, check_queue
+from collectors.errors import shown
 from collectors.selectors.fleet import server_status
 from collectors.selectors.server import recent_errors, version_text
 from collectors.selectors.snapshots import latest_snapshot, snapshots
@@ -80,7 +81,10 @@ class ServerOut(serializers.Serializer):
     last_attempt_at = serializers.DateTimeField(allow_null=True)
     last_success_at = serializers.DateTimeField(allow_null=True)
     last_error_class = serializers.CharField(allow_blank=True)
-    last_error_message = serializers.CharField(allow_blank=True)
+    last_error_message = serializers.CharField(
+        allow_blank=True,
+        help_text="The console's sentence for the failure's class; console staff read libpq's own words instead.",
+    )
     consecutive_failures = serializers.IntegerField()
     server_version = serializers.CharField(allow_null=True)
     extension_version = serializers.CharField(allow_blank=True)
@@ -125,7 +129,7 @@ class ServerPatch(ServerIn):
     organization = None
 
 
-def _out(s: Server, now=None) -> dict:
+def _out(s: Server, user, now=None) -> dict:
     from django.utils import timezone
 
     return {
@@ -144,7 +148,8 @@ def _out(s: Server, now=None) -> dict:
         "last_attempt_at": s.last_attempt_at,
         "last_success_at": s.last_success_at,
         "last_error_class": s.last_error_class,
-        "last_error_message": s.last_error_message,
+        # libpq's words and addresses for console staff, the console's sentence for the class for everyone else
+        "last_error_message": shown(s.last_error_class, s.last_error_message, detail=sees_connection_detail(user)),
         "consecutive_failures": s.consecutive_failures,
         "server_version": version_text(s.server_version_num),
         "extension_version": s.extension_version,
@@ -190,7 +195,7 @@ class Servers(APIView):
             if not org.isdigit():
                 raise exceptions.ValidationError({"organization": ["an organization id"]})
             servers = servers.filter(organization_id=int(org))
-        rows = [_out(s) for s in servers]
+        rows = [_out(s, request.user) for s in servers]
         if request.query_params.get("tag"):
             rows = [r for r in rows if request.query_params["tag"] in r["tags"]]
         return page_of(rows, request)
@@ -225,13 +230,13 @@ class Servers(APIView):
                 server = server_update(server=server, data={"enabled": False})
         except DjangoValidationError as exc:
             raise _django_error(exc) from None
-        return Response(_out(server), status=status.HTTP_201_CREATED)
+        return Response(_out(server, request.user), status=status.HTTP_201_CREATED)
 
 
 class ServerView(APIView):
     @extend_schema(operation_id="server_read", responses=ServerOut)
     def get(self, request, server_id: int):
-        return Response(_out(server_for(request.user, server_id)))
+        return Response(_out(server_for(request.user, server_id), request.user))
 
     def _update(self, request, server_id: int, *, partial: bool):
         server = _managed(request, server_id)
@@ -243,7 +248,7 @@ class ServerView(APIView):
             server = server_update(server=server, data=data, password=password or None)
         except DjangoValidationError as exc:
             raise _django_error(exc) from None
-        return Response(_out(server))
+        return Response(_out(server, request.user))
 
     @extend_schema(
         operation_id="server_update",
