@@ -53,3 +53,11 @@ def wait_s(request: HttpRequest, scope: str) -> int:
 
 def wait_text(seconds: int) -> str:
     return f"{seconds} s" if seconds < 120 else f"{-(-seconds // 60)} minutes"
+
+
+def test_rate(channel_kind: str) -> tuple[str, str]:
+    """(scope, what it counts) of a test sent through an alert channel: a mail channel's test is mail (up to 50
+    addresses each: the test mail's rate), any other is a request to someone else's service."""
+    if channel_kind == "email":
+        return "test_mail", "test mails in an hour"
+    return "test_alert", "test alerts in an hour"

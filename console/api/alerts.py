@@ -22,6 +22,8 @@ from alerts import tasks as alert_tasks
 from alerts.models import Alert, Channel, Delivery, Rule
 from console.api.common import PAGE_PARAMETERS, api, field_names, page_of, page_params, paged
 from console.api.errors import error_response
+from console.api.throttling import page_rate
+from console.throttling import test_rate
 
 # Admins configure an organization's alerting (the role that manages its members); DBAs act on alerts.
 
@@ -322,6 +324,8 @@ class ChannelTest(APIView):
     def post(self, request, channel_id: int):
         c = _channel(request, channel_id)
         require_role(request.user, c.organization_id, CONFIGURE)
+        scope, what = test_rate(c.kind)
+        page_rate(request, scope, what)
         delivery = services.channel_send_test(
             channel=Channel.objects.select_related("organization").get(pk=c.id),
             enqueue=lambda pk: alert_tasks.deliver.delay(pk),

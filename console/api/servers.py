@@ -47,6 +47,7 @@ from console.api.common import (
     paged,
     window_params,
 )
+from console.api.throttling import page_rate
 from console.services import server_delete
 from inventory.crypto import CredentialsError
 from inventory.models import Server
@@ -334,6 +335,7 @@ class TestConnection(APIView):
     )
     def post(self, request, server_id: int):
         s = _managed(request, server_id)
+        page_rate(request, "check", "connection checks in a minute")
         try:
             password = s.get_password()
         except CredentialsError:

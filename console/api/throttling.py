@@ -2,8 +2,10 @@
 Retry-After. A user's tokens share one budget, so making more tokens buys no more requests. The counters are in
 Redis; with Redis down the API still answers (unthrottled, with a warning logged) rather than failing whole."""
 
+from rest_framework import exceptions
 from rest_framework.throttling import SimpleRateThrottle
 
+from console import throttling
 from console.throttling import FailOpen
 
 
@@ -14,3 +16,11 @@ class TokenRateThrottle(FailOpen, SimpleRateThrottle):
         # A token authenticates as its user: every token of a user, and their session, share the budget.
         ident = f"user-{request.user.pk}" if request.user and request.user.is_authenticated else self.get_ident(request)
         return self.cache_format % {"scope": self.scope, "ident": ident}
+
+
+def page_rate(request, scope: str, what: str) -> None:
+    """An operation that makes the console work on the user's behalf (a connection check dials a server from a
+    worker, a test sends to someone else's service): the pages' rate for `scope` (settings.PAGE_RATES), counted
+    with theirs, so the API buys no more of it than the pages do. 429 with Retry-After past it."""
+    if wait := throttling.wait_s(request, scope):
+        raise exceptions.Throttled(wait=wait, detail=f"Too many {what}: try again in {throttling.wait_text(wait)}.")

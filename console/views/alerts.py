@@ -217,8 +217,9 @@ def _configured_channel(request: HttpRequest, organization_id: int, channel_id: 
 @require_POST
 def channel_test(request: HttpRequest, organization_id: int, channel_id: int) -> HttpResponse:
     org, channel = _configured_channel(request, organization_id, channel_id)
-    if wait := throttling.wait_s(request, "test_alert"):  # each test is a request to someone else's service
-        messages.error(request, f"Too many test alerts in an hour: try again in {throttling.wait_text(wait)}.")
+    scope, what = throttling.test_rate(channel.kind)  # someone else's service, or up to 50 mails
+    if wait := throttling.wait_s(request, scope):
+        messages.error(request, f"Too many {what}: try again in {throttling.wait_text(wait)}.")
         return redirect(reverse("alert-channels", args=[org.pk]) + f"#channel-{channel.pk}")
     delivery = services.channel_send_test(channel=channel, enqueue=lambda pk: alert_tasks.deliver.delay(pk))
     messages.success(
