@@ -7,6 +7,10 @@ that session; API tokens are not sessions and stay as they are. Whether a sessio
 in the session itself from the login on (SESSION_KEY), so a user without a second factor costs no query.
 Wrong codes are throttled per device: after n failures the next try waits 2^(n-1) seconds (django-otp's
 ThrottlingMixin), on top of the login throttling of the password (console.login_guard).
+
+Turning it on ends the user's other sessions (one opened before would never be asked for a code: a stolen
+session would outlive the owner's turning it on). While it is on, no new device can be set up: replacing the app
+means turning it off first, which takes a code from the current one.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import django_otp
 import qrcode
 import qrcode.image.svg
 from django.contrib.auth.signals import user_logged_in
+from django.contrib.sessions.models import Session
 from django.dispatch import receiver
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect
@@ -116,8 +121,17 @@ def passed(request: HttpRequest, device: TOTPDevice) -> None:
     request.session[SESSION_KEY] = False
 
 
-def setup_start(request: HttpRequest) -> Setup:
-    """A new device for the user, not confirmed until its first code: any earlier unconfirmed one goes."""
+ALREADY_ON = (
+    "Two-factor authentication is on already: to use another app, turn it off with a code from the current one "
+    "first, then set up the new one."
+)
+
+
+def setup_start(request: HttpRequest) -> Setup | None:
+    """A new device for the user, not confirmed until its first code: any earlier unconfirmed one goes. None
+    while a device is on (ALREADY_ON): a session may not replace it without its code."""
+    if confirmed_device(request.user) is not None:
+        return None
     TOTPDevice.objects.filter(user=request.user, confirmed=False).delete()
     device = TOTPDevice.objects.create(user=request.user, name=DEVICE_NAME, confirmed=False)
     request.session[PENDING_KEY] = device.pk
@@ -132,14 +146,27 @@ def setup_pending(request: HttpRequest) -> Setup | None:
 
 def setup_confirm(request: HttpRequest, setup: Setup, code: str) -> str | None:
     """Turn the pending device on with its first code; None when done, else why not."""
+    if confirmed_device(request.user) is not None:
+        return ALREADY_ON
     if problem := check_code(setup.device, code):
         return problem
-    TOTPDevice.objects.filter(user=request.user, confirmed=True).delete()
     setup.device.confirmed = True
     setup.device.save(update_fields=["confirmed"])
     request.session.pop(PENDING_KEY, None)
     passed(request, setup.device)
+    end_other_sessions(request.user, keep=request.session.session_key)
     return None
+
+
+def end_other_sessions(user, *, keep: str | None) -> int:
+    """Log the user out everywhere but the session `keep`: how many sessions ended. Sessions are not indexed by
+    user, so every live one is read: turning the second factor on is rare."""
+    ended = []
+    for session in Session.objects.filter(expire_date__gt=timezone.now()).iterator():
+        if session.session_key != keep and session.get_decoded().get("_auth_user_id") == str(user.pk):
+            ended.append(session.session_key)
+    Session.objects.filter(session_key__in=ended).delete()
+    return len(ended)
 
 
 def turn_off(request: HttpRequest, code: str) -> str | None:

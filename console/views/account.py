@@ -86,13 +86,17 @@ def two_factor_settings(request):
     setup = two_factor.setup_pending(request)
     action = request.POST.get("action")
     if request.method == "POST" and action == "start":
-        two_factor.setup_start(request)
+        if two_factor.setup_start(request) is None:
+            messages.error(request, two_factor.ALREADY_ON)
         return redirect("two-factor")
     if request.method == "POST" and form.is_valid():
         code = form.cleaned_data["code"]
         if action == "confirm" and setup is not None:
             problem = two_factor.setup_confirm(request, setup, code)
-            done = "Two-factor authentication is on: every login now asks for a code from your app."
+            done = (
+                "Two-factor authentication is on: every login now asks for a code from your app, and your other "
+                "sessions were logged out."
+            )
         elif action == "off":
             problem = two_factor.turn_off(request, code)
             done = "Two-factor authentication is off: the password alone logs you in."

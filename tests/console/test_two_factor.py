@@ -157,3 +157,34 @@ def test_a_device_removed_by_an_administrator_lets_the_password_alone_in(client,
     response = client.get(reverse("two-factor-verify"), {"next": "/preferences/"})
     assert response.status_code == 302 and response["Location"] == "/preferences/"
     assert client.get("/fleet/").status_code == 200
+
+
+def test_turning_it_on_logs_the_users_other_sessions_out(admin_user, no_throttle):
+    """A session opened before (a stolen one, say) would never be asked for a code: it ends. Another user's
+    session stays."""
+    earlier, mine, other = Client(), Client(), Client()
+    log_in(earlier)
+    log_in(mine)
+    User.objects.create_user("bob", password=PASSWORD)
+    log_in(other, "bob")
+    assert earlier.get(reverse("fleet")).status_code == 200
+    device = turn_on(mine, admin_user)
+    gone = earlier.get(reverse("fleet"))
+    assert gone.status_code == 302 and gone["Location"].startswith(reverse("login"))
+    assert mine.get(reverse("fleet")).status_code == 200 and other.get(reverse("fleet")).status_code == 200
+    # Logging in again asks that session for the code.
+    assert log_in(earlier).redirect_chain[-1][0].startswith(reverse("two-factor-verify"))
+    assert TOTPDevice.objects.filter(user=admin_user).get() == device
+
+
+def test_while_it_is_on_no_session_replaces_the_app_without_its_code(client, admin_user, no_throttle):
+    log_in(client)
+    device = turn_on(client, admin_user)
+    refused = client.post(reverse("two-factor"), {"action": "start"}, follow=True)
+    assert "turn it off with a code from the current one first" in text(refused)
+    assert list(TOTPDevice.objects.filter(user=admin_user)) == [device]
+    # Off with the current code, then a new app: the old device is gone, the new one on.
+    off = client.post(reverse("two-factor"), {"action": "off", "code": next_code(device)}, follow=True)
+    assert "Two-factor authentication is off" in text(off)
+    new = turn_on(client, admin_user)
+    assert list(TOTPDevice.objects.filter(user=admin_user)) == [new] and new.pk != device.pk
