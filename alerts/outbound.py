@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import http.client
 import io
+import logging
 import socket
 import ssl
 import time
@@ -22,6 +23,7 @@ from django.conf import settings
 from inventory import network_policy
 
 USER_AGENT = "pgconsole-alerts/1"
+log = logging.getLogger(__name__)
 
 
 class OutboundError(Exception):
@@ -187,7 +189,14 @@ def post(url: str, body: bytes, headers: dict[str, str], *, timeout_s: float | N
         return Answer(response.status, text)
     except TimeoutError as exc:
         raise OutboundError(f"no answer from {host} within {timeout:g} s", retry=True) from exc
+    except ssl.SSLCertVerificationError as exc:  # the receiver's own certificate: its owner must know why
+        raise OutboundError(
+            f"could not send to {host}: its certificate does not verify ({exc.verify_message})", retry=True
+        ) from exc
     except (OSError, http.client.HTTPException) as exc:
-        raise OutboundError(f"could not send to {host}: {exc}", retry=True) from exc
+        # The OS's words (refused, no route, reset...) would let a tenant map the console's network through a
+        # receiver it names: the record says the connection failed; the log has the words.
+        log.warning("alerts: could not send to %s (%s:%s): %s", host, address, port, exc)
+        raise OutboundError(f"could not send to {host}: the connection failed", retry=True) from exc
     finally:
         conn.close()
