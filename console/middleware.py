@@ -1,9 +1,16 @@
-"""Per-request settings of the console: the user's time zone, and the security headers."""
+"""Per-request settings of the console: the user's time zone, the security headers, and a time limit on what a
+request may run on the history store."""
 
 from __future__ import annotations
 
 import zoneinfo
 
+import psycopg
+from django.conf import settings
+from django.db import OperationalError
+from django.db.backends.signals import connection_created
+from django.http import HttpResponse, JsonResponse
+from django.template.loader import render_to_string
 from django.utils import timezone
 
 # No inline script or style anywhere: data for charts travels in json_script blocks (not executed).
@@ -60,3 +67,44 @@ class ContentSecurityPolicyMiddleware:
         response = self.get_response(request)
         response.headers.setdefault("Content-Security-Policy", CONTENT_SECURITY_POLICY)
         return response
+
+
+def _limit_statements(sender, connection, **kwargs) -> None:
+    with connection.cursor() as cur:
+        cur.execute("SELECT set_config('statement_timeout', %s, false)", [str(settings.WEB_STATEMENT_TIMEOUT_MS)])
+
+
+def _timed_out(exc: BaseException) -> bool:
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, psycopg.errors.QueryCanceled) and "statement timeout" in str(seen):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+class ReadTimeoutMiddleware:
+    """Every connection a web process opens to the history store stops a statement after WEB_STATEMENT_TIMEOUT_MS
+    (a month of an organization's texts searched 600 times a minute would otherwise hold the store), and a request
+    stopped so answers 503 with what to do, as a page or in the API's error shape. The workers' connections (long
+    rollups, exports with limits of their own) are not concerned: only the web loads middleware."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+        connection_created.connect(_limit_statements, dispatch_uid="console-web-statement-timeout")
+
+    def __call__(self, request):
+        return self.get_response(request)
+
+    def process_exception(self, request, exc):
+        if not (isinstance(exc, OperationalError) and _timed_out(exc)):
+            return None
+        seconds = settings.WEB_STATEMENT_TIMEOUT_MS / 1000
+        message = (
+            f"This request's reads of the history ran past their limit ({seconds:g} s) and were stopped: "
+            "choose a shorter range or narrower filters."
+        )
+        if request.path.startswith("/api/"):
+            body = {"status": 503, "code": "read_timeout", "message": message, "errors": {}}
+            return JsonResponse(body, status=503)
+        return HttpResponse(render_to_string("console/read_timeout.html", {"message": message}, request), status=503)

@@ -33,6 +33,9 @@ DATABASES["default"].setdefault("OPTIONS", {})
 # A history store behind a dead network path fails a connection in seconds instead of holding a web thread or
 # a worker until TCP gives up (libpq waits for ever by default); /healthz then answers 503 within its timeout.
 DATABASES["default"]["OPTIONS"].setdefault("connect_timeout", env.int("DATABASE_CONNECT_TIMEOUT_S", default=5))
+# What a web request may run on the history store, per statement (console.middleware.ReadTimeoutMiddleware); the
+# workers are not limited by it.
+WEB_STATEMENT_TIMEOUT_MS = env.int("WEB_STATEMENT_TIMEOUT_MS", default=30_000)
 DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=300)
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 DATABASES["default"]["TEST"] = {"NAME": env("TEST_DATABASE_NAME", default="test_pgconsole")}
@@ -84,6 +87,8 @@ MIDDLEWARE = [
     # A user with a second factor reaches nothing but the code's page until the session gives a code.
     "console.two_factor.SecondFactorMiddleware",
     "console.middleware.UserTimezoneMiddleware",
+    # The history store's statements of a web request stop after WEB_STATEMENT_TIMEOUT_MS (503 with what to do).
+    "console.middleware.ReadTimeoutMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
