@@ -132,7 +132,11 @@ def _server(s: ServerAudit) -> dict:
             "gaps": [{"start": _iso(g.start), "end": _iso(g.end), "hours": _ms(g.hours)} for g in c.gaps],
             # Bundles leave the console: the console's sentence for each failure, never libpq's words
             "errors": [
-                {"at": _iso(e.at), "error_class": e.error_class, "message": shown(e.error_class, e.message, detail=False)}
+                {
+                    "at": _iso(e.at),
+                    "error_class": e.error_class,
+                    "message": shown(e.error_class, e.message, detail=False),
+                }
                 for e in c.errors
             ],
         },

@@ -234,7 +234,12 @@ def audit_export_build(*, export_id: int) -> AuditExport:
             logger.error("audit export %s stopped after %s s (EXPORT_TIME_LIMIT_S)", export_id, limit)
         else:
             logger.exception("audit export %s failed", export_id)
-            error = f"{type(exc).__name__}: {exc}"[:2000]
+            # Viewers read the row: the console's words and the error's class; its text (paths, the history
+            # store's address) stays in the log, where the console's operators look.
+            error = (
+                f"The build failed ({type(exc).__name__}); the console's log has the details: request it again, or "
+                "tell the console's operators."
+            )
         if mine.update(status=Status.FAILED, step="failed", error=error, finished_at=timezone.now()):
             _log(organization_id=export.organization_id, action=Action.EXPORT_FAILED, export=export, detail=error)
     else:
