@@ -11,7 +11,7 @@ import numpy as np
 from django.db import connection, transaction
 from psycopg import sql
 
-from collectors import binary_copy, codec, tables
+from collectors import binary_copy, codec, redact, tables
 from collectors.columns import COUNTER_NAMES, GAUGE_NAMES, TOTAL_NAMES, totals_of
 from collectors.deltas import Entries
 from collectors.models import ServerState
@@ -216,8 +216,9 @@ def statement_ids(
     with _raw_cursor() as cur:
         cur.execute(
             f"INSERT INTO {_STATEMENT} (server_id, userid, dbid, queryid, toplevel, database_name, "
-            "user_name, query, query_truncated, text_status, first_seen_at) "
-            "SELECT %s, u, d, q, t, dn, un, qt, tr, ts, %s FROM unnest(%s::int8[], %s::int8[], %s::int8[], "
+            "user_name, query, query_truncated, text_status, first_seen_at, redacted_with) "
+            f"SELECT %s, u, d, q, t, dn, un, qt, tr, ts, %s, {redact.VERSION} "
+            "FROM unnest(%s::int8[], %s::int8[], %s::int8[], "
             "%s::bool[], %s::text[], %s::text[], %s::text[], %s::bool[], %s::text[]) "
             "AS n(u, d, q, t, dn, un, qt, tr, ts) "
             "RETURNING userid, dbid, queryid, toplevel::int, id",
@@ -243,7 +244,8 @@ def update_texts(server_id: int, texts: dict[int, StatementText]) -> None:
         return
     with _raw_cursor() as cur:
         cur.execute(
-            f"UPDATE {_STATEMENT} s SET query = u.q, query_truncated = u.tr, text_status = u.ts "
+            f"UPDATE {_STATEMENT} s SET query = u.q, query_truncated = u.tr, text_status = u.ts, "
+            f"redacted_with = {redact.VERSION} "
             "FROM unnest(%s::int8[], %s::text[], %s::bool[], %s::text[]) AS u(id, q, tr, ts) "
             "WHERE s.server_id = %s AND s.id = u.id",
             (
@@ -344,3 +346,25 @@ def delete_server_history(server_id: int) -> None:
         cur.execute("SELECT pg_advisory_xact_lock(%s, %s)", [LOCK_NAMESPACE, server_id])
         for table in tables.PER_SERVER:
             cur.execute(f'DELETE FROM "{table.name}" WHERE server_id = %s', [server_id])
+
+
+def statements_redact_again(*, limit: int = 500, strict: bool = False) -> int:
+    """Up to `limit` stored texts redacted by an older version of the redaction (collectors.redact.VERSION),
+    redacted again by this one, in one transaction; rows taken by another run at once are skipped. How many."""
+    with transaction.atomic(), connection.cursor() as cur:
+        cur.execute(
+            f"SELECT server_id, id, query FROM {_STATEMENT} WHERE redacted_with < %s ORDER BY redacted_with "
+            "LIMIT %s FOR UPDATE SKIP LOCKED",
+            [redact.VERSION, limit],
+        )
+        rows = cur.fetchall()
+        if not rows:
+            return 0
+        texts = [None if q is None else redact.redact(q, strict=strict) for _, _, q in rows]
+        cur.execute(
+            f"UPDATE {_STATEMENT} s SET query = u.q, redacted_with = %s "
+            "FROM unnest(%s::int8[], %s::int8[], %s::text[]) AS u(sid, id, q) "
+            "WHERE s.server_id = u.sid AND s.id = u.id",
+            [redact.VERSION, [r[0] for r in rows], [r[1] for r in rows], texts],
+        )
+    return len(rows)

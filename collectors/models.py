@@ -41,6 +41,8 @@ class Statement(models.Model):
     # When its entry last left pg_stat_statements (evicted, reset); NULL while it is there. A statement gone
     # longer than raw retention that no tier references any more is pruned (collectors/prune.py).
     gone_at = models.DateTimeField(null=True, blank=True)
+    # The redaction's version its text went through (collectors.redact.VERSION): an older one is redacted again.
+    redacted_with = models.PositiveSmallIntegerField(db_default=1)
 
     class Meta:
         constraints = [
@@ -54,6 +56,8 @@ class Statement(models.Model):
         indexes = [
             models.Index(fields=["server"], condition=~models.Q(text_status="stored"), name="statement_text_missing"),
             models.Index(fields=["id"], name="statement_id"),
+            # Texts of an older redaction: few once redacted again, found without reading the dimension.
+            models.Index(fields=["redacted_with"], name="statement_redacted_with"),
             # The prune's candidates (collectors.prune): statements whose entry left, a small part of the dimension.
             models.Index(
                 fields=["server", "gone_at"], condition=models.Q(gone_at__isnull=False), name="statement_gone"

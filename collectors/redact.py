@@ -2,6 +2,12 @@
 
 import re
 
+# The redaction's version: one more whenever it learns a secret it did not redact. Each stored text records the
+# version that redacted it, and beat has those of an older one redacted again (collectors.history,
+# statements_redact_again): 1, the first; 2, Slack webhook paths, Authorization and X-API-Key headers, Azure
+# AccountKey, Google and SendGrid keys, sshpass -p and mysql -p.
+VERSION = 2
+
 # Secrets in query texts (utility statements keep their literals before PostgreSQL 16). The text
 # is read as PostgreSQL's lexer reads it, so quoting cannot hide a secret from us nor make us cut
 # a statement in the wrong place: standard strings ('it''s'), escape strings (E'it\'s'), dollar

@@ -1,6 +1,7 @@
 """Celery tasks: thin wrappers that take primary keys and call services."""
 
 import logging
+import time
 import uuid
 from dataclasses import asdict
 
@@ -8,7 +9,7 @@ from celery import shared_task
 from django.conf import settings
 from django.core.cache import cache
 
-from collectors import backfill, partitions, prune, rollups
+from collectors import backfill, history, partitions, prune, redact, rollups
 from collectors.checks import QUEUE_WAIT_S, check_run
 from collectors.errors import HistoryUnavailable
 from collectors.scheduling import servers_dispatch_due
@@ -99,3 +100,19 @@ def maintain_partitions() -> dict:
     """Partitions created ahead and dropped past retention, then the statements nothing refers to any more."""
     out = {"created": partitions.ensure_ahead(), "dropped": partitions.drop_expired()}
     return {**out, **prune.statements_prune()}
+
+
+@shared_task
+def redact_texts_again(budget_s: float = 60.0) -> int:
+    """Beat's: the stored texts an older redaction left (collectors.redact.VERSION), redacted again in batches
+    for up to `budget_s`; the next run goes on. How many."""
+    started, done = time.monotonic(), 0
+    strict = settings.COLLECTOR["REDACT_STRICT"]
+    while time.monotonic() - started < budget_s:
+        batch = history.statements_redact_again(strict=strict)
+        done += batch
+        if not batch:
+            break
+    if done:
+        log.info("redaction version %s: %d stored texts redacted again", redact.VERSION, done)
+    return done

@@ -47,6 +47,12 @@ def beat_schedule() -> dict:
             "schedule": float(settings.ALERTS_EVALUATE_S),
             "options": {"expires": settings.ALERTS_EVALUATE_S * 0.9},
         },
+        # Stored texts redacted by an older version of the redaction: redacted again, in batches.
+        "redact-texts-again": {
+            "task": "collectors.tasks.redact_texts_again",
+            "schedule": 600.0,
+            "options": {"expires": 590},
+        },
         "history-partitions": {
             "task": "collectors.tasks.maintain_partitions",
             "schedule": 3600.0,
