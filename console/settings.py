@@ -411,3 +411,7 @@ EXPORT_RETENTION_DAYS = env.int("EXPORT_RETENTION_DAYS", default=30)
 # with the reason; one that does not stop is killed a minute later (the hard limit). Only a process pool
 # (the tasks worker, --pool prefork) enforces them.
 EXPORT_TIME_LIMIT_S = env.int("EXPORT_TIME_LIMIT_S", default=25 * 60)
+# Each organization's share of the exports (the tasks worker's processes serve every organization): so many
+# queued or being built at once, so many asked for a day.
+EXPORTS_IN_PROGRESS_PER_ORGANIZATION = env.int("EXPORTS_IN_PROGRESS_PER_ORGANIZATION", default=2)
+EXPORTS_PER_ORGANIZATION_PER_DAY = env.int("EXPORTS_PER_ORGANIZATION_PER_DAY", default=20)

@@ -61,6 +61,14 @@ class ExportError(ValueError):
         self.field = field
 
 
+class ExportQuota(ExportError):
+    """The organization's share of the exports is taken (EXPORTS_IN_PROGRESS_PER_ORGANIZATION at once,
+    EXPORTS_PER_ORGANIZATION_PER_DAY a day): the API's 429, the page's error."""
+
+    def __init__(self, message: str):
+        super().__init__("__all__", message)
+
+
 class ExportNotReady(Exception):
     """A download of an export that is not built (yet), or whose file is gone."""
 
@@ -147,6 +155,7 @@ def audit_export_request(
     require_role(user, organization_id, MANAGE_SERVERS)
     spec = export_spec(organization_id=organization_id, server_ids=server_ids, window=window, formats=formats, now=now)
     with transaction.atomic():
+        _within_quota(organization_id, now or timezone.now())
         export = AuditExport.objects.create(
             organization_id=organization_id,
             requested_by=user,
@@ -165,6 +174,26 @@ def audit_export_request(
         )
         transaction.on_commit(lambda: enqueue(export.pk))
     return export
+
+
+def _within_quota(organization_id: int, now: datetime) -> None:
+    """ExportQuota unless the organization may ask for one more export now: the tasks worker's few processes are
+    shared by every organization, so none keeps them busy for the others. Under the organization's row lock, so
+    two requests at once cannot both take the last place."""
+    Organization.objects.select_for_update().filter(pk=organization_id).values_list("pk", flat=True).first()
+    mine = AuditExport.objects.filter(organization_id=organization_id)
+    at_once = settings.EXPORTS_IN_PROGRESS_PER_ORGANIZATION
+    if mine.filter(status__in=(Status.QUEUED, Status.RUNNING)).count() >= at_once:
+        raise ExportQuota(
+            f"This organization has {at_once} export{'s' if at_once != 1 else ''} queued or being built "
+            "(EXPORTS_IN_PROGRESS_PER_ORGANIZATION): ask again once one is done."
+        )
+    per_day = settings.EXPORTS_PER_ORGANIZATION_PER_DAY
+    if mine.filter(created_at__gt=now - timedelta(days=1)).count() >= per_day:
+        raise ExportQuota(
+            f"This organization asked for {per_day} exports in the last 24 hours (EXPORTS_PER_ORGANIZATION_PER_DAY): "
+            "ask again later."
+        )
 
 
 def _time_zone(user) -> str:

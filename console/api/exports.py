@@ -26,6 +26,7 @@ from exports.selectors import ExportRow, audit_export, audit_exports
 from exports.services import (
     ExportError,
     ExportNotReady,
+    ExportQuota,
     audit_export_download,
     audit_export_request,
     export_window,
@@ -151,6 +152,8 @@ class Exports(APIView):
                 formats=data.get("formats") or list(FORMATS),
                 enqueue=audit_export_build_task.delay,
             )
+        except ExportQuota as exc:
+            raise exceptions.Throttled(detail=str(exc)) from None
         except ExportError as exc:
             raise exceptions.ValidationError({exc.field: [str(exc)]}) from None
         return Response(_out(_visible(request, export.pk)), status=status.HTTP_202_ACCEPTED)

@@ -17,6 +17,7 @@ from exports.models import AuditExport, AuditLogEntry
 from exports.services import (
     ExportError,
     ExportNotReady,
+    ExportQuota,
     audit_export_build,
     audit_export_download,
     audit_export_request,
@@ -195,8 +196,9 @@ def test_old_bundles_expire_and_their_files_go(world, settings):
     assert audit_exports_tidy(now=now).expired == []  # once
 
 
-def test_exports_no_worker_took_are_sent_again_then_given_up(world):
+def test_exports_no_worker_took_are_sent_again_then_given_up(world, settings):
     history, users = world
+    settings.EXPORTS_IN_PROGRESS_PER_ORGANIZATION = 10  # six queued at once: the tidy's cases, not the quota's
     now = timezone.now()
     ages = {
         "fresh": timedelta(minutes=5),
@@ -284,3 +286,21 @@ def test_the_tidy_deletes_what_dead_builds_left_once_they_are_old(world, setting
     assert sorted(swept) == sorted(str(p.relative_to(root)) for p in (dead.parent, orphan, partial))
     assert not dead.parent.exists() and not orphan.exists() and not partial.exists()
     assert (root / built.file_name).is_file()  # the export's own file stays, however old
+
+
+def test_an_organization_has_its_share_of_the_exports(world, settings):
+    """The defaults in force: two queued or being built at once, then refused with the reason until one is done;
+    twenty a day. Another organization's share is its own."""
+    history, users = world
+    assert (settings.EXPORTS_IN_PROGRESS_PER_ORGANIZATION, settings.EXPORTS_PER_ORGANIZATION_PER_DAY) == (2, 20)
+    first, _ = _request(history, users["dba"], formats=["json"]), _request(history, users["dba"], formats=["json"])
+    with pytest.raises(ExportQuota, match="has 2 exports queued or being built"):
+        _request(history, users["dba"], formats=["json"])
+    AuditExport.objects.filter(pk=first.pk).update(status="done")
+    third = _request(history, users["dba"], formats=["json"])
+    AuditExport.objects.filter(organization=history.organization).update(status="done")
+    settings.EXPORTS_PER_ORGANIZATION_PER_DAY = 4
+    _request(history, users["dba"], formats=["json"])
+    with pytest.raises(ExportQuota, match="asked for 4 exports in the last 24 hours"):
+        _request(history, users["dba"], formats=["json"])
+    assert AuditExport.objects.filter(organization=history.organization).count() == 4 and third.pk

@@ -136,3 +136,12 @@ def test_bad_requests_say_what_to_fix(api):
         assert field in assert_error(_post(dba, body), 400, "invalid")["errors"], body
     assert_error(dba.post("/api/v1/exports/", "[1, 2]", content_type="application/json"), 400)
     assert_error(dba.get("/api/v1/exports/123456789/"), 404)
+
+
+def test_past_the_organizations_share_the_api_answers_429_with_the_reason(api, settings):
+    history, _, client = api
+    settings.EXPORTS_IN_PROGRESS_PER_ORGANIZATION = 1
+    dba = client("dba")
+    assert _post(dba, _body(history, formats=["json"])).status_code == 202
+    refused = assert_error(_post(dba, _body(history, formats=["json"])), 429, "throttled")
+    assert "has 1 export queued or being built" in refused["message"]
