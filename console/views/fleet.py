@@ -20,9 +20,9 @@ from advisor.selectors import Counts, recommendation_counts
 from collectors.selectors import FleetRow, Window, fleet_summary
 from collectors.selectors.fleet import server_status
 from collectors.selectors.server import version_text
-from collectors.selectors.windows import HOUR, floor_hour
+from collectors.selectors.windows import HOUR, floor_hour, history_older_than
 from console.charts import Series, time_chart
-from console.ranges import PRESETS, TimeRange, parse_range
+from console.ranges import OPENING, PRESETS, TimeRange, opening_key_of, parse_range
 from console.views.common import page_number, render_page
 from inventory.models import Server
 from presentation.formatting import rate_text
@@ -319,13 +319,19 @@ def _headers(base: str, tr: TimeRange, state: FleetState) -> list[tuple[str, str
     return out
 
 
+def _opening(server_ids: list[int], now) -> str:
+    return opening_key_of(history_older_than(server_ids, [PRESETS[k] for k in OPENING], now=now))
+
+
 def fleet(request: HttpRequest) -> HttpResponse:
     """/fleet/: the page, or for htmx its fragment "fleet" (controls, summary, table and pager)."""
     now = timezone.now()
-    tr = parse_range(request.GET, now=now)
     organizations = list(visible_organizations(request.user).order_by("name"))
     state = parse_state(request.GET, {o.pk for o in organizations})
     visible = list(visible_servers(request.user).select_related("organization").only(*INVENTORY_FIELDS))
+    # Without a range in the URL the fleet opens on the shortest that holds its servers' history.
+    opening = "" if request.GET.get("range") else _opening([s.pk for s in visible], now)
+    tr = parse_range(request.GET, now=now, opening=opening)
     statuses = {s.pk: server_status(s, now) for s in visible}
     matching = [s for s in visible if _matches(s, state)]
     counts = Counter(statuses[s.pk] for s in matching)

@@ -23,6 +23,7 @@ from collectors.selectors import (
     server_series,
     top_statements,
 )
+from collectors.selectors.windows import coverage
 from console.charts import EXEC_COLOR, PLAN_COLOR, Chart, Series, time_chart
 from console.ranges import parse_range
 from console.views.common import range_links, render_page, server_header
@@ -190,7 +191,7 @@ def ranking_rows(top: TopStatements, query: str) -> list[Row]:
 def planning(request: HttpRequest, server_id: int) -> HttpResponse:
     """/servers/<id>/planning/: the whole page, or for an htmx request the range-dependent body."""
     server = server_for(request.user, server_id)
-    tr = parse_range(request.GET)
+    tr = parse_range(request.GET, history_from=coverage(server.pk).data_from)
     base = reverse("planning", args=[server.pk])
     query = urlencode(tr.params)
     material = StatementFilters(min_time_share=MATERIAL_SHARE)

@@ -20,6 +20,7 @@ from collectors.selectors.server import (
     recent_errors,
     server_settings,
 )
+from collectors.selectors.windows import coverage
 from console.charts import EXEC_COLOR, PLAN_COLOR, Chart, Series, hit_ratio_chart, time_chart
 from console.ranges import parse_range
 from console.views.common import is_fragment_request, render_page, server_header
@@ -166,7 +167,7 @@ def setting_rows(settings: ServerSettings) -> list[SettingRow]:
 def server(request: HttpRequest, server_id: int) -> HttpResponse:
     """/servers/<id>/: the whole page, or for an htmx request from its table, the table alone."""
     server = server_for(request.user, server_id)
-    tr = parse_range(request.GET)
+    tr = parse_range(request.GET, history_from=coverage(server.pk).data_from)
     state = parse_table(request.GET)
     base = reverse("server", args=[server.pk])
     context = {**server_header(server), **range_context(base, tr, state), **statements_table(server, tr, state, base)}

@@ -15,6 +15,7 @@ from collectors.models import TextStatus
 from collectors.selectors import StatementSeries, StatementTotals, Window, statement_series, wait_events
 from collectors.selectors.server import statements_in
 from collectors.selectors.statement_detail import same_queryid_elsewhere, statement_detail
+from collectors.selectors.windows import coverage
 from console.charts import EXEC_COLOR, PLAN_COLOR, Chart, Series, hit_ratio_chart, time_chart
 from console.ranges import parse_range
 from console.sql_highlight import highlight
@@ -151,7 +152,7 @@ def statement(request: HttpRequest, statement_id: int) -> HttpResponse:
     except LookupError:
         raise Http404("no such statement") from None
     server = server_for(user, detail.server_id)  # the same rule as every server page
-    tr = parse_range(request.GET)
+    tr = parse_range(request.GET, history_from=coverage(server.pk).data_from)
     base = reverse("statement", args=[detail.statement_id])
     series = statement_series(statement_id=detail.statement_id, window=tr.window)
     totals = statements_in(server_id=server.pk, window=tr.window, statement_ids=[detail.statement_id])

@@ -248,7 +248,8 @@ def test_200_servers_are_paged_with_the_failing_first(client, users, fleet, djan
     get(client, users["both"])  # the session settles (time zone) on a first request
     with CaptureQueriesContext(connection) as few, db.counting() as selectors:
         assert client.get(URL + "?sort=calls").status_code == 200
-    assert len(few) == QUERIES and selectors.queries == 1
+    # One read of the history, and without a range in the URL one more: how old it is (the opening range).
+    assert len(few) == QUERIES and selectors.queries == 2
     bulk = Organization.objects.create(name="Bulk")
     Server.objects.bulk_create(
         Server(organization=bulk, name=f"bulk-{i:03}", host="192.0.2.1", user="m", enabled=i % 10 != 0)
@@ -270,13 +271,16 @@ def test_200_servers_are_paged_with_the_failing_first(client, users, fleet, djan
     last = get(client, superuser, "?page=9")
     assert shown(last) == pages[3] and "page 9 is past the last page (4)" in last.content.decode()
     # A fixed number of queries whatever the number of servers (session, user, organizations, servers,
-    # and fleet_summary's inventory read), and one read of the history; sorting by a figure reads all
-    # 200 servers' figures, still in one query.
+    # and fleet_summary's inventory read), and two reads of the history (its age, its figures); sorting by a
+    # figure reads all 200 servers' figures, still in one query.
     for query in ("", "?sort=calls", "?status=never&sort=name&page=2", f"?org={bulk.pk}&q=1&sort=org"):
         client.get(URL + query)  # the session settles (time zone) on a first request
         with django_assert_max_num_queries(QUERIES), db.counting() as selectors:
             response = client.get(URL + query)
-        assert response.status_code == 200 and selectors.queries == 1, query
+        assert response.status_code == 200 and selectors.queries == 2, query
+    with db.counting() as selectors:
+        assert client.get(URL + "?range=24h").status_code == 200
+    assert selectors.queries == 1  # a range in the URL: the history's age is not read
 
 
 def test_htmx_gets_the_fragment_alone(client, users, fleet):
