@@ -6,7 +6,6 @@ thread forever were each read bounded alone)."""
 from __future__ import annotations
 
 import contextlib
-import datetime
 import select
 import socket
 import ssl
@@ -16,10 +15,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
+from devenv.tls import devenv_tls
 
 
 @dataclass
@@ -58,35 +54,17 @@ class Receiver:
         return self.script.pop(0) if len(self.script) > 1 else self.script[0]
 
 
-def self_signed(folder: Path) -> tuple[Path, Path]:
-    """(certificate, key) for the name localhost, signed by itself: a client trusts it when told to (the
-    SSL_CERT_FILE environment variable, which OpenSSL's default verify paths read)."""
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost")]), critical=False)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(key, hashes.SHA256())
-    )
-    cert_path, key_path = folder / "receiver.crt", folder / "receiver.key"
-    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(
-        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
-    )
-    return cert_path, key_path
+def devenv_certificate() -> tuple[Path, Path, Path]:
+    """(certificate, key, CA) of devenv's server certificate for localhost (devenv/tls.py, what the monitored
+    clusters present): a client trusts it when given the CA (the SSL_CERT_FILE environment variable, which
+    OpenSSL's default verify paths read)."""
+    folder = devenv_tls()
+    return folder / "server.crt", folder / "server.key", folder / "ca.crt"
 
 
 @contextlib.contextmanager
 def receiver(*script, tls: tuple[Path, Path] | None = None) -> Iterator[Receiver]:
-    """`tls`: (certificate, key) to answer over HTTPS with (self_signed)."""
+    """`tls`: (certificate, key) to answer over HTTPS with (devenv_certificate)."""
     box: dict = {}
 
     class Handler(BaseHTTPRequestHandler):
