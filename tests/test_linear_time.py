@@ -39,7 +39,7 @@ NOT_QUERY_TEXTS = {
     "reports/weeks.py": "ISO week labels",
 }
 PRODUCT = ("accounts", "advisor", "alerts", "collectors", "console", "exports", "inventory", "presentation", "reports")
-SIZE = 2_000  # characters of the smaller input; the larger is 16 times as long
+SIZE = 1_000  # characters of the smaller input; the larger is 16 times as long
 GROWTH = 16
 LIMIT = 64  # a linear scan grows ×16 (a little more with caches), a quadratic one ×256
 
@@ -121,11 +121,11 @@ def _seconds(work: Callable[[str], object], text: str, loops: int) -> float:
 
 def _growth(work: Callable[[str], object], shape: tuple[str, str, str]) -> float:
     """How much longer `work` takes on the larger input than on the smaller. Each is timed over calls enough for
-    a few milliseconds (a single call on the smaller input can take microseconds: the timer's and the call's own
-    cost would count), the two taken in turn three times and the best of each kept, so that a busy machine's
-    pauses count for neither."""
+    half a millisecond at least (a single call on the smaller input can take microseconds: the timer's and the
+    call's own cost would count), the two taken in turn three times and the best of each kept, so that a busy
+    machine's pauses count for neither."""
     small, large = _text(shape, SIZE), _text(shape, SIZE * GROWTH)
-    loops = max(1, int(0.001 / max(_seconds(work, small, 1), 1e-7)))
+    loops = max(1, int(0.0005 / max(_seconds(work, small, 1), 1e-7)))
     best_small = best_large = float("inf")
     for _ in range(3):
         best_small = min(best_small, _seconds(work, small, loops))

@@ -26,7 +26,7 @@ from tests.world import register
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 INTERVAL_S = 5  # the product's shortest
-CALM_S, SLOW_S = 15, 25  # the windows, as intervals of the healthy server: 3 and 5
+CALM_S, SLOW_S = 10, 20  # the windows, as intervals of the healthy server: 2 and 4
 CHANNELS = 8  # as many as the collection worker had threads
 TIMEOUT_S = 2  # ALERTS_TIMEOUT_S
 
