@@ -156,19 +156,16 @@ def coverage(server_id: int) -> Coverage:
 
 
 def history_older_than(server_ids: list[int], ages: list[timedelta], *, now: datetime) -> list[bool]:
-    """For each age, whether any of the servers has history older than it (a snapshot, or a rolled-up hour or day
-    whose snapshots expired): what a page of many servers opens on (console.ranges), one EXISTS per age, each
-    stopped at its first row."""
+    """For each age (hours, well within the raw snapshots' retention of days), whether any of the servers has a
+    snapshot older than it: what a page of many servers opens on (console.ranges), one EXISTS per age, each
+    stopped at its first row. (A rolled-up hour starts before its first snapshot: it would age a history of
+    minutes by up to an hour.)"""
     if not server_ids:
         return [False for _ in ages]
     parts, params = [], []
     for age in ages:
-        before = now - age
-        parts.append(
-            f"EXISTS (SELECT 1 FROM {tables.SNAPSHOT.name} WHERE server_id = ANY(%s) AND taken_at < %s) "
-            f"OR EXISTS (SELECT 1 FROM {tables.SERVER_HOURLY.name} WHERE server_id = ANY(%s) AND bucket < %s)"
-        )
-        params += [server_ids, before, server_ids, before]
+        parts.append(f"EXISTS (SELECT 1 FROM {tables.SNAPSHOT.name} WHERE server_id = ANY(%s) AND taken_at < %s)")
+        params += [server_ids, now - age]
     return list(db.fetchone("SELECT " + ", ".join(f"({p})" for p in parts), params))
 
 
