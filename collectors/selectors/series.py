@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
@@ -198,8 +198,8 @@ def statement_series(*, statement_id: int, window: Window, resolution: str | Non
 
 
 def _cut_bucket(points: list, window: Window, resolution: str, cov: windows.Coverage) -> tuple[int, Window] | None:
-    """(i, the window from points[i]'s start): the hours that hold the window's last FRESH minutes, when the
-    window ends inside an hour (the hour in progress, on a range ending now) and their snapshots are kept:
+    """(i, the window from points[i]'s start): the hours (or 10-minute bins) that hold the window's last FRESH
+    minutes, when the window ends inside one (on a range ending now) and their snapshots are kept:
     drawn snapshot by snapshot, so that what began a minute ago shows at the right edge instead of averaged
     into its hour (at 17:00:30, the hour before too). Only where the resolution was chosen for a chart (a
     caller that asks for hours gets hours); the caller keeps the points where no snapshot is there. A server
@@ -397,7 +397,11 @@ def server_series(
     if resolution == "raw":
         return _server_raw(server_id, window, top_events)
     if resolution == "10min":
-        return _server_binned(server_id, window, top_events)
+        series = _server_binned(server_id, window, top_events)
+        cut = _cut_bucket(series.points, window, resolution, cov) if automatic else None
+        if cut is not None and (tail := _server_raw(server_id, cut[1], top_events, events=series.events).points):
+            series = replace(series, points=series.points[: cut[0]] + tail)
+        return series
     server_table = _TIERS[resolution][0]
     step = _STEP[resolution]
     grid = _grid(window, resolution)

@@ -116,6 +116,37 @@ def test_a_server_added_inside_the_hour_is_drawn_snapshot_by_snapshot_over_a_wee
         server_delete(server=server)
 
 
+@pytest.mark.django_db(transaction=True)
+def test_the_last_minutes_of_a_day_in_10_minute_bins_are_drawn_snapshot_by_snapshot():
+    """A server collected every 15 s whose storm began two minutes ago, read over 24 hours (10-minute bins):
+    the bins that hold the last 10 minutes are its snapshots one by one, the storm at the right edge; the
+    rest stays in bins. Asked for explicitly, the bins stay bins."""
+    start, end = datetime(2026, 6, 3, 12, 0, 5, tzinfo=UTC), datetime(2026, 6, 3, 12, 43, 20, tzinfo=UTC)
+    step = timedelta(seconds=15)
+    server = build("fifteen-seconds", n=6, start=start, end=end, step=step, storm_from=end - timedelta(minutes=2))
+    try:
+        rows = raw_rows(server.pk, start, end + step)
+        at = rows[-1][0] + timedelta(seconds=5)
+        day = Window(at - timedelta(hours=24), at)
+        got = server_series(server_id=server.pk, window=day)
+        assert got.resolution == "10min"
+        cut = datetime(2026, 6, 3, 12, 30, tzinfo=UTC)  # the bin that holds at - 10 min, and every one after it
+        tail = [p for p in got.points if p.start >= cut - step]
+        assert [p.end for p in tail] == [r[0] for r in rows if r[0] > cut]
+        assert all(p.end - p.start == step for p in tail[1:])
+        binned = [p for p in got.points if p.end <= cut]
+        assert binned and all(p.end - p.start == timedelta(minutes=10) for p in binned)
+        storm = end - timedelta(minutes=2)
+        calm = [p.calls_per_s for p in tail if p.end <= storm]
+        stormy = [p.calls_per_s for p in tail if p.start >= storm]
+        assert len(stormy) >= 7 and sum(stormy) / len(stormy) > 10 * sum(calm) / len(calm)
+        asked = server_series(server_id=server.pk, window=day, resolution="10min")
+        assert all(p.end - p.start == timedelta(minutes=10) for p in asked.points)
+        assert sum(1 for p in asked.points if p.end > at - timedelta(minutes=10)) == 2
+    finally:
+        server_delete(server=server)
+
+
 def test_a_resolution_asked_for_is_kept():
     c = cov(NOW - timedelta(days=3), NOW - timedelta(days=60))
     assert choose_resolution(Window.last(timedelta(hours=1), now=NOW), c, "daily") == "daily"
