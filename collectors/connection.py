@@ -27,6 +27,7 @@ from typing import Any
 import psycopg
 from django.conf import settings
 from django.views.decorators.debug import sensitive_variables
+from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
 from collectors.errors import (
@@ -38,6 +39,7 @@ from collectors.errors import (
     Unreachable,
     from_connect_error,
 )
+from collectors.own import marked_text
 from inventory import network_policy, tls
 from inventory.crypto import CredentialsError
 from inventory.endpoint import Endpoint
@@ -61,6 +63,35 @@ def sampler_application_name() -> str:
 def own_application_names() -> tuple[str, ...]:
     """Every application_name the console's sessions on a monitored server carry (left out of wait samples)."""
     return settings.COLLECTOR["APPLICATION_NAME"], sampler_application_name(), CHECK_APPLICATION_NAME
+
+
+def marked(query: Any) -> Any:
+    """The query with the console's mark at its end (collectors.own), whatever form it was written in."""
+    if isinstance(query, sql.Composable):
+        return sql.Composed([query, sql.SQL(marked_text(""))])
+    if isinstance(query, bytes):
+        return marked_text(query.decode()).encode()
+    return marked_text(query)
+
+
+class MarkedCursor(psycopg.Cursor):
+    """Every statement sent through it carries the console's mark (the cursor of every monitored connection)."""
+
+    def execute(self, query, params=None, **kwargs):
+        return super().execute(marked(query), params, **kwargs)
+
+    def executemany(self, query, params_seq, **kwargs):
+        return super().executemany(marked(query), params_seq, **kwargs)
+
+    def stream(self, query, params=None, **kwargs):
+        return super().stream(marked(query), params, **kwargs)
+
+
+class MarkedAsyncCursor(psycopg.AsyncCursor):
+    """MarkedCursor for the wait sampler's asynchronous connections."""
+
+    async def execute(self, query, params=None, **kwargs):
+        return await super().execute(marked(query), params, **kwargs)
 
 
 @dataclass(frozen=True)
@@ -109,6 +140,10 @@ class MonitoredConnection(psycopg.Connection):
     deadline: float | None = None  # time.monotonic() by which the current snapshot or check must be done
     budget_s: float = 0.0  # the limit the deadline stands for, for the message
     lost: psycopg.OperationalError | None = None  # set once silent or out of time
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.cursor_factory = MarkedCursor  # every statement it sends is marked as the console's (collectors.own)
 
     def limit_to(self, deadline: float, budget_s: float) -> None:
         """Give up whatever is still under way at `deadline` (time.monotonic()), a bound of `budget_s`."""

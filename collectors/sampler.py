@@ -32,7 +32,7 @@ from django.conf import settings
 from django.db import close_old_connections
 
 from collectors import waits
-from collectors.connection import monitoring_target, sampler_application_name
+from collectors.connection import MarkedAsyncCursor, monitoring_target, sampler_application_name
 from collectors.models import ServerState
 from collectors.scheduling import phase_s
 from inventory.models import Server
@@ -185,7 +185,9 @@ class Sampler:
                 try:
                     if conn is None:
                         conn = await asyncio.wait_for(
-                            psycopg.AsyncConnection.connect(job.conninfo, autocommit=True, prepare_threshold=None),
+                            psycopg.AsyncConnection.connect(
+                                job.conninfo, autocommit=True, prepare_threshold=None, cursor_factory=MarkedAsyncCursor
+                            ),
                             settings.COLLECTOR["CONNECT_TIMEOUT_S"] + 1,
                         )
                         query = waits.activity_query(conn.info.server_version)

@@ -14,7 +14,16 @@ from django.utils import timezone
 from advisor.models import SEVERITY_RANK
 from advisor.selectors import RecommendationRow, recommendation_activity, recommendations
 from collectors.redact import redact
-from collectors.selectors import Page, Planning, ServerSeries, StatementTotals, Window, server_series, top_statements
+from collectors.selectors import (
+    Page,
+    Planning,
+    ServerSeries,
+    StatementFilters,
+    StatementTotals,
+    Window,
+    server_series,
+    top_statements,
+)
 from collectors.selectors.coverage import CollectionCoverage, WindowSummary, collection_coverage, window_summary
 from collectors.selectors.parts import NOT_TRACKED
 from collectors.selectors.server import CONFIG_COLUMNS, ConfigChange, config_changes, server_settings, version_text
@@ -139,13 +148,16 @@ def _settings(server_id: int, window: Window) -> SettingsAt:
     return SettingsAt(as_of=snap.taken_at, in_window=in_window, values=values)
 
 
+OWN_HIDDEN = StatementFilters(hide_own=True)  # the console's own collections are not the application's
+
+
 def server_audit(*, server: Server, window: Window, top_n: int = TOP_N) -> ServerAudit:
     """One server over the window: settings, changes, totals, coverage and the four top lists."""
     top: dict[str, list[StatementTotals]] = {}
     cut: set[int] = set()
     planning, count = None, 0
     for order in TOP_ORDERS:
-        found = top_statements(server_id=server.pk, window=window, order=order, page=Page(1, top_n))
+        found = top_statements(server_id=server.pk, window=window, order=order, page=Page(1, top_n), filters=OWN_HIDDEN)
         planning, count = found.planning, found.total_count
         # Ranked by a planning time nobody measured, the list would be noise: it stays empty.
         if order == "plan" and found.planning.state == NOT_TRACKED:

@@ -124,7 +124,7 @@ def server_digest(
     *, server: Server, week: ReportWeek, status: str, error_message: str, activity: list[ActivityRow]
 ) -> ServerDigest:
     window, previous = week.window, week.previous().window
-    comparison = compare_windows(server_id=server.pk, window=window, previous=previous)
+    comparison = compare_windows(server_id=server.pk, window=window, previous=previous, hide_own=True)
     top = [c for c in comparison.changes if c.current is not None][:TOP_STATEMENTS]
     earlier = window_summary(server_id=server.pk, window=previous)
     # Without history the week before, nothing is known to be new: it may all have run before it was watched.

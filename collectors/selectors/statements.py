@@ -11,6 +11,7 @@ from psycopg import sql
 
 from collectors import binary_array, tables, tiers
 from collectors.columns import TOTAL_NAMES
+from collectors.own import OWN_MARK, is_own
 from collectors.selectors import db, parts, windows
 from collectors.selectors.windows import Window
 
@@ -43,9 +44,9 @@ class StatementFilters:
     # Only statements with at least this share (0-1) of the server's database time over the window: a ranking
     # by a ratio (plan share) among statements that matter, not led by one run twice for 6 ms.
     min_time_share: float | None = None
-    # Statements of these roles left out: the console's own monitoring role, whose statements are not the
-    # application's (a statement whose role is unknown stays).
-    exclude_users: tuple[str, ...] = ()
+    # The console's own statements (its collections, marked: collectors.own) left out; a statement whose text is
+    # unknown stays.
+    hide_own: bool = False
     # Only these statements (ids): read from the history for them alone, not summed for the whole server.
     statement_ids: tuple[int, ...] | None = None
 
@@ -103,6 +104,11 @@ class StatementTotals:
     @property
     def total_ms(self) -> float:
         return self.exec_ms + (self.plan_ms or 0.0)
+
+    @property
+    def own(self) -> bool:
+        """One of the console's own statements (its collections), by its text's mark."""
+        return is_own(self.query)
 
     @property
     def mean_exec_ms(self) -> float | None:
@@ -195,9 +201,9 @@ def _filters_sql(filters: StatementFilters, min_time_us: float | None = None) ->
     if filters.user is not None:
         clauses.append(sql.SQL("st.user_name = %s"))
         params.append(filters.user)
-    if filters.exclude_users:
-        clauses.append(sql.SQL("(st.user_name IS NULL OR st.user_name <> ALL(%s))"))
-        params.append(list(filters.exclude_users))
+    if filters.hide_own:
+        clauses.append(sql.SQL("NOT coalesce(right(st.query, %s) = %s, false)"))
+        params += [len(OWN_MARK), OWN_MARK]
     if filters.toplevel is not None:
         clauses.append(sql.SQL("st.toplevel = %s"))
         params.append(filters.toplevel)
@@ -413,11 +419,16 @@ class WindowComparison:
     total_ms: float
 
 
-def compare_windows(*, server_id: int, window: Window, previous: Window | None = None) -> WindowComparison:
-    """Each statement in `window` against `previous` (default: the same length just before)."""
+def compare_windows(
+    *, server_id: int, window: Window, previous: Window | None = None, hide_own: bool = False
+) -> WindowComparison:
+    """Each statement in `window` against `previous` (default: the same length just before); `hide_own`: the
+    console's own statements left out (collectors.own)."""
     previous = previous or window.previous()
     now_rows, planning = all_statements(server_id=server_id, window=window)
     before_rows, previous_planning = all_statements(server_id=server_id, window=previous)
+    if hide_own:
+        now_rows, before_rows = [r for r in now_rows if not r.own], [r for r in before_rows if not r.own]
     before = {r.statement_id: r for r in before_rows}
     seen = set()
     changes = []

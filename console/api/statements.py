@@ -47,6 +47,12 @@ FILTER_PARAMETERS = [
     OpenApiParameter("user", OpenApiTypes.STR, description="exact user name"),
     OpenApiParameter("text", OpenApiTypes.STR, description="substring of the normalized text, taken literally"),
     OpenApiParameter("toplevel", OpenApiTypes.BOOL, description="only top-level (true) or nested (false)"),
+    OpenApiParameter(
+        "own",
+        OpenApiTypes.BOOL,
+        description="true: the console's own statements (its collections, marked /* pgconsole */) are listed too; "
+        "default false, as on the console's pages",
+    ),
 ]
 
 
@@ -56,6 +62,7 @@ class StatementRow(serializers.Serializer):
     database = serializers.CharField(allow_blank=True)
     user = serializers.CharField(allow_blank=True)
     toplevel = serializers.BooleanField()
+    own = serializers.BooleanField(help_text="run by the console to collect these statistics (marked /* pgconsole */)")
     query = serializers.CharField(allow_null=True, help_text="null: no text (see text_status)")
     text_status = serializers.ChoiceField(choices=["stored", "evicted", "not_visible", "unavailable", "pending"])
     calls = serializers.IntegerField()
@@ -117,14 +124,16 @@ def _filters(request) -> tuple[str, StatementFilters]:
     order = q.get("order_by") or "total"
     if order not in ORDERS:
         raise exceptions.ValidationError({"order_by": [f"unknown order {order!r}: one of {', '.join(ORDERS)}"]})
-    toplevel = q.get("toplevel")
-    if toplevel not in (None, "", "true", "false"):
-        raise exceptions.ValidationError({"toplevel": ["true or false"]})
+    toplevel, own = q.get("toplevel"), q.get("own")
+    for name, value in (("toplevel", toplevel), ("own", own)):
+        if value not in (None, "", "true", "false"):
+            raise exceptions.ValidationError({name: ["true or false"]})
     filters = StatementFilters(
         database=q.get("database") or None,
         user=q.get("user") or None,
         text=q.get("text") or None,
         toplevel=None if not toplevel else toplevel == "true",
+        hide_own=own != "true",
     )
     return order, filters
 

@@ -50,15 +50,13 @@ class TableState:
     text: str = ""
     page: int = 1
     compare: bool = False
-    own: bool = False  # the console's own statements (its monitoring role's) are listed too
+    own: bool = False  # the console's own statements (its collections, marked: collectors.own) are listed too
     error: str = ""  # why a parameter asked for was not used
 
-    def filters(self, monitoring: tuple[str, ...] = ()) -> StatementFilters:
-        """`monitoring`: the console's monitoring roles, whose statements are left out unless asked for (or
-        unless the user filter names one of them)."""
-        hidden = () if self.own or self.user in monitoring else monitoring
+    def filters(self) -> StatementFilters:
+        """The console's own statements are left out unless asked for."""
         return StatementFilters(
-            database=self.database or None, user=self.user or None, text=self.text or None, exclude_users=hidden
+            database=self.database or None, user=self.user or None, text=self.text or None, hide_own=not self.own
         )
 
     def params(self, **changes) -> dict[str, str]:
@@ -117,7 +115,6 @@ class Row:
     is_new: bool  # compare: did not run in the previous period
     cells: list[Cell]  # in the order of COLUMNS, then the plan share
     server: Server | None = None  # across servers: whose statement it is
-    own: bool = False  # run by the console's monitoring role (its collections), not by the application
 
 
 def _number(value: float | None, digits: int) -> str:
@@ -145,7 +142,7 @@ def figure_text(s: StatementTotals, order: str) -> str | None:
     return _number(value, 0)
 
 
-def _row(s: StatementTotals, previous: dict[int, StatementTotals] | None, server=None, *, own: bool = False) -> Row:
+def _row(s: StatementTotals, previous: dict[int, StatementTotals] | None, server=None) -> Row:
     text = s.query if s.query is not None else missing_text(s.text_status)
     c = StatementChange(s, previous.get(s.statement_id)) if previous is not None else None
     cells = []
@@ -162,7 +159,7 @@ def _row(s: StatementTotals, previous: dict[int, StatementTotals] | None, server
         cells.append(Cell(shown, "num", change, css))
     share = s.plan_share
     cells.append(Cell("not tracked", "num not-tracked") if share is None else Cell(f"{share * 100:.1f}"))
-    return Row(s, text, s.query is not None, c is not None and c.is_new, cells, server, own)
+    return Row(s, text, s.query is not None, c is not None and c.is_new, cells, server)
 
 
 def _url(base: str, tr: TimeRange, params: dict[str, str]) -> str:
@@ -206,12 +203,11 @@ def _table(state: TableState, rows: list[Row], total_count: int, planning: str, 
 
 def statements_table(server, tr: TimeRange, state: TableState, base: str) -> dict:
     """The context of the table fragment for one server."""
-    monitoring = (server.user,)
     top = top_statements(
         server_id=server.pk,
         window=tr.window,
         order=state.order,
-        filters=state.filters(monitoring),
+        filters=state.filters(),
         page=Page(state.page, PAGE_SIZE),
     )
     previous = None
@@ -222,14 +218,12 @@ def statements_table(server, tr: TimeRange, state: TableState, base: str) -> dic
         coverage = _coverage(previous.span_s, before)
     pages = max(1, ceil(top.total_count / PAGE_SIZE))
     names = statement_names(server_id=server.pk)
-    rows = [_row(s, previous, own=s.user in monitoring) for s in top.rows]
+    rows = [_row(s, previous) for s in top.rows]
     table = _table(state, rows, top.total_count, top.planning.state, pages, (names.databases, names.users))
     return {
         **_links(base, tr, state, pages),
         **table,
         "coverage": coverage,
-        "monitoring": ", ".join(monitoring),
-        "monitoring_roles": list(monitoring),
     }
 
 
@@ -259,12 +253,11 @@ def organization_table(servers: list, tr: TimeRange, state: TableState, base: st
     page = min(state.page, MAX_PAGES)
     if page != state.page:
         state = dataclasses.replace(state, page=page, error=f"across servers, the first {MAX_PAGES} pages are listed")
-    monitoring = tuple(sorted({s.user for s in servers}))
     top = statements_across(
         server_ids=ids,
         window=tr.window,
         order=state.order,
-        filters=state.filters(monitoring),
+        filters=state.filters(),
         page=Page(page, PAGE_SIZE),
     )
     previous: dict[int, dict[int, StatementTotals]] = {}
@@ -281,7 +274,6 @@ def organization_table(servers: list, tr: TimeRange, state: TableState, base: st
             r.statement,
             previous.get(r.server_id, {}) if state.compare else None,
             by_id[r.server_id],
-            own=r.statement.user == by_id[r.server_id].user,
         )
         for r in top.rows
     ]
@@ -295,8 +287,6 @@ def organization_table(servers: list, tr: TimeRange, state: TableState, base: st
         **_links(base, tr, state, pages),
         **table,
         "show_server": True,
-        "monitoring": ", ".join(monitoring),
-        "monitoring_roles": list(monitoring),
     }
 
 
