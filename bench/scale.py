@@ -479,6 +479,7 @@ def _measure(world: World, ids: list[int], workers: int, window_s: float, label:
     from inventory.models import Server
 
     before, start = _usage(world), time.time()
+    sampler_log = _log_size(world, SAMPLER)
     rss: dict[str, int] = {}
     next_status = start + 60
     while (left := start + window_s - time.time()) > 0 and not _exited(world):
@@ -501,6 +502,7 @@ def _measure(world: World, ids: list[int], workers: int, window_s: float, label:
     sizes = rows.filter(kind="delta").aggregate(entries=Avg("entries"), changed=Avg("changed"))
     phase_s = _phase_function()
     phases = {i: phase_s(i, INTERVAL_S) if phase_s else None for i in ids}
+    looks = rows.filter(kind="delta", waits_source="pg_stat_activity").aggregate(n=Avg("waits_samples"))["n"]
     errors = FailedCollection.objects.filter(server_id__in=ids, at__gte=since, at__lt=until)
     lines = [f"{source}: {line.strip()}" for source, line in world.logs.errors()] if world.logs else []
     return Step(
@@ -519,7 +521,43 @@ def _measure(world: World, ids: list[int], workers: int, window_s: float, label:
         failing_servers=Server.objects.filter(pk__in=ids, consecutive_failures__gt=0).count(),
         log_errors=lines + (world.churn.take_errors() if world.churn else []),
         interrupted=world.stop.is_set(),
+        sampler_looks=looks,
+        sampler_looks_expected=_activity_samples(),
+        sampler_redis_connections=_sampler_redis_connections(),
+        sampler_warnings=_sampler_warnings_since(world, sampler_log),
     )
+
+
+def _activity_samples() -> int:
+    from django.conf import settings
+
+    return settings.COLLECTOR["ACTIVITY_SAMPLES"]
+
+
+def _log_size(world: World, role: str) -> int:
+    paths = [world.logs.paths[p.name] for p in world.processes if p.role == role] if world.logs else []
+    return sum(path.stat().st_size for path in paths if path.exists())
+
+
+def _sampler_warnings_since(world: World, offset: int) -> int | None:
+    role = SAMPLER
+    """The warnings the wait sampler logged since `offset` bytes into its log (each begins "wait sampling")."""
+    paths = [world.logs.paths[p.name] for p in world.processes if p.role == role] if world.logs else []
+    if len(paths) != 1 or not paths[0].exists():
+        return None
+    with open(paths[0], "rb") as f:
+        f.seek(offset)
+        return sum(1 for line in f.read().decode(errors="replace").splitlines() if line.startswith("wait sampling"))
+
+
+def _sampler_redis_connections() -> int:
+    import redis
+    from django.conf import settings
+
+    from collectors import sampler
+
+    client = redis.Redis.from_url(settings.REDIS_URL)
+    return sum(1 for c in client.client_list() if c.get("name") == sampler.CLIENT_NAME)
 
 
 FIXED_PHASES = "each multiple of the interval since the epoch plus the server's phase (`collectors.scheduling.phase_s`)"

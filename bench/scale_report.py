@@ -18,6 +18,8 @@ from bench.stats import median, pct
 TARGET_SERVERS = 1000
 LAG_P95_TARGET_S = 10.0
 CPU_TARGET_MS = 15.0
+# The wait sampler keeps up when the snapshots carry at least this share of the looks it should take.
+SAMPLER_LOOKS_SHARE = 0.9
 SPEEDUP_TARGET = 1.7
 #: Below this share of the machine idle during the two-worker step, a speed-up short of the target is the
 #: machine's limit ("where CPU allows"), not the product's.
@@ -128,6 +130,19 @@ class Step:
     failing_servers: int  # servers whose last collection failed, at the window's end
     log_errors: list[str] = field(default_factory=list)
     interrupted: bool = False
+    # The wait sampler's health: looks per snapshot sampled from pg_stat_activity (ACTIVITY_SAMPLES per interval
+    # when it keeps up), its connections to Redis at the window's end, its warnings in the window (Redis not
+    # answering, the servers' read failing or hanging). None: not measured.
+    sampler_looks: float | None = None
+    sampler_looks_expected: int | None = None
+    sampler_redis_connections: int | None = None
+    sampler_warnings: int | None = None
+
+    @property
+    def sampler_healthy(self) -> bool | None:
+        if self.sampler_looks is None or self.sampler_looks_expected is None:
+            return None
+        return self.sampler_looks >= SAMPLER_LOOKS_SHARE * self.sampler_looks_expected and not self.sampler_warnings
 
     @property
     def window_s(self) -> float:
@@ -279,6 +294,18 @@ def checks(run: ScaleRun) -> list[tuple[str, str, str, bool | None]]:
             rows = [(what, got, None) for what, got, _ in rows]
     targets = (f"≤ {LAG_P95_TARGET_S:g} s", "0", f"≤ {CPU_TARGET_MS:g} ms")
     out = [(what, target, got, ok) for (what, got, ok), target in zip(rows, targets, strict=True)]
+    sampling = (
+        f"{fleet}: wait sampler's looks per snapshot, warnings",
+        f"≥ {SAMPLER_LOOKS_SHARE:.0%} of ACTIVITY_SAMPLES, 0",
+    )
+    if step is None or step.sampler_looks is None:
+        out.append((*sampling, "not run", None))
+    else:
+        got = (
+            f"{step.sampler_looks:.1f} of {step.sampler_looks_expected} looks, {step.sampler_warnings} warnings, "
+            f"{step.sampler_redis_connections} Redis connections" + why
+        )
+        out.append((*sampling, got, None if why else step.sampler_healthy))
     got, ok = speedup(run)
     speed = ("two collection workers / one: snapshots per minute", f"≥ {SPEEDUP_TARGET:g}× where CPU allows")
     out.append((*speed, got, ok))
@@ -325,6 +352,7 @@ CURVE_HEADER = [
     "Redis commands/snapshot",
     "Redis KB in / out per snapshot",
     "worker RSS max MiB",
+    "wait sampler: looks/snapshot (of), Redis connections, warnings",
     "kept up",
 ]
 
@@ -348,8 +376,15 @@ def curve_row(s: Step) -> list[str]:
         _s(s.per_snapshot(u.redis_commands)),
         f"{_s(s.per_snapshot(u.redis_in_bytes) / 1024)} / {_s(s.per_snapshot(u.redis_out_bytes) / 1024)}",
         rss,
+        _sampler(s),
         ("yes" if s.kept_up else "no") + (" (interrupted)" if s.interrupted else ""),
     ]
+
+
+def _sampler(s: Step) -> str:
+    if s.sampler_looks is None:
+        return "–"
+    return f"{s.sampler_looks:.1f} ({s.sampler_looks_expected}), {s.sampler_redis_connections}, {s.sampler_warnings}"
 
 
 TIME_HEADER = ["servers", "workers", *ROLES, "other", "idle"]

@@ -12,6 +12,13 @@ The sampler says it is alive with a key that expires (`running`); while it is no
 inline as before, so a console without it (or `manage.py collect` by hand) still sees wait events. A
 second sampler on the same servers is harmless: both counts and sample numbers add up, their ratio (what
 is stored) stays the same.
+
+Sized for a fleet: the looks of every server are written to Redis together, one transaction carrying all the
+looks taken while the previous one was on its way (a thousand servers looking ten times a minute make about 170
+looks a second; written one transaction each, they held a hundred connections and were refused past the pool's
+limit). At most REDIS_CONNECTIONS connections, waited for rather than refused. Its stop is bounded: SIGTERM ends it
+within STOP_S even while the history store or Redis hangs under it (the servers' list is read in a thread of its
+own that nothing waits for at exit).
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ import logging
 import os
 import signal
 import socket
+import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -29,7 +37,7 @@ import psycopg
 import redis
 import redis.asyncio
 from django.conf import settings
-from django.db import close_old_connections
+from django.db import close_old_connections, connections
 
 from collectors import waits
 from collectors.connection import MarkedAsyncCursor, monitoring_target, sampler_application_name
@@ -41,7 +49,11 @@ log = logging.getLogger(__name__)
 
 HEARTBEAT_S = 10.0  # how often the sampler says it is alive
 HEARTBEAT_TTL_S = 3 * HEARTBEAT_S  # a sampler silent this long is taken for gone: snapshots sample inline
-REFRESH_S = 15.0  # how often the servers to sample are read again (added, removed, changed)
+REFRESH_TIMEOUT_S = 60.0  # a read of the servers not back by then is left to itself; the sampler goes on
+REDIS_CONNECTIONS = 4  # the writes (one at a time), the heartbeat, and room
+MAX_PENDING_LOOKS = 100_000  # looks kept while Redis does not answer; the oldest are dropped beyond (and counted)
+STOP_S = 5.0  # from SIGTERM to exit, whatever hangs
+CLIENT_NAME = "pgconsole-sampler"  # its connections in Redis's CLIENT LIST
 _FIELD_SEP = "\t"
 
 
@@ -128,39 +140,77 @@ def jobs() -> list[Job]:
 
 
 class Sampler:
-    """Every job sampled from one event loop: a task per server, each sleeping until its next look."""
+    """Every job sampled from one event loop: a task per server, each sleeping until its next look; the looks
+    written to Redis in batches (`_write`)."""
 
     def __init__(self, redis_url: str):
-        self.redis = redis.asyncio.Redis.from_url(redis_url, socket_timeout=5, socket_connect_timeout=5)
+        pool = redis.asyncio.BlockingConnectionPool.from_url(
+            redis_url,
+            max_connections=REDIS_CONNECTIONS,
+            timeout=5,
+            socket_timeout=5,
+            socket_connect_timeout=5,
+            client_name=CLIENT_NAME,
+        )
+        self.redis = redis.asyncio.Redis(connection_pool=pool)
         self.tasks: dict[int, tuple[Job, asyncio.Task]] = {}
-        self.samples = 0  # taken since start, for the log
+        self.samples = 0  # looks written since start, for the log
+        self.writes = 0  # Redis transactions that wrote them
+        self.dropped = 0  # looks dropped while Redis did not answer
         self.failing: set[int] = set()
+        self._pending: list[tuple[Job, list[tuple]]] = []
+        self._writing = False
+        self._redis_down = False
 
     async def run(self, stop: asyncio.Event, *, jobs_source=jobs) -> None:
         identity = f"{socket.gethostname()}:{os.getpid()}"
+        refreshing: asyncio.Future | None = None
         next_refresh = 0.0
         try:
             while not stop.is_set():
-                if time.monotonic() >= next_refresh:
-                    self.apply(await asyncio.to_thread(jobs_source))
-                    next_refresh = time.monotonic() + REFRESH_S
+                if refreshing is None and time.monotonic() >= next_refresh:
+                    refreshing = _in_thread(jobs_source)
+                    refresh_by = time.monotonic() + REFRESH_TIMEOUT_S
+                if refreshing is not None and refreshing.done():
+                    try:
+                        self.apply(refreshing.result())
+                    except Exception as exc:  # noqa: BLE001 - the history store may be away: sample what is known
+                        log.warning("wait sampling: the servers could not be read (%s); sampling those known", exc)
+                    refreshing, next_refresh = None, time.monotonic() + settings.COLLECTOR["SAMPLER_REFRESH_S"]
+                elif refreshing is not None and time.monotonic() >= refresh_by:
+                    log.warning("wait sampling: the servers' read has not answered in %.0f s", REFRESH_TIMEOUT_S)
+                    next_refresh = time.monotonic() + settings.COLLECTOR["SAMPLER_REFRESH_S"]
+                    refreshing = None  # its thread is left to itself
                 try:
                     await self.redis.set(ALIVE_KEY, f"{identity} {len(self.tasks)} servers", ex=int(HEARTBEAT_TTL_S))
                 except redis.RedisError as exc:
                     log.warning("wait sampling: Redis does not answer (%s)", exc)
-                try:
-                    await asyncio.wait_for(stop.wait(), HEARTBEAT_S)
-                except TimeoutError:
-                    pass
+                waits_for = [asyncio.ensure_future(stop.wait())] + ([refreshing] if refreshing is not None else [])
+                await asyncio.wait(waits_for, timeout=HEARTBEAT_S, return_when=asyncio.FIRST_COMPLETED)
+                waits_for[0].cancel()
         finally:
-            for _, task in self.tasks.values():
-                task.cancel()
-            await asyncio.gather(*(task for _, task in self.tasks.values()), return_exceptions=True)
-            try:
-                await self.redis.delete(ALIVE_KEY)
-            except redis.RedisError:
-                pass
-            await self.redis.aclose()
+            await self.close(STOP_S)
+
+    async def close(self, within_s: float) -> None:
+        """Stop every server's task, write what they looked at, say the sampler is gone: within `within_s`."""
+        tasks = [task for _, task in self.tasks.values()]
+        for task in tasks:
+            task.cancel()
+        self.tasks = {}
+
+        async def wind_down() -> None:
+            await asyncio.gather(*tasks, return_exceptions=True)
+            await self._write()
+            await self.redis.delete(ALIVE_KEY)
+
+        try:
+            await asyncio.wait_for(wind_down(), within_s)
+        except (TimeoutError, redis.RedisError) as exc:
+            log.warning("wait sampling: stopped without its last writes (%s)", exc or "out of time")
+        try:
+            await asyncio.wait_for(self.redis.aclose(), 1.0)
+        except (TimeoutError, redis.RedisError):
+            pass
 
     def apply(self, wanted: Iterable[Job]) -> None:
         """Start, restart (settings changed) and stop per-server tasks to match `wanted`."""
@@ -192,7 +242,6 @@ class Sampler:
                         )
                         query = waits.activity_query(conn.info.server_version)
                     rows = await asyncio.wait_for(_look(conn, query), period)
-                    await self._record(job, rows)
                     if job.server_id in self.failing:
                         self.failing.discard(job.server_id)
                         log.warning("wait sampling of server %s works again", job.server_id)
@@ -203,24 +252,88 @@ class Sampler:
                     if conn is not None:
                         await conn.close()
                     conn = None
-                except redis.RedisError as exc:
-                    log.warning("wait sampling: Redis does not answer (%s)", exc)
+                    continue
+                await self.record(job, rows)
         finally:
             if conn is not None:
                 await conn.close()
 
-    async def _record(self, job: Job, rows: list[tuple]) -> None:
-        key = _key(job.server_id)
-        # One MULTI: a snapshot's take() (read and delete, itself one transaction) sees a look whole or not at all,
-        # never its sample counted without its events.
+    async def record(self, job: Job, rows: list[tuple]) -> None:
+        """Queue a look for the next write; the first task to find no write under way writes them all."""
+        self._pending.append((job, rows))
+        if len(self._pending) > MAX_PENDING_LOOKS:
+            over = len(self._pending) - MAX_PENDING_LOOKS
+            del self._pending[:over]
+            self.dropped += over
+        if not self._writing:
+            await self._write()
+
+    async def _write(self) -> None:
+        """Every queued look in one MULTI, again while more came meanwhile: a snapshot's take() (read and delete,
+        itself one transaction) sees a look whole or not at all, never its sample counted without its events."""
+        if self._writing:
+            return
+        self._writing = True
+        try:
+            while self._pending:
+                batch, self._pending = self._pending, []
+                try:
+                    await self._transaction(batch)
+                except BaseException as exc:
+                    self._pending[:0] = batch  # kept for the next write (cancelled, or Redis away)
+                    if not isinstance(exc, redis.RedisError):
+                        raise
+                    if not self._redis_down:
+                        self._redis_down = True
+                        log.warning("wait sampling: Redis does not answer (%s); looks kept for later", exc)
+                    return
+                if self._redis_down:
+                    self._redis_down = False
+                    log.warning("wait sampling: Redis answers again (%s looks dropped meanwhile)", self.dropped)
+                self.samples += len(batch)
+                self.writes += 1
+        finally:
+            self._writing = False
+
+    async def _transaction(self, batch: list[tuple[Job, list[tuple]]]) -> None:
         async with self.redis.pipeline(transaction=True) as pipe:
-            pipe.hincrby(key, "n", 1)
-            for event_type, event, query_id, n in rows:
-                pipe.hincrby(key, _field(event_type, event, query_id), int(n))
-            # Samples never taken by a snapshot (a server disabled, a collection failing) do not pile up.
-            pipe.expire(key, max(3 * job.interval_s, 60))
+            expiring: dict[str, int] = {}
+            for job, rows in batch:
+                key = _key(job.server_id)
+                pipe.hincrby(key, "n", 1)
+                for event_type, event, query_id, n in rows:
+                    pipe.hincrby(key, _field(event_type, event, query_id), int(n))
+                # Samples never taken by a snapshot (a server disabled, a collection failing) do not pile up.
+                expiring[key] = max(3 * job.interval_s, 60)
+            for key, seconds in expiring.items():
+                pipe.expire(key, seconds)
             await pipe.execute()
-        self.samples += 1
+
+
+def _in_thread(fn) -> asyncio.Future:
+    """fn() in a daemon thread of its own, as a future of this loop: a call that hangs (the history store gone
+    under an open connection) holds neither the loop nor the process's exit, unlike asyncio.to_thread's pool."""
+    loop = asyncio.get_running_loop()
+    future = loop.create_future()
+
+    def settle(result, exc) -> None:
+        if not future.done():
+            future.set_exception(exc) if exc is not None else future.set_result(result)
+
+    def call() -> None:
+        try:
+            result, exc = fn(), None
+        except BaseException as e:  # noqa: BLE001 - handed to the loop
+            result, exc = None, e
+        finally:
+            connections.close_all()  # this thread's own: nothing else would close them
+        try:
+            loop.call_soon_threadsafe(settle, result, exc)
+        except RuntimeError:
+            pass  # the loop is closed: the sampler stopped meanwhile
+
+    threading.Thread(target=call, name="wait-sampling-servers", daemon=True).start()
+    return future
 
 
 async def _look(conn: psycopg.AsyncConnection, query: str) -> list[tuple]:

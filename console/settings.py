@@ -367,6 +367,8 @@ COLLECTOR = {
     # Sampled pg_stat_activity when pg_wait_sampling is absent: N samples over about SPAN seconds.
     "ACTIVITY_SAMPLES": env.int("COLLECTOR_ACTIVITY_SAMPLES", default=10),
     "ACTIVITY_SPAN_S": env.float("COLLECTOR_ACTIVITY_SPAN_S", default=1.0),
+    # How often the wait sampler (manage.py sample_waits) reads the servers to sample again (added, changed).
+    "SAMPLER_REFRESH_S": env.float("COLLECTOR_SAMPLER_REFRESH_S", default=15.0),
     # Each worker process keeps the statement state of the servers it collected, up to this many MB (about
     # 0.27 MB per 1,000 entries), so the next snapshot need not read it back from the history store.
     "STATE_CACHE_MB": env.int("COLLECTOR_STATE_CACHE_MB", default=512),

@@ -103,7 +103,7 @@ def test_the_targets_are_judged_at_a_thousand_servers_with_one_worker():
         ]
     )
     rows = scale_report.checks(run)
-    assert [ok for *_, ok in rows] == [True, True, True, None]  # one worker kept up: nothing to split
+    assert [ok for *_, ok in rows] == [True, True, True, None, None]  # sampler not measured; nothing to split
     assert "12.0 ms" in rows[2][2]
     assert scale_report.verdict(run) == "PASS"
 
@@ -116,10 +116,31 @@ def test_a_thousand_servers_with_missed_intervals_fail():
     assert scale_report.verdict(_run([slow])) == "FAIL"
 
 
+def test_a_wait_sampler_that_falls_behind_or_warns_fails_the_run():
+    """Defect 4 of issue 35: the sampler's looks lost to Redis at 1,000 servers went unseen by the benchmark."""
+    healthy = replace(
+        _step(servers=1000, workers=1, cpu={COLLECTION: 3000 * 0.012}, snapshots=3000),
+        sampler_looks=9.8,
+        sampler_looks_expected=10,
+        sampler_redis_connections=2,
+        sampler_warnings=0,
+    )
+    rows = scale_report.checks(_run([healthy]))
+    assert rows[3][3] is True and "9.8 of 10 looks, 0 warnings, 2 Redis connections" in rows[3][2]
+    assert scale_report.verdict(_run([healthy])) == "PASS"
+    assert "9.8 (10), 2, 0" in scale_report.text(_run([healthy]))
+    for behind in (
+        replace(healthy, sampler_looks=6.1),
+        replace(healthy, sampler_warnings=1072),
+    ):
+        assert scale_report.checks(_run([behind]))[3][3] is False
+        assert scale_report.verdict(_run([behind])) == "FAIL"
+
+
 def test_a_quick_run_is_shown_but_not_judged():
     run = _run([_step(servers=20), _step(servers=50)])
     rows = scale_report.checks(run)
-    assert [ok for *_, ok in rows] == [None, None, None, None]
+    assert [ok for *_, ok in rows] == [None, None, None, None, None]
     assert "at 50 servers: 1,000 was not run" in rows[0][2]
     assert scale_report.verdict(run) == "INCOMPLETE"
 

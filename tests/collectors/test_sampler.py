@@ -158,3 +158,58 @@ def test_a_server_that_never_answers_does_not_hold_back_the_sampling_of_another(
     _, reading = sampler.take(good.pk)
     assert 6 <= reading.n_samples <= 8, reading  # a look every 0.5 s for 3.6 s, as if alone
     assert reading.counts == {("Timeout", "PgSleep", query_id): reading.n_samples}
+
+
+def test_a_thousand_servers_looks_reach_redis_whole_over_a_few_connections():
+    """Defect 4 of issue 35: 1,000 servers looking at once held a connection each (Redis refused them past the
+    pool's limit, and the looks were lost). Now their looks go in a few transactions over at most
+    REDIS_CONNECTIONS connections, and each server's counts arrive whole."""
+    jobs = [sampler.Job(server_id=90_000_000 + i, conninfo="", interval_s=60) for i in range(1000)]
+    rows = [("Lock", "relation", 7, 2), ("IO", "DataFileRead", None, 1)]
+
+    async def everyone_looks_twice():
+        s = sampler.Sampler(django_settings.REDIS_URL)
+        for _ in range(2):
+            await asyncio.gather(*(s.record(job, rows) for job in jobs))
+        clients = [c for c in sampler._redis().client_list() if c.get("name") == sampler.CLIENT_NAME]
+        writes, samples = s.writes, s.samples
+        await s.close(5)
+        return len(clients), writes, samples
+
+    connections, writes, samples = asyncio.run(everyone_looks_twice())
+    assert samples == 2000 and writes <= 4, (samples, writes)
+    assert 1 <= connections <= sampler.REDIS_CONNECTIONS
+    for job in jobs:
+        alive, reading = sampler.take(job.server_id)
+        assert reading.n_samples == 2 and reading.counts == {
+            ("Lock", "relation", 7): 4,
+            ("IO", "DataFileRead", None): 2,
+        }, job.server_id
+
+
+def test_a_sampler_whose_servers_read_hangs_still_stops_within_its_bound():
+    """The history store gone under an open connection: the servers' read never returns. The sampler keeps its
+    heartbeat and stops within STOP_S of being told, leaving the hung read behind."""
+    release = threading.Event()
+
+    def hangs():
+        release.wait(60)
+        return []
+
+    async def scenario():
+        s = sampler.Sampler(django_settings.REDIS_URL)
+        stop = asyncio.Event()
+        running = asyncio.create_task(s.run(stop, jobs_source=hangs))
+        await asyncio.sleep(1.0)
+        alive = sampler.running()
+        stop.set()
+        told = time.monotonic()
+        await asyncio.wait_for(running, sampler.STOP_S + 2)
+        return alive, time.monotonic() - told
+
+    try:
+        alive, stopping_s = asyncio.run(scenario())
+    finally:
+        release.set()
+    assert alive and stopping_s < 1.0, stopping_s
+    assert not sampler.running()

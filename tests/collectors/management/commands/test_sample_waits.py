@@ -2,6 +2,8 @@
 `sampler`), real Redis, a real server with a session asleep. The snapshot takes the samples spread over its
 interval without sleeping itself; with the sampler stopped, snapshots sample inline again."""
 
+import contextlib
+import socket
 import threading
 import time
 
@@ -98,3 +100,68 @@ def test_the_sampler_feeds_snapshots_that_no_longer_sleep(pg_clusters, sampler_p
             [server.pk],
         )
         assert cur.fetchone() == ("pg_stat_activity", SAMPLES)
+
+
+class FreezingProxy:
+    """A TCP proxy to the history store that, once frozen, passes nothing more either way and closes nothing:
+    a store gone from under an open connection (a host down, a network cut), as the sampler saw it."""
+
+    def __init__(self, port: int):
+        self.upstream = ("127.0.0.1", port)
+        self.frozen = threading.Event()
+        self.swallowed = 0  # messages held back since frozen
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.sockets: list[socket.socket] = [self.listener]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            server = socket.create_connection(self.upstream)
+            self.sockets += [client, server]
+            for a, b in ((client, server), (server, client)):
+                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    def _pump(self, a: socket.socket, b: socket.socket) -> None:
+        try:
+            while data := a.recv(65536):
+                if self.frozen.is_set():
+                    self.swallowed += 1
+                    time.sleep(3600)  # swallowed: never passed on, never answered
+                b.sendall(data)
+        except OSError:
+            pass
+
+    def close(self) -> None:
+        for s in self.sockets:
+            with contextlib.suppress(OSError):
+                s.close()
+
+
+def test_sigterm_stops_the_sampler_while_the_history_store_hangs_under_it(pg_clusters, sampler_process):
+    """Defect 4 of issue 35: with its history store gone under an open connection, the sampler ignored SIGTERM
+    and SIGINT for minutes (the servers' read hung in a thread the loop and the exit waited for). It exits within
+    sampler.STOP_S (and 0) instead."""
+    proxy = FreezingProxy(int(connection.settings_dict["PORT"]))
+    try:
+        settings_dict = {**connection.settings_dict, "PORT": proxy.port}
+        proc = sampler_process.start(
+            "sampler",
+            [str(BIN / "python"), "manage.py", "sample_waits"],
+            DATABASE_URL=database_url(settings_dict),
+            COLLECTOR_SAMPLER_REFRESH_S="0.5",
+        )
+        wait_for(sampler.running, 30, what="the sampler's heartbeat", logs=sampler_process.logs)
+        proxy.frozen.set()
+        wait_for(lambda: proxy.swallowed, 10, what="a read of the servers, hung", logs=sampler_process.logs)
+        time.sleep(0.5)
+        told = time.monotonic()
+        assert proc.stop(timeout_s=sampler.STOP_S + 5) == 0, sampler_process.logs()
+        assert time.monotonic() - told < sampler.STOP_S + 2
+        assert "wait-event sampler stopped" in proc.text()
+    finally:
+        proxy.close()
