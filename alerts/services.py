@@ -253,16 +253,24 @@ def _mail(channel: Channel, m: Message) -> None:
     mail.send()
 
 
+def deliveries_fail_exhausted(*, now: datetime | None = None) -> int:
+    """Beat's tidy task, first: the deliveries claimed by a worker that died on their last attempt (ALERTS_CLAIM_STALE_S
+    ago) are failed, never sent again. How many."""
+    now = now or timezone.now()
+    return _fail_exhausted(Delivery.objects.all(), now - timedelta(seconds=settings.ALERTS_CLAIM_STALE_S))
+
+
 def deliveries_lost(*, now: datetime | None = None) -> list[int]:
     """Deliveries whose message is gone: pending long past their next attempt, or claimed by a worker that died
     (ALERTS_CLAIM_STALE_S ago) with attempts left; beat's tidy task sends them again. The claim in
-    delivery_attempt keeps a delivery that was sent after all from being sent twice. Those claimed by a worker
-    that died on their last attempt are failed here, never sent again."""
+    delivery_attempt keeps a delivery that was sent after all from being sent twice, and refuses one past its
+    attempts (deliveries_fail_exhausted fails those)."""
     now = now or timezone.now()
     stale = now - timedelta(seconds=settings.ALERTS_CLAIM_STALE_S)
-    _fail_exhausted(Delivery.objects.all(), stale)
     pending = Delivery.objects.filter(status=Delivery.Status.PENDING, next_attempt_at__lt=stale)
-    claimed = Delivery.objects.filter(status=Delivery.Status.SENDING, claimed_at__lt=stale)
+    claimed = Delivery.objects.filter(
+        status=Delivery.Status.SENDING, claimed_at__lt=stale, attempts__lt=settings.ALERTS_MAX_ATTEMPTS
+    )
     return list((pending | claimed).order_by("pk").values_list("pk", flat=True)[:1000])
 
 

@@ -8,7 +8,7 @@ from django.utils import timezone
 
 from alerts.lifecycle import evaluate_organization, evaluation_groups
 from alerts.models import Delivery
-from alerts.services import deliveries_lost, delivery_attempt, retry_delay_s
+from alerts.services import deliveries_fail_exhausted, deliveries_lost, delivery_attempt, retry_delay_s
 from inventory.models import Organization
 
 
@@ -29,7 +29,9 @@ def deliver(self, delivery_id: int) -> str:
 
 @shared_task
 def resend_lost_deliveries() -> list[int]:
-    """Beat's, every ALERTS_TIDY_S: deliveries whose message was lost, sent to a worker again."""
+    """Beat's, every ALERTS_TIDY_S: deliveries whose message was lost, sent to a worker again (those lost on their
+    last attempt failed instead)."""
+    deliveries_fail_exhausted()
     lost = deliveries_lost()
     for delivery_id in lost:
         deliver.delay(delivery_id)

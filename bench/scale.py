@@ -473,7 +473,7 @@ def _level(world: World, n: int, workers: int, window_s: float) -> Step:
 
 
 def _measure(world: World, ids: list[int], workers: int, window_s: float, label: str) -> Step:
-    from django.db.models import Avg
+    from django.db.models import Avg, Sum
 
     from collectors.models import FailedCollection, Snapshot
     from inventory.models import Server
@@ -502,7 +502,10 @@ def _measure(world: World, ids: list[int], workers: int, window_s: float, label:
     sizes = rows.filter(kind="delta").aggregate(entries=Avg("entries"), changed=Avg("changed"))
     phase_s = _phase_function()
     phases = {i: phase_s(i, INTERVAL_S) if phase_s else None for i in ids}
-    looks = rows.filter(kind="delta", waits_source="pg_stat_activity").aggregate(n=Avg("waits_samples"))["n"]
+    sampled = rows.filter(kind="delta", waits_source="pg_stat_activity").aggregate(
+        n=Sum("waits_samples"), s=Sum("interval_s")
+    )
+    looks = sampled["n"] / sampled["s"] * INTERVAL_S if sampled["s"] else None
     errors = FailedCollection.objects.filter(server_id__in=ids, at__gte=since, at__lt=until)
     lines = [f"{source}: {line.strip()}" for source, line in world.logs.errors()] if world.logs else []
     return Step(
@@ -524,14 +527,15 @@ def _measure(world: World, ids: list[int], workers: int, window_s: float, label:
         sampler_looks=looks,
         sampler_looks_expected=_activity_samples(),
         sampler_redis_connections=_sampler_redis_connections(),
-        sampler_warnings=_sampler_warnings_since(world, sampler_log),
+        **_sampler_warnings_since(world, sampler_log),
     )
 
 
 def _activity_samples() -> int:
-    from django.conf import settings
+    """The looks per interval the product's processes take: the default (this process runs with none)."""
+    from console import settings as product
 
-    return settings.COLLECTOR["ACTIVITY_SAMPLES"]
+    return product.ACTIVITY_SAMPLES_DEFAULT
 
 
 def _log_size(world: World, role: str) -> int:
@@ -539,15 +543,21 @@ def _log_size(world: World, role: str) -> int:
     return sum(path.stat().st_size for path in paths if path.exists())
 
 
-def _sampler_warnings_since(world: World, offset: int) -> int | None:
-    role = SAMPLER
-    """The warnings the wait sampler logged since `offset` bytes into its log (each begins "wait sampling")."""
-    paths = [world.logs.paths[p.name] for p in world.processes if p.role == role] if world.logs else []
+def _sampler_warnings_since(world: World, offset: int) -> dict[str, int | None]:
+    """The warnings the wait sampler logged since `offset` bytes into its log: about Redis (looks at risk), and
+    servers it could not look at (their first failure each time)."""
+    paths = [world.logs.paths[p.name] for p in world.processes if p.role == SAMPLER] if world.logs else []
     if len(paths) != 1 or not paths[0].exists():
-        return None
+        return {"sampler_warnings": None, "sampler_server_failures": None}
     with open(paths[0], "rb") as f:
         f.seek(offset)
-        return sum(1 for line in f.read().decode(errors="replace").splitlines() if line.startswith("wait sampling"))
+        lines = f.read().decode(errors="replace").splitlines()
+    return {
+        "sampler_warnings": sum(1 for line in lines if line.startswith("wait sampling:") and "Redis" in line),
+        "sampler_server_failures": sum(
+            1 for line in lines if line.startswith("wait sampling of server") and " fails" in line
+        ),
+    }
 
 
 def _sampler_redis_connections() -> int:

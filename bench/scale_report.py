@@ -130,13 +130,14 @@ class Step:
     failing_servers: int  # servers whose last collection failed, at the window's end
     log_errors: list[str] = field(default_factory=list)
     interrupted: bool = False
-    # The wait sampler's health: looks per snapshot sampled from pg_stat_activity (ACTIVITY_SAMPLES per interval
-    # when it keeps up), its connections to Redis at the window's end, its warnings in the window (Redis not
-    # answering, the servers' read failing or hanging). None: not measured.
+    # The wait sampler's health: looks per interval the snapshots carried (ACTIVITY_SAMPLES when it keeps up), its
+    # connections to Redis at the window's end, its warnings about Redis in the window (looks at risk), and the
+    # servers it could not look at for a while (their connection failing). None: not measured.
     sampler_looks: float | None = None
     sampler_looks_expected: int | None = None
     sampler_redis_connections: int | None = None
     sampler_warnings: int | None = None
+    sampler_server_failures: int | None = None
 
     @property
     def sampler_healthy(self) -> bool | None:
@@ -295,7 +296,7 @@ def checks(run: ScaleRun) -> list[tuple[str, str, str, bool | None]]:
     targets = (f"≤ {LAG_P95_TARGET_S:g} s", "0", f"≤ {CPU_TARGET_MS:g} ms")
     out = [(what, target, got, ok) for (what, got, ok), target in zip(rows, targets, strict=True)]
     sampling = (
-        f"{fleet}: wait sampler's looks per snapshot, warnings",
+        f"{fleet}: wait sampler's looks per interval, warnings about Redis",
         f"≥ {SAMPLER_LOOKS_SHARE:.0%} of ACTIVITY_SAMPLES, 0",
     )
     if step is None or step.sampler_looks is None:
@@ -303,7 +304,7 @@ def checks(run: ScaleRun) -> list[tuple[str, str, str, bool | None]]:
     else:
         got = (
             f"{step.sampler_looks:.1f} of {step.sampler_looks_expected} looks, {step.sampler_warnings} warnings, "
-            f"{step.sampler_redis_connections} Redis connections" + why
+            f"{step.sampler_redis_connections} Redis connections, {step.sampler_server_failures} servers failing" + why
         )
         out.append((*sampling, got, None if why else step.sampler_healthy))
     got, ok = speedup(run)
@@ -352,7 +353,7 @@ CURVE_HEADER = [
     "Redis commands/snapshot",
     "Redis KB in / out per snapshot",
     "worker RSS max MiB",
-    "wait sampler: looks/snapshot (of), Redis connections, warnings",
+    "wait sampler: looks/interval (of), Redis connections, Redis warnings, servers failing",
     "kept up",
 ]
 
@@ -384,7 +385,10 @@ def curve_row(s: Step) -> list[str]:
 def _sampler(s: Step) -> str:
     if s.sampler_looks is None:
         return "–"
-    return f"{s.sampler_looks:.1f} ({s.sampler_looks_expected}), {s.sampler_redis_connections}, {s.sampler_warnings}"
+    return (
+        f"{s.sampler_looks:.1f} ({s.sampler_looks_expected}), {s.sampler_redis_connections}, {s.sampler_warnings}, "
+        f"{s.sampler_server_failures}"
+    )
 
 
 TIME_HEADER = ["servers", "workers", *ROLES, "other", "idle"]

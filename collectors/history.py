@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 import numpy as np
+import psycopg
 from django.db import connection, transaction
 from psycopg import sql
 
@@ -27,6 +28,17 @@ def drop_history_connection() -> None:
         with contextlib.suppress(Exception):
             raw.cancel_safe(timeout=5)
     connection.close()
+
+
+def statement_timed_out(exc: BaseException) -> bool:
+    """A query stopped by statement_timeout, anywhere in the exception's chain (psycopg's own error from the
+    selectors' raw cursors, or Django's OperationalError wrapping it)."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, psycopg.errors.QueryCanceled) and "statement timeout" in str(seen):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 # The advisory lock (LOCK_NAMESPACE, server_id) in the history store: one collection per server holds

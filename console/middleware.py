@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import zoneinfo
 
-import psycopg
 from django.conf import settings
 from django.db import OperationalError
 from django.db.backends.signals import connection_created
 from django.http import HttpResponse, JsonResponse
 from django.template.loader import render_to_string
 from django.utils import timezone
+
+from collectors.history import statement_timed_out
+from console.api.errors import error_body
 
 # No inline script or style anywhere: data for charts travels in json_script blocks (not executed).
 CONTENT_SECURITY_POLICY = "; ".join(
@@ -74,15 +76,6 @@ def _limit_statements(sender, connection, **kwargs) -> None:
         cur.execute("SELECT set_config('statement_timeout', %s, false)", [str(settings.WEB_STATEMENT_TIMEOUT_MS)])
 
 
-def _timed_out(exc: BaseException) -> bool:
-    seen: BaseException | None = exc
-    while seen is not None:
-        if isinstance(seen, psycopg.errors.QueryCanceled) and "statement timeout" in str(seen):
-            return True
-        seen = seen.__cause__ or seen.__context__
-    return False
-
-
 class ReadTimeoutMiddleware:
     """Every connection a web process opens to the history store stops a statement after WEB_STATEMENT_TIMEOUT_MS
     (a month of an organization's texts searched 600 times a minute would otherwise hold the store), and a request
@@ -97,7 +90,7 @@ class ReadTimeoutMiddleware:
         return self.get_response(request)
 
     def process_exception(self, request, exc):
-        if not (isinstance(exc, OperationalError) and _timed_out(exc)):
+        if not (isinstance(exc, OperationalError) and statement_timed_out(exc)):
             return None
         seconds = settings.WEB_STATEMENT_TIMEOUT_MS / 1000
         message = (
@@ -105,6 +98,5 @@ class ReadTimeoutMiddleware:
             "choose a shorter range or narrower filters."
         )
         if request.path.startswith("/api/"):
-            body = {"status": 503, "code": "read_timeout", "message": message, "errors": {}}
-            return JsonResponse(body, status=503)
+            return JsonResponse(error_body(503, "read_timeout", message), status=503)
         return HttpResponse(render_to_string("console/read_timeout.html", {"message": message}, request), status=503)

@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path, PurePosixPath
 
-import psycopg
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import connection, transaction
@@ -23,7 +22,7 @@ from django.utils import timezone
 
 from accounts.access import MANAGE_SERVERS, require_role
 from accounts.models import UserPreference
-from collectors.history import drop_history_connection
+from collectors.history import drop_history_connection, statement_timed_out
 from collectors.selectors import Window, WindowError
 from exports.audit import audit_content
 from exports.files import (
@@ -315,9 +314,7 @@ def _out_of_time(exc: BaseException) -> bool:
     """The build's time limit: the task's soft limit, or a query stopped by the statement_timeout it set."""
     if isinstance(exc, SoftTimeLimitExceeded):
         return True
-    # psycopg's own error (the selectors' raw cursors), or Django's wrapping it
-    canceled = next((e for e in (exc, exc.__cause__) if isinstance(e, psycopg.errors.QueryCanceled)), None)
-    return canceled is not None and "statement timeout" in str(canceled)
+    return statement_timed_out(exc)
 
 
 @dataclass(frozen=True)

@@ -53,9 +53,13 @@ def _message(detail) -> str:
     return str(detail)
 
 
+def error_body(status_code: int, code: str, message: str, errors: dict | None = None) -> dict:
+    """The API's one error shape (for a middleware's JsonResponse too, which DRF does not render)."""
+    return {"status": status_code, "code": code, "message": message, "errors": errors or {}}
+
+
 def error_response(status_code: int, code: str, message: str, errors: dict | None = None, headers=None) -> Response:
-    body = {"status": status_code, "code": code, "message": message, "errors": errors or {}}
-    return Response(body, status=status_code, headers=headers)
+    return Response(error_body(status_code, code, message, errors), status=status_code, headers=headers)
 
 
 def exception_handler(exc, context):

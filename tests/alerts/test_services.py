@@ -24,6 +24,7 @@ from alerts.services import (
     alert_acknowledge,
     channel_create,
     channel_send_test,
+    deliveries_fail_exhausted,
     deliveries_lost,
     delivery_attempt,
     rule_update,
@@ -254,7 +255,8 @@ def test_a_dead_workers_claim_on_the_last_attempt_fails_the_delivery_and_is_neve
             status="sending", claimed_at=stale, attempts=settings.ALERTS_MAX_ATTEMPTS
         )
         assert delivery_attempt(delivery_id=last.pk) == "failed"
-        assert deliveries_lost() == []  # beat's tidy fails the other instead of sending it again
+        assert deliveries_lost() == []  # past its attempts: never sent again
+        assert deliveries_fail_exhausted() == 1  # beat's tidy fails it
         assert delivery_attempt(delivery_id=tidy.pk) == "skipped"
     assert r.requests == []
     for d in (last, tidy):

@@ -124,11 +124,12 @@ def test_a_wait_sampler_that_falls_behind_or_warns_fails_the_run():
         sampler_looks_expected=10,
         sampler_redis_connections=2,
         sampler_warnings=0,
+        sampler_server_failures=3,
     )
     rows = scale_report.checks(_run([healthy]))
-    assert rows[3][3] is True and "9.8 of 10 looks, 0 warnings, 2 Redis connections" in rows[3][2]
+    assert rows[3][3] is True and "9.8 of 10 looks, 0 warnings, 2 Redis connections, 3 servers failing" in rows[3][2]
     assert scale_report.verdict(_run([healthy])) == "PASS"
-    assert "9.8 (10), 2, 0" in scale_report.text(_run([healthy]))
+    assert "9.8 (10), 2, 0, 3" in scale_report.text(_run([healthy]))
     for behind in (
         replace(healthy, sampler_looks=6.1),
         replace(healthy, sampler_warnings=1072),
