@@ -517,9 +517,17 @@ ALERTS_END = "<!-- alerts:end -->"
 # The test suite's times (`make test` prints them; written in by hand from two runs on a clean clone).
 TESTS_START = "<!-- tests:start -->"
 TESTS_END = "<!-- tests:end -->"
-# Sections that a benchmark run on its own writes (the soak, the alerts) or a person does (the test suite), kept
-# when the main report is written.
-KEPT_SECTIONS = ((SOAK_START, SOAK_END), (ALERTS_START, ALERTS_END), (TESTS_START, TESTS_END))
+# Measurements run and written in by hand (a benchmark against the commit before a change, in one session).
+BY_HAND_START = "<!-- by-hand:start -->"
+BY_HAND_END = "<!-- by-hand:end -->"
+# Sections that a benchmark run on its own writes (the soak, the alerts) or a person does (the test suite, the
+# measurements by hand), kept when the main report is written.
+KEPT_SECTIONS = (
+    (SOAK_START, SOAK_END),
+    (ALERTS_START, ALERTS_END),
+    (BY_HAND_START, BY_HAND_END),
+    (TESTS_START, TESTS_END),
+)
 
 
 def marked_section(text: str, start: str, end: str) -> str:

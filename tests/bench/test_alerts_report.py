@@ -71,3 +71,14 @@ def test_the_test_suites_section_is_kept_too(tmp_path):
     results = {"machine": MACHINE, "started_at": datetime(2026, 11, 28, tzinfo=UTC), "code": "c", "date": "d"}
     report.write_markdown({**results, "elapsed_s": 1.0}, path)
     assert report.marked_section(path.read_text(), report.TESTS_START, report.TESTS_END) == section
+
+
+def test_the_measurements_by_hand_are_kept_too(tmp_path):
+    path = tmp_path / "benchmarks.md"
+    section = (
+        f"{report.BY_HAND_START}\n## The wait sampler at 1,000 servers\n\n| | before | after |\n{report.BY_HAND_END}"
+    )
+    report.write_marked_section(section, report.BY_HAND_START, report.BY_HAND_END, path)
+    results = {"machine": MACHINE, "started_at": datetime(2026, 11, 28, tzinfo=UTC), "code": "c", "date": "d"}
+    report.write_markdown({**results, "elapsed_s": 1.0}, path)
+    assert report.marked_section(path.read_text(), report.BY_HAND_START, report.BY_HAND_END) == section
