@@ -479,7 +479,7 @@ def _measure(world: World, ids: list[int], workers: int, window_s: float, label:
     from inventory.models import Server
 
     before, start = _usage(world), time.time()
-    sampler_log = _log_size(world, SAMPLER)
+    sampler_log = path.stat().st_size if (path := _sampler_log(world)) is not None else 0
     rss: dict[str, int] = {}
     next_status = start + 60
     while (left := start + window_s - time.time()) > 0 and not _exited(world):
@@ -538,18 +538,18 @@ def _activity_samples() -> int:
     return product.ACTIVITY_SAMPLES_DEFAULT
 
 
-def _log_size(world: World, role: str) -> int:
-    paths = [world.logs.paths[p.name] for p in world.processes if p.role == role] if world.logs else []
-    return sum(path.stat().st_size for path in paths if path.exists())
+def _sampler_log(world: World) -> Path | None:
+    """The wait sampler's log (compose runs one sampler), where it is written yet."""
+    paths = [world.logs.paths[p.name] for p in world.processes if p.role == SAMPLER] if world.logs else []
+    return paths[0] if len(paths) == 1 and paths[0].exists() else None
 
 
 def _sampler_warnings_since(world: World, offset: int) -> dict[str, int | None]:
     """The warnings the wait sampler logged since `offset` bytes into its log: about Redis (looks at risk), and
     servers it could not look at (their first failure each time)."""
-    paths = [world.logs.paths[p.name] for p in world.processes if p.role == SAMPLER] if world.logs else []
-    if len(paths) != 1 or not paths[0].exists():
+    if (path := _sampler_log(world)) is None:
         return {"sampler_warnings": None, "sampler_server_failures": None}
-    with open(paths[0], "rb") as f:
+    with open(path, "rb") as f:
         f.seek(offset)
         lines = f.read().decode(errors="replace").splitlines()
     return {

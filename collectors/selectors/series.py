@@ -398,10 +398,19 @@ def server_series(
         return _server_raw(server_id, window, top_events)
     if resolution == "10min":
         series = _server_binned(server_id, window, top_events)
-        cut = _cut_bucket(series.points, window, resolution, cov) if automatic else None
-        if cut is not None and (tail := _server_raw(server_id, cut[1], top_events, events=series.events).points):
-            series = replace(series, points=series.points[: cut[0]] + tail)
-        return series
+    else:
+        series = _server_tiered(server_id, window, resolution, cov, top_events, automatic)
+    cut = _cut_bucket(series.points, window, series.resolution, cov) if automatic else None
+    if cut is not None and (tail := _server_raw(server_id, cut[1], top_events, events=series.events).points):
+        series = replace(series, points=series.points[: cut[0]] + tail)
+    return series
+
+
+def _server_tiered(
+    server_id: int, window: Window, resolution: str, cov: windows.Coverage, top_events: int, automatic: bool
+) -> ServerSeries:
+    """The server's hourly or daily buckets (with the raw snapshots not rolled up yet), an automatic month's
+    hours gathered into points of 2 hours or more."""
     server_table = _TIERS[resolution][0]
     step = _STEP[resolution]
     grid = _grid(window, resolution)
@@ -443,9 +452,6 @@ def server_series(
         totals, waits = _grouped(grid, totals, waits, of)
         resolution = f"{hours}h"
     points = [_server_point(a, e, totals.get(a), _fold(waits.get(a, {}), events)) for a, e in spans]
-    cut = _cut_bucket(points, window, resolution, cov) if automatic else None
-    if cut is not None and (tail := _server_raw(server_id, cut[1], top_events, events=events).points):
-        points = points[: cut[0]] + tail
     return ServerSeries(server_id, window, resolution, events, points)
 
 
