@@ -186,7 +186,10 @@ class Sampler:
                 except redis.RedisError as exc:
                     log.warning("wait sampling: Redis does not answer (%s)", exc)
                 waits_for = [asyncio.ensure_future(stop.wait())] + ([refreshing] if refreshing is not None else [])
-                await asyncio.wait(waits_for, timeout=HEARTBEAT_S, return_when=asyncio.FIRST_COMPLETED)
+                # Awake for the next heartbeat, the read's answer, or the next read when it comes first.
+                until_refresh = HEARTBEAT_S if refreshing is not None else next_refresh - time.monotonic()
+                timeout = max(min(HEARTBEAT_S, until_refresh), 0.0)
+                await asyncio.wait(waits_for, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
                 waits_for[0].cancel()
         finally:
             await self.close(STOP_S)
@@ -269,8 +272,7 @@ class Sampler:
             over = len(self._pending) - MAX_PENDING_LOOKS
             del self._pending[:over]
             self.dropped += over
-        if not self._writing:
-            await self._write()
+        await self._write()  # at once unless a write is under way (it takes this one along)
 
     async def _write(self) -> None:
         """Every queued look in one MULTI, again while more came meanwhile: a snapshot's take() (read and delete,
