@@ -104,6 +104,13 @@ class CollectionBusy(CollectionError):
     code = "busy"
 
 
+class OverShare(CollectionError):
+    """The server's organization had its share of the collection workers in use (collectors.shares): put off,
+    not a failure."""
+
+    code = "over_share"
+
+
 class HistoryUnavailable(CollectionError):
     """The console's own database could not be written; the task retries with backoff."""
 
@@ -203,6 +210,7 @@ SUMMARIES = {
     "insufficient_privilege": "The monitoring role lacks a privilege the collection needs (pg_monitor).",
     "timeout": "The server did not answer in time.",
     "busy": "Another collection of this server was running.",
+    "over_share": "The organization's other collections held its share of the collection workers.",
     "history_unavailable": "The console's history store was unavailable: the snapshot was not stored.",
     "history_full": "The console's history store is out of space: the snapshot was not stored.",
     "clock": "The server's clock went back: the snapshot was not stored.",

@@ -17,10 +17,17 @@ from django.conf import settings
 from django.db import DatabaseError, InterfaceError, OperationalError, connection, transaction
 from django.utils import timezone
 
-from collectors import codec, history, lineage, partitions, pgss, sampler, tables, texts, waits
+from collectors import codec, history, lineage, partitions, pgss, sampler, shares, tables, texts, waits
 from collectors import connection as monitored
 from collectors.deltas import DeltaResult, Entries, compute
-from collectors.errors import ClockWentBack, CollectionBusy, CollectionError, HistoryUnavailable, history_full
+from collectors.errors import (
+    ClockWentBack,
+    CollectionBusy,
+    CollectionError,
+    HistoryUnavailable,
+    OverShare,
+    history_full,
+)
 from collectors.history import LOCK_NAMESPACE
 from collectors.models import FailedCollection, ServerState
 from collectors.snapshot_facts import SnapshotFacts
@@ -35,7 +42,7 @@ class CollectionResult:
     server_id: int
     server_name: str
     ok: bool
-    kind: str = ""  # baseline | delta | failed | busy
+    kind: str = ""  # baseline | delta | failed | busy | over_share
     taken_at: datetime | None = None
     interval_s: float | None = None
     entries: int = 0
@@ -400,12 +407,29 @@ def _record_failure(server: Server, exc: CollectionError) -> None:
         log.warning("could not record the failure of %s: history store unavailable", server)
 
 
+def _collect_locked(server: Server) -> CollectionResult:
+    """_collect under the server's advisory lock (CollectionBusy when another collection holds it)."""
+    Server.objects.filter(pk=server.pk).update(last_attempt_at=timezone.now())
+    with connection.cursor() as cur:
+        cur.execute("SELECT pg_try_advisory_lock(%s, %s)", [LOCK_NAMESPACE, server.pk])
+        if not cur.fetchone()[0]:
+            raise CollectionBusy("another collection of this server is running")
+    try:
+        return _collect(server)
+    finally:
+        try:
+            with connection.cursor() as cur:
+                cur.execute("SELECT pg_advisory_unlock(%s, %s)", [LOCK_NAMESPACE, server.pk])
+        except DatabaseError:
+            pass  # the session is gone, and its lock with it
+
+
 def server_collect(*, server_id: int) -> CollectionResult:
     """Collect one snapshot of one server. Never raises for the server's own problems; raises
     HistoryUnavailable when the history store cannot be reached (the caller retries)."""
     started = time.perf_counter()
     try:
-        server = Server.objects.get(pk=server_id)
+        server = Server.objects.select_related("organization").get(pk=server_id)
     except Server.DoesNotExist:
         # A task queued before the server was removed: nothing to do.
         log.info("server %s no longer exists: collection dropped", server_id)
@@ -421,21 +445,15 @@ def server_collect(*, server_id: int) -> CollectionResult:
         raise HistoryUnavailable(f"history store unavailable: {exc}") from exc
     result = CollectionResult(server_id=server.pk, server_name=server.name, ok=False)
     try:
-        Server.objects.filter(pk=server.pk).update(last_attempt_at=timezone.now())
-        with connection.cursor() as cur:
-            cur.execute("SELECT pg_try_advisory_lock(%s, %s)", [LOCK_NAMESPACE, server.pk])
-            if not cur.fetchone()[0]:
-                raise CollectionBusy("another collection of this server is running")
-        try:
-            result = _collect(server)
-        finally:
-            try:
-                with connection.cursor() as cur:
-                    cur.execute("SELECT pg_advisory_unlock(%s, %s)", [LOCK_NAMESPACE, server.pk])
-            except DatabaseError:
-                pass  # the session is gone, and its lock with it
-    except CollectionBusy as exc:
-        result.kind, result.error_code, result.error = "busy", exc.code, exc.message
+        share = server.organization.collecting_limit()
+        with shares.held(server.organization_id, share) as mine:
+            if not mine:
+                raise OverShare(
+                    f"{share} collections of {server.organization} were running, its share (ORG_MAX_COLLECTING)"
+                )
+            result = _collect_locked(server)
+    except (CollectionBusy, OverShare) as exc:
+        result.kind, result.error_code, result.error = exc.code, exc.code, exc.message
     except (OperationalError, InterfaceError, psycopg.OperationalError) as exc:
         if connection.connection is not None and not connection.is_usable():
             connection.close()

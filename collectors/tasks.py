@@ -1,9 +1,11 @@
 """Celery tasks: thin wrappers that take primary keys and call services."""
 
 import logging
+import random
 import time
 import uuid
 from dataclasses import asdict
+from datetime import UTC, datetime, timedelta
 
 from celery import shared_task
 from django.conf import settings
@@ -17,6 +19,7 @@ from collectors.services import server_collect
 
 log = logging.getLogger(__name__)
 MAX_BACKOFF_S = 120
+PUT_OFF_S = (1.0, 3.0)  # a collection over its organization's share runs again this many seconds later
 
 
 TRACK_TTL_S = 3600  # how long a tracked collection's status stays readable
@@ -58,10 +61,36 @@ def collect_server(self, server_id: int, tracked: bool = False) -> dict:
     except Exception as exc:
         track(task_id, server_id, "failed", {"ok": False, "kind": "error", "error_code": type(exc).__name__})
         raise
+    if result.kind == "over_share" and _put_off(self, server_id, tracked):
+        track(task_id, server_id, "queued")
+        return {"ok": False, "kind": "over_share", "error_code": "over_share", "put_off": True}
     log.info(result.summary())
     out = {"ok": result.ok, "kind": result.kind, "error_code": result.error_code}
     track(task_id, server_id, "succeeded" if result.ok else "failed", out)
     return out
+
+
+def _put_off(task, server_id: int, tracked: bool) -> bool:
+    """A collection over its organization's share (collectors.shares), sent again to run in a second or two while
+    that is before its message expires (the server's next collection is due then): True. Else it is skipped, and
+    the log says why (the server's history shows the interval missed)."""
+    countdown = random.uniform(*PUT_OFF_S)
+    expires = task.request.expires
+    if isinstance(expires, str):
+        expires = datetime.fromisoformat(expires)
+    if expires is not None and expires.tzinfo is None:
+        expires = expires.replace(tzinfo=UTC)
+    if expires is not None and expires <= datetime.now(UTC) + timedelta(seconds=countdown):
+        log.warning(
+            "collection of server %s skipped: its organization's share of the collection workers stayed in use "
+            "until its next collection was due (ORG_MAX_COLLECTING)",
+            server_id,
+        )
+        return False
+    collect_server.apply_async(
+        (server_id,), {"tracked": tracked}, task_id=task.request.id, expires=expires, countdown=countdown
+    )
+    return True
 
 
 @shared_task(acks_late=True)

@@ -396,6 +396,13 @@ COLLECTOR = {
 # (about what one collection worker process serves, docs/benchmarks.md "Fleet scale"), and the shortest interval.
 ORG_MAX_SERVERS = env.int("ORG_MAX_SERVERS", default=1000)
 ORG_MIN_INTERVAL_S = env.int("ORG_MIN_INTERVAL_S", default=5)
+# Its share of the collection workers: at most this many collections of its servers run at once, across every
+# worker (collectors.shares), so that servers answering slowly, each held until its snapshot's deadline, take
+# that many threads and leave the rest to the other organizations; more are put off a second or two, then
+# skipped (logged) when the server's next collection is due. 0: no limit, the default, so that a single
+# organization's fleet uses every worker it scales out to; a console hosting several organizations sets it
+# below the threads of its collection workers together (compose runs 8).
+ORG_MAX_COLLECTING = env.int("ORG_MAX_COLLECTING", default=0)
 
 # --- History store retention (days) ---------------------------------------
 HISTORY = {

@@ -17,8 +17,9 @@ from inventory.endpoint import ENDPOINT_FIELDS, Endpoint
 class Organization(models.Model):
     name = models.CharField(max_length=200, unique=True)
     created_at = models.DateTimeField(auto_now_add=True)
-    # What one organization may ask of the console (inventory.services enforces them); empty: the defaults,
-    # settings ORG_MAX_SERVERS and ORG_MIN_INTERVAL_S. Set by a console administrator (Django admin).
+    # What one organization may ask of the console (inventory.services enforces the first two, collectors.shares
+    # the third); empty: the defaults, settings ORG_MAX_SERVERS, ORG_MIN_INTERVAL_S and ORG_MAX_COLLECTING. Set by
+    # a console administrator (Django admin).
     max_servers = models.PositiveIntegerField(
         null=True, blank=True, help_text="Servers it may register (empty: ORG_MAX_SERVERS)."
     )
@@ -27,12 +28,22 @@ class Organization(models.Model):
         blank=True,
         help_text="Shortest collection interval of its servers, seconds (empty: ORG_MIN_INTERVAL_S).",
     )
+    max_collecting = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text="Collections of its servers running at once across the workers (empty: ORG_MAX_COLLECTING; "
+        "0: no limit).",
+    )
 
     def server_limit(self) -> int:
         return self.max_servers if self.max_servers is not None else settings.ORG_MAX_SERVERS
 
     def interval_floor_s(self) -> int:
         return self.min_interval_s if self.min_interval_s is not None else settings.ORG_MIN_INTERVAL_S
+
+    def collecting_limit(self) -> int:
+        """Its share of the collection workers (collectors.shares): 0 for none."""
+        return self.max_collecting if self.max_collecting is not None else settings.ORG_MAX_COLLECTING
 
     class Meta:
         db_table = "console_organization"

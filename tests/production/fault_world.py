@@ -211,19 +211,19 @@ class FaultWorld:
         assert done.returncode == 0, f"manage.py {' '.join(args)}: {done.stdout}{done.stderr}"
         return done.stdout
 
-    def register(self, name: str, dsn: str, *, interval_s: int = INTERVAL_S) -> int:
+    def register(self, name: str, dsn: str, *, interval_s: int = INTERVAL_S, org: str = ORG) -> int:
         """A server added as a DBA adds one (`manage.py servers add`), then given the tests' short interval."""
-        self.manage("servers", "add", name, "--dsn", dsn, "--org", ORG, "--interval", "60")
+        self.manage("servers", "add", name, "--dsn", dsn, "--org", org, "--interval", "60")
         self.history.sql("UPDATE console_server SET interval_s = %s WHERE name = %s", [interval_s, name])
         return self.history.sql("SELECT id FROM console_server WHERE name = %s", [name])[0][0]
 
-    def register_many(self, dsns: dict[str, str], *, interval_s: int = INTERVAL_S) -> dict[str, int]:
+    def register_many(self, dsns: dict[str, str], *, interval_s: int = INTERVAL_S, org: str = ORG) -> dict[str, int]:
         """Several servers added as `register` adds one, the commands after the first side by side (the first may
         create the organization): name -> id."""
         first, *rest = dsns
-        ids = {first: self.register(first, dsns[first], interval_s=interval_s)}
+        ids = {first: self.register(first, dsns[first], interval_s=interval_s, org=org)}
         with ThreadPoolExecutor(max_workers=4) as pool:
-            added = pool.map(lambda name: self.register(name, dsns[name], interval_s=interval_s), rest)
+            added = pool.map(lambda name: self.register(name, dsns[name], interval_s=interval_s, org=org), rest)
             ids.update(zip(rest, added, strict=True))
         return ids
 
