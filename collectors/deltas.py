@@ -119,6 +119,17 @@ def _differs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return ~((a == b) | (np.isnan(a) & np.isnan(b)))
 
 
+def restarted_rows(prev: Entries, cur: Entries, prev_index: np.ndarray) -> np.ndarray:
+    """Which current entries count from zero again (compute's `restarted`, without a full reset): keys not in
+    `prev`, counters that went back (evicted and re-created), stats_since moved (reset alone, 17+)."""
+    matched = prev_index >= 0
+    if not len(prev):
+        return ~matched | (cur.stats_since_us != 0)
+    safe = np.where(matched, prev_index, 0)
+    backwards = (cur.counters < prev.counters[safe]).any(axis=1)
+    return ~matched | backwards | (prev.stats_since_us[safe] != cur.stats_since_us)
+
+
 def compute(prev: Entries, cur: Entries, *, full_reset: bool, prev_index: np.ndarray | None = None) -> DeltaResult:
     n = len(cur)
     if prev_index is None:
@@ -128,19 +139,15 @@ def compute(prev: Entries, cur: Entries, *, full_reset: bool, prev_index: np.nda
     if len(prev):
         prev_counters = prev.counters[safe]
         prev_gauges = prev.gauges[safe]
-        prev_since = prev.stats_since_us[safe]
         prev_minmax_since = prev.minmax_stats_since_us[safe]
     else:
         prev_counters = np.zeros_like(cur.counters)
         prev_gauges = np.full_like(cur.gauges, np.nan)
-        prev_since = np.zeros(n, np.int64)
         prev_minmax_since = np.zeros(n, np.int64)
 
     deltas = cur.counters - prev_counters  # one pass; rows that restarted are replaced below
     moved = deltas.any(axis=1)
-    backwards = (deltas < 0).any(axis=1)
-    since_moved = prev_since != cur.stats_since_us
-    restarted = ~matched | backwards | since_moved
+    restarted = restarted_rows(prev, cur, prev_index)
     if full_reset:
         restarted[:] = True
     deltas[restarted] = cur.counters[restarted]

@@ -199,6 +199,21 @@ def lookup_statements(
     return StatementLookup(ids, missing)
 
 
+def statements_wanting_text(server_id: int, statement_ids: np.ndarray) -> np.ndarray:
+    """Which of `statement_ids` still want a text that pg_stat_statements has (evicted before it was read, not
+    visible to the role then, or put off), through the partial index statement_text_missing."""
+    if not len(statement_ids):
+        return np.zeros(0, bool)
+    with _raw_cursor() as cur:
+        cur.execute(
+            f"SELECT id FROM {_STATEMENT} WHERE server_id = %s AND text_status <> 'stored' "
+            "AND text_status <> 'unavailable' AND id = ANY(%s)",
+            (server_id, statement_ids.tolist()),
+        )
+        wanting = [statement_id for (statement_id,) in cur.fetchall()]
+    return np.isin(statement_ids, wanting)
+
+
 @dataclass
 class StatementText:
     """A statement's text as read (None: status says why)."""

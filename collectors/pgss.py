@@ -261,6 +261,11 @@ def _prev_columns(cmap: ColumnMap) -> tuple[tuple[_PrevColumn, ...], tuple[_Prev
     return tuple(keys), tuple(compared)
 
 
+# With the texts in the scan: whether each previous entry's statement still wants its text (evicted before it
+# could be read, or not visible then): its text comes in the scan too when the server sends its entry.
+_WANTS_TEXT = _PrevColumn("prev_wants_text", "bool", "bool[]", "")
+
+
 def _prev_values(prev: Entries, column: _PrevColumn) -> np.ndarray:
     name = column.name.removeprefix("prev_")
     if name in KEY_NAMES:
@@ -286,7 +291,7 @@ def _entries_sql(schema: str, cmap: ColumnMap, with_texts: bool) -> str:
     JSON array of [userid, dbid, queryid, toplevel, text cut to a length, whether it was cut]; its three
     parameters (cut, cut, how many) come before the previous state's."""
     keys, compared = _prev_columns(cmap)
-    columns = keys + compared
+    columns = keys + compared + ((_WANTS_TEXT,) if with_texts else ())
     aggregates = ",\n       ".join(
         f"array_agg({cmap.expr(name)}) FILTER (WHERE changed_since_prev)" for name, _ in ROW_COLUMNS
     )
@@ -297,10 +302,15 @@ def _entries_sql(schema: str, cmap: ColumnMap, with_texts: bool) -> str:
             f",\n       json_agg(json_build_array(userid::int8, dbid::int8, queryid, {toplevel}, left(query, %s), "
             "length(query) > %s)) FILTER (WHERE new_rank <= %s)"
         )
-        # New keys numbered in scan order, without a sort: the first ones within the count get their text.
+        # New keys, and changed ones whose statement still wants its text, numbered in scan order without a
+        # sort: the first ones within the count get their text.
+        wanted = (
+            f"s.queryid IS NOT NULL AND (p.prev_ord IS NULL OR (p.{_WANTS_TEXT.name} AND "
+            f"({' OR '.join(c.condition for c in compared)})))"
+        )
         rank = (
-            ",\n             CASE WHEN p.prev_ord IS NULL AND s.queryid IS NOT NULL THEN count(*) FILTER (WHERE "
-            "p.prev_ord IS NULL AND s.queryid IS NOT NULL) OVER (ROWS UNBOUNDED PRECEDING) END AS new_rank"
+            f",\n             CASE WHEN {wanted} THEN count(*) FILTER (WHERE {wanted}) "
+            "OVER (ROWS UNBOUNDED PRECEDING) END AS new_rank"
         )
     # The previous state enters through InitPlans ((SELECT $n)): the planner then takes it for a
     # few rows and hashes it, instead of sorting both sides (it cannot know how many entries
@@ -332,6 +342,7 @@ def read_entries(
     *,
     send_all: bool = False,
     texts_of_new: tuple[int, int] | None = None,
+    wanting_text: np.ndarray | None = None,
 ) -> Reading:
     """The current entries, with only the new and changed ones sent by the server.
 
@@ -342,13 +353,16 @@ def read_entries(
 
     `texts_of_new` = (max_chars, count): the texts of the first `count` new keys come in the same scan, cut
     to `max_chars` (Reading.texts). While a server churns its query text file is read at every snapshot
-    anyway, and an entry seen by the counters can no longer be evicted before its text is read."""
+    anyway, and an entry seen by the counters can no longer be evicted before its text is read. The count
+    takes in the changed entries of the rows of `prev` that `wanting_text` marks (their statements still
+    want their text), in scan order with the new keys."""
     sent_state = Entries.empty() if send_all else prev
     keys, compared = _prev_columns(cmap)
     params = [binary_array.param(_prev_values(sent_state, c), c.kind) for c in keys + compared]
     if texts_of_new is not None:
         max_chars, count = texts_of_new
-        params = [max_chars, max_chars, count, *params]
+        wants = np.zeros(len(sent_state), bool) if wanting_text is None or send_all else wanting_text
+        params = [max_chars, max_chars, count, *params, binary_array.param(wants, _WANTS_TEXT.kind)]
     try:
         with conn.cursor() as cur:
             binary_array.register(cur.adapters)

@@ -117,7 +117,9 @@ def _read(conn: psycopg.Connection, server: Server, previous: _Previous) -> _Rea
     max_chars = texts.server_cut(settings.COLLECTOR["QUERY_TEXT_MAX_BYTES"])
     # Churning (new keys at the last snapshot): the text file is read at every snapshot anyway, so the new
     # keys' texts come with their counters, before a storm can evict them in between.
+    # Known statements still without their text come with them when the server sends their entries.
     churning = not baseline and bool(previous.state.new_entries)
+    wanting = history.statements_wanting_text(server.pk, previous.entries.statement_id) if churning else None
     reading = pgss.read_entries(
         conn,
         meta,
@@ -125,6 +127,7 @@ def _read(conn: psycopg.Connection, server: Server, previous: _Previous) -> _Rea
         previous.entries,
         send_all=continuity.full_reset or baseline,
         texts_of_new=(max_chars, budget.in_scan(max_chars)) if churning else None,
+        wanting_text=wanting,
     )
     notes = lineage.notes(meta)
     if reading.hidden:
@@ -135,7 +138,7 @@ def _read(conn: psycopg.Connection, server: Server, previous: _Previous) -> _Rea
     statements = history.lookup_statements(
         server.pk, reading.entries, previous.entries, reading.prev_index, reading.sent_rows
     )
-    text_rows = texts.rows_to_read(reading, statements)
+    text_rows = texts.rows_to_read(reading, statements, previous.entries)
     text_reads = pgss.read_texts(
         conn,
         meta,

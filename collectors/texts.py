@@ -4,6 +4,9 @@ means for the statement dimension (a text, or why there is none: TextStatus).
 Texts are read after the counters, in a second call: an entry evicted in between leaves its key
 without a text. That is never final: a known statement still without a text is asked for again
 whenever its entry is surely there (the server just sent its counters), a bounded number per snapshot.
+While a server churns (an entry evicted and created again between two snapshots is the first to be
+evicted again), the texts of new keys and of known statements still without one come in the counters'
+scan itself (pgss.read_entries), so that no eviction can fall between the two.
 
 A snapshot reads at most COLLECTOR_TEXTS_PER_SNAPSHOT texts and about COLLECTOR_TEXT_BYTES_PER_SNAPSHOT
 of text (a server that invents thousands of statements a minute, or keeps megabytes of text each, must not
@@ -19,6 +22,7 @@ import numpy as np
 from django.conf import settings
 
 from collectors import history, pgss
+from collectors.deltas import Entries, restarted_rows
 from collectors.models import TextStatus
 from collectors.redact import clip, redact
 
@@ -36,13 +40,14 @@ def server_cut(max_bytes: int) -> int:
     return max_bytes + REDACTION_MARGIN_CHARS
 
 
-def rows_to_read(reading: pgss.Reading, statements: history.StatementLookup) -> np.ndarray:
+def rows_to_read(reading: pgss.Reading, statements: history.StatementLookup, prev: Entries) -> np.ndarray:
     """Rows whose text to ask for, most wanted first: keys never seen (in row order), statements whose text
     a snapshot put off, then known statements without a text whose entry the server just sent (evicted
     before their text could be read, or hidden from the role when it was). A text that pg_stat_statements
-    did not keep comes back only with a new entry, so only then is it asked for."""
+    did not keep comes back only with a new entry, so only then is it asked for: a key not in the previous
+    state, or one evicted and created again in between (its counters went back, or its stats_since moved)."""
     missing = np.flatnonzero(np.isin(statements.ids, list(statements.missing_text)))
-    new_entry = reading.prev_index < 0
+    new_entry = restarted_rows(prev, reading.entries, reading.prev_index)
     pending, retry = [], []
     for row, status in zip(missing.tolist(), statements.text_status(missing), strict=True):
         if status == TextStatus.PENDING:

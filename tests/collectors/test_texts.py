@@ -24,21 +24,27 @@ def _lookup(ids: list[int], missing: dict[int, str]) -> history.StatementLookup:
     return history.StatementLookup(np.array(ids, np.int64), missing)
 
 
-def _reading(n: int, sent: int, prev_index: list[int]) -> pgss.Reading:
-    entries = Entries(
+def _entries(n: int, calls: list[int] | None = None) -> Entries:
+    counters = np.zeros((n, N_COUNTERS), np.int64)
+    counters[:, 0] = calls or [5] * n
+    return Entries(
         keys=np.arange(n * 4, dtype=np.int64).reshape(n, 4),
-        counters=np.zeros((n, N_COUNTERS), np.int64),
+        counters=counters,
         gauges=np.zeros((n, N_GAUGES)),
         stats_since_us=np.zeros(n, np.int64),
         minmax_stats_since_us=np.zeros(n, np.int64),
     )
+
+
+def _reading(n: int, sent: int, prev_index: list[int], calls: list[int] | None = None) -> pgss.Reading:
+    entries = _entries(n, calls)
     return pgss.Reading(entries=entries, prev_index=np.array(prev_index, np.int64), hidden=0, total=n, sent=sent)
 
 
 def test_rows_to_read_are_unseen_keys_put_off_texts_and_a_bounded_number_of_retries(monkeypatch):
-    # rows 0-1 unchanged (not sent), 2-7 sent; row 7 never seen
+    # rows 0-1 unchanged (not sent), 2-8 sent; row 7 never seen
     lookup = _lookup(
-        [10, 11, 12, 13, 14, 15, 16, -1],
+        [10, 11, 12, 13, 14, 15, 16, -1, 18],
         {
             10: TextStatus.EVICTED,  # not sent: perhaps gone already, not asked
             11: TextStatus.PENDING,  # put off by an earlier snapshot: asked first, sent or not
@@ -46,13 +52,16 @@ def test_rows_to_read_are_unseen_keys_put_off_texts_and_a_bounded_number_of_retr
             13: TextStatus.NOT_VISIBLE,
             14: TextStatus.UNAVAILABLE,  # still the same entry: pg_stat_statements has no text for it
             15: TextStatus.UNAVAILABLE,  # a new entry (it left the state and came back): asked again
+            18: TextStatus.UNAVAILABLE,  # evicted and created again between the snapshots: asked again
         },
     )
-    reading = _reading(8, sent=6, prev_index=[0, 1, 2, 3, 4, -1, 6, -1])
+    prev = _entries(9)
+    # Row 8's entry counts from zero again (fewer calls than before): the same key, a new entry.
+    reading = _reading(9, sent=7, prev_index=[0, 1, 2, 3, 4, -1, 6, -1, 8], calls=[5, 5, 6, 6, 6, 6, 6, 6, 2])
     # Most wanted first: keys never seen, texts put off, then retries.
-    assert texts.rows_to_read(reading, lookup).tolist() == [7, 1, 2, 3, 5]
+    assert texts.rows_to_read(reading, lookup, prev).tolist() == [7, 1, 2, 3, 5, 8]
     monkeypatch.setattr(texts, "RETRIES_PER_SNAPSHOT", 1)
-    assert texts.rows_to_read(reading, lookup).tolist() == [7, 1, 2]  # only retries are bounded here
+    assert texts.rows_to_read(reading, lookup, prev).tolist() == [7, 1, 2]  # only retries are bounded here
 
 
 @pytest.mark.parametrize(
@@ -299,3 +308,47 @@ def test_a_flood_of_big_new_texts_is_read_over_several_snapshots_within_the_budg
     assert all(b - a <= per_snapshot for a, b in zip(stored_counts, stored_counts[1:], strict=False)), stored_counts
     assert stored_counts[-1] == 20, stored_counts
     assert all(s.query_truncated for s in Statement.objects.filter(server=server, query__contains="flood"))
+
+
+def test_while_a_server_churns_known_statements_still_without_text_get_it_in_the_counters_scan(
+    pg_clusters, monkeypatch
+):
+    """Defect 3 of issue 35: under a deallocation storm, an entry evicted and created again between two
+    snapshots is the first to be evicted again, so a statement that lost its text could lose it at every retry
+    read after the counters. While the server churns, its text comes in the counters' scan, as a new key's does:
+    here the entries are removed between the counters' read and the texts' read at every snapshot, and the
+    statements get their texts all the same."""
+    c = pg_clusters[16]
+    run(c, "DROP TABLE IF EXISTS wants_text; CREATE TABLE wants_text (id int)")
+    statements = [f"SELECT {f} FROM wants_text" for f in ("count(*)", "max(id)", "min(id)")]
+    run(c, "SELECT pg_stat_statements_reset()")
+    server = register(c)
+    collect(server)
+
+    def remove_then_read(*args, **kwargs):  # the storm's evictions, between the counters' read and the texts'
+        run(
+            c,
+            "SELECT pg_stat_statements_reset(0, 0, queryid) FROM pg_stat_statements WHERE query = ANY(%s)",
+            params=(statements,),
+        )
+        return read_texts(*args, **kwargs)
+
+    read_texts, read_entries = pgss.read_texts, pgss.read_entries
+    monkeypatch.setattr(pgss, "read_texts", remove_then_read)
+    # First seen by the cheap read, as on a calm server: their texts are asked for after the counters, and lost.
+    monkeypatch.setattr(pgss, "read_entries", lambda *args, texts_of_new=None, **kwargs: read_entries(*args, **kwargs))
+    run(c, ";".join(statements))
+    assert collect(server).new_entries >= 3
+    lost = list(
+        Statement.objects.filter(server=server, query=None, text_status=TextStatus.EVICTED).values_list(
+            "queryid", flat=True
+        )
+    )
+    assert len(lost) == 3
+    # Back, and removed again before every read of texts: churning now (new keys at the last snapshot), the
+    # counters' scan brings their texts.
+    monkeypatch.setattr(pgss, "read_entries", read_entries)
+    run(c, ";".join(statements * 2))
+    collect(server)
+    got = Statement.objects.filter(server=server, queryid__in=lost)
+    assert sorted(got.values_list("text_status", "query")) == sorted((TextStatus.STORED, s) for s in statements)
