@@ -115,10 +115,15 @@ def _read(conn: psycopg.Connection, server: Server, previous: _Previous) -> _Rea
     baseline = previous.state is None or continuity.baseline_reason is not None
     budget = texts.Budget.from_settings()
     max_chars = texts.server_cut(settings.COLLECTOR["QUERY_TEXT_MAX_BYTES"])
-    # Churning (new keys at the last snapshot): the text file is read at every snapshot anyway, so the new
-    # keys' texts come with their counters, before a storm can evict them in between.
-    # Known statements still without their text come with them when the server sends their entries.
-    churning = not baseline and bool(previous.state.new_entries)
+    # Churning (new keys at the last snapshot, or entries evicted since: pg_stat_statements_info.dealloc moved,
+    # 14+, for a storm's lull with no new key): the text file is read at every snapshot anyway, so the new keys'
+    # texts come with their counters, before a storm can evict them in between; and so do those of known
+    # statements still without one, when the server sends their entries.
+    churning = not baseline and (
+        bool(previous.state.new_entries)
+        or None not in (dealloc, previous.state.dealloc)
+        and dealloc != previous.state.dealloc
+    )
     wanting = history.statements_wanting_text(server.pk, previous.entries.statement_id) if churning else None
     reading = pgss.read_entries(
         conn,

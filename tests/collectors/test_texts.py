@@ -352,3 +352,39 @@ def test_while_a_server_churns_known_statements_still_without_text_get_it_in_the
     collect(server)
     got = Statement.objects.filter(server=server, queryid__in=lost)
     assert sorted(got.values_list("text_status", "query")) == sorted((TextStatus.STORED, s) for s in statements)
+
+
+def test_entries_evicted_since_the_last_snapshot_mean_churning_though_it_saw_no_new_key(evict_cluster, monkeypatch):
+    """Defect 3 of issue 35, as it happened under the demo's storm: a snapshot that saw no new key (a storm's
+    lull) sent the next snapshot's new keys to the read after the counters, where the storm evicted some of them
+    before their text was read, and once the storm ended they were never sent again. Entries evicted since the
+    last snapshot (pg_stat_statements_info.dealloc moved) mean churning as new keys do: their texts come in the
+    scan."""
+    c = evict_cluster
+    statements = _storm_tables(c)
+    run(c, "SELECT pg_stat_statements_reset()")
+    server = register(c)
+    collect(server)
+    for _ in range(6):  # the console's own statements seen: a snapshot with no new key
+        if collect(server).new_entries == 0:
+            break
+    else:
+        pytest.fail("every snapshot saw new keys")
+    burst = random.Random(7).sample(statements, 150)  # more than pg_stat_statements.max: entries evicted
+    run(c, ";".join(burst))
+
+    def remove_then_read(*args, **kwargs):  # the storm's evictions, between the counters' read and the texts'
+        run(
+            c,
+            "SELECT pg_stat_statements_reset(0, 0, queryid) FROM pg_stat_statements "
+            "WHERE query LIKE 'SELECT count(*) FROM storm_%'",
+        )
+        return read_texts(*args, **kwargs)
+
+    read_texts = pgss.read_texts
+    monkeypatch.setattr(pgss, "read_texts", remove_then_read)
+    result = collect(server)
+    assert result.new_entries >= 50 and result.dealloc_delta, (result.new_entries, result.dealloc_delta)
+    burst_seen = Statement.objects.filter(server=server, first_seen_at__gte=result.taken_at)
+    assert burst_seen.count() >= 50
+    assert list(burst_seen.exclude(text_status=TextStatus.STORED).values_list("queryid", "text_status")) == []
