@@ -1,12 +1,20 @@
 """Where the suite's time goes, printed at the end of every run (`make test` adds pytest's own --durations=30):
-the seconds each test folder took (setup, call and teardown of its tests, summed over the pytest workers), its
-tests, and the run's wall time. The suite's growth shows at every run, folder by folder.
+the seconds each test folder took (setup, call and teardown of its tests, summed over the pytest workers), the
+CPU seconds its tests' processes used meanwhile, its tests, and the run's wall time. The suite's growth shows at
+every run, folder by folder.
+
+CPU: the pytest worker's own (every thread) and that of the processes it started and reaped in the test (a
+Celery worker, gunicorn, `manage.py`: counted when they end), from getrusage. Not counted: the servers shared
+across tests (the history store, the monitored clusters, Redis), whose work for a test is real but not its
+process's. On two cores a run bound by the CPU shows CPU seconds near twice the wall time; one bound by waits,
+far less.
 
 A folder is the first level under tests/ (tests/console, tests/production...); the files directly in tests/
 are "tests/*.py"."""
 
 from __future__ import annotations
 
+import resource
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -25,10 +33,49 @@ def folder_of(nodeid: str) -> str:
     return "/".join(parts[:2])
 
 
+CPU_PROPERTY = "cpu_s"
+
+
+def cpu_s() -> float:
+    """CPU seconds of this process and of its reaped children so far."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
 @dataclass
 class Folder:
     seconds: float = 0.0
+    cpu_s: float = 0.0
     tests: set[str] = field(default_factory=set)
+
+
+class CpuPerPhase:
+    """In each process that runs tests: the CPU seconds of each phase (setup, call, teardown), on its report."""
+
+    def __init__(self) -> None:
+        self.started = 0.0
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_setup(self, item):
+        self.started = cpu_s()
+        yield
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_call(self, item):
+        self.started = cpu_s()
+        yield
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_teardown(self, item):
+        self.started = cpu_s()
+        yield
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item, call):
+        outcome = yield
+        report = outcome.get_result()
+        # A list of its own: the item's is shared by the reports of its three phases.
+        report.user_properties = [*report.user_properties, (CPU_PROPERTY, cpu_s() - self.started)]
 
 
 class Timing:
@@ -41,6 +88,7 @@ class Timing:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         folder = self.folders[folder_of(report.nodeid)]
         folder.seconds += report.duration
+        folder.cpu_s += sum(v for k, v in report.user_properties if k == CPU_PROPERTY)
         folder.tests.add(report.nodeid)
         node = getattr(report, "node", None)  # the xdist worker that ran it, on the controller
         worker = node.gateway.id if node is not None else "main"
@@ -50,12 +98,13 @@ class Timing:
         total = sum(f.seconds for f in self.folders.values())
         rows = sorted(self.folders.items(), key=lambda kv: -kv[1].seconds)
         width = max(len(name) for name, _ in rows)
-        lines = [f"{'folder':<{width}}  {'tests':>6}  {'seconds':>8}  {'share':>6}"]
+        cpu = sum(f.cpu_s for f in self.folders.values())
+        lines = [f"{'folder':<{width}}  {'tests':>6}  {'seconds':>8}  {'share':>6}  {'CPU s':>7}"]
         for name, f in rows:
             share = f.seconds / total if total else 0.0
-            lines.append(f"{name:<{width}}  {len(f.tests):>6}  {f.seconds:>8.1f}  {share:>6.1%}")
+            lines.append(f"{name:<{width}}  {len(f.tests):>6}  {f.seconds:>8.1f}  {share:>6.1%}  {f.cpu_s:>7.1f}")
         tests = sum(len(f.tests) for f in self.folders.values())
-        lines.append(f"{'all':<{width}}  {tests:>6}  {total:>8.1f}  {1:>6.0%}")
+        lines.append(f"{'all':<{width}}  {tests:>6}  {total:>8.1f}  {1:>6.0%}  {cpu:>7.1f}")
         busy = ", ".join(f"{w} {s:.0f} s" for w, s in sorted(self.busy.items()))
         plural = "s" if workers != 1 else ""
         lines.append(f"wall time {wall_s:.0f} s on {workers} pytest worker{plural} (in tests: {busy})")
@@ -72,6 +121,9 @@ class Timing:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # Where tests run: an xdist worker, or the one process of a plain run.
+    if hasattr(config, "workerinput") or not getattr(config.option, "numprocesses", None):
+        config.pluginmanager.register(CpuPerPhase(), "pgconsole-cpu")
     # Only where the reports are gathered: the controller of an xdist run, or the one process of a plain run.
     if not hasattr(config, "workerinput"):
         config.pluginmanager.register(Timing(), "pgconsole-timing")
