@@ -184,9 +184,9 @@ THREADS, SHARE = 2, 1  # of the collection worker, and the slow organization's s
 def test_an_organization_whose_servers_answer_slowly_takes_its_share_of_the_workers_and_no_more(faults, tmp_path):
     """Twelve servers of one organization trickle their replies, each holding a worker thread until it is given up:
     three times what the collection worker has threads (compose's command with 2 of them). With ORG_MAX_COLLECTING
-    at 1, one of them is collected at a time, the rest put off, and a server of another organization is collected
-    at its cadence all along. (With no share, ORG_MAX_COLLECTING=0, the same servers held both threads and the
-    other organization's server came late.)"""
+    at 1, one of them is collected at a time, the rest put off, and a server of another organization misses no
+    interval. (With no share, ORG_MAX_COLLECTING=0, the same servers held both threads and the other
+    organization's server missed intervals: gaps of 7 to 15 s.)"""
     w = faults.world
     with contextlib.ExitStack() as stack:
         proxies = [stack.enter_context(TcpProxy(w.primary.port)) for _ in range(SLOW_SERVERS)]
@@ -201,9 +201,6 @@ def test_an_organization_whose_servers_answer_slowly_takes_its_share_of_the_work
         collecting = faults.procs.start("worker", worker, ORG_MAX_COLLECTING=str(SHARE))
         faults.procs.start("beat", beat_argv(tmp_path / "beat-schedule"))
         wait_for(lambda: len(w.history.snapshots(quiet)) >= 2, 60, what="the quiet server's history")
-        calm_from = datetime.now().astimezone()
-        _intervals_of(w, [quiet], calm_from, CALM_S // INTERVAL_S // 2)
-        calm_to = datetime.now().astimezone()
 
         for p in proxies:
             p.trickle_on(b"pg_stat_statements(", every_s=1.0)
@@ -216,24 +213,16 @@ def test_an_organization_whose_servers_answer_slowly_takes_its_share_of_the_work
             until = datetime.now().astimezone()
         _enable(w, list(slow.values()) + [quiet], False)
 
-    # The quiet server: not an interval missed, and its lag behind its due times where it was alone.
-    calm, lags = (_late(_lags(w, quiet, a, b)[0]) for a, b in ((calm_from, calm_to), (since, until)))
-    gaps = _lags(w, quiet, since, until)[1]
+    # The quiet server: not an interval missed (with no share its gaps were 7 to 15 s, at a 5 s interval).
+    lags, gaps = _lags(w, quiet, since, until)
     assert max(gaps) < 1.5 * INTERVAL_S, (gaps, faults.logs())
     assert len(lags) >= CALM_S // INTERVAL_S - 1, lags
-    assert max(lags) <= max(calm) + 1.0, (calm, lags)
     assert max(running) == SHARE, running  # its share in use, never more
     # The slow servers: each given up at its deadline when collected, the others put off, then skipped when due.
     timeouts = [e for sid in slow.values() for at, e, _ in w.history.errors(sid) if since <= at <= until]
     assert len(timeouts) >= SHARE and set(timeouts) == {"timeout"}, timeouts
     log = collecting.text()
     assert "'kind': 'over_share'" in log and "its organization's share of the collection workers" in log
-
-
-def _late(lags: list[float]) -> list[float]:
-    """Lags behind the due time, a snapshot taken a moment early counted as early (negative), not an interval
-    late."""
-    return [(lag + INTERVAL_S / 2) % INTERVAL_S - INTERVAL_S / 2 for lag in lags]
 
 
 def _running(world: FaultWorld, organization_id: int) -> int:
