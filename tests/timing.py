@@ -1,7 +1,8 @@
 """Where the suite's time goes, printed at the end of every run (`make test` adds pytest's own --durations=30):
 the seconds each test folder took (setup, call and teardown of its tests, summed over the pytest workers), the
-CPU seconds its tests' processes used meanwhile, its tests, and the run's wall time. The suite's growth shows at
-every run, folder by folder.
+CPU seconds its tests' processes used meanwhile, its tests, and the run's wall time; then the test files that
+used the most CPU (a file is what a pytest worker is handed, and where a module's world is built once). The
+suite's growth shows at every run, folder by folder.
 
 CPU: the pytest worker's own (every thread) and that of the processes it started and reaped in the test (a
 Celery worker, gunicorn, `manage.py`: counted when they end), from getrusage. Not counted: the servers shared
@@ -23,6 +24,8 @@ import pytest
 
 #: Not printed for a run of fewer tests than this (a developer's narrowed run).
 MIN_TESTS = 20
+#: How many test files the CPU list names.
+TOP_FILES = 15
 
 
 def folder_of(nodeid: str) -> str:
@@ -83,13 +86,18 @@ class Timing:
         self.started = time.monotonic()
         self.folders: dict[str, Folder] = defaultdict(Folder)
         self.busy: dict[str, float] = {}  # seconds of tests per worker
+        self.files: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])  # file -> [seconds, CPU s]
 
     @pytest.hookimpl
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         folder = self.folders[folder_of(report.nodeid)]
         folder.seconds += report.duration
-        folder.cpu_s += sum(v for k, v in report.user_properties if k == CPU_PROPERTY)
+        cpu = sum(v for k, v in report.user_properties if k == CPU_PROPERTY)
+        folder.cpu_s += cpu
         folder.tests.add(report.nodeid)
+        file = self.files[report.nodeid.split("::", 1)[0]]
+        file[0] += report.duration
+        file[1] += cpu
         node = getattr(report, "node", None)  # the xdist worker that ran it, on the controller
         worker = node.gateway.id if node is not None else "main"
         self.busy[worker] = self.busy.get(worker, 0.0) + report.duration
@@ -110,6 +118,11 @@ class Timing:
         lines.append(f"wall time {wall_s:.0f} s on {workers} pytest worker{plural} (in tests: {busy})")
         return lines
 
+    def heaviest_files(self) -> list[str]:
+        """The test files that used the most CPU, with their seconds."""
+        rows = sorted(self.files.items(), key=lambda kv: -kv[1][1])[:TOP_FILES]
+        return [f"{cpu:7.1f} CPU s {seconds:7.1f} s  {name}" for name, (seconds, cpu) in rows]
+
     @pytest.hookimpl(trylast=True)
     def pytest_terminal_summary(self, terminalreporter, exitstatus, config: pytest.Config) -> None:
         if sum(len(f.tests) for f in self.folders.values()) < MIN_TESTS:
@@ -117,6 +130,9 @@ class Timing:
         workers = getattr(config.option, "numprocesses", None) or 1
         terminalreporter.write_sep("=", "time per folder")
         for line in self.table(time.monotonic() - self.started, int(workers)):
+            terminalreporter.write_line(line)
+        terminalreporter.write_sep("=", f"the {TOP_FILES} test files with the most CPU")
+        for line in self.heaviest_files():
             terminalreporter.write_line(line)
 
 
