@@ -1,5 +1,5 @@
 """The image's static files, collected once per test run: the Dockerfile's own collectstatic step (hashed and
-compressed names, the product's settings outside DEBUG, throwaway keys as the build uses), 18 s of two cores
+compressed names, the product's settings outside DEBUG, throwaway keys as the build uses), 10 s of two cores
 each time. The tests that serve them (the settings' check, gunicorn with HTTPS, compose's services in production
 mode) read the one folder; pytest's workers take turns to build it (a lock in the run's own temporary folder).
 

@@ -1,6 +1,7 @@
 """console/settings.py: DEBUG is off unless asked for, and then real keys are required; static files
 are served by the app server with DEBUG off. Each case loads the settings in a fresh interpreter."""
 
+import json
 import os
 import subprocess
 import sys
@@ -135,3 +136,17 @@ def test_static_files_are_served_with_debug_off(collected_static):
     )
     assert serve.returncode == 0, serve.stderr
     assert serve.stdout.split() == ["False", "200", "gzip", "True", "True", "404"]
+
+
+def test_the_image_collects_swagger_ui_compressed_its_source_maps_as_they_are_and_no_redoc(collected_static):
+    """What collectstatic leaves out of the image and of its compression: the ReDoc bundle the console never serves
+    (its API docs are Swagger UI's), and the brotli and gzip copies of source maps (read by developer tools only)."""
+    root = collected_static.root
+    manifest = json.loads((root / "staticfiles.json").read_text())["paths"]
+    bundle = manifest["drf_spectacular_sidecar/swagger-ui-dist/swagger-ui-bundle.js"]
+    assert (root / f"{bundle}.br").exists() and (root / f"{bundle}.gz").exists()
+    maps = sorted(root.rglob("*.map"))
+    assert any("swagger-ui-bundle" in m.name for m in maps), maps
+    assert not [m for m in maps if (m.parent / f"{m.name}.br").exists() or (m.parent / f"{m.name}.gz").exists()]
+    assert not [name for name in manifest if "redoc" in name.lower()]
+    assert not list(root.rglob("*redoc*"))
