@@ -5,6 +5,7 @@ server page and the servers page, through the API, in the weekly mail, an alert 
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 
 import pytest
@@ -30,6 +31,9 @@ LIBPQ = (
     "response to SSL negotiation: - (after 0.012 s)"
 )
 SECRETS = ("10.20.30.40", "6379", "SSL negotiation", "0.012")
+#: A secret as libpq writes it, not as digits inside another number (an id or a timestamp of the bundle may hold
+#: "6379": it failed so once).
+FOUND = [re.compile(rf"(?<![\d.]){re.escape(secret)}(?!\d)") for secret in SECRETS]
 SENTENCE = summary("tls")
 
 
@@ -61,8 +65,8 @@ def _page(user, path: str) -> str:
 
 
 def _hides(text: str, where: str) -> None:
-    for secret in SECRETS:
-        assert secret not in text, (where, secret)
+    for secret, found in zip(SECRETS, FOUND, strict=True):
+        assert not found.search(text), (where, secret)
 
 
 @pytest.mark.parametrize("path", ["/fleet/", "/servers/{id}/", "/manage/servers/"])
