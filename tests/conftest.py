@@ -30,7 +30,7 @@ from devenv.binaries import library_available
 from devenv.cluster import Cluster
 from devenv.fleet import ClusterSpec, monitored_setup, start_many, stop_many
 from devenv.ports import TEST_EVICT_PORT, port_for_test
-from tests import distribution, slots
+from tests import distribution, flush, slots
 from tests.api_world import api_world  # noqa: F401 - the API's fixture, for its tests and the modules' own
 from tests.known_history import known_history  # noqa: F401 - the weekly reports' and the exports' fixture
 from tests.reports.weekly_world import readers, smtp  # noqa: F401 - the weekly report's, in two trees
@@ -38,6 +38,8 @@ from tests.static_world import collected_static  # noqa: F401 - the image's stat
 
 #: The time per test folder at the end of every run (tests/timing.py).
 pytest_plugins = ["tests.timing"]
+#: A transactional test's flush empties the tables that hold rows, not all 60 (tests/flush.py).
+flush.install()
 
 MONITORED_MAJORS = (13, 14, 15, 16, 17, 18)
 APP_DB = "app"
