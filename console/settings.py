@@ -49,7 +49,7 @@ INSTALLED_APPS = [
     "django.contrib.contenttypes",
     "django.contrib.sessions",
     "django.contrib.messages",
-    "console.apps.StaticFiles",
+    "console.static_files.StaticFiles",
     "axes",
     # The optional second factor (console/two_factor.py): TOTP devices, throttled.
     "django_otp",

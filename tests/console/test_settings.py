@@ -150,3 +150,17 @@ def test_the_image_collects_swagger_ui_compressed_its_source_maps_as_they_are_an
     assert not [m for m in maps if (m.parent / f"{m.name}.br").exists() or (m.parent / f"{m.name}.gz").exists()]
     assert not [name for name in manifest if "redoc" in name.lower()]
     assert not list(root.rglob("*redoc*"))
+
+
+def test_the_console_and_its_static_files_have_their_own_app_configs():
+    """The console's config registers its deploy checks and second-factor hook when Django is ready: a second
+    config class in console/apps.py once made Django take a bare one, and `check --deploy` lost its checks."""
+    from django.apps import apps
+    from django.core.checks.registry import registry
+
+    from console.apps import ConsoleConfig
+    from console.static_files import StaticFiles
+
+    assert type(apps.get_app_config("console")) is ConsoleConfig
+    assert type(apps.get_app_config("staticfiles")) is StaticFiles
+    assert "plain_http" in {check.__name__ for check in registry.get_checks(include_deployment_checks=True)}
