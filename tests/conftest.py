@@ -38,7 +38,7 @@ from tests.static_world import collected_static  # noqa: F401 - the image's stat
 
 #: The time per test folder at the end of every run (tests/timing.py).
 pytest_plugins = ["tests.timing"]
-#: A transactional test's flush empties the tables that hold rows, not all 60 (tests/flush.py).
+#: A transactional test's flush empties the tables that hold rows, not all 38 (tests/flush.py).
 flush.install()
 
 MONITORED_MAJORS = (13, 14, 15, 16, 17, 18)

@@ -1,7 +1,7 @@
 """The flush that ends a transactional test (pytest-django's `transactional_db`, Django's TransactionTestCase):
 the tables that hold rows are emptied, the others left as they are, in one statement on the server.
 
-Django's flush truncates every table of the project in one TRUNCATE: 60 tables, the history's partitions and
+Django's flush truncates every table of the project in one TRUNCATE: 38 tables, the history's partitions and
 their indexes, each given a new file. It took 75 to 120 ms on the history store, about 400 times a `make check`,
 however little the test wrote (most write to a handful of tables). Truncating only the tables with a row leaves
 the same empty database: an empty table has nothing to truncate. CASCADE takes along the empty tables that

@@ -86,18 +86,15 @@ class Timing:
         self.started = time.monotonic()
         self.folders: dict[str, Folder] = defaultdict(Folder)
         self.busy: dict[str, float] = {}  # seconds of tests per worker
-        self.files: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])  # file -> [seconds, CPU s]
+        self.files: dict[str, Folder] = defaultdict(Folder)  # the same sums per test file
 
     @pytest.hookimpl
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        folder = self.folders[folder_of(report.nodeid)]
-        folder.seconds += report.duration
         cpu = sum(v for k, v in report.user_properties if k == CPU_PROPERTY)
-        folder.cpu_s += cpu
-        folder.tests.add(report.nodeid)
-        file = self.files[report.nodeid.split("::", 1)[0]]
-        file[0] += report.duration
-        file[1] += cpu
+        for sums in (self.folders[folder_of(report.nodeid)], self.files[report.nodeid.split("::", 1)[0]]):
+            sums.seconds += report.duration
+            sums.cpu_s += cpu
+            sums.tests.add(report.nodeid)
         node = getattr(report, "node", None)  # the xdist worker that ran it, on the controller
         worker = node.gateway.id if node is not None else "main"
         self.busy[worker] = self.busy.get(worker, 0.0) + report.duration
@@ -120,8 +117,8 @@ class Timing:
 
     def heaviest_files(self) -> list[str]:
         """The test files that used the most CPU, with their seconds."""
-        rows = sorted(self.files.items(), key=lambda kv: -kv[1][1])[:TOP_FILES]
-        return [f"{cpu:7.1f} CPU s {seconds:7.1f} s  {name}" for name, (seconds, cpu) in rows]
+        rows = sorted(self.files.items(), key=lambda kv: -kv[1].cpu_s)[:TOP_FILES]
+        return [f"{f.cpu_s:7.1f} CPU s {f.seconds:7.1f} s  {name}" for name, f in rows]
 
     @pytest.hookimpl(trylast=True)
     def pytest_terminal_summary(self, terminalreporter, exitstatus, config: pytest.Config) -> None:
