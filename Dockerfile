@@ -22,8 +22,12 @@ ENV EXPORT_ROOT=/var/lib/pgconsole/exports
 WORKDIR /app
 # The dependencies first, from the lock alone, in layers of their own: rebuilt when the lock changes, not at every
 # change of the source. Every package, transitive ones too, pinned with its hashes: pip refuses anything else.
+# pyphen (WeasyPrint's hyphenation) is LGPL or MPL at our choice, but four of its dictionaries are GPL alone:
+# they go, so nothing GPL-only ships (pgconsole never hyphenates; make licenses, devenv/licenses.py).
 COPY requirements/runtime.txt requirements/runtime.txt
-RUN pip install --no-cache-dir --require-hashes -r requirements/runtime.txt
+RUN pip install --no-cache-dir --require-hashes -r requirements/runtime.txt \
+    && cd "$(python -c 'import os, pyphen; print(os.path.dirname(pyphen.__file__))')/dictionaries" \
+    && rm hyph_ca.dic hyph_kn_IN.dic hyph_ro_RO.dic hyph_te_IN.dic
 # The whole build context, so a new app cannot be forgotten; .dockerignore keeps out what is not the product.
 COPY . .
 # Editable: settings.py finds templates/ and static/ next to the source (BASE_DIR), not in site-packages.

@@ -4,6 +4,7 @@
 #   make install   Debian packages (as root), .venv (from requirements/dev.txt), PostgreSQL binaries
 #   make lock      requirements/*.txt again from pyproject.toml (UPGRADE=1: newest versions allowed)
 #   make audit     the locked versions against PyPI's vulnerability data
+#   make licenses  every locked and vendored dependency's licence; fails on one that could not ship with ours
 #   make test      PYTEST_ARGS='tests/test_devenv.py -x' to narrow down (PYTEST_WORKERS=0: in this process, for pdb)
 #   make check     lint and the tests but the browser's, production's and image's: the inner loop
 #   make demo
@@ -19,7 +20,7 @@ DEBIAN_PACKAGES := postgresql postgresql-contrib postgresql-15-pg-wait-sampling 
 	libpango-1.0-0 libpangoft2-1.0-0 libharfbuzz-subset0 poppler-utils
 PYTEST_ARGS ?=
 
-.PHONY: install system-packages fetch services lint test check demo bench soak lock audit
+.PHONY: install system-packages fetch services lint test check demo bench soak lock audit licenses
 
 install: system-packages .venv/.installed
 	$(PYTHON) -m devenv fetch
@@ -79,6 +80,10 @@ audit: .venv/.installed
 	  --require-hashes -r requirements/runtime.txt
 	.venv/bin/pip-audit --strict --progress-spinner off --vulnerability-service pypi --disable-pip \
 	  --require-hashes -r requirements/dev.txt
+
+# The image's dependencies must let pgconsole keep its PostgreSQL Licence (devenv/licenses.py says the rule).
+licenses: .venv/.installed
+	$(PYTHON) -m devenv licenses
 
 fetch: .venv/.installed
 	$(PYTHON) -m devenv fetch

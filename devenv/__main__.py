@@ -1,4 +1,4 @@
-"""python -m devenv {up-history,ensure-redis,fetch,stop-all,ports}"""
+"""python -m devenv {up-history,ensure-redis,fetch,stop-all,ports,licenses}"""
 
 from __future__ import annotations
 
@@ -91,6 +91,12 @@ def cmd_ports(args: argparse.Namespace) -> None:
     print(f"redis: {p['redis']}")
 
 
+def cmd_licenses(args: argparse.Namespace) -> None:
+    from . import licenses  # license-expression is a test dependency: not in the image
+
+    sys.exit(licenses.main())
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m devenv", description=__doc__)
     sub = parser.add_subparsers(dest="cmd", required=True)
@@ -107,6 +113,9 @@ def main(argv: list[str] | None = None) -> None:
     p.set_defaults(func=cmd_fetch)
     sub.add_parser("stop-all", help="stop every cluster (and redis) under .run").set_defaults(func=cmd_stop_all)
     sub.add_parser("ports", help="print the port map").set_defaults(func=cmd_ports)
+    sub.add_parser(
+        "licenses", help="every locked and vendored dependency's licence; fails on one that cannot ship"
+    ).set_defaults(func=cmd_licenses)
     args = parser.parse_args(argv)
     try:
         args.func(args)
