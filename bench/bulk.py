@@ -216,7 +216,7 @@ def copy_snapshots(text: str, taken_at_us) -> None:
         copy.write(text.encode())
 
 
-def wait_lines(server_id: int, taken_at_us: int, rows: list[waits.WaitEventRow]) -> str:
+def wait_lines(server_id: int, taken_at_us: int, rows: list[waits.IntervalWait]) -> str:
     taken = datetime.fromtimestamp(taken_at_us / 1_000_000, UTC).isoformat()
     return "".join(
         f"{server_id}\t{taken}\t{_text(r.event_type)}\t{_text(r.event)}\t{_text(r.query_id)}\t{r.samples}\t"

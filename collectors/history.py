@@ -17,7 +17,7 @@ from collectors.columns import COUNTER_NAMES, GAUGE_NAMES, TOTAL_NAMES, totals_o
 from collectors.deltas import Entries
 from collectors.models import ServerState
 from collectors.snapshot_facts import SNAPSHOT_FACTS, SnapshotFacts
-from collectors.waits import WaitEventRow
+from collectors.waits import IntervalWait
 
 
 def drop_history_connection() -> None:
@@ -346,7 +346,7 @@ def insert_snapshot(row: NewSnapshot) -> None:
         cur.execute(_INSERT_SNAPSHOT_SQL, values)
 
 
-def insert_waits(server_id: int, taken_at: datetime, rows: list[WaitEventRow]) -> None:
+def insert_waits(server_id: int, taken_at: datetime, rows: list[IntervalWait]) -> None:
     if not rows:
         return
     with (

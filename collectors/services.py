@@ -235,7 +235,7 @@ class _Computed:
     booked: np.ndarray  # rows whose deltas are this interval's facts
     new_statements: list[history.NewStatement]  # for the rows of keys never seen, in order
     texts_found: dict[int, history.StatementText]  # statement id -> text read again (or a new reason)
-    wait_rows: list[waits.WaitEventRow]
+    wait_rows: list[waits.IntervalWait]
     state: ServerState
     notes: list[str]
 
@@ -263,7 +263,7 @@ def _compute(server: Server, previous: _Previous, read: _Read) -> _Computed:
         )
 
     interval_s = dealloc_delta = None
-    wait_rows: list[waits.WaitEventRow] = []
+    wait_rows: list[waits.IntervalWait] = []
     if not baseline:
         interval_s = (taken_at - prev_state.taken_at).total_seconds()
         if read.dealloc is not None:

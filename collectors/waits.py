@@ -32,7 +32,10 @@ class WaitReading:
 
 
 @dataclass
-class WaitEventRow:
+class IntervalWait:
+    """One wait event's samples over one snapshot's interval, as the history store keeps them (tables.WAIT_EVENT);
+    the read tier's rows over a window are collectors.selectors.waits.WaitEventRow."""
+
     event_type: str | None
     event: str | None
     query_id: int | None
@@ -83,12 +86,12 @@ def sample_activity(conn: psycopg.Connection, meta: ServerMeta, *, samples: int,
 
 def rows_for_interval(
     reading: WaitReading, previous_profile: dict[ProfileKey, int] | None, interval_s: float
-) -> list[WaitEventRow]:
+) -> list[IntervalWait]:
     """Turn a reading into per-event rows for one interval (profile deltas follow DESIGN.md's rules)."""
     if reading.source == "pg_stat_activity":
         n = max(reading.n_samples, 1)
         return [
-            WaitEventRow(et, ev, qid, c, c / n * interval_s)
+            IntervalWait(et, ev, qid, c, c / n * interval_s)
             for (et, ev, qid), c in sorted(reading.counts.items(), key=lambda kv: -kv[1])
         ]
     previous = previous_profile or {}
@@ -101,7 +104,7 @@ def rows_for_interval(
             totals[event_key] = totals.get(event_key, 0) + delta
     period_s = (reading.period_ms or 10) / 1000.0
     return [
-        WaitEventRow(et, ev, qid, c, c * period_s) for (et, ev, qid), c in sorted(totals.items(), key=lambda kv: -kv[1])
+        IntervalWait(et, ev, qid, c, c * period_s) for (et, ev, qid), c in sorted(totals.items(), key=lambda kv: -kv[1])
     ]
 
 

@@ -31,7 +31,7 @@ def beat_schedule() -> dict:
         },
         # Audit exports: bundles past EXPORT_RETENTION_DAYS deleted, lost or abandoned builds sent again.
         "audit-exports-tidy": {
-            "task": "reports.tidy_audit_exports",
+            "task": "exports.tidy_audit_exports",
             "schedule": 600.0,
             "options": {"expires": 590},
         },

@@ -293,8 +293,8 @@ CELERY_TASK_ROUTES = {
     "alerts.tasks.*": {"queue": "alerts"},
     "advisor.tasks.*": {"queue": "advisor"},
     "reports.tasks.*": {"queue": "reports"},
-    "reports.audit_export_build": {"queue": "exports"},
-    "reports.tidy_audit_exports": {"queue": "exports"},
+    "exports.audit_export_build": {"queue": "exports"},
+    "exports.tidy_audit_exports": {"queue": "exports"},
 }
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # A worker that lost Redis keeps trying (every 2, 4, 6... up to 30 s) however long it is away, instead of

@@ -1,6 +1,9 @@
 """The audit exports' Celery tasks: the build (it takes the export's primary key and calls the service) and
 beat's tidy. Registered by reports.apps.ReportsConfig.ready() (Celery's autodiscovery looks at each app's
-tasks.py only)."""
+tasks.py only).
+
+Their names were reports.* until 2026-11-28: a build queued under the old name before an upgrade is refused by
+the new worker (an unregistered task), and the tidy sends that export again once RESEND_QUEUED_AFTER has passed."""
 
 import logging
 
@@ -17,12 +20,12 @@ SOFT_TIME_LIMIT_S = settings.EXPORT_TIME_LIMIT_S
 TIME_LIMIT_S = SOFT_TIME_LIMIT_S + HARD_LIMIT_AFTER_S
 
 
-@shared_task(name="reports.audit_export_build", soft_time_limit=SOFT_TIME_LIMIT_S, time_limit=TIME_LIMIT_S)
+@shared_task(name="exports.audit_export_build", soft_time_limit=SOFT_TIME_LIMIT_S, time_limit=TIME_LIMIT_S)
 def audit_export_build_task(export_id: int) -> None:
     audit_export_build(export_id=export_id)
 
 
-@shared_task(name="reports.tidy_audit_exports")
+@shared_task(name="exports.tidy_audit_exports")
 def tidy_audit_exports() -> dict:
     """Beat's: expire old bundles, give up on exports never built, and send again those whose broker message
     was lost (the build's claim makes a second delivery harmless)."""

@@ -47,7 +47,7 @@ class Figure:
 
 
 @dataclass(frozen=True)
-class StatementLine:
+class MailStatementLine:
     text: str
     url: str
     total: str
@@ -85,10 +85,10 @@ class ServerSection:
     coverage: str
     gaps: list[str]
     errors: str
-    top: list[StatementLine]
-    new: list[StatementLine]
+    top: list[MailStatementLine]
+    new: list[MailStatementLine]
     new_count: int
-    regressions: list[StatementLine]
+    regressions: list[MailStatementLine]
     regression_count: int
     waits: list[WaitLine]
     waits_note: str
@@ -132,10 +132,10 @@ def _statement_text(s: StatementTotals) -> str:
     return f.shorten(s.query, TEXT_CHARS) if s.query else f.missing_text(s.text_status)
 
 
-def _statement_line(c: StatementChange, params: dict[str, str], *, compared: bool = True) -> StatementLine:
+def _statement_line(c: StatementChange, params: dict[str, str], *, compared: bool = True) -> MailStatementLine:
     """`compared`: the week before has history (else a statement's change is unknown, never "new")."""
     s = c.current
-    return StatementLine(
+    return MailStatementLine(
         text=_statement_text(s),
         url=console_url(reverse("statement", args=[s.statement_id]), params),
         total=f.duration_text(s.total_ms),
@@ -145,11 +145,11 @@ def _statement_line(c: StatementChange, params: dict[str, str], *, compared: boo
     )
 
 
-def _regression_line(c: StatementChange, params: dict[str, str]) -> StatementLine:
+def _regression_line(c: StatementChange, params: dict[str, str]) -> MailStatementLine:
     line = _statement_line(c, params)
     before = c.previous.total_ms / c.previous.calls
     after = c.current.total_ms / c.current.calls
-    return StatementLine(**{**line.__dict__, "detail": f"mean {f.mean_text(before)} → {f.mean_text(after)}"})
+    return MailStatementLine(**{**line.__dict__, "detail": f"mean {f.mean_text(before)} → {f.mean_text(after)}"})
 
 
 def _figures(d: ServerDigest) -> list[Figure]:

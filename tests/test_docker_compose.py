@@ -249,5 +249,5 @@ def test_collections_have_a_worker_of_their_own_and_every_queue_a_worker(service
         "collectors.tasks.dispatch_due_collections",
         "collectors.tasks.sample_waits",
     }
-    assert routed["reports.audit_export_build"] == "exports" and routed["advisor.tasks.advise_server"] == "advisor"
+    assert routed["exports.audit_export_build"] == "exports" and routed["advisor.tasks.advise_server"] == "advisor"
     assert set(routed.values()) <= declared

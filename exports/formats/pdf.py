@@ -28,7 +28,7 @@ ORDER_TITLES = {
 
 
 @dataclass(frozen=True)
-class StatementLine:
+class PdfStatementLine:
     rank: int
     calls: str
     total: str
@@ -45,7 +45,7 @@ class StatementLine:
 class TopTable:
     order: str
     title: str
-    lines: list[StatementLine]
+    lines: list[PdfStatementLine]
     note: str  # why the table is empty, or ""
 
 
@@ -66,10 +66,10 @@ def _plan(ms: float | None) -> str:
     return NOT_TRACKED if ms is None else fmt.duration_text(ms)
 
 
-def _line(rank: int, r: StatementTotals) -> StatementLine:
+def _line(rank: int, r: StatementTotals) -> PdfStatementLine:
     text = r.query if r.query is not None else f"(no text: {r.text_status.replace('_', ' ')})"
     one = " ".join(text.split())
-    return StatementLine(
+    return PdfStatementLine(
         rank=rank,
         calls=fmt.count_text(r.calls),
         total=fmt.duration_text(r.total_ms),
@@ -200,7 +200,7 @@ def pdf_context(c: AuditContent) -> dict:
 @dataclass(frozen=True)
 class OverallLine:
     server: str
-    line: StatementLine
+    line: PdfStatementLine
     share: str  # of its server's database time
 
 

@@ -13,4 +13,4 @@ def test_every_entry_is_a_known_task_that_expires_before_its_next_run():
     for name, entry in schedule.items():
         assert entry["task"] in app.tasks, name
         assert 0 < entry["options"]["expires"] <= entry["schedule"], name
-    assert {"reports.tasks.send_due_reports", "reports.tidy_audit_exports"} <= {e["task"] for e in schedule.values()}
+    assert {"reports.tasks.send_due_reports", "exports.tidy_audit_exports"} <= {e["task"] for e in schedule.values()}

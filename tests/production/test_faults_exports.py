@@ -60,7 +60,7 @@ def _half_way(world: FaultWorld, export_id: int) -> bool:
 def _build_half_way(faults, export_id: int, name: str):
     """A worker of its own building the export, caught half-way through (its PDF takes a second or two)."""
     worker = faults.procs.start(name, worker_argv(name=name, concurrency=1))
-    _send(faults.world, "reports.audit_export_build", export_id)
+    _send(faults.world, "exports.audit_export_build", export_id)
     wait_for(lambda: _half_way(faults.world, export_id), 60, what="the build half-way", logs=faults.logs, every_s=0.02)
     return worker
 
@@ -114,7 +114,7 @@ def test_an_export_build_killed_half_way_is_built_again_whole(faults, history):
     # Half an hour later, beat's tidy finds it abandoned and sends it to a worker again.
     w.history.sql(f"UPDATE reports_auditexport SET started_at = {STALE} WHERE id = %s", [export_id])
     faults.procs.start("builder", worker_argv(name="again", concurrency=1))
-    _send(w, "reports.tidy_audit_exports")
+    _send(w, "exports.tidy_audit_exports")
     wait_for(lambda: _row(w, export_id)["status"] == "done", 120, what="the export built again", logs=faults.logs)
     row, _ = _check_bundle(w, export_id)
     assert row["claim"] != killed["claim"]
@@ -133,7 +133,7 @@ def test_a_build_that_outlives_the_resend_delay_never_writes_what_its_successor_
         first = _row(w, export_id)
         w.history.sql(f"UPDATE reports_auditexport SET started_at = {STALE} WHERE id = %s", [export_id])
         faults.procs.start("successor", worker_argv(name="successor", concurrency=1))
-        _send(w, "reports.tidy_audit_exports")
+        _send(w, "exports.tidy_audit_exports")
         wait_for(lambda: _row(w, export_id)["status"] == "done", 120, what="the successor's build", logs=faults.logs)
         built, path = _check_bundle(w, export_id)
         data = path.read_bytes()
@@ -167,7 +167,7 @@ def test_a_runaway_build_is_stopped_by_its_time_limit_on_the_tasks_worker(faults
     with psycopg.connect(w.history.dsn) as holder:
         holder.execute("LOCK TABLE collectors_snapshot IN ACCESS EXCLUSIVE MODE")  # held until the block ends
         faults.procs.start("tasks", tasks, EXPORT_TIME_LIMIT_S="4")
-        _send(w, "reports.audit_export_build", runaway)
+        _send(w, "exports.audit_export_build", runaway)
         wait_for(lambda: _row(w, runaway)["status"] == "running", 60, what="the build claimed", logs=faults.logs)
         waiting = (
             "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()"
@@ -190,6 +190,6 @@ def test_a_runaway_build_is_stopped_by_its_time_limit_on_the_tasks_worker(faults
     )
     assert logged == [(row["error"],)]
     # The same worker goes on: the next export is built whole.
-    _send(w, "reports.audit_export_build", next_one)
+    _send(w, "exports.audit_export_build", next_one)
     wait_for(lambda: _row(w, next_one)["status"] == "done", 120, what="the next export built", logs=faults.logs)
     _check_bundle(w, next_one)
