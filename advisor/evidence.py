@@ -1,4 +1,4 @@
-"""Typed evidence the rules read. Built from selectors in a later increment; built by hand in tests.
+"""Typed evidence the rules read: built from the selectors by advisor.gather for a server, by hand in the rules' tests.
 
 None means "not known" (e.g. a GUC that does not exist on this version, a counter before 14, an unset CPU count).
 """

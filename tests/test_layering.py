@@ -1,9 +1,10 @@
-"""Dependencies run one way. From the top: the renderers (console: pages, API, commands; reports: the weekly
-mail and the audit exports), then accounts (who may see what, preferences, API tokens), the advisor, collectors
-(collection, history, selectors), and inventory (organizations and servers) at the ground. devenv (development
-clusters, workloads, the demo command) is imported by no package of the product: only by the benchmarks and the
-tests. The advisor's rules are pure: they read evidence, never the ORM. Read from the source (ast), so an
-import inside a function counts too."""
+"""Dependencies run one way. From the top: console (pages, API, commands), then the renderers beneath it
+(reports: the weekly mail; exports: the audit exports; alerts: rules, evaluation and deliveries), presentation
+(the number and text formatting the renderers share), accounts (who may see what, preferences, API tokens), the
+advisor, collectors (collection, history, selectors), and inventory (organizations and servers) at the ground.
+devenv (development clusters, workloads, the demo command) is imported by no package of the product: only by the
+benchmarks and the tests. The advisor's rules are pure: they read evidence, never the ORM. Read from the source
+(ast), so an import inside a function counts too."""
 
 import ast
 import re
