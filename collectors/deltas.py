@@ -130,7 +130,16 @@ def restarted_rows(prev: Entries, cur: Entries, prev_index: np.ndarray) -> np.nd
     return ~matched | backwards | (prev.stats_since_us[safe] != cur.stats_since_us)
 
 
-def compute(prev: Entries, cur: Entries, *, full_reset: bool, prev_index: np.ndarray | None = None) -> DeltaResult:
+def compute(
+    prev: Entries,
+    cur: Entries,
+    *,
+    full_reset: bool,
+    prev_index: np.ndarray | None = None,
+    restarted: np.ndarray | None = None,
+) -> DeltaResult:
+    """Deltas of `cur` against `prev`. `prev_index` (match_keys) and `restarted` (restarted_rows) may come
+    from the caller that already has them: a collection needs both before its deltas, to choose texts."""
     n = len(cur)
     if prev_index is None:
         prev_index = match_keys(prev.keys, cur.keys)
@@ -147,7 +156,7 @@ def compute(prev: Entries, cur: Entries, *, full_reset: bool, prev_index: np.nda
 
     deltas = cur.counters - prev_counters  # one pass; rows that restarted are replaced below
     moved = deltas.any(axis=1)
-    restarted = restarted_rows(prev, cur, prev_index)
+    restarted = restarted_rows(prev, cur, prev_index) if restarted is None else restarted.copy()
     if full_reset:
         restarted[:] = True
     deltas[restarted] = cur.counters[restarted]

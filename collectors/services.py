@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from collectors import codec, history, lineage, partitions, pgss, sampler, shares, tables, texts, waits
 from collectors import connection as monitored
-from collectors.deltas import DeltaResult, Entries, compute
+from collectors.deltas import DeltaResult, Entries, compute, restarted_rows
 from collectors.errors import (
     ClockWentBack,
     CollectionBusy,
@@ -100,6 +100,7 @@ class _Read:
     continuity: lineage.Continuity
     reading: pgss.Reading
     statements: history.StatementLookup
+    restarted: np.ndarray  # rows counting from zero again (deltas.restarted_rows): for texts, then deltas
     text_rows: np.ndarray  # rows whose text was asked for (keys never seen, and retries)
     texts: pgss.Texts
     waits: waits.WaitReading | None
@@ -143,7 +144,8 @@ def _read(conn: psycopg.Connection, server: Server, previous: _Previous) -> _Rea
     statements = history.lookup_statements(
         server.pk, reading.entries, previous.entries, reading.prev_index, reading.sent_rows
     )
-    text_rows = texts.rows_to_read(reading, statements, previous.entries)
+    restarted = restarted_rows(previous.entries, reading.entries, reading.prev_index)
+    text_rows = texts.rows_to_read(reading, statements, restarted)
     text_reads = pgss.read_texts(
         conn,
         meta,
@@ -176,6 +178,7 @@ def _read(conn: psycopg.Connection, server: Server, previous: _Previous) -> _Rea
         continuity,
         reading,
         statements,
+        restarted,
         text_rows,
         text_reads,
         wait_reading,
@@ -251,7 +254,13 @@ def _compute(server: Server, previous: _Previous, read: _Read) -> _Computed:
     baseline = prev_state is None or continuity.baseline_reason is not None
     notes = ([continuity.baseline_reason] if continuity.baseline_reason else []) + read.notes
     # After another lineage every entry is read again from zero, so the whole state is rewritten.
-    d = compute(previous.entries, cur, full_reset=continuity.full_reset or baseline, prev_index=read.reading.prev_index)
+    d = compute(
+        previous.entries,
+        cur,
+        full_reset=continuity.full_reset or baseline,
+        prev_index=read.reading.prev_index,
+        restarted=read.restarted,
+    )
     booked = np.zeros(len(cur), bool) if baseline else d.changed.copy()
     newly_visible = continuity.newly_visible(cur.keys, d.new)
     if not baseline and newly_visible.any():

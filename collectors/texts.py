@@ -22,7 +22,6 @@ import numpy as np
 from django.conf import settings
 
 from collectors import history, pgss
-from collectors.deltas import Entries, restarted_rows
 from collectors.models import TextStatus
 from collectors.redact import clip, redact
 
@@ -40,14 +39,15 @@ def server_cut(max_bytes: int) -> int:
     return max_bytes + REDACTION_MARGIN_CHARS
 
 
-def rows_to_read(reading: pgss.Reading, statements: history.StatementLookup, prev: Entries) -> np.ndarray:
+def rows_to_read(reading: pgss.Reading, statements: history.StatementLookup, restarted: np.ndarray) -> np.ndarray:
     """Rows whose text to ask for, most wanted first: keys never seen (in row order), statements whose text
     a snapshot put off, then known statements without a text whose entry the server just sent (evicted
     before their text could be read, or hidden from the role when it was). A text that pg_stat_statements
     did not keep comes back only with a new entry, so only then is it asked for: a key not in the previous
-    state, or one evicted and created again in between (its counters went back, or its stats_since moved)."""
+    state, or one evicted and created again in between (its counters went back, or its stats_since moved):
+    `restarted`, deltas.restarted_rows of the reading."""
     missing = np.flatnonzero(np.isin(statements.ids, list(statements.missing_text)))
-    new_entry = restarted_rows(prev, reading.entries, reading.prev_index)
+    new_entry = restarted
     pending, retry = [], []
     for row, status in zip(missing.tolist(), statements.text_status(missing), strict=True):
         if status == TextStatus.PENDING:

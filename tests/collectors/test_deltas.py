@@ -8,7 +8,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from collectors.columns import COUNTER_NAMES
-from collectors.deltas import N_COUNTERS, N_GAUGES, Entries, compute, match_keys, merge_changed
+from collectors.deltas import N_COUNTERS, N_GAUGES, Entries, compute, match_keys, merge_changed, restarted_rows
 
 # Few keys, so that the same key is executed, reset, evicted and re-created often.
 KEYS = [(10, 5, -(2**62), 0), (10, 5, -(2**62), 1), (2**32 - 1, 5, 8, 1)]
@@ -132,6 +132,16 @@ def test_deltas_are_exact_and_never_negative(has_stats_since, operations):
         else:
             d = compute(prev, cur, full_reset=sim.full_reset_pending)
             assert (d.deltas >= 0).all()
+            # A collection hands in the matches and restarts it computed first (to choose texts): the same result,
+            # and its array is left as it was (a full reset marks every row restarted in compute's copy).
+            prev_index = match_keys(prev.keys, cur.keys)
+            restarted = restarted_rows(prev, cur, prev_index)
+            before = restarted.copy()
+            given = compute(prev, cur, full_reset=sim.full_reset_pending, prev_index=prev_index, restarted=restarted)
+            for name in ("prev_index", "restarted", "deltas", "changed", "state_dirty", "gone"):
+                assert np.array_equal(getattr(given, name), getattr(d, name)), name
+            assert np.array_equal(given.fact_gauges, d.fact_gauges, equal_nan=True)
+            assert np.array_equal(restarted, before)
             for i, key in enumerate(map(tuple, cur.keys.tolist())):
                 s = serials[key]
                 old = prev_serials.get(key)

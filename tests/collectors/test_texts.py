@@ -12,7 +12,7 @@ import psycopg
 import pytest
 
 from collectors import history, pgss, texts
-from collectors.deltas import N_COUNTERS, N_GAUGES, Entries
+from collectors.deltas import N_COUNTERS, N_GAUGES, Entries, restarted_rows
 from collectors.models import Statement, TextStatus
 from tests.world import APP_DB, collect, register, run
 
@@ -58,10 +58,12 @@ def test_rows_to_read_are_unseen_keys_put_off_texts_and_a_bounded_number_of_retr
     prev = _entries(9)
     # Row 8's entry counts from zero again (fewer calls than before): the same key, a new entry.
     reading = _reading(9, sent=7, prev_index=[0, 1, 2, 3, 4, -1, 6, -1, 8], calls=[5, 5, 6, 6, 6, 6, 6, 6, 2])
+    restarted = restarted_rows(prev, reading.entries, reading.prev_index)
+    assert restarted.tolist() == [False, False, False, False, False, True, False, True, True]
     # Most wanted first: keys never seen, texts put off, then retries.
-    assert texts.rows_to_read(reading, lookup, prev).tolist() == [7, 1, 2, 3, 5, 8]
+    assert texts.rows_to_read(reading, lookup, restarted).tolist() == [7, 1, 2, 3, 5, 8]
     monkeypatch.setattr(texts, "RETRIES_PER_SNAPSHOT", 1)
-    assert texts.rows_to_read(reading, lookup, prev).tolist() == [7, 1, 2]  # only retries are bounded here
+    assert texts.rows_to_read(reading, lookup, restarted).tolist() == [7, 1, 2]  # only retries are bounded here
 
 
 @pytest.mark.parametrize(
