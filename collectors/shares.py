@@ -54,13 +54,20 @@ def held(organization_id: int, limit: int) -> Iterator[bool]:
         _release(slot, organization_id)
 
 
+RUNNING_SQL = (
+    "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 2 "
+    "AND database = (SELECT oid FROM pg_database WHERE datname = current_database()) "
+    "AND classid::bigint BETWEEN %s AND %s AND objid::bigint = %s"
+)
+
+
+def running_params(organization_id: int) -> list[int]:
+    return [SHARE_NAMESPACE, SHARE_NAMESPACE + 0xFFFF, organization_id]
+
+
 def running(organization_id: int) -> int:
-    """How many of the organization's collections hold a slot now, on any worker."""
+    """How many of the organization's collections hold a slot now, on any worker (RUNNING_SQL: also run by the
+    tests from outside the workers)."""
     with connection.cursor() as cur:
-        cur.execute(
-            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 2 "
-            "AND database = (SELECT oid FROM pg_database WHERE datname = current_database()) "
-            "AND classid::bigint BETWEEN %s AND %s AND objid::bigint = %s",
-            [SHARE_NAMESPACE, SHARE_NAMESPACE + 0xFFFF, organization_id],
-        )
+        cur.execute(RUNNING_SQL, running_params(organization_id))
         return cur.fetchone()[0]

@@ -227,8 +227,4 @@ def test_an_organization_whose_servers_answer_slowly_takes_its_share_of_the_work
 
 def _running(world: FaultWorld, organization_id: int) -> int:
     """How many of the organization's collections hold a slot of its share now (collectors.shares.running)."""
-    return world.history.sql(
-        "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 2 "
-        "AND classid::bigint BETWEEN %s AND %s AND objid::bigint = %s",
-        [shares.SHARE_NAMESPACE, shares.SHARE_NAMESPACE + 0xFFFF, organization_id],
-    )[0][0]
+    return world.history.sql(shares.RUNNING_SQL, shares.running_params(organization_id))[0][0]
