@@ -15,7 +15,7 @@ from django.core.validators import validate_email
 
 from alerts import outbound
 
-SCHEMA = "pgconsole.alert/1"  # the generic webhook's body: docs in README "Alerts"
+SCHEMA = "pgconsole.alert/1"  # the generic webhook's body: docs/alerts.md, "The generic webhook"
 _ROUTING_KEY = re.compile(r"[A-Za-z0-9]{32}")
 
 

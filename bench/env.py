@@ -110,7 +110,7 @@ def setup_django() -> None:
 
 def monitored_spec():
     """PostgreSQL 17, pg_stat_statements.max=10000 (no eviction at 5,000 entries), a monitoring role
-    with pg_monitor that authenticates with SCRAM, as in README's 'Monitoring role'."""
+    with pg_monitor that authenticates with SCRAM, as docs/monitoring-role.md asks."""
     from devenv.fleet import ClusterSpec, monitored_setup
 
     setup = monitored_setup(dbname=APP_DB, monitor_user=MONITOR_USER, monitor_password=MONITOR_PASSWORD)

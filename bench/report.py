@@ -159,7 +159,7 @@ def markdown(r: dict) -> str:
         f"- history store: {m.postgres_history.split(',')[0]} (private cluster `{env.HISTORY_CLUSTER}`, port "
         f"{env.HISTORY_PORT}, {m.history_durability}: production durability, unlike the development "
         f"store), database `{env.BENCH_DB}` created fresh and migrated by the run. The collector commits "
-        "its snapshot transaction with `synchronous_commit = off` (README, How it works).",
+        "its snapshot transaction with `synchronous_commit = off` (docs/architecture.md, How it works).",
         "",
         "## Results",
         "",

@@ -26,7 +26,7 @@ from inventory.endpoint import Endpoint
 
 Level = Literal["ok", "info", "warning", "problem"]
 
-# The same as README.md, "Monitoring role" (a test keeps them equal).
+# The same as docs/monitoring-role.md, "Monitoring role" (a test keeps them equal).
 MONITORING_ROLE_SQL = """\
 -- postgresql.conf: shared_preload_libraries = 'pg_stat_statements'   (then restart)
 CREATE EXTENSION IF NOT EXISTS pg_stat_statements;

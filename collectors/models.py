@@ -52,7 +52,7 @@ class Statement(models.Model):
         ]
         # Each snapshot looks up the statements still without a text: few rows, found by this index. The primary
         # key is (server_id, id) in the database (migration 0009: every key holds the distribution column of a
-        # sharded history store, README "Scaling out"); this index keeps a look-up by id alone quick.
+        # sharded history store, docs/operations.md "Scaling out"); this index keeps a look-up by id alone quick.
         indexes = [
             models.Index(fields=["server"], condition=~models.Q(text_status="stored"), name="statement_text_missing"),
             models.Index(fields=["id"], name="statement_id"),

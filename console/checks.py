@@ -10,8 +10,9 @@ PLAIN_HTTP = (
     "console cross the network in clear"
 )
 PLAIN_HTTP_HINT = (
-    "Put a reverse proxy that terminates TLS in front of the web server and set HTTPS=true (README, Production). "
-    "On a private network where plain HTTP is a deliberate choice, set ALLOW_PLAIN_HTTP=true."
+    "Put a reverse proxy that terminates TLS in front of the web server and set HTTPS=true "
+    "(docs/operations.md, TLS in front). On a private network where plain HTTP is a deliberate choice, set "
+    "ALLOW_PLAIN_HTTP=true."
 )
 
 

@@ -169,7 +169,7 @@ if HTTPS:
     SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
     SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=3600)
     # Choices about the operator's whole domain, not this console's: off unless asked for (check --deploy's
-    # security.W005 and W021 until then; README, Production).
+    # security.W005 and W021 until then; docs/operations.md, TLS in front).
     SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=False)
     SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=False)
 SESSION_COOKIE_HTTPONLY = True
@@ -277,11 +277,12 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_DB_REUSE_MAX = 1_000_000
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # One queue per kind of work, so that a slow audit export, a weekly report run or the advisor over a large
-# fleet never delays a collection: docker-compose.yml runs a worker on `collection` apart from the one on the
-# others (README, "Scaling out"). "Test connection" has a queue of its own that the collection worker also
-# serves (it waits on a monitored server too), so a backlog of collections never keeps a DBA waiting for a
-# check. Alert deliveries wait on receivers anywhere (up to ALERTS_TIMEOUT_S each): their own queue and their
-# own threaded worker, so that no receiver delays a collection. A worker started without --queues consumes all.
+# fleet never delays a collection: docker-compose.yml runs a worker on `collection` apart from the ones on the
+# others (docs/operations.md, "Scaling out"). "Test connection" has a queue of its own that the collection
+# worker also serves (it waits on a monitored server too), so a backlog of collections never keeps a DBA
+# waiting for a check. Alert deliveries wait on receivers anywhere (up to ALERTS_TIMEOUT_S each): their own
+# queue and their own threaded worker, so that no receiver delays a collection. A worker started without
+# --queues consumes all.
 CELERY_TASK_QUEUES = tuple(
     Queue(name) for name in ("collection", "checks", "alerts", "advisor", "reports", "exports", "maintenance")
 )

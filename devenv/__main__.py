@@ -87,7 +87,7 @@ def cmd_ports(args: argparse.Namespace) -> None:
     )
     print("demo clusters:  " + ", ".join(f"{m}:{port}" for m, port in p["demo"].items()))
     print(f"fault tests (their history store, clusters and Redis): {p['test-faults'][0]}-{p['test-faults'][-1]}")
-    print(f"pytest worker n (make test runs two): the test ports above + n * {ports.TEST_SLOT_STRIDE}")
+    print(f"pytest worker n (make test runs {ports.TEST_SLOTS}): the test ports above + n * {ports.TEST_SLOT_STRIDE}")
     print(f"redis: {p['redis']}")
 
 

@@ -76,7 +76,7 @@ def monitored_setup(
 ) -> Callable[[Cluster, bool], None]:
     """A ClusterSpec.setup for a server to monitor: database ``dbname`` with ``extensions``, and a
     LOGIN role in pg_monitor with a password (stored as SCRAM where password_encryption says so),
-    as the README's 'Monitoring role' section asks of a real server."""
+    as docs/monitoring-role.md asks of a real server."""
     extensions = tuple(extensions)
 
     def setup(c: Cluster, created: bool) -> None:

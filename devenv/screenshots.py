@@ -1,4 +1,4 @@
-"""Screenshots of the console's pages for the README, taken on a running demo (``make demo``):
+"""Screenshots of the console's pages for docs/console.md, taken on a running demo (``make demo``):
 
     .venv/bin/python -m devenv.screenshots --url http://127.0.0.1:8000 --user admin --password X --out docs/screenshots
 
@@ -9,7 +9,7 @@ by calls compared with the previous period, the hottest statement of the plannin
 time), planning vs execution, the advisor (the fleet's and the dealloc-storm server's recommendations),
 server management with a "test connection" result, the organization, its alerts, alert channels and
 alert rules, and the preferences. Run it after a few minutes of demo (five minutes for the advisor's
-two-phase-commit family), so that the seed cases show; the README's were taken after the demo was stopped
+two-phase-commit family), so that the seed cases show; docs/console.md's were taken after the demo was stopped
 a few minutes and started again, so that a gap is on them."""
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from devenv import browser as chromium
 DEALLOC_SERVER = "pg16-dealloc-storm"
 PLANNING_SERVER = "pg18-planning"
 ORGANIZATION = "demo"
-#: A PNG larger than this is reported: the README shows them all.
+#: A PNG larger than this is reported: docs/console.md shows them all.
 MAX_BYTES = 600_000
 TIMEOUT_MS = 30_000
 #: The recent range of the pages with charts: the last hour, every snapshot (a demo younger than that is drawn
@@ -178,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(
         prog="python -m devenv.screenshots",
-        description="Screenshots of the console's pages for the README, taken on a running demo (make demo).",
+        description="Screenshots of the console's pages for docs/console.md, taken on a running demo (make demo).",
     )
     parser.add_argument("--url", default="http://127.0.0.1:8000", help="the console (default %(default)s)")
     parser.add_argument("--user", default="admin")

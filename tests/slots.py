@@ -13,7 +13,8 @@ from pathlib import Path
 from devenv.paths import RUN_DIR
 from devenv.ports import TEST_SLOT_STRIDE, TEST_SLOTS
 
-#: The tests' Redis database per slot (README: 0 the demo; 5, 7 and 11 single test modules; 12 and 13 benchmarks).
+#: The tests' Redis database per slot (docs/development.md, Redis databases: 0 the demo; 5, 7 and 11 single test
+#: modules; 12 and 13 benchmarks).
 REDIS_DBS = (9, 10, 14)
 assert len(REDIS_DBS) == TEST_SLOTS
 

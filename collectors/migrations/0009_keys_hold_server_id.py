@@ -1,5 +1,5 @@
 """Every history table's primary key holds server_id, the distribution column a sharded history store
-(Citus) needs (README, "Scaling out"): the statement dimension and the failed collections were keyed by id
+(Citus) needs (docs/operations.md, "Scaling out"): the statement dimension and the failed collections were keyed by id
 alone. Ids stay unique (one sequence each); an index on id keeps a look-up by id alone quick."""
 
 from django.db import migrations, models

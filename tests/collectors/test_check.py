@@ -17,7 +17,7 @@ from inventory.endpoint import Endpoint
 from tests.conftest import APP_DB, MONITOR_PASSWORD, MONITOR_USER
 from tests.world import run
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+MONITORING_ROLE_DOC = Path(__file__).resolve().parents[2] / "docs" / "monitoring-role.md"
 PLAIN_ROLE = "check_plain"
 PLAIN_PASSWORD = "Plain-pw-93f1"  # distinctive: a report must never contain it
 
@@ -244,6 +244,6 @@ def test_a_database_that_does_not_exist(pg_clusters):
     assert report.failure == "database" and "There is no database 'no_such_db'" in report.findings[0].text
 
 
-def test_the_monitoring_role_sql_is_the_readmes():
-    block = re.search(r"## Monitoring role.*?```sql\n(.*?)```", README.read_text(), re.S)
+def test_the_monitoring_role_sql_is_the_documented_one():
+    block = re.search(r"## Monitoring role.*?```sql\n(.*?)```", MONITORING_ROLE_DOC.read_text(), re.S)
     assert block is not None and block.group(1).strip() == MONITORING_ROLE_SQL.strip()

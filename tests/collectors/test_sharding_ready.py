@@ -1,6 +1,6 @@
 """The history store is ready to be sharded by server (Citus, with server_id as the distribution column;
-README "Scaling out"): read from the migrated schema itself, every history table has server_id, every primary
-key and unique index holds it, and no foreign key joins two servers' rows (the only one goes to the server's
+docs/operations.md "Scaling out"): read from the migrated schema itself, every history table has server_id, every
+primary key and unique index holds it, and no foreign key joins two servers' rows (the only one goes to the server's
 own row in the inventory, a reference table there). Citus itself is not installable here: this checks what
 it requires of the schema."""
 

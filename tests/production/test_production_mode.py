@@ -38,7 +38,7 @@ pytestmark = pytest.mark.slow
 
 DB = "pgconsole_production_test"
 ADMIN_DSN = f"postgresql://postgres@127.0.0.1:{HISTORY_PORT}/postgres"
-REDIS_URL = "redis://127.0.0.1:6379/11"  # a database of its own (README: 0 the demo, 5, 7, 9 and 12 the tests')
+REDIS_URL = "redis://127.0.0.1:6379/11"  # a database of its own (docs/development.md, Redis databases)
 ADMIN, PASSWORD, EMAIL = "admin", "a-long-production-password", "admin@production.example"
 LOCAL = "%Y-%m-%dT%H:%M"
 
@@ -335,11 +335,11 @@ def _deploy_warnings(env: dict[str, str]) -> set[str]:
     return set(re.findall(r"\(((?:security|console)\.[EW]\d+)\)", done.stdout + done.stderr))
 
 
-def test_check_deploy_is_clean_apart_from_what_the_readme_explains(tmp_path):
+def test_check_deploy_is_clean_apart_from_what_the_docs_explain(tmp_path):
     """Behind TLS (HTTPS=true) only the HSTS choices that are the operator's domain's remain; over plain HTTP the
-    four that HTTPS=true sets and the console's own error, a warning once plain HTTP is acknowledged. The README
-    names each."""
-    readme = (ROOT / "README.md").read_text()
+    four that HTTPS=true sets and the console's own error, a warning once plain HTTP is acknowledged.
+    docs/operations.md ("TLS in front") names each."""
+    operations = (ROOT / "docs" / "operations.md").read_text()
     env = production_env(tmp_path, port=8000, smtp_port=25)
     behind_tls = _deploy_warnings({**env, "HTTPS": "true"})
     plain = _deploy_warnings({**env, "HTTPS": "false", "ALLOW_PLAIN_HTTP": "false"})
@@ -349,4 +349,4 @@ def test_check_deploy_is_clean_apart_from_what_the_readme_explains(tmp_path):
     assert plain == {*http_warnings, "console.E001"}, plain
     assert acknowledged == {*http_warnings, "console.W001"}, acknowledged
     for warning in behind_tls | plain | acknowledged:
-        assert warning in readme, f"README does not explain {warning}"
+        assert warning in operations, f"docs/operations.md does not explain {warning}"

@@ -1,6 +1,6 @@
 """The weekly mail in a real browser (Debian's chromium) at a desktop client's width and a phone's: nothing
 wider than the window, every chart loaded and within the column. The screenshots go to a temporary folder,
-or to WEEKLY_SCREENSHOTS_DIR (e.g. docs/screenshots, for the README)."""
+or to WEEKLY_SCREENSHOTS_DIR (e.g. docs/screenshots, for docs/reports.md)."""
 
 from __future__ import annotations
 

@@ -10,7 +10,8 @@ from collectors import sampler
 class Command(BaseCommand):
     help = (
         "Sample pg_stat_activity on every enabled server without pg_wait_sampling, COLLECTOR_ACTIVITY_SAMPLES times "
-        "per interval, from one event loop; the snapshots take the counts from Redis. Run one (README, Scaling out)."
+        "per interval, from one event loop; the snapshots take the counts from Redis. Run one "
+        "(docs/operations.md, Scaling out)."
     )
 
     def add_arguments(self, parser) -> None:
