@@ -3,8 +3,9 @@
 A channel's secret (a Slack or generic webhook URL, a PagerDuty routing key) and a webhook's signing secret are
 stored encrypted like monitoring passwords (inventory.crypto) and never shown again; a channel that keeps
 failing says so (consecutive_failures, last_error) on its page and in the API. A rule's thresholds are typed
-fields checked by Rule.clean; an Alert is one condition from the moment it is first seen true to its
-resolution, with a timestamp per notification so that each is claimed (sent) once."""
+fields, declared with their ranges in alerts/rule_fields.py and checked by Rule.clean; an Alert is one condition
+from the moment it is first seen true to its resolution, with a timestamp per notification so that each is
+claimed (sent) once."""
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -12,7 +13,7 @@ from django.db import models
 from django.db.models import Q
 
 from advisor.models import Severity
-from advisor.thresholds import DEALLOC_CRITICAL_PER_S
+from alerts.rule_fields import DEFAULTS, FIELDS
 from inventory.models import Organization, Server
 
 
@@ -87,8 +88,8 @@ class Delivery(models.Model):
 
 class Rule(models.Model):
     """What raises an alert for an organization's servers (those with `tag`, or all), and who hears of it
-    (`channels`, or every enabled channel of the organization). The defaults of each kind and why are in
-    alerts/defaults.py; each threshold applies to its kind only."""
+    (`channels`, or every enabled channel of the organization). Each threshold applies to its kind only
+    (alerts/rule_fields.py); the rules an organization starts with are in alerts/defaults.py."""
 
     class Kind(models.TextChoices):
         SERVER_DOWN = "server_down"
@@ -102,21 +103,17 @@ class Rule(models.Model):
     enabled = models.BooleanField(default=True)
     tag = models.CharField(max_length=100, blank=True, default="")  # blank: every server of the organization
     channels = models.ManyToManyField(Channel, blank=True, related_name="rules")  # none: every enabled channel
-    # Anti-flap: how long a condition stays true before anyone hears of it (a shorter one resolves silently).
-    hold_minutes = models.PositiveIntegerField(default=5)
-    remind_minutes = models.PositiveIntegerField(default=0)  # while open and not acknowledged; 0: never
-    # server_down: failing or stale (no successful collection) for this long.
-    down_minutes = models.PositiveIntegerField(default=10)
-    # advisor: a recommendation of this severity or worse.
-    min_severity = models.CharField(max_length=10, choices=Severity.choices, default=Severity.CRITICAL)
-    # dealloc: deallocating above this rate for most of the last dealloc_minutes.
-    dealloc_per_s = models.FloatField(default=DEALLOC_CRITICAL_PER_S)  # the advisor's critical rate
-    dealloc_minutes = models.PositiveIntegerField(default=15)
-    # regression: the last hour's mean time at least this many times the same hour's on the previous days, for a
-    # statement with at least this share of the server's time in the last hour.
-    regression_factor = models.FloatField(default=2.0)
-    regression_min_share = models.FloatField(default=0.05)
-    regression_days = models.PositiveIntegerField(default=7)
+    # What each setting means, the kind that reads it, its range and why its default is what it is are declared
+    # once, in alerts/rule_fields.py.
+    hold_minutes = models.PositiveIntegerField(default=DEFAULTS["hold_minutes"])
+    remind_minutes = models.PositiveIntegerField(default=DEFAULTS["remind_minutes"])
+    down_minutes = models.PositiveIntegerField(default=DEFAULTS["down_minutes"])
+    min_severity = models.CharField(max_length=10, choices=Severity.choices, default=DEFAULTS["min_severity"])
+    dealloc_per_s = models.FloatField(default=DEFAULTS["dealloc_per_s"])
+    dealloc_minutes = models.PositiveIntegerField(default=DEFAULTS["dealloc_minutes"])
+    regression_factor = models.FloatField(default=DEFAULTS["regression_factor"])
+    regression_min_share = models.FloatField(default=DEFAULTS["regression_min_share"])
+    regression_days = models.PositiveIntegerField(default=DEFAULTS["regression_days"])
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -126,27 +123,11 @@ class Rule(models.Model):
         return f"{self.name} ({self.kind}) of {self.organization}"
 
     def clean(self) -> None:
-        """Every threshold in its range, each refusal under its field, with what would be accepted."""
-        errors = {}
-        for field in ("hold_minutes", "remind_minutes", "down_minutes", "dealloc_minutes"):
-            if getattr(self, field) is None or getattr(self, field) < 0:
-                errors[field] = "minutes: 0 or more"
-        if self.down_minutes is not None and self.down_minutes < 1:
-            errors["down_minutes"] = "at least 1 minute: a single missed collection is not a server down"
-        if self.dealloc_minutes is not None and self.dealloc_minutes < 1:
-            errors["dealloc_minutes"] = "at least 1 minute: a rate needs a window"
-        if self.dealloc_per_s is None or self.dealloc_per_s <= 0:
-            errors["dealloc_per_s"] = "deallocations per second: more than 0"
-        if self.regression_factor is None or self.regression_factor <= 1:
-            errors["regression_factor"] = "more than 1 (2 = twice the usual mean time)"
-        if self.regression_min_share is None or not 0 <= self.regression_min_share <= 1:
-            errors["regression_min_share"] = "a share of the server's time, from 0 to 1 (0.05 = 5%)"
-        if self.regression_days is None or not 1 <= self.regression_days <= 28:
-            errors["regression_days"] = "from 1 to 28 previous days"
+        """Every setting in its declared range (alerts/rule_fields.py), each refusal under its field, with what
+        would be accepted."""
+        errors = {f.name: f.refusal for f in FIELDS if not f.accepts(getattr(self, f.name))}
         if self.kind not in self.Kind.values:
             errors["kind"] = f"one of {', '.join(self.Kind.values)}"
-        if self.min_severity not in Severity.values:
-            errors["min_severity"] = f"one of {', '.join(Severity.values)}"
         if errors:
             raise ValidationError(errors)
 

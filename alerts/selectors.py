@@ -14,16 +14,14 @@ from urllib.parse import urlsplit
 from django.db.models import F, QuerySet, Window
 from django.db.models.functions import RowNumber
 
+from alerts import rule_fields
 from alerts.models import Alert, Channel, Delivery, Rule
 from inventory.crypto import CredentialsError, decrypt_secret
 
 # The thresholds that apply to each kind of rule (the others are stored but never read for it); every kind also
 # has hold_minutes, remind_minutes, tag and enabled.
 THRESHOLDS: dict[str, tuple[str, ...]] = {
-    Rule.Kind.SERVER_DOWN: ("down_minutes",),
-    Rule.Kind.ADVISOR: ("min_severity",),
-    Rule.Kind.DEALLOC: ("dealloc_per_s", "dealloc_minutes"),
-    Rule.Kind.REGRESSION: ("regression_factor", "regression_min_share", "regression_days"),
+    kind: tuple(f.name for f in rule_fields.of_kind(kind)) for kind in Rule.Kind.values
 }
 # An alert list's ?state=: one state, or "active" (pending and open: what is still going on).
 STATES: dict[str, tuple[str, ...]] = {
@@ -76,15 +74,7 @@ class RuleRow:
     tag: str  # "": every server of the organization
     channel_ids: list[int]  # []: every enabled channel
     channels: list[str]  # their names, in the same order
-    hold_minutes: int
-    remind_minutes: int
-    down_minutes: int
-    min_severity: str
-    dealloc_per_s: float
-    dealloc_minutes: int
-    regression_factor: float
-    regression_min_share: float
-    regression_days: int
+    values: dict[str, int | float | str]  # every setting of alerts.rule_fields by name: hold_minutes, down_minutes…
 
     @property
     def thresholds(self) -> tuple[str, ...]:
@@ -229,15 +219,7 @@ def _rule_row(r: Rule) -> RuleRow:
         tag=r.tag,
         channel_ids=[c.pk for c in chosen],
         channels=[c.name for c in chosen],
-        hold_minutes=r.hold_minutes,
-        remind_minutes=r.remind_minutes,
-        down_minutes=r.down_minutes,
-        min_severity=r.min_severity,
-        dealloc_per_s=r.dealloc_per_s,
-        dealloc_minutes=r.dealloc_minutes,
-        regression_factor=r.regression_factor,
-        regression_min_share=r.regression_min_share,
-        regression_days=r.regression_days,
+        values={f.name: getattr(r, f.name) for f in rule_fields.FIELDS},
     )
 
 

@@ -21,7 +21,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from advisor.services import organization_thresholds
-from alerts import channels, outbound, signing
+from alerts import channels, outbound, rule_fields, signing
 from alerts.channels import Message
 from alerts.defaults import DEFAULT_RULES
 from alerts.models import Alert, Channel, Delivery, Rule
@@ -276,22 +276,7 @@ def deliveries_lost(*, now: datetime | None = None) -> list[int]:
 
 # -- rules and alerts --------------------------------------------------------------------------------------------
 
-RULE_FIELDS = frozenset(
-    {
-        "name",
-        "enabled",
-        "tag",
-        "hold_minutes",
-        "remind_minutes",
-        "down_minutes",
-        "min_severity",
-        "dealloc_per_s",
-        "dealloc_minutes",
-        "regression_factor",
-        "regression_min_share",
-        "regression_days",
-    }
-)
+CHANGEABLE = frozenset({"name", "enabled", "tag", *rule_fields.BY_NAME})  # a rule's kind is what it is
 
 
 def rules_default(*, organization: Organization) -> list[Rule]:
@@ -308,9 +293,9 @@ def rules_default(*, organization: Organization) -> list[Rule]:
 
 
 def rule_update(*, rule: Rule, values: dict, channel_ids: list[int] | None = None) -> Rule:
-    """Changes `values` (RULE_FIELDS) of the rule and, when given, its channels (empty: every enabled channel);
+    """Changes `values` (CHANGEABLE) of the rule and, when given, its channels (empty: every enabled channel);
     ValidationError by field when a value is out of its range or a channel is not the organization's."""
-    unknown = set(values) - RULE_FIELDS
+    unknown = set(values) - CHANGEABLE
     if unknown:
         raise ValidationError({name: "not a setting of a rule" for name in sorted(unknown)})
     for name, value in values.items():

@@ -17,7 +17,7 @@ from rest_framework.views import APIView
 from accounts.access import CONFIGURE, MANAGE_SERVERS, organization_for, require_role, role_in
 from accounts.access import visible_organization_ids as visible
 from advisor.models import Severity
-from alerts import selectors, services
+from alerts import rule_fields, selectors, services
 from alerts import tasks as alert_tasks
 from alerts.models import Alert, Channel, Delivery, Rule
 from console.api.common import PAGE_PARAMETERS, api, field_names, page_of, page_params, paged
@@ -113,42 +113,52 @@ def _page_of(item) -> type[serializers.Serializer]:
     )
 
 
-class RuleOut(serializers.Serializer):
-    id = serializers.IntegerField()
-    organization_id = serializers.IntegerField()
-    name = serializers.CharField()
-    kind = serializers.ChoiceField(choices=Rule.Kind.values)
-    enabled = serializers.BooleanField()
-    tag = serializers.CharField(allow_blank=True, help_text="the servers with this tag; empty: every server")
-    channels = serializers.ListField(child=serializers.IntegerField(), help_text="ids; empty: every enabled channel")
-    thresholds = serializers.ListField(child=serializers.CharField(), help_text="the fields below its kind reads")
-    hold_minutes = serializers.IntegerField(help_text="how long a condition lasts before it is notified")
-    remind_minutes = serializers.IntegerField(help_text="while open and not acknowledged; 0: never")
-    down_minutes = serializers.IntegerField(help_text="server_down: failing or stale this long")
-    min_severity = serializers.ChoiceField(choices=Severity.values, help_text="advisor: this severity or worse")
-    dealloc_per_s = serializers.FloatField(help_text="dealloc: deallocations per second")
-    dealloc_minutes = serializers.IntegerField(help_text="dealloc: over most of this window")
-    regression_factor = serializers.FloatField(help_text="regression: times the usual mean time")
-    regression_min_share = serializers.FloatField(help_text="regression: share of the server's time, 0 to 1")
-    regression_days = serializers.IntegerField(help_text="regression: previous days of the same hour")
+def _rule_settings(*, described: bool) -> dict[str, serializers.Field]:
+    """A serializer field per setting of a rule (alerts.rule_fields), in their order, with its help for the API's
+    reader when `described` (RuleOut's; RuleIn's are the same fields). Their ranges are the rule's to check: the
+    API and the page refuse a value in the same words."""
+    out: dict[str, serializers.Field] = {}
+    for f in rule_fields.FIELDS:
+        help_text = f.api_help_text if described else None
+        if f.choices:
+            out[f.name] = serializers.ChoiceField(choices=[v for v, _ in f.choices], help_text=help_text)
+        elif f.value_type is int:
+            out[f.name] = serializers.IntegerField(help_text=help_text)
+        else:
+            out[f.name] = serializers.FloatField(help_text=help_text)
+    return out
 
 
-class RuleIn(serializers.Serializer):
-    """Every field optional (PATCH); ranges are checked by the rule itself, each refusal under its field."""
+RuleOut: type[serializers.Serializer] = type(
+    "RuleOut",
+    (serializers.Serializer,),
+    {
+        "id": serializers.IntegerField(),
+        "organization_id": serializers.IntegerField(),
+        "name": serializers.CharField(),
+        "kind": serializers.ChoiceField(choices=Rule.Kind.values),
+        "enabled": serializers.BooleanField(),
+        "tag": serializers.CharField(allow_blank=True, help_text="the servers with this tag; empty: every server"),
+        "channels": serializers.ListField(
+            child=serializers.IntegerField(), help_text="ids; empty: every enabled channel"
+        ),
+        "thresholds": serializers.ListField(child=serializers.CharField(), help_text="the fields below its kind reads"),
+        **_rule_settings(described=True),
+    },
+)
 
-    name = serializers.CharField(max_length=100)
-    enabled = serializers.BooleanField()
-    tag = serializers.CharField(max_length=100, allow_blank=True)
-    channels = serializers.ListField(child=serializers.IntegerField(min_value=1), max_length=100)
-    hold_minutes = serializers.IntegerField()
-    remind_minutes = serializers.IntegerField()
-    down_minutes = serializers.IntegerField()
-    min_severity = serializers.ChoiceField(choices=Severity.values)
-    dealloc_per_s = serializers.FloatField()
-    dealloc_minutes = serializers.IntegerField()
-    regression_factor = serializers.FloatField()
-    regression_min_share = serializers.FloatField()
-    regression_days = serializers.IntegerField()
+RuleIn: type[serializers.Serializer] = type(
+    "RuleIn",
+    (serializers.Serializer,),
+    {
+        "__doc__": "Every field optional (PATCH); ranges are checked by the rule itself, each refusal under its field.",
+        "name": serializers.CharField(max_length=100),
+        "enabled": serializers.BooleanField(),
+        "tag": serializers.CharField(max_length=100, allow_blank=True),
+        "channels": serializers.ListField(child=serializers.IntegerField(min_value=1), max_length=100),
+        **_rule_settings(described=False),
+    },
+)
 
 
 class AlertOut(serializers.Serializer):
@@ -234,7 +244,8 @@ def _channel_out(c: selectors.ChannelRow, *, sees_addresses: bool) -> dict:
 
 def _rule_out(r: selectors.RuleRow) -> dict:
     names = [n for n in field_names(RuleOut) if n not in ("channels", "thresholds")]
-    return {**{n: getattr(r, n) for n in names}, "channels": r.channel_ids, "thresholds": list(r.thresholds)}
+    out = {n: r.values[n] if n in r.values else getattr(r, n) for n in names}
+    return {**out, "channels": r.channel_ids, "thresholds": list(r.thresholds)}
 
 
 def _out(row, serializer) -> dict:

@@ -17,8 +17,7 @@ from django.urls import path, reverse
 from django.views.decorators.http import require_POST
 
 from accounts.access import CONFIGURE, MANAGE_SERVERS, organization_for, require_role, role_in
-from advisor.models import Severity
-from alerts import selectors, services
+from alerts import rule_fields, selectors, services
 from alerts import tasks as alert_tasks
 from alerts.models import Alert, Channel, Rule
 from console import throttling
@@ -35,15 +34,6 @@ TARGET_LABELS = {
     Channel.Kind.SLACK: ("Incoming webhook URL", "https://hooks.slack.com/services/… (Slack app → Incoming Webhooks)"),
     Channel.Kind.PAGERDUTY: ("Routing key", "the 32 letters and digits of an Events API v2 integration"),
     Channel.Kind.WEBHOOK: ("URL", "https://…: each request is signed with a secret shown once, when it is added"),
-}
-THRESHOLD_LABELS = {
-    "down_minutes": ("Down for (minutes)", "failing, or no successful collection, for this long"),
-    "min_severity": ("Severity", "a recommendation of this severity or worse"),
-    "dealloc_per_s": ("Deallocations per second", "pg_stat_statements deallocating at least this fast…"),
-    "dealloc_minutes": ("Over (minutes)", "…for at least half of this window"),
-    "regression_factor": ("Times slower", "the last hour's mean time, against the same hour's median (2 = twice)"),
-    "regression_min_share": ("Share of the server's time", "from 0 to 1 (0.05 = 5%): rare statements never qualify"),
-    "regression_days": ("Baseline days", "previous days of the same hour, 1 to 28"),
 }
 
 
@@ -68,8 +58,18 @@ class ChannelForm(forms.Form):
             self.fields["target"].label, self.fields["target"].help_text = label, help_text
 
 
+def _setting_field(f: rule_fields.RuleField) -> forms.Field:
+    """The form's field for a setting of a rule. Its range is left to the rule (Rule.clean): the page and the API
+    refuse a value in the same words."""
+    if f.choices:
+        return forms.ChoiceField(choices=f.choices, label=f.label, help_text=f.help_text)
+    number = forms.IntegerField if f.value_type is int else forms.FloatField
+    return number(label=f.label, help_text=f.help_text)
+
+
 class RuleForm(forms.Form):
-    """A rule's settings: those every kind has, and the thresholds of its own kind only."""
+    """A rule's settings: those every kind has, and the thresholds of its own kind only (both from
+    alerts.rule_fields, added per rule)."""
 
     enabled = forms.BooleanField(required=False)
     tag = forms.CharField(
@@ -78,29 +78,14 @@ class RuleForm(forms.Form):
     channels = forms.MultipleChoiceField(
         required=False, widget=forms.CheckboxSelectMultiple, help_text="None ticked: every enabled channel."
     )
-    hold_minutes = forms.IntegerField(label="Hold (minutes)", help_text="How long it lasts before anyone hears of it.")
-    remind_minutes = forms.IntegerField(
-        label="Remind every (minutes)", help_text="While open and not acknowledged; 0: never."
-    )
-    down_minutes = forms.IntegerField()
-    min_severity = forms.ChoiceField(choices=Severity.choices)
-    dealloc_per_s = forms.FloatField()
-    dealloc_minutes = forms.IntegerField()
-    regression_factor = forms.FloatField()
-    regression_min_share = forms.FloatField()
-    regression_days = forms.IntegerField()
 
     def __init__(self, *args, rule: selectors.RuleRow, channels: list[selectors.ChannelRow], **kwargs):
-        initial = {name: getattr(rule, name) for name in ("enabled", "tag", "hold_minutes", "remind_minutes")}
-        initial |= {name: getattr(rule, name) for name in rule.thresholds}
-        initial["channels"] = [str(i) for i in rule.channel_ids]
+        own = [f for f in rule_fields.FIELDS if f.kind in (None, rule.kind)]
+        initial = {"enabled": rule.enabled, "tag": rule.tag, "channels": [str(i) for i in rule.channel_ids]}
+        initial |= {f.name: rule.values[f.name] for f in own}
         super().__init__(*args, prefix=f"rule-{rule.id}", initial=initial, **kwargs)
         self.rule = rule
-        for name, (label, help_text) in THRESHOLD_LABELS.items():
-            if name in rule.thresholds:
-                self.fields[name].label, self.fields[name].help_text = label, help_text
-            else:
-                del self.fields[name]
+        self.fields |= {f.name: _setting_field(f) for f in own}
         self.fields["channels"].choices = [(str(c.id), f"{c.name} ({c.kind})") for c in channels]
 
     def threshold_fields(self) -> list:
@@ -270,7 +255,7 @@ def _rules_page(request: HttpRequest, org: Organization, bound: RuleForm | None 
 
 
 def _shown(rule: selectors.RuleRow) -> list[tuple[str, object]]:
-    return [(THRESHOLD_LABELS[name][0], getattr(rule, name)) for name in rule.thresholds]
+    return [(rule_fields.BY_NAME[name].label, rule.values[name]) for name in rule.thresholds]
 
 
 @require_POST
