@@ -33,6 +33,7 @@ from bench import env, phases, workload
 from bench.stats import median, pct, summary
 from collectors import partitions, rollups
 from collectors.services import server_collect
+from inventory.connection import parse_dsn
 from inventory.services import server_create
 
 
@@ -236,7 +237,7 @@ def _level(cluster, driver, bare_conn, monitor_dsn, n, n_snapshots, warmup, main
     cluster.execute("SELECT pg_stat_statements_reset()", dbname=env.APP_DB)
     stmts = workload.statements(n)
     driver.run(stmts)
-    server = server_create(name=f"bench-{n}", dsn=monitor_dsn, organization_name="bench")
+    server = server_create(name=f"bench-{n}", connection=parse_dsn(monitor_dsn), organization_name="bench")
     base_ms, base = _collect(server.pk)
     assert base.kind == "baseline", base.summary()
     for _ in range(warmup):

@@ -262,24 +262,23 @@ class Churn:
 
 def _register(clusters: list[Cluster], count: int) -> list[int]:
     """``count`` servers in organization "scale", round-robin over the clusters, disabled; their ids in order."""
+    from inventory.connection import parse_dsn
     from inventory.models import Organization, Server
-    from inventory.services import parse_dsn
 
     organization = Organization.objects.create(name=ORGANIZATION)
     dsns = [c.dsn(env.APP_DB, env.MONITOR_USER, env.MONITOR_PASSWORD) for c in clusters]
     servers = []
     for i in range(count):
-        fields = parse_dsn(dsns[i % len(dsns)])
-        password = fields.pop("password")
+        connection = parse_dsn(dsns[i % len(dsns)])
         server = Server(
             organization=organization,
             name=f"scale-{i + 1:04d}",
             interval_s=INTERVAL_S,
             enabled=False,
             tags=["scale"],
-            **fields,
+            **connection.server_fields(),
         )
-        server.set_password(password)
+        server.set_password(connection.password)
         servers.append(server)
     Server.objects.bulk_create(servers, batch_size=500)
     return list(Server.objects.filter(organization=organization).order_by("name").values_list("pk", flat=True))

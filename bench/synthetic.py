@@ -351,7 +351,9 @@ def reading_from(synth: SyntheticServer):
 
 
 def register(name: str):
-    """A server row for a synthetic server (its DSN is never connected to)."""
+    """A server row for a synthetic server (its connection is never dialled)."""
+    from inventory.connection import Connection
     from inventory.services import server_create
 
-    return server_create(name=name, dsn="postgresql://monitor:unused@192.0.2.1:5432/app", organization_name="bench")
+    unused = Connection(host="192.0.2.1", database="app", user="monitor", password="unused")
+    return server_create(name=name, connection=unused, organization_name="bench")

@@ -6,10 +6,10 @@ from __future__ import annotations
 from django import forms
 from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
-from psycopg.conninfo import make_conninfo
 
 from advisor.thresholds import Thresholds
 from inventory import tls
+from inventory.connection import Connection
 from inventory.models import Membership, Organization, Server
 from inventory.services import connection_moves
 
@@ -112,18 +112,9 @@ class ServerForm(forms.Form):
                 self.add_service_error(exc)
         return cd
 
-    def dsn(self) -> str:
-        """The connection as inventory.services.server_create takes it (a libpq conninfo string)."""
-        cd = self.cleaned_data
-        return make_conninfo(
-            "",
-            host=cd["host"],
-            port=cd["port"],
-            dbname=cd["database"],
-            user=cd["user"],
-            password=cd["password"] or None,
-            sslmode=cd["sslmode"],
-        )
+    def connection(self) -> Connection:
+        """The connection as inventory.services.server_create takes it."""
+        return Connection.of(self.cleaned_data)
 
     def moves(self) -> bool:
         """The connection fields differ from the stored server's (a stored password must not follow)."""

@@ -8,10 +8,9 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from psycopg import ProgrammingError
-from psycopg.conninfo import conninfo_to_dict
 
 from inventory import tls
+from inventory.connection import Connection
 from inventory.endpoint import ENDPOINT_FIELDS
 from inventory.models import Membership, Organization, Server
 
@@ -35,38 +34,11 @@ def connection_moves(server: Server, changes: Mapping[str, Any]) -> bool:
     return any(value != stored[name] for name, value in changed.items())
 
 
-def parse_dsn(dsn: str) -> dict[str, str]:
-    """Connection fields from a libpq DSN or URI; a clear ValidationError when malformed."""
-    try:
-        params = conninfo_to_dict(dsn)
-    except ProgrammingError as exc:
-        raise ValidationError(f"malformed DSN: {str(exc).strip()}") from exc
-    if not params.get("host"):
-        raise ValidationError("malformed DSN: a host is required (e.g. postgresql://monitor@db1:5432/postgres)")
-    port = params.get("port", "5432")
-    if not str(port).isdigit() or not 0 < int(port) < 65536:
-        raise ValidationError(f"malformed DSN: invalid port {port!r}")
-    sslmode = params.get("sslmode", Server.SslMode.REQUIRE)
-    if sslmode not in Server.SslMode.values:
-        raise ValidationError(f"malformed DSN: invalid sslmode {sslmode!r}")
-    unknown = set(params) - {"host", "port", "dbname", "user", "password", "sslmode"}
-    if unknown:
-        raise ValidationError(f"malformed DSN: unsupported parameters {sorted(unknown)}")
-    return {
-        "host": params["host"],
-        "port": int(port),
-        "database": params.get("dbname") or "postgres",
-        "user": params.get("user") or "postgres",
-        "password": params.get("password") or "",
-        "sslmode": sslmode,
-    }
-
-
 @transaction.atomic
 def server_create(
     *,
     name: str,
-    dsn: str,
+    connection: Connection,
     organization_name: str = DEFAULT_ORGANIZATION,
     interval_s: int = 60,
     cpu_count: int | None = None,
@@ -74,14 +46,12 @@ def server_create(
     ssl_root_cert: str = "",
     require_scram: bool = True,
 ) -> Server:
-    """A new server from a libpq DSN (sslmode=require when it names none) and the TLS and SCRAM settings a DSN
-    cannot carry (libpq's sslrootcert is a file path; here the certificate itself)."""
-    fields = parse_dsn(dsn)
+    """A new server at `connection` (typed in, or inventory.connection.parse_dsn's reading of a DSN), with the TLS
+    and SCRAM settings a DSN cannot carry (libpq's sslrootcert is a file path; here the certificate itself)."""
     organization, _ = Organization.objects.get_or_create(name=organization_name)
     if Server.objects.filter(organization=organization, name=name).exists():
         raise ValidationError(f"a server named {name!r} already exists in organization {organization_name!r}")
     _within_limits(organization, interval_s=interval_s, joining=True)
-    password = fields.pop("password")
     server = Server(
         organization=organization,
         name=name,
@@ -90,9 +60,9 @@ def server_create(
         tags=tags or [],
         ssl_root_cert=ssl_root_cert,
         require_scram=require_scram,
-        **fields,
+        **connection.server_fields(),
     )
-    server.set_password(password)
+    server.set_password(connection.password)
     server.full_clean()
     server.save()
     return server

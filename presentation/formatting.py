@@ -11,6 +11,7 @@ from collectors.models import TextStatus
 from collectors.selectors.parts import NO_DATA, NOT_TRACKED
 
 UNKNOWN = "unknown"
+DASH = "–"  # a table's cell without a figure
 # Why a statement has no text, where its text would be (the statement's page explains it at length).
 MISSING_TEXT = {
     TextStatus.NOT_VISIBLE: "<text not visible to this role>",
@@ -56,6 +57,24 @@ def mean_text(ms: float | None) -> str:
 def count_text(n: int | None) -> str:
     """1,234,567 (every digit: a count is read exactly)."""
     return UNKNOWN if n is None else f"{n:,}"
+
+
+def number_text(value: float | None, digits: int) -> str:
+    """1,234.5: `digits` decimals, thousands separated, no unit (a table's heading carries it); a dash for none."""
+    return DASH if value is None else f"{value:,.{digits}f}"
+
+
+def ms_number_text(ms: float | None) -> str:
+    """Milliseconds under a heading that says so: 3 decimals below 1 ms (0.042), 2 from there on (1,234.50)."""
+    return number_text(ms, 3 if ms is not None and abs(ms) < 1 else 2)
+
+
+def bytes_text(n: int) -> str:
+    """512 B, 3.2 kB, 12.0 MB, 1.5 GB (multiples of 1,024)."""
+    for unit, size in (("GB", 1 << 30), ("MB", 1 << 20), ("kB", 1 << 10)):
+        if n >= size:
+            return f"{n / size:,.1f} {unit}"
+    return f"{n:,} B"
 
 
 def calls_text(n: int) -> str:

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from console.keys import DEV_CREDENTIALS_KEY, DEV_SECRET_KEY, env_file_text, key_problems
-from inventory.services import parse_dsn
+from inventory.connection import parse_dsn
 from tests.dockerfile import dockerfile_env, dockerfile_instructions
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -101,10 +101,11 @@ def test_no_key_is_committed(services):
 
 
 def test_the_documented_command_generates_the_env_file():
-    readme = (ROOT / "README.md").read_text()
     compose = (ROOT / "docker-compose.yml").read_text()
     command = f"python3 console/keys.py {ENV_FILE}"
-    assert command in readme and command in compose
+    for documented in ("README.md", "docs/operations.md"):
+        assert command in (ROOT / documented).read_text(), documented
+    assert command in compose
     keys = dict(line.split("=", 1) for line in env_file_text().splitlines() if not line.startswith("#"))
     assert key_problems(secret_key=keys["SECRET_KEY"], credentials_key=keys["CREDENTIALS_KEY"], debug=False) == []
 
@@ -207,10 +208,10 @@ def test_the_demo_server_is_ready_to_monitor_and_registered(services):
     register = services["register-demo"]
     command = _command(register)
     assert command[:5] == ["python", "manage.py", "servers", "add", "demo"] and "--update" in command
-    dsn = parse_dsn(command[command.index("--dsn") + 1])
-    assert (dsn["host"], dsn["user"]) == ("monitored", role) and dsn["password"]
+    connection = parse_dsn(command[command.index("--dsn") + 1])
+    assert (connection.host, connection.user) == ("monitored", role) and connection.password
     password = re.search(rf"ALTER ROLE {role} LOGIN PASSWORD '([^']+)'", sql).group(1)
-    assert dsn["password"] == password
+    assert connection.password == password
     assert register["depends_on"]["monitored-setup"]["condition"] == "service_completed_successfully"
     assert register["depends_on"]["migrate"]["condition"] == "service_completed_successfully"
     assert register["restart"] == "no"

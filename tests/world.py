@@ -17,6 +17,7 @@ from collectors.models import Statement
 from collectors.services import CollectionResult, server_collect
 from devenv.cluster import Cluster
 from devenv.cluster import cluster as cluster_at
+from inventory.connection import parse_dsn
 from inventory.models import Server
 from inventory.services import server_create
 
@@ -36,7 +37,9 @@ def register(
     org: str = "acme",
 ) -> Server:
     dsn = cluster.dsn(dbname, user, password)
-    return server_create(name=name or f"{cluster.name}-{next(_names)}", dsn=dsn, organization_name=org)
+    return server_create(
+        name=name or f"{cluster.name}-{next(_names)}", connection=parse_dsn(dsn), organization_name=org
+    )
 
 
 def collect(server: Server) -> CollectionResult:

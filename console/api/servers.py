@@ -14,7 +14,6 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.urls import path, reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from psycopg.conninfo import make_conninfo
 from rest_framework import exceptions, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -49,6 +48,7 @@ from console.api.common import (
 )
 from console.api.throttling import page_rate
 from console.services import server_delete
+from inventory.connection import Connection
 from inventory.crypto import CredentialsError
 from inventory.models import Server
 from inventory.services import server_create, server_update
@@ -208,18 +208,10 @@ class Servers(APIView):
         if org is None:
             raise exceptions.ValidationError({"organization": ["not one of your organizations"]})
         require_role(request.user, org.pk, MANAGE_SERVERS)
-        dsn = make_conninfo(
-            host=data["host"],
-            port=data["port"],
-            dbname=data["database"],
-            user=data["user"],
-            password=data.get("password") or None,
-            sslmode=data["sslmode"],
-        )
         try:
             server = server_create(
                 name=data["name"],
-                dsn=dsn,
+                connection=Connection.of(data),
                 organization_name=org.name,
                 interval_s=data["interval_s"],
                 cpu_count=data.get("cpu_count"),

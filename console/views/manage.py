@@ -137,7 +137,7 @@ def _save(request: HttpRequest, form: ServerForm, server: Server | None) -> bool
     if server is None:
         created = server_create(
             name=cd["name"],
-            dsn=form.dsn(),
+            connection=form.connection(),
             organization_name=cd["organization"].name,
             interval_s=cd["interval_s"],
             cpu_count=cd["cpu_count"],

@@ -27,7 +27,7 @@ from collectors.selectors.windows import coverage
 from console.charts import EXEC_COLOR, PLAN_COLOR, Chart, Series, time_chart
 from console.ranges import parse_range
 from console.views.common import range_links, render_page, server_header
-from presentation.formatting import missing_text
+from presentation.formatting import missing_text, ms_number_text, number_text
 
 RANKED = 20  # statements per ranking
 # What a point spans.
@@ -151,10 +151,6 @@ def planning_charts(series: ServerSeries, window: Window, untracked: list[Untrac
     ]
 
 
-def _num(value: float | None, digits: int) -> str:
-    return "–" if value is None else f"{value:,.{digits}f}"
-
-
 @dataclass(frozen=True)
 class Ranking:
     id: str  # the table's element id
@@ -170,19 +166,18 @@ def ranking_rows(top: TopStatements, query: str) -> list[Row]:
         if not s.plan_ms:  # no planning in the range (a prepared statement): nothing to rank it by
             continue
         text = s.query if s.query is not None else missing_text(s.text_status)
-        mean_plan = s.mean_plan_ms
         rows.append(
             Row(
                 s=s,
                 text=text,
                 has_text=s.query is not None,
                 url=reverse("statement", args=[s.statement_id]) + "?" + query,
-                calls=_num(s.calls, 0),
-                plans=_num(s.plans, 0),
-                plan_ms=_num(s.plan_ms, 1),
-                exec_ms=_num(s.exec_ms, 1),
-                mean_plan_ms=_num(mean_plan, 3 if mean_plan is not None and mean_plan < 1 else 2),
-                share=_num(None if s.plan_share is None else s.plan_share * 100, 1),
+                calls=number_text(s.calls, 0),
+                plans=number_text(s.plans, 0),
+                plan_ms=number_text(s.plan_ms, 1),
+                exec_ms=number_text(s.exec_ms, 1),
+                mean_plan_ms=ms_number_text(s.mean_plan_ms),
+                share=number_text(None if s.plan_share is None else s.plan_share * 100, 1),
             )
         )
     return rows

@@ -20,6 +20,7 @@ from console.charts import EXEC_COLOR, PLAN_COLOR, Chart, Series, hit_ratio_char
 from console.ranges import parse_range
 from console.sql_highlight import highlight
 from console.views.common import is_fragment_request, range_links, render_page, server_header
+from presentation.formatting import ms_number_text, number_text
 
 WAITS_BY_QUERY_FROM = 140000  # query_id in pg_stat_activity and pg_wait_sampling: PostgreSQL 14
 TOP_WAITS = 10
@@ -109,14 +110,6 @@ class Figure:
     not_tracked: bool = False
 
 
-def _num(value: float | None, digits: int) -> str:
-    return "–" if value is None else f"{value:,.{digits}f}"
-
-
-def _ms(value: float | None) -> str:
-    return _num(value, 3 if value is not None and abs(value) < 1 else 2)
-
-
 def range_figures(s: StatementTotals) -> list[Figure]:
     """The statement's sums over the range as the page writes them (planning: "not tracked", never 0)."""
 
@@ -125,21 +118,21 @@ def range_figures(s: StatementTotals) -> list[Figure]:
 
     share = s.plan_share
     return [
-        Figure("Calls", _num(s.calls, 0)),
-        Figure("Total time (ms)", _num(s.total_ms, 1)),
-        Figure("Execution (ms)", _num(s.exec_ms, 1)),
-        Figure("Mean execution (ms)", _ms(s.mean_exec_ms)),
-        planning("Planning (ms)", _num(s.plan_ms, 1)),
-        planning("Plans", _num(s.plans, 0)),
-        planning("Mean planning (ms)", _ms(s.mean_plan_ms)),
-        planning("Plan share (%)", _num(None if share is None else share * 100, 1)),
-        Figure("Rows", _num(s.rows, 0)),
-        Figure("Rows per call", _num(s.rows_per_call, 2)),
-        Figure("Shared buffer hit ratio (%)", _num(None if s.hit_ratio is None else s.hit_ratio * 100, 2)),
-        Figure("Shared blocks read", _num(s.shared_blks_read, 0)),
-        Figure("Temp blocks (read + written)", _num(s.temp_blks, 0)),
-        Figure("I/O time (ms)", _num(s.io_ms, 1)),
-        Figure("WAL (bytes)", _num(s.wal_bytes, 0)),
+        Figure("Calls", number_text(s.calls, 0)),
+        Figure("Total time (ms)", number_text(s.total_ms, 1)),
+        Figure("Execution (ms)", number_text(s.exec_ms, 1)),
+        Figure("Mean execution (ms)", ms_number_text(s.mean_exec_ms)),
+        planning("Planning (ms)", number_text(s.plan_ms, 1)),
+        planning("Plans", number_text(s.plans, 0)),
+        planning("Mean planning (ms)", ms_number_text(s.mean_plan_ms)),
+        planning("Plan share (%)", number_text(None if share is None else share * 100, 1)),
+        Figure("Rows", number_text(s.rows, 0)),
+        Figure("Rows per call", number_text(s.rows_per_call, 2)),
+        Figure("Shared buffer hit ratio (%)", number_text(None if s.hit_ratio is None else s.hit_ratio * 100, 2)),
+        Figure("Shared blocks read", number_text(s.shared_blks_read, 0)),
+        Figure("Temp blocks (read + written)", number_text(s.temp_blks, 0)),
+        Figure("I/O time (ms)", number_text(s.io_ms, 1)),
+        Figure("WAL (bytes)", number_text(s.wal_bytes, 0)),
     ]
 
 

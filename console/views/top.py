@@ -20,7 +20,7 @@ from collectors.selectors.server import statement_names, statements_in
 from console.ranges import TimeRange, parse_range
 from console.views.common import page_number, range_links, render_page, server_header
 from inventory.models import Server
-from presentation.formatting import missing_text
+from presentation.formatting import bytes_text, missing_text, ms_number_text, number_text
 
 PAGE_SIZE = 50
 TEXT_CHARS = 140  # shown in the table
@@ -117,29 +117,18 @@ class Row:
     server: Server | None = None  # across servers: whose statement it is
 
 
-def _number(value: float | None, digits: int) -> str:
-    return "–" if value is None else f"{value:,.{digits}f}"
-
-
-def _bytes(value: int) -> str:
-    for unit, size in (("GB", 1 << 30), ("MB", 1 << 20), ("kB", 1 << 10)):
-        if value >= size:
-            return f"{value / size:,.1f} {unit}"
-    return f"{value:,} B"
-
-
 def figure_text(s: StatementTotals, order: str) -> str | None:
     """A statement's figure as the table writes it (None: planning not tracked)."""
     if order == "plan" and s.plan_ms is None:
         return None
     value = getattr(s, COLUMNS[order][1])
     if order == "wal":
-        return _bytes(value)
+        return bytes_text(value)
     if order == "mean":
-        return _number(value, 3 if value is not None and value < 1 else 2)
+        return ms_number_text(value)
     if order in ("total", "exec", "plan", "io"):
-        return _number(value, 1)
-    return _number(value, 0)
+        return number_text(value, 1)
+    return number_text(value, 0)
 
 
 def _row(s: StatementTotals, previous: dict[int, StatementTotals] | None, server=None) -> Row:

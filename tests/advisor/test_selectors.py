@@ -21,6 +21,7 @@ from advisor.selectors import (
 )
 from advisor.services import organization_thresholds_update, recommendation_acknowledge, recommendation_resolve
 from advisor.services import recommendations_apply as apply_findings
+from inventory.connection import parse_dsn
 from inventory.services import server_create
 
 pytestmark = pytest.mark.django_db
@@ -39,7 +40,9 @@ def apply(server, findings, at):
 @pytest.fixture
 def servers():
     dsn = "postgresql://monitor:pw@127.0.0.1:1/app"
-    return [server_create(name=name, dsn=dsn, organization_name="sel-acme") for name in ("db1", "db2")]
+    return [
+        server_create(name=name, connection=parse_dsn(dsn), organization_name="sel-acme") for name in ("db1", "db2")
+    ]
 
 
 @pytest.fixture

@@ -22,6 +22,7 @@ from advisor.services import (
     recommendations_apply,
 )
 from advisor.thresholds import Thresholds
+from inventory.connection import parse_dsn
 from inventory.services import server_create
 
 pytestmark = pytest.mark.django_db
@@ -31,7 +32,9 @@ CLEAR = timedelta(hours=2)
 
 @pytest.fixture
 def server():
-    return server_create(name="db1", dsn="postgresql://monitor:pw@127.0.0.1:1/app", organization_name="acme")
+    return server_create(
+        name="db1", connection=parse_dsn("postgresql://monitor:pw@127.0.0.1:1/app"), organization_name="acme"
+    )
 
 
 @pytest.fixture
@@ -173,7 +176,9 @@ def test_acknowledge_then_resolve_by_a_user_with_a_grace_period(server, dba):
 
 
 def test_selectors_order_count_and_scope(server):
-    other = server_create(name="db2", dsn="postgresql://m:pw@127.0.0.1:1/app", organization_name="other-org")
+    other = server_create(
+        name="db2", connection=parse_dsn("postgresql://m:pw@127.0.0.1:1/app"), organization_name="other-org"
+    )
     apply(server, [finding("info", "a"), finding("critical", "b"), finding("warning", "c")], T0)
     apply(other, [finding("critical", "x")], T0)
     rows = recommendations(server_ids=[server.pk])

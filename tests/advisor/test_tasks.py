@@ -11,6 +11,7 @@ from advisor.gather import NO_SNAPSHOT
 from advisor.models import Evaluation, Recommendation
 from advisor.services import recommendations_apply
 from advisor.tasks import advise_fleet, advise_server
+from inventory.connection import parse_dsn
 from inventory.models import Server
 from inventory.services import server_create
 from tests.broker import emptied
@@ -23,8 +24,8 @@ QUEUE = "advisor"  # console/settings.py routes advisor.tasks.* there
 @pytest.fixture
 def fleet():
     dsn = "postgresql://monitor:pw@127.0.0.1:1/app"
-    on = [server_create(name=f"adv-on-{n}", dsn=dsn, organization_name="adv-tasks") for n in (1, 2)]
-    off = server_create(name="adv-off", dsn=dsn, organization_name="adv-tasks")
+    on = [server_create(name=f"adv-on-{n}", connection=parse_dsn(dsn), organization_name="adv-tasks") for n in (1, 2)]
+    off = server_create(name="adv-off", connection=parse_dsn(dsn), organization_name="adv-tasks")
     Server.objects.filter(pk=off.pk).update(enabled=False)
     return on, off
 

@@ -11,6 +11,7 @@ import pytest
 
 from advisor.models import Evaluation
 from advisor.tasks import advise_fleet
+from inventory.connection import parse_dsn
 from inventory.services import server_create
 from tests.processes import console_env, database_url, processes, wait_for
 from tests.production.test_production_mode import compose, local
@@ -21,7 +22,9 @@ WAITING = "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' 
 
 
 def test_an_evaluation_past_its_time_limit_is_stopped_and_the_worker_goes_on(tmp_path):
-    server = server_create(name="slow-advice", dsn="postgresql://monitor:pw@127.0.0.1:1/app", organization_name="lim")
+    server = server_create(
+        name="slow-advice", connection=parse_dsn("postgresql://monitor:pw@127.0.0.1:1/app"), organization_name="lim"
+    )
 
     def _error() -> str | None:
         return Evaluation.objects.filter(server=server).values_list("error", flat=True).first()

@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from alerts.models import Alert, Channel, Rule
 from alerts.services import channel_create, rules_default
+from inventory.connection import parse_dsn
 from inventory.models import Server
 from inventory.services import server_create
 from tests.api_world import ApiWorld
@@ -78,8 +79,8 @@ def alert(
 
 def build_alerts(api: ApiWorld, settings) -> AlertsWorld:
     settings.ALERTS_SLACK_URL_PREFIXES = ["http://127.0.0.1:9/services/"]
-    ours = server_create(name="db1", dsn=UNREACHABLE, organization_name="acme")
-    theirs = server_create(name="db9", dsn=UNREACHABLE, organization_name="other")
+    ours = server_create(name="db1", connection=parse_dsn(UNREACHABLE), organization_name="acme")
+    theirs = server_create(name="db9", connection=parse_dsn(UNREACHABLE), organization_name="other")
     rules = {r.kind: r for r in rules_default(organization=api.acme)}
     their_rules = rules_default(organization=api.other)
     admin = api.users["admin"]

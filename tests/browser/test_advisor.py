@@ -15,6 +15,7 @@ from playwright.sync_api import Page, expect
 from advisor import advice as found
 from advisor.models import Recommendation, RecommendationEvent, Status
 from advisor.services import recommendations_apply
+from inventory.connection import parse_dsn
 from inventory.models import Server
 from inventory.services import server_create
 from tests.browser.conftest import HOSTILE_TEXT, assert_charts_drawn
@@ -25,7 +26,9 @@ CHANGE = "ALTER SYSTEM SET pg_stat_statements.max = 10000;"
 @pytest.fixture
 def advised(transactional_db) -> tuple[Server, Recommendation]:
     """A server of acme with one open critical recommendation whose evidence is a dealloc/s series."""
-    server = server_create(name="db-advised", dsn="postgresql://m@db-advised.example/app", organization_name="acme")
+    server = server_create(
+        name="db-advised", connection=parse_dsn("postgresql://m@db-advised.example/app"), organization_name="acme"
+    )
     now = timezone.now()
     points = tuple((now - timedelta(minutes=5 * (12 - i)), None if i == 4 else 10.0 + i) for i in range(12))
     rec = found.Advice(
@@ -103,7 +106,9 @@ def test_the_fleet_count_leads_to_the_advisor(console_page: Page, advised):
 def test_the_evidence_is_drawn_as_steps_with_a_break_where_nothing_was_collected(console_page: Page, transactional_db):
     """Evidence stored with each point's end: a value covering an outage is one flat step across it, and where
     no span covers the time (a new baseline after an outage) the line breaks; never a ramp."""
-    server = server_create(name="db-stepped", dsn="postgresql://m@db-stepped.example/app", organization_name="acme")
+    server = server_create(
+        name="db-stepped", connection=parse_dsn("postgresql://m@db-stepped.example/app"), organization_name="acme"
+    )
     now = timezone.now().replace(second=0, microsecond=0)
     m = timedelta(minutes=1)
     t0 = now - 60 * m

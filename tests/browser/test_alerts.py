@@ -14,6 +14,7 @@ from playwright.sync_api import Page, expect
 from alerts import signing
 from alerts.models import Channel, Delivery
 from alerts.services import delivery_attempt, rules_default
+from inventory.connection import parse_dsn
 from inventory.models import Membership, Organization
 from inventory.services import server_create
 from tests.alerts import alerts_world
@@ -34,7 +35,9 @@ def test_an_admin_adds_a_webhook_tests_it_and_acknowledges_an_alert(member, logg
     admin = member(role=Membership.Role.ADMIN, org="acme", username="alert-admin")
     page: Page = logged_in(admin)
     org = Organization.objects.get(name="acme")
-    server = server_create(name="db-alerts", dsn="postgresql://m:pw@127.0.0.1:1/app", organization_name="acme")
+    server = server_create(
+        name="db-alerts", connection=parse_dsn("postgresql://m:pw@127.0.0.1:1/app"), organization_name="acme"
+    )
     now = timezone.now()
     alert = alerts_world.alert(
         rules_default(organization=org)[0],

@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from collectors.admin import SnapshotAdmin, StatementAdmin
 from collectors.models import Snapshot, Statement, TextStatus
+from inventory.connection import parse_dsn
 from inventory.services import server_create
 
 pytestmark = pytest.mark.django_db
@@ -17,7 +18,7 @@ LONG = "SELECT id, name FROM items WHERE name LIKE $1 /* " + "padding " * 20 + "
 
 
 def statement(query: str | None = LONG, status: str = TextStatus.STORED) -> Statement:
-    server = server_create(name="db1", dsn="postgresql://mon:pw@db1.example:5432/app")
+    server = server_create(name="db1", connection=parse_dsn("postgresql://mon:pw@db1.example:5432/app"))
     return Statement.objects.create(
         server=server, userid=10, dbid=5, queryid=42, query=query, text_status=status, first_seen_at=timezone.now()
     )

@@ -7,6 +7,7 @@ import pytest
 from django.db import connection, transaction
 
 from collectors.history import LOCK_NAMESPACE, delete_server_history
+from inventory.connection import parse_dsn
 from inventory.models import Server
 from inventory.services import server_create
 
@@ -14,7 +15,9 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def _server() -> Server:
-    return server_create(name="db1", dsn="postgresql://mon@db1.example:5432/app")  # never connected to
+    return server_create(
+        name="db1", connection=parse_dsn("postgresql://mon@db1.example:5432/app")
+    )  # never connected to
 
 
 def test_waits_for_the_collection_under_way():

@@ -14,6 +14,7 @@ from collectors.check import CheckReport, server_check
 from collectors.services import server_collect
 from devenv import tls as devenv_tls
 from devenv.cluster import Cluster
+from inventory.connection import parse_dsn
 from inventory.endpoint import Endpoint
 from inventory.models import Server
 from inventory.services import server_create, server_update
@@ -170,7 +171,7 @@ def test_scram_required_refuses_a_server_that_lets_anyone_in(pg_clusters):
 @pytest.mark.django_db
 def test_the_collector_reports_scram_required_as_its_own_class(pg_clusters, md5_role):
     cluster = pg_clusters[17]
-    server = server_create(name="md5-server", dsn=cluster.dsn(APP_DB, MD5_USER, md5_role))
+    server = server_create(name="md5-server", connection=parse_dsn(cluster.dsn(APP_DB, MD5_USER, md5_role)))
     assert not server_collect(server_id=server.pk).ok
     server.refresh_from_db()
     assert server.last_error_class == "scram_required"
@@ -199,7 +200,7 @@ def test_the_collector_reports_scram_required_as_its_own_class(pg_clusters, md5_
 )
 def test_a_ca_certificate_that_cannot_serve_is_refused(sslmode, root, field, words):
     with pytest.raises(ValidationError) as refused:
-        server_create(name="s", dsn=f"host=db1.example sslmode={sslmode}", ssl_root_cert=root)
+        server_create(name="s", connection=parse_dsn(f"host=db1.example sslmode={sslmode}"), ssl_root_cert=root)
     assert words in " ".join(refused.value.message_dict[field])
     assert not Server.objects.filter(name="s").exists()
 
@@ -207,7 +208,9 @@ def test_a_ca_certificate_that_cannot_serve_is_refused(sslmode, root, field, wor
 @pytest.mark.django_db
 def test_the_same_certificate_pasted_with_crlf_is_no_change_and_another_clears_the_password():
     pem = devenv_tls.ca_pem()
-    server = server_create(name="s", dsn="host=db1.example sslmode=verify-full password=pw-1", ssl_root_cert=pem)
+    server = server_create(
+        name="s", connection=parse_dsn("host=db1.example sslmode=verify-full password=pw-1"), ssl_root_cert=pem
+    )
     server = server_update(server=server, data={"ssl_root_cert": "\n" + pem.replace("\n", "\r\n") + "  "})
     assert server.password_encrypted and server.ssl_root_cert == pem.strip()
     server = server_update(server=server, data={"ssl_root_cert": OTHER_CA.cert_pem})
@@ -217,6 +220,6 @@ def test_the_same_certificate_pasted_with_crlf_is_no_change_and_another_clears_t
 @pytest.mark.django_db
 @pytest.mark.parametrize("change", [{"require_scram": False}, {"sslmode": "prefer"}, {"ssl_root_cert": "system"}])
 def test_a_weaker_or_other_tls_or_scram_setting_clears_the_stored_password(change):
-    server = server_create(name="s", dsn="host=db1.example sslmode=verify-full password=pw-1")
+    server = server_create(name="s", connection=parse_dsn("host=db1.example sslmode=verify-full password=pw-1"))
     server = server_update(server=server, data=change)
     assert not server.password_encrypted

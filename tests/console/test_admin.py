@@ -6,6 +6,7 @@ import json
 import pytest
 
 from collectors import tables
+from inventory.connection import parse_dsn
 from inventory.models import Organization, Server
 from inventory.services import server_create
 
@@ -17,7 +18,9 @@ CLEARED = (
 
 
 def _server() -> Server:
-    return server_create(name="db1", dsn="postgresql://mon:old-secret@db1.example:5432/app", organization_name="acme")
+    return server_create(
+        name="db1", connection=parse_dsn("postgresql://mon:old-secret@db1.example:5432/app"), organization_name="acme"
+    )
 
 
 def _change(admin_client, server: Server, **changes):

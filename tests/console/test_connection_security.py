@@ -14,6 +14,7 @@ from django.db.migrations.executor import MigrationExecutor
 from django.urls import reverse
 
 from devenv import tls as devenv_tls
+from inventory.connection import parse_dsn
 from inventory.models import Membership, Server
 from inventory.services import server_create
 
@@ -36,7 +37,9 @@ def dba_of(server: Server) -> User:
 
 def old_server(name: str = "legacy") -> Server:
     """A server as the migration leaves one added before: its sslmode (prefer then), no SCRAM required."""
-    server = server_create(name=name, dsn=f"postgresql://monitor:{SECRET}@db1.example/app", organization_name="acme")
+    server = server_create(
+        name=name, connection=parse_dsn(f"postgresql://monitor:{SECRET}@db1.example/app"), organization_name="acme"
+    )
     Server.objects.filter(pk=server.pk).update(sslmode="prefer", require_scram=False)
     return Server.objects.get(pk=server.pk)
 
@@ -44,7 +47,9 @@ def old_server(name: str = "legacy") -> Server:
 @pytest.mark.django_db
 def test_an_old_servers_pages_and_api_say_what_its_connection_leaves_open(client):
     legacy = old_server()
-    new = server_create(name="new", dsn=f"postgresql://monitor:{SECRET}@db2.example/app", organization_name="acme")
+    new = server_create(
+        name="new", connection=parse_dsn(f"postgresql://monitor:{SECRET}@db2.example/app"), organization_name="acme"
+    )
     client.force_login(dba_of(legacy))
 
     page = plain(client.get(reverse("server", args=[legacy.pk])))

@@ -1,12 +1,12 @@
-"""console.forms: a server's form (name trimmed, tags split once each, a libpq conninfo from its fields, the CA
+"""console.forms: a server's form (name trimmed, tags split once each, its connection from its fields, the CA
 certificate checked with its sslmode, the stored password never shown), the members' roles, and the advisor's
 thresholds (blank keeps the default; shares within 0..1; a warning below its critical). Each form used directly."""
 
 import pytest
-from psycopg.conninfo import conninfo_to_dict
 
 from console.forms import AdvisorThresholdsForm, MemberAddForm, RoleForm, ServerForm, threshold_defaults
 from devenv.tls import new_ca
+from inventory.connection import Connection, parse_dsn
 from inventory.models import Organization
 from inventory.services import server_create
 
@@ -25,21 +25,21 @@ def server_data(org, **changes) -> dict:
     return data | changes
 
 
-def test_a_server_form_trims_the_name_splits_the_tags_and_makes_the_dsn(org):
+def test_a_server_form_trims_the_name_splits_the_tags_and_makes_the_connection(org):
     form = ServerForm(server_data(org, tags=" prod, eu-west,, prod ,x "), organizations=Organization.objects.all())
     assert form.is_valid(), form.errors
     assert (form.cleaned_data["name"], form.cleaned_data["tags"]) == ("db1", ["prod", "eu-west", "x"])
-    assert conninfo_to_dict(form.dsn()) == {
-        "host": "db1.internal",
-        "port": "5433",
-        "dbname": "app",
-        "user": "monitor",
-        "password": " p w'd ",  # not stripped: a password's blanks are part of it
-        "sslmode": "require",
-    }
+    assert form.connection() == Connection(
+        host="db1.internal",
+        port=5433,
+        database="app",
+        user="monitor",
+        password=" p w'd ",  # not stripped: a password's blanks are part of it
+        sslmode="require",
+    )
     assert form.moves() and "forget_password" not in form.fields
     empty = ServerForm(server_data(org, password=""), organizations=Organization.objects.all())
-    assert empty.is_valid() and "password" not in conninfo_to_dict(empty.dsn())
+    assert empty.is_valid() and empty.connection().password == ""
 
 
 def test_a_server_form_refuses_bad_fields_with_their_messages(org):
@@ -82,7 +82,7 @@ def test_a_pasted_ca_certificate_is_kept_without_its_crlf_for_verify_full(org):
 
 def test_editing_shows_the_server_never_its_password_and_knows_when_the_connection_moves(org):
     dsn = "postgresql://monitor:secret@db1.internal:5433/app?sslmode=require"
-    server = server_create(name="db1", dsn=dsn, organization_name=org.name, tags=["prod", "eu"])
+    server = server_create(name="db1", connection=parse_dsn(dsn), organization_name=org.name, tags=["prod", "eu"])
     form = ServerForm(organizations=Organization.objects.all(), server=server)
     assert (form.initial["tags"], form.initial["host"], form.initial["organization"]) == (
         "prod, eu",

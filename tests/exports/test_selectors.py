@@ -9,6 +9,7 @@ from django.contrib.auth import get_user_model
 
 from exports.models import AuditExport, AuditLogEntry
 from exports.selectors import ExportRow, audit_export, audit_exports, audit_log
+from inventory.connection import parse_dsn
 from inventory.models import Organization, Server
 from inventory.services import server_create
 
@@ -45,7 +46,9 @@ def test_an_organizations_exports_come_newest_first_and_no_one_elses(acme):
 
 def test_a_row_names_the_registered_servers_and_the_file_without_its_folder(acme):
     dsn = "postgresql://m:pw@127.0.0.1:1/app"
-    db2, db1 = (server_create(name=n, dsn=dsn, organization_name=acme.name) for n in ("sel-db2", "sel-db1"))
+    db2, db1 = (
+        server_create(name=n, connection=parse_dsn(dsn), organization_name=acme.name) for n in ("sel-db2", "sel-db1")
+    )
     user = get_user_model().objects.create_user("sel-consultant")
     done = export(
         acme,

@@ -4,22 +4,34 @@ hold whichever way a server comes in."""
 import pytest
 from django.core.exceptions import ValidationError
 
+from inventory.connection import Connection
+from inventory.endpoint import Endpoint
 from inventory.models import Organization, Server
 from inventory.services import server_create, server_update
 
 pytestmark = pytest.mark.django_db
 
-DSN = "postgresql://mon:old-secret@db1.example:5432/app"
+DB1 = Connection(host="db1.example", database="app", user="mon", password="old-secret")
 
 
 def _server() -> Server:
-    server = server_create(name="db1", dsn=DSN, organization_name="acme")
+    server = server_create(name="db1", connection=DB1, organization_name="acme")
     assert server.get_password() == "old-secret"
     return server
 
 
 def _stored(server: Server) -> Server:
     return Server.objects.get(pk=server.pk)
+
+
+def test_a_new_server_stores_its_connection_and_only_its_passwords_ciphertext():
+    stored = _stored(_server())
+    assert stored.endpoint == Endpoint(
+        host="db1.example", port=5432, database="app", user="mon", sslmode="require", require_scram=True
+    )
+    assert stored.password_encrypted and "old-secret" not in stored.password_encrypted
+    without = server_create(name="db2", connection=Connection(host="db2.example"), organization_name="acme")
+    assert _stored(without).password_encrypted == "" and _stored(without).get_password() is None
 
 
 @pytest.mark.parametrize(
@@ -102,37 +114,37 @@ def test_refuses_what_it_may_not_or_cannot_store(data):
 
 def test_a_name_taken_in_the_organization_is_refused():
     server = _server()
-    server_create(name="db2", dsn="host=db2.example", organization_name="acme")
+    server_create(name="db2", connection=Connection(host="db2.example"), organization_name="acme")
     with pytest.raises(ValidationError):
         server_update(server=server, data={"name": "db2"})
 
 
 def test_an_organization_registers_no_more_servers_than_its_limit(settings):
     settings.ORG_MAX_SERVERS = 2
-    server_create(name="a", dsn="host=a.example", organization_name="small")
-    server_create(name="b", dsn="host=b.example", organization_name="small")
+    server_create(name="a", connection=Connection(host="a.example"), organization_name="small")
+    server_create(name="b", connection=Connection(host="b.example"), organization_name="small")
     with pytest.raises(ValidationError, match="organization 'small' already has 2 servers, its limit"):
-        server_create(name="c", dsn="host=c.example", organization_name="small")
+        server_create(name="c", connection=Connection(host="c.example"), organization_name="small")
     # Moved in from another organization: the same limit.
-    elsewhere = server_create(name="c", dsn="host=c.example", organization_name="other")
+    elsewhere = server_create(name="c", connection=Connection(host="c.example"), organization_name="other")
     small = Organization.objects.get(name="small")
     with pytest.raises(ValidationError, match="its limit"):
         server_update(server=elsewhere, data={"organization": small})
     assert _stored(elsewhere).organization.name == "other"
     # An administrator raises this organization's own limit: the setting is only the default.
     Organization.objects.filter(pk=small.pk).update(max_servers=3)
-    server_create(name="c", dsn="host=c.example", organization_name="small")
+    server_create(name="c", connection=Connection(host="c.example"), organization_name="small")
     assert Server.objects.filter(organization=small).count() == 3
 
 
 def test_an_organization_has_a_shortest_interval(settings):
     settings.ORG_MIN_INTERVAL_S = 15
     with pytest.raises(ValidationError) as refused:
-        server_create(name="fast", dsn="host=a.example", organization_name="acme", interval_s=10)
+        server_create(name="fast", connection=Connection(host="a.example"), organization_name="acme", interval_s=10)
     assert (
         "the shortest collection interval in organization 'acme' is 15 s" in refused.value.message_dict["interval_s"][0]
     )
-    server = server_create(name="ok", dsn="host=a.example", organization_name="acme", interval_s=15)
+    server = server_create(name="ok", connection=Connection(host="a.example"), organization_name="acme", interval_s=15)
     with pytest.raises(ValidationError, match="shortest collection interval"):
         server_update(server=server, data={"interval_s": 5})
     Organization.objects.filter(name="acme").update(min_interval_s=5)

@@ -51,3 +51,35 @@ def test_changes_and_spans():
         f.week_span_text(datetime(2026, 11, 16, tzinfo=UTC), datetime(2026, 11, 23, tzinfo=UTC), UTC)
         == "16–22 Nov 2026"
     )
+
+
+@pytest.mark.parametrize(
+    ("value", "digits", "text"),
+    [(None, 1, "–"), (0, 0, "0"), (1234567, 0, "1,234,567"), (1234.56, 1, "1,234.6"), (0.125, 2, "0.12")],
+)
+def test_a_number_in_a_table_has_its_decimals_and_separators_and_a_dash_for_none(value, digits, text):
+    assert f.number_text(value, digits) == text
+
+
+@pytest.mark.parametrize(
+    ("ms", "text"),
+    [(None, "–"), (0, "0.000"), (0.0424, "0.042"), (0.9994, "0.999"), (1, "1.00"), (3.2, "3.20"), (1234.5, "1,234.50")],
+)
+def test_milliseconds_in_a_table_keep_three_decimals_below_one(ms, text):
+    assert f.ms_number_text(ms) == text
+
+
+@pytest.mark.parametrize(
+    ("n", "text"),
+    [
+        (0, "0 B"),
+        (1023, "1,023 B"),
+        (1024, "1.0 kB"),
+        (3277, "3.2 kB"),
+        (12 << 20, "12.0 MB"),
+        (3 << 29, "1.5 GB"),
+        (1 << 40, "1,024.0 GB"),
+    ],
+)
+def test_bytes_in_the_largest_unit_they_fill(n, text):
+    assert f.bytes_text(n) == text

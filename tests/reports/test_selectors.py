@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.contrib.auth import get_user_model
 
+from inventory.connection import parse_dsn
 from inventory.models import Membership, Organization
 from inventory.services import server_create
 from reports.models import Delivery, ReportOptIn, ReportSchedule, Unsubscribed, WeeklySend
@@ -71,7 +72,9 @@ def test_the_reports_week_is_the_last_complete_one_in_the_organizations_zone(org
 
 def test_an_organization_without_history_previews_its_last_complete_week(org):
     assert preview_week(organization_id=org.pk, now=SUNDAY_NOON) == report_week(organization_id=org.pk, now=SUNDAY_NOON)
-    server_create(name="sel-new", dsn="postgresql://m:pw@127.0.0.1:1/app", organization_name=org.name)  # no history
+    server_create(
+        name="sel-new", connection=parse_dsn("postgresql://m:pw@127.0.0.1:1/app"), organization_name=org.name
+    )  # no history
     shown = preview_week(organization_id=org.pk, now=SUNDAY_NOON)
     assert (shown.label, shown.until) == ("2026-W46", None)
 

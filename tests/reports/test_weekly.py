@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from collectors.selectors.coverage import collection_coverage
+from inventory.connection import parse_dsn
 from inventory.models import Organization, Server
 from inventory.services import server_create
 from presentation import formatting as f
@@ -30,7 +31,9 @@ def _bodies(report) -> tuple[str, str]:
 
 
 def _server(name: str, organization: Organization, version_num: int) -> Server:
-    server = server_create(name=name, dsn=f"postgresql://m@{name}.example/app", organization_name=organization.name)
+    server = server_create(
+        name=name, connection=parse_dsn(f"postgresql://m@{name}.example/app"), organization_name=organization.name
+    )
     Server.objects.filter(pk=server.pk).update(server_version_num=version_num)
     return server
 

@@ -9,8 +9,9 @@ from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
 from console.services import server_delete
+from inventory.connection import parse_dsn
 from inventory.models import Server
-from inventory.services import DEFAULT_ORGANIZATION, parse_dsn, server_create, server_update
+from inventory.services import DEFAULT_ORGANIZATION, server_create, server_update
 from inventory.tls import SYSTEM
 
 
@@ -91,7 +92,7 @@ class Command(BaseCommand):
         try:
             server = server_create(
                 name=name,
-                dsn=dsn,
+                connection=parse_dsn(dsn),
                 organization_name=org,
                 interval_s=interval,
                 cpu_count=cpus,
@@ -120,8 +121,9 @@ class Command(BaseCommand):
         had_password = bool(server.password_encrypted)
         try:
             if dsn is not None:
-                data.update(parse_dsn(dsn))
-                password = data.pop("password") or None
+                connection = parse_dsn(dsn)
+                data.update(connection.server_fields())
+                password = connection.password or None
             server = server_update(server=server, data=data, password=password)
         except ValidationError as exc:
             raise CommandError(_messages(exc)) from exc

@@ -191,6 +191,7 @@ class Command(BaseCommand):
 
     def _register(self, clusters) -> dict:
         """Register the demo servers (organization "demo") or bring their registration in line."""
+        from inventory.connection import parse_dsn
         from inventory.crypto import CredentialsError
         from inventory.models import Server
         from inventory.services import server_create
@@ -204,7 +205,7 @@ class Command(BaseCommand):
                 try:
                     server = server_create(
                         name=spec.name,
-                        dsn=dsn,
+                        connection=parse_dsn(dsn),
                         organization_name=demo.ORGANIZATION,
                         interval_s=demo.interval_s(),
                         cpu_count=os.cpu_count(),

@@ -21,6 +21,7 @@ from collectors.selectors.server import (
     version_text,
 )
 from collectors.services import KEEP_ERRORS, server_collect
+from inventory.connection import parse_dsn
 from inventory.services import server_create
 from tests.collectors.selectors.configured import NEW_TEXT, STEP, schedule_for
 
@@ -119,7 +120,9 @@ def test_no_changes_in_a_quiet_window(configured_history):
 
 def _closed_port_server(name: str):
     """A server whose collections really fail: nothing listens on port 1."""
-    return server_create(name=name, dsn="postgresql://monitor:pw@127.0.0.1:1/app", organization_name="h2-acme")
+    return server_create(
+        name=name, connection=parse_dsn("postgresql://monitor:pw@127.0.0.1:1/app"), organization_name="h2-acme"
+    )
 
 
 def test_a_failed_collection_is_kept_and_listed_newest_first():

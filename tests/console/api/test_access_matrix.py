@@ -28,6 +28,7 @@ from collectors.services import server_collect
 from collectors.tasks import track
 from console.services import organizations_delete
 from exports.models import AuditExport
+from inventory.connection import parse_dsn
 from inventory.models import Membership, Organization, Server
 from inventory.services import server_create
 from tests.api_world import ApiWorld, assert_error, build_api_world
@@ -148,8 +149,8 @@ def _build() -> MatrixWorld:
     a recommendation (so that the outsider's lists are not empty); a user per role."""
     api = build_api_world()
     acme, other = api.acme, api.other
-    server = server_create(name="acme-db", dsn=UNREACHABLE, organization_name="acme")
-    theirs = server_create(name="other-db", dsn=UNREACHABLE, organization_name="other")
+    server = server_create(name="acme-db", connection=parse_dsn(UNREACHABLE), organization_name="acme")
+    theirs = server_create(name="other-db", connection=parse_dsn(UNREACHABLE), organization_name="other")
     # Three snapshots of a synthetic reading (nothing connects): statements, series and a latest snapshot.
     synth = synthetic.SyntheticServer(n=12, change_fraction=0.5, start=timezone.now() - timedelta(minutes=10))
     with synthetic.reading_from(synth):

@@ -10,6 +10,7 @@ from django.utils import timezone
 from advisor import advice as found
 from advisor.services import recommendations_apply
 from collectors.selectors import Window, fleet_summary
+from inventory.connection import parse_dsn
 from inventory.services import server_create
 from tests.api_world import assert_error
 from tests.world import collect, register, run
@@ -24,7 +25,7 @@ def test_fleet_figures_agree_with_the_selector_and_stay_in_the_organization(api_
     collect(server)
     run(c, "SELECT 1", 25)
     collect(server)
-    server_create(name="theirs", dsn="postgresql://m:pw@127.0.0.1:1/app", organization_name="other")
+    server_create(name="theirs", connection=parse_dsn("postgresql://m:pw@127.0.0.1:1/app"), organization_name="other")
     recommendations_apply(
         server=server,
         found_now=[

@@ -12,6 +12,7 @@ from advisor import advice as found
 from advisor import sources
 from advisor.models import Recommendation, RecommendationEvent
 from advisor.services import recommendations_apply
+from inventory.connection import parse_dsn
 from inventory.services import server_create
 from tests.api_world import assert_error
 
@@ -36,8 +37,12 @@ def _finding(rule: str, severity: str, subject: str = "server", change: bool = T
 
 @pytest.fixture
 def advice(api_world):
-    ours = server_create(name="db1", dsn="postgresql://m:pw@127.0.0.1:1/app", organization_name="acme")
-    theirs = server_create(name="db9", dsn="postgresql://m:pw@127.0.0.1:1/app", organization_name="other")
+    ours = server_create(
+        name="db1", connection=parse_dsn("postgresql://m:pw@127.0.0.1:1/app"), organization_name="acme"
+    )
+    theirs = server_create(
+        name="db9", connection=parse_dsn("postgresql://m:pw@127.0.0.1:1/app"), organization_name="other"
+    )
     now = timezone.now()
     recommendations_apply(
         server=ours,

@@ -25,6 +25,7 @@ from schemathesis.specs.openapi.checks import negative_data_rejection, positive_
 from accounts.tokens import token_create
 from advisor import advice as found
 from advisor.services import recommendations_apply
+from inventory.connection import parse_dsn
 from inventory.models import Membership, Organization
 from inventory.services import server_create
 from tests.console.api.schema_check import api_schema
@@ -55,7 +56,9 @@ def api_headers(on_the_tests_session):
     org = Organization.objects.create(name="fuzz")
     user = get_user_model().objects.create_user("fuzzer", password="x")
     Membership.objects.create(organization=org, user=user, role="admin")
-    server = server_create(name="fuzz-db", dsn="postgresql://m:pw@127.0.0.1:1/app", organization_name="fuzz")
+    server = server_create(
+        name="fuzz-db", connection=parse_dsn("postgresql://m:pw@127.0.0.1:1/app"), organization_name="fuzz"
+    )
     recommendations_apply(
         server=server,
         now=timezone.now(),

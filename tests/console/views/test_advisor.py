@@ -21,6 +21,7 @@ from advisor import advice as found
 from advisor.models import Evaluation, Recommendation, RecommendationEvent, Status
 from advisor.services import organization_thresholds, recommendations_apply
 from advisor.thresholds import Thresholds
+from inventory.connection import parse_dsn
 from inventory.models import Membership, Organization, Server
 from inventory.services import server_create
 
@@ -82,9 +83,15 @@ def apply(server: Server, *recs: found.Advice) -> dict[str, Recommendation]:
 @pytest.fixture
 def world() -> World:
     acme, other = Organization.objects.create(name="adv-acme"), Organization.objects.create(name="adv-other")
-    db1 = server_create(name="adv-db1", dsn="postgresql://m@db1.example/app", organization_name=acme.name)
-    db2 = server_create(name="adv-db2", dsn="postgresql://m@db2.example/app", organization_name=acme.name)
-    far = server_create(name="adv-far", dsn="postgresql://m@far.example/app", organization_name=other.name)
+    db1 = server_create(
+        name="adv-db1", connection=parse_dsn("postgresql://m@db1.example/app"), organization_name=acme.name
+    )
+    db2 = server_create(
+        name="adv-db2", connection=parse_dsn("postgresql://m@db2.example/app"), organization_name=acme.name
+    )
+    far = server_create(
+        name="adv-far", connection=parse_dsn("postgresql://m@far.example/app"), organization_name=other.name
+    )
     users = {}
     for name, org, role in (
         ("viewer", acme, Role.VIEWER),
@@ -321,7 +328,9 @@ def test_the_fleet_advisor_page_reads_a_fixed_number_of_queries(client, world):
     one, shown_one = queries()
     for i in range(10):
         server = server_create(
-            name=f"adv-many-{i}", dsn=f"postgresql://m@many{i}.example/app", organization_name=world.acme.name
+            name=f"adv-many-{i}",
+            connection=parse_dsn(f"postgresql://m@many{i}.example/app"),
+            organization_name=world.acme.name,
         )
         apply(server, advice("a", "critical"), advice("b", "warning"), advice("c", "info"))
         Recommendation.objects.filter(server=server, rule="c").update(

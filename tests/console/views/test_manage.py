@@ -16,6 +16,7 @@ from django.core.cache import cache
 from django.urls import reverse
 
 from collectors.checks import QUEUE_WAIT_S
+from inventory.connection import parse_dsn
 from inventory.models import Membership, Organization, Server
 from inventory.services import server_create
 from tests.conftest import MONITOR_PASSWORD, MONITOR_USER
@@ -50,12 +51,14 @@ def _user(name: str, org: Organization | None, role: str | None) -> User:
 def world() -> World:
     db1 = server_create(
         name="db1",
-        dsn=f"postgresql://monitor:{SECRET}@db1.example:5432/app",
+        connection=parse_dsn(f"postgresql://monitor:{SECRET}@db1.example:5432/app"),
         organization_name="acme",
         tags=["prod", "eu"],
     )
     db2 = server_create(
-        name="db2", dsn=f"postgresql://monitor:{SECRET}@db2.example:6432/shop", organization_name="acme"
+        name="db2",
+        connection=parse_dsn(f"postgresql://monitor:{SECRET}@db2.example:6432/shop"),
+        organization_name="acme",
     )
     Server.objects.filter(pk=db2.pk).update(
         consecutive_failures=3,
@@ -64,7 +67,7 @@ def world() -> World:
         last_attempt_at="2025-01-01T00:00Z",
     )
     elsewhere = server_create(
-        name="hidden-db", dsn=f"postgresql://m:{SECRET}@hidden.example/app", organization_name="other"
+        name="hidden-db", connection=parse_dsn(f"postgresql://m:{SECRET}@hidden.example/app"), organization_name="other"
     )
     acme, other = db1.organization, elsewhere.organization
     return World(
@@ -156,7 +159,11 @@ def test_a_viewer_sees_the_list_read_only(client, world, django_assert_max_num_q
 
 def test_a_dba_gets_the_actions(client, world, django_assert_max_num_queries):
     bulk = [
-        server_create(name=f"bulk-{n}", dsn=f"postgresql://m:{SECRET}@bulk{n}.example/app", organization_name="acme")
+        server_create(
+            name=f"bulk-{n}",
+            connection=parse_dsn(f"postgresql://m:{SECRET}@bulk{n}.example/app"),
+            organization_name="acme",
+        )
         for n in range(20)
     ]
     client.force_login(world.dba)
@@ -392,7 +399,7 @@ def test_the_check_of_a_stored_server_uses_its_password_only_where_it_was_given(
     port = pg_clusters[17].port
     server = server_create(
         name="real",
-        dsn=f"postgresql://{MONITOR_USER}:{MONITOR_PASSWORD}@127.0.0.1:{port}/app",
+        connection=parse_dsn(f"postgresql://{MONITOR_USER}:{MONITOR_PASSWORD}@127.0.0.1:{port}/app"),
         organization_name="acme",
     )
     client.force_login(world.dba)

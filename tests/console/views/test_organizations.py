@@ -12,6 +12,7 @@ from django.contrib.messages import get_messages
 from django.core.exceptions import ValidationError
 from django.urls import reverse
 
+from inventory.connection import parse_dsn
 from inventory.models import Membership, Organization
 from inventory.services import membership_add, membership_remove, membership_update, server_create
 
@@ -53,8 +54,8 @@ def world() -> World:
     }
     for name, (org, role) in roles.items():
         Membership.objects.create(user=users[name], organization=org, role=role)
-    server_create(name="db1", dsn="postgresql://m@db1.example/app", organization_name="acme")
-    server_create(name="db2", dsn="postgresql://m@db2.example/app", organization_name="acme")
+    server_create(name="db1", connection=parse_dsn("postgresql://m@db1.example/app"), organization_name="acme")
+    server_create(name="db2", connection=parse_dsn("postgresql://m@db2.example/app"), organization_name="acme")
     return World(acme, other, *[users[n] for n in ("ada", "dan", "val", "sam", "newcomer", "operator")], superuser)
 
 

@@ -20,6 +20,7 @@ from collectors.selectors import Window, db, server_series
 from collectors.selectors.server import config_changes
 from collectors.services import server_collect
 from console.services import server_delete
+from inventory.connection import parse_dsn
 from inventory.models import Membership, Organization, Server
 from inventory.services import server_create
 from tests.collectors.selectors.configured import Configured, build_configured, schedule_for
@@ -181,7 +182,7 @@ def test_the_configuration_changes_are_listed(client, world):
 def test_a_really_failing_server_lists_its_errors(client, world):
     server = server_create(
         name="h2p-closed-port",
-        dsn="postgresql://monitor:pw@127.0.0.1:1/app",
+        connection=parse_dsn("postgresql://monitor:pw@127.0.0.1:1/app"),
         organization_name=world.configured.organization.name,
     )
     for _ in range(2):
