@@ -12,12 +12,12 @@ from datetime import datetime, timedelta
 from django.conf import settings as django_settings
 
 from advisor.evidence import Evidence, Settings, StatementFact
-from collectors.selectors import fleet_summary, server_series, statement_series, wait_events
-from collectors.selectors.advisor import server_facts
-from collectors.selectors.server import server_settings
-from collectors.selectors.statements import all_statements
-from collectors.selectors.windows import Window
 from inventory.models import Server
+from readtier import fleet_summary, server_series, statement_series, wait_events
+from readtier.advisor import server_facts
+from readtier.server import server_settings
+from readtier.statements import all_statements
+from readtier.windows import Window
 
 DAY, WEEK = timedelta(days=1), timedelta(days=7)
 # Fewer delta snapshots than this in the last hour: rates are not judged yet (one interval is not "sustained").

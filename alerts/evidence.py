@@ -1,4 +1,4 @@
-"""What a rule reads, through the selectors only (collectors.selectors, advisor.selectors), handed to the pure
+"""What a rule reads, through the selectors only (readtier, advisor.selectors), handed to the pure
 functions of alerts/conditions.py: per server in the rule's scope, the conditions true now. A server whose
 history could not be read is left out of the answer (logged), so that its alerts are neither opened nor
 resolved by a failed read."""
@@ -14,14 +14,14 @@ from advisor.selectors import recommendations
 from alerts import conditions
 from alerts.conditions import Condition
 from alerts.models import Rule
-from collectors.errors import shown
-from collectors.selectors.baselines import hourly_sums
-from collectors.selectors.fleet import server_status
-from collectors.selectors.series import server_series
-from collectors.selectors.server import config_changes
-from collectors.selectors.statements import MAX_PAGE_SIZE, Page, StatementFilters, TopStatements, top_statements
-from collectors.selectors.windows import DAY, HOUR, Window, ceil_hour, floor_hour
 from inventory.models import Server
+from readings.errors import shown
+from readtier.baselines import hourly_sums
+from readtier.fleet import server_status
+from readtier.series import server_series
+from readtier.server import config_changes
+from readtier.statements import MAX_PAGE_SIZE, Page, StatementFilters, TopStatements, top_statements
+from readtier.windows import DAY, HOUR, Window, ceil_hour, floor_hour
 
 logger = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """Alert evaluation at fleet scale: every rule of an organization of S servers, evaluated as the workers do
 (alerts.tasks.evaluate_alert_group, one group of ALERTS_SERVERS_PER_TASK servers after the other, as one worker
 thread would run them all), timed in this process; beside it, in the same run, the regression rule's baselines
-read as they were before hourly_sums (collectors.selectors.server.statements_in for each previous day), with
+read as they were before hourly_sums (readtier.server.statements_in for each previous day), with
 both readings checked to agree.
 
 History (bench/fleet.py, the read-tier benchmark's fleet): S servers of N synthetic statements, a snapshot every
@@ -96,7 +96,7 @@ def _counted(fn: Callable[[], object]) -> tuple[float, int, object]:
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    from collectors.selectors import db
+    from readtier import db
 
     with CaptureQueriesContext(connection) as orm, db.counting() as raw:
         t0 = time.perf_counter()
@@ -107,7 +107,7 @@ def _counted(fn: Callable[[], object]) -> tuple[float, int, object]:
 
 def _baselines_per_day(server_id: int, ids: list[int], windows) -> dict[int, list[float]]:
     """The regression rule's baselines read as before hourly_sums: statements_in for each day."""
-    from collectors.selectors.server import statements_in
+    from readtier.server import statements_in
 
     out: dict[int, list[float]] = {}
     for day in windows:

@@ -78,7 +78,7 @@ def markdown_section(run: AlertsRun, *, machine, code: str, command: str, date: 
         "the other, which is what one worker thread would take for the whole fleet; then each rule alone over "
         "every server (`alerts.evidence.conditions_now`); then the regression rule's baselines both ways, each "
         "server's candidate statements read once beforehand. Queries: the ORM's and the selectors' own "
-        f"(`collectors.selectors.db`), of one run. {z.runs} runs each after the first evaluation.",
+        f"(`readtier.db`), of one run. {z.runs} runs each after the first evaluation.",
         "",
     ]
     L += table([[f, t, g, f"**{_mark(ok)}**"] for f, t, g, ok in checks(run)], ["figure", "target", "measured", ""])

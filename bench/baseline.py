@@ -1,4 +1,4 @@
-"""The read path before the read tier (collectors/selectors.py at commit 5b72573), as the same-run
+"""The read path before the read tier (readtier.py at commit 5b72573), as the same-run
 baseline of the read-tier benchmark: ``statement_totals`` decodes every raw block in the window and
 every hourly and daily rollup blob whose bucket lies wholly inside it, merges them in Python
 (merge), and ``top_statements`` sorts the merged block and looks the top rows up in the
@@ -15,9 +15,9 @@ from datetime import datetime, timedelta
 import numpy as np
 from django.db import connection
 
-from collectors import codec, tables
-from collectors.columns import COUNTER_NAMES, FACT_GAUGE_NAMES
-from collectors.models import Statement
+from history import codec, tables
+from history.columns import COUNTER_NAMES, FACT_GAUGE_NAMES
+from history.models import Statement
 
 HOUR = timedelta(hours=1)
 DAY = timedelta(days=1)
@@ -96,7 +96,7 @@ def days_from_hours(server_id: int, start: datetime, end: datetime) -> int:
     return len(by_day)
 
 
-# -- the old read path (5b72573:collectors/selectors.py), table names aside -----------------------
+# -- the old read path (5b72573:readtier.py), table names aside -----------------------
 
 
 @dataclass

@@ -4,7 +4,7 @@ server_collect: many snapshots' statement blocks encoded at once with numpy, row
 ``encode_many`` produces exactly the bytes of ``codec.encode`` (checked on a sample of every batch:
 a change of the block layout stops the run instead of writing blocks the reader cannot read); it
 only removes the per-block Python overhead that makes codec.encode cost ~0.3 ms for a 50-row block.
-Rows carry what ``history.insert_snapshot`` writes: the snapshot row's fields, the encoded block and
+Rows carry what ``store.insert_snapshot`` writes: the snapshot row's fields, the encoded block and
 the server totals of the interval (``columns.totals_of`` summed over the block).
 """
 
@@ -17,9 +17,10 @@ from datetime import UTC, datetime
 
 import numpy as np
 
-from collectors import codec, history, partitions, tables, waits
-from collectors.columns import TOTAL_NAMES, totals_of
-from collectors.snapshot_facts import SNAPSHOT_FACTS, SnapshotFacts
+from history import codec, partitions, store, tables
+from history.columns import TOTAL_NAMES, totals_of
+from history.snapshot_facts import SNAPSHOT_FACTS, SnapshotFacts
+from readings import waits
 
 _WIDTHS = ((1, "<u1", 1), (2, "<u2", 2), (4, "<u4", 3), (8, "<i8", 4))  # width, dtype, code (codec._WIDTHS)
 _HEADER = np.dtype([("version", "u1"), ("rows", "<u4"), ("counters", "<u2"), ("gauges", "<u2")])
@@ -169,7 +170,7 @@ def snapshot_template(iv: Interval) -> str:
     )
     values = {"server_id": iv.server_id, **{name: getattr(facts, name) for name in SNAPSHOT_FACTS}}
     parts = []
-    for name in history.SNAPSHOT_FIELDS:
+    for name in store.SNAPSHOT_FIELDS:
         if name in _VARIABLE:
             parts.append("{" + name + "}")
         else:
@@ -211,8 +212,8 @@ def ensure_partitions(table: str, taken_at_us) -> None:
 
 def copy_snapshots(text: str, taken_at_us) -> None:
     ensure_partitions(tables.SNAPSHOT.name, taken_at_us)
-    cols = ", ".join(history.SNAPSHOT_FIELDS)
-    with history._raw_cursor() as cur, cur.copy(f"COPY {tables.SNAPSHOT.name} ({cols}) FROM STDIN") as copy:
+    cols = ", ".join(store.SNAPSHOT_FIELDS)
+    with store._raw_cursor() as cur, cur.copy(f"COPY {tables.SNAPSHOT.name} ({cols}) FROM STDIN") as copy:
         copy.write(text.encode())
 
 
@@ -230,7 +231,7 @@ def copy_waits(text: str, taken_at_us) -> None:
         return
     ensure_partitions(tables.WAIT_EVENT.name, taken_at_us)
     cols = "server_id, taken_at, event_type, event, query_id, samples, session_s"
-    with history._raw_cursor() as cur, cur.copy(f"COPY {tables.WAIT_EVENT.name} ({cols}) FROM STDIN") as copy:
+    with store._raw_cursor() as cur, cur.copy(f"COPY {tables.WAIT_EVENT.name} ({cols}) FROM STDIN") as copy:
         copy.write(text.encode())
 
 

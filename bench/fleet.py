@@ -26,10 +26,11 @@ import numpy as np
 from django.db import connection, connections
 
 from bench import bulk, synthetic
-from collectors import lineage, pgss, rollups, tables
-from collectors.deltas import Entries, match_keys
-from collectors.models import ServerState
-from collectors.services import server_collect
+from history import rollups, tables
+from history.deltas import Entries, match_keys
+from history.models import ServerState
+from readings import lineage, pgss
+from readings.services import server_collect
 
 FLUSH_MINUTES = 10  # minutes of all servers' blocks encoded and COPYed at once
 

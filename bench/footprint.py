@@ -32,9 +32,9 @@ from django.db import connection
 
 from bench import synthetic
 from bench.stats import summary
-from collectors import binary_copy, partitions, rollups, tables
-from collectors.columns import COUNTER_NAMES, FACT_GAUGE_NAMES, GAUGE_NAMES
-from collectors.services import server_collect
+from history import binary_copy, partitions, rollups, tables
+from history.columns import COUNTER_NAMES, FACT_GAUGE_NAMES, GAUGE_NAMES
+from readings.services import server_collect
 
 HISTORY_TABLES = tuple(t.name for t in tables.PER_SERVER)
 # The timeline is compressed (a day in minutes), so autovacuum, which wakes up every minute of real
@@ -89,9 +89,9 @@ def _naive_baseline(rows: list[tuple[int, np.ndarray, np.ndarray, np.ndarray]]) 
         for j, g in enumerate(FACT_GAUGE_NAMES):
             arr[g][sl] = np.nan_to_num(gauges[:, j])
         pos += k
-    from collectors import history
+    from history import store
 
-    with history._raw_cursor() as cur:
+    with store._raw_cursor() as cur:
         names = ", ".join(name for name, _ in NAIVE_COLUMNS)
         with cur.copy(f"COPY bench_naive_facts ({names}) FROM STDIN (FORMAT binary)") as copy:
             copy.write(binary_copy.build(arr, NAIVE_COLUMNS))

@@ -29,8 +29,8 @@ from django.db import connection
 
 from bench import phases, synthetic
 from bench.stats import median, summary
-from collectors import history
-from collectors.services import server_collect
+from history import store
+from readings.services import server_collect
 
 
 @contextlib.contextmanager
@@ -51,12 +51,12 @@ def one_cpu():
 def _state_rows(entries) -> bytes:
     numbered = entries.take(np.arange(len(entries)))
     numbered.statement_id = np.arange(len(entries), dtype=np.int64)
-    return history.state_copy_data(1, numbered)
+    return store.state_copy_data(1, numbered)
 
 
 def _bare_copy(data: bytes) -> float:
-    names = ", ".join(name for name, _ in history.STATE_COLUMNS)
-    with history._raw_cursor() as cur:
+    names = ", ".join(name for name, _ in store.STATE_COLUMNS)
+    with store._raw_cursor() as cur:
         cur.execute("TRUNCATE bench_copy_floor")
         t0 = time.perf_counter()
         with cur.copy(f"COPY bench_copy_floor ({names}) FROM STDIN (FORMAT binary)") as copy:

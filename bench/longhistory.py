@@ -26,9 +26,10 @@ import numpy as np
 from django.db import connection
 
 from bench import baseline, bulk, synthetic
-from collectors import codec, history, partitions, pgss, rollups, tables, waits
-from collectors.models import ServerState
-from collectors.services import server_collect
+from history import codec, partitions, rollups, store, tables
+from history.models import ServerState
+from readings import pgss, waits
+from readings.services import server_collect
 
 MINUTE_US = 60_000_000
 
@@ -150,7 +151,7 @@ def build(
     if n_bulk:
         # What the last bulk minute left, as server_collect would have stored it.
         t0 = time.perf_counter()
-        history.write_statement_state(server.pk, synth.state(ids), np.empty(0, np.int64), synth.taken_at)
+        store.write_statement_state(server.pk, synth.state(ids), np.empty(0, np.int64), synth.taken_at)
         ServerState.objects.filter(server_id=server.pk).update(taken_at=synth.taken_at)
         _add(seconds, "hand-off (statement state)", t0)
 

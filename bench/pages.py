@@ -33,7 +33,7 @@ class _AllQueries:
         from django.db import connection
         from django.test.utils import CaptureQueriesContext
 
-        from collectors.selectors import db
+        from readtier import db
 
         self._orm = CaptureQueriesContext(connection)
         self._selectors = db.counting()

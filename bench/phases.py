@@ -1,7 +1,7 @@
 """Where the time of a snapshot goes: wall time accumulated per function, by wrapping the
 functions server_collect calls (in this process, for one pass; the timed passes run unwrapped).
 Times are exclusive: a wrapped function called inside another (codec.encode inside
-history.insert_snapshot) counts once, under its own label."""
+store.insert_snapshot) counts once, under its own label."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ from collections import defaultdict
 
 
 def _targets():
-    from collectors import codec, history, lineage, pgss, services
+    from history import codec, store
+    from readings import lineage, pgss, services
 
     # (label, module, attribute): wrap the name where the caller looks it up.
     return [
@@ -21,14 +22,14 @@ def _targets():
         ("read: pg_stat_statements_info", pgss, "read_info"),
         ("read: new and changed entries (+ merge)", pgss, "read_entries"),
         ("read: texts of new keys", pgss, "read_texts"),
-        ("history: find known keys", history, "lookup_statements"),
-        ("history: load statement state", history, "load_statement_state"),
+        ("history: find known keys", store, "lookup_statements"),
+        ("history: load statement state", store, "load_statement_state"),
         ("deltas.compute", services, "compute"),
         ("codec.encode", codec, "encode"),
-        ("history: insert new statements", history, "statement_ids"),
-        ("history: insert snapshot row", history, "insert_snapshot"),
-        ("history: insert waits", history, "insert_waits"),
-        ("history: write statement state", history, "write_statement_state"),
+        ("history: insert new statements", store, "statement_ids"),
+        ("history: insert snapshot row", store, "insert_snapshot"),
+        ("history: insert waits", store, "insert_waits"),
+        ("history: write statement state", store, "write_statement_state"),
     ]
 
 

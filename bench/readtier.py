@@ -25,7 +25,7 @@ import numpy as np
 from bench import baseline, longhistory
 from bench import fleet as fleet_history
 from bench.measured import WINDOWS, Measured, measure
-from collectors import tables
+from history import tables
 
 # The end of the history: far from today, so its partitions are the benchmark's own.
 LAST_TAKEN_AT = datetime(2025, 1, 4, 13, 37, tzinfo=UTC)
@@ -60,8 +60,8 @@ QUICK = Size(
 
 def _calls(h: longhistory.LongHistory, fl: fleet_history.Fleet | None, end: datetime, size: Size):
     """(Measured, callable) rows: every selector call of the benchmark."""
-    from collectors import selectors as s
-    from collectors.selectors.server import statements_in
+    import readtier as s
+    from readtier.server import statements_in
 
     def have(name: str):
         return getattr(s, name, None)
@@ -166,8 +166,8 @@ def _calls(h: longhistory.LongHistory, fl: fleet_history.Fleet | None, end: date
 def _statement_calls(h: longhistory.LongHistory, hot: tuple[int, str], rare: tuple[int, str]):
     """One statement's own reads: its page's header (with the search for when it last ran), whose it is (the
     API's series and waits), and the same queryid on the organization's other servers."""
-    from collectors.selectors.statement_detail import same_queryid_elsewhere, statement_detail, statement_owner
     from inventory.models import Server
+    from readtier.statement_detail import same_queryid_elsewhere, statement_detail, statement_owner
 
     org = Server.objects.values_list("organization_id", flat=True).get(pk=h.server_id)
     out = []
@@ -204,9 +204,9 @@ def _advisor_calls(h: longhistory.LongHistory, fl: fleet_history.Fleet | None, e
     from advisor import gather
     from advisor import selectors as advice
     from advisor.services import recommendations_apply
-    from collectors.selectors.advisor import server_facts
-    from collectors.selectors.windows import Window
     from inventory.models import Server
+    from readtier.advisor import server_facts
+    from readtier.windows import Window
 
     week = Window(end - timedelta(days=7), end)
     server = Server.objects.get(pk=h.server_id)
@@ -285,7 +285,7 @@ def _agreement(h: longhistory.LongHistory, end: datetime) -> dict[str, str]:
     """Do the new and the old top_statements give the same top 50 (ids and execution time)? Only
     for windows inside the raw retention: beyond it the old path drops the expired edge, the new one
     widens it to the hour, and the plan says so (read_start)."""
-    from collectors import selectors as s
+    import readtier as s
 
     out = {}
     for label, length, _ in WINDOWS[:3]:
@@ -322,7 +322,7 @@ def run(*, size: Size = FULL, log=print) -> dict:
     from django.db import connection
 
     from bench.footprint import HISTORY_TABLES
-    from collectors.selectors import db
+    from readtier import db
 
     started = time.perf_counter()
     with connection.cursor() as cur:

@@ -186,9 +186,9 @@ def _export(org_id: int, start: datetime, end: datetime, server_ids: list[int]) 
     import tempfile
     from pathlib import Path
 
-    from collectors.selectors import Window
     from exports.audit import audit_content
     from exports.services import audit_export_write
+    from readtier import Window
 
     window = Window(start, end)
     t0 = time.perf_counter()

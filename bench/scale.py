@@ -182,7 +182,7 @@ def run(
 def cluster_specs(count: int, max_servers: int) -> list[ClusterSpec]:
     from devenv.fleet import ClusterSpec, monitored_setup
 
-    # Each worker process keeps a connection to every server it collected (collectors/connection.py), and
+    # Each worker process keeps a connection to every server it collected (readings/connection.py), and
     # the two-worker levels run two of them; the wait sampler keeps one more per server; the rest is headroom
     # for the churn and a superuser.
     max_connections = max(600, (max(WORKER_COUNTS) + 1) * math.ceil(max_servers / count) + 100)
@@ -453,7 +453,7 @@ def _curve(world: World, workers: int, levels: tuple[int, ...], window_s: float)
 def _level(world: World, n: int, workers: int, window_s: float) -> Step:
     from django.db.models import Count
 
-    from collectors.models import Snapshot
+    from history.models import Snapshot
     from inventory.models import Server
 
     label = f"[{n:,} servers, {workers} worker{'s' if workers > 1 else ''}]"
@@ -474,7 +474,7 @@ def _level(world: World, n: int, workers: int, window_s: float) -> Step:
 def _measure(world: World, ids: list[int], workers: int, window_s: float, label: str) -> Step:
     from django.db.models import Avg, Sum
 
-    from collectors.models import FailedCollection, Snapshot
+    from history.models import FailedCollection, Snapshot
     from inventory.models import Server
 
     before, start = _usage(world), time.time()
@@ -563,13 +563,13 @@ def _sampler_redis_connections() -> int:
     import redis
     from django.conf import settings
 
-    from collectors import sampler
+    from readings import sampler
 
     client = redis.Redis.from_url(settings.REDIS_URL)
     return sum(1 for c in client.client_list() if c.get("name") == sampler.CLIENT_NAME)
 
 
-FIXED_PHASES = "each multiple of the interval since the epoch plus the server's phase (`collectors.scheduling.phase_s`)"
+FIXED_PHASES = "each multiple of the interval since the epoch plus the server's phase (`readings.scheduling.phase_s`)"
 FIRST_SNAPSHOT_PHASES = "each server's first snapshot in a window, then every interval (no fixed phases in the product)"
 
 
@@ -577,7 +577,7 @@ def _phase_function() -> Callable[[int, int], float] | None:
     """``phase_s(server_id, interval_s)``, the seconds past each multiple of the interval at which the product
     collects a server; None where it has no fixed phases (then lateness() takes each server's first snapshot)."""
     try:
-        from collectors.scheduling import phase_s
+        from readings.scheduling import phase_s
     except ImportError:
         return None
     return phase_s

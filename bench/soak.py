@@ -249,7 +249,7 @@ def _logged(argv: list[str], log: Path) -> list[str]:
 
 def _wait_until_up(world: World) -> None:
     """gunicorn's two workers, and a first snapshot of every server: the run starts from there."""
-    from collectors.models import Snapshot
+    from history.models import Snapshot
 
     deadline = time.monotonic() + FIRST_SNAPSHOT_WAIT_S
     while not world.stop.wait(1.0) and time.monotonic() < deadline:

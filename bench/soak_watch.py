@@ -273,7 +273,7 @@ class Sampler:
     def _snapshot_ages(self, now: float) -> None:
         from django.db.models import Max
 
-        from collectors.models import Snapshot
+        from history.models import Snapshot
 
         newest = dict(
             Snapshot.objects.values("server_id").annotate(newest=Max("taken_at")).values_list("server_id", "newest")
@@ -284,7 +284,7 @@ class Sampler:
 
     def _new_errors(self, at: float) -> None:
         from advisor.models import Evaluation
-        from collectors.models import FailedCollection
+        from history.models import FailedCollection
 
         rows = FailedCollection.objects.filter(pk__gt=self._collection_error_id).select_related("server").order_by("pk")
         for row in rows:
@@ -316,7 +316,7 @@ def history_sizes() -> tuple[int, int]:
     """(the bench database's size, the history tables' total with their partitions, indexes and TOAST)."""
     from django.db import connection
 
-    from collectors.tables import PER_SERVER
+    from history.tables import PER_SERVER
 
     with connection.cursor() as cur:
         cur.execute(_SIZES_SQL, [[t.name for t in PER_SERVER]])
@@ -325,7 +325,7 @@ def history_sizes() -> tuple[int, int]:
 
 
 def snapshot_times(server_id: int) -> list[float]:
-    from collectors.models import Snapshot
+    from history.models import Snapshot
 
     rows = Snapshot.objects.filter(server_id=server_id).order_by("taken_at").values_list("taken_at", flat=True)
     return [t.timestamp() for t in rows]

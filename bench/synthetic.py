@@ -30,10 +30,10 @@ from datetime import UTC, datetime
 
 import numpy as np
 
-from collectors import connection as monitored
-from collectors import lineage, pgss, waits
-from collectors.columns import COUNTER_NAMES, FACT_GAUGE_NAMES, GAUGE_NAMES
-from collectors.deltas import Entries, match_keys
+from history.columns import COUNTER_NAMES, FACT_GAUGE_NAMES, GAUGE_NAMES
+from history.deltas import Entries, match_keys
+from readings import connection as monitored
+from readings import lineage, pgss, waits
 
 C = {name: j for j, name in enumerate(COUNTER_NAMES)}
 G = {name: j for j, name in enumerate(GAUGE_NAMES)}

@@ -4,8 +4,8 @@ every delete through console/services.py (it removes the history too)."""
 from django import forms
 from django.contrib import admin, messages
 
-from collectors.models import Statement
 from console.services import organization_delete, organizations_delete, server_delete, servers_delete
+from history.models import Statement
 from inventory.models import Membership, Organization, Server
 from inventory.services import CONNECTION_FIELDS, UPDATABLE_FIELDS, server_update
 

@@ -12,8 +12,8 @@ from django.http import HttpResponse, JsonResponse
 from django.template.loader import render_to_string
 from django.utils import timezone
 
-from collectors.history import statement_timed_out
 from console.api.errors import error_body
+from history.store import statement_timed_out
 
 # No inline script or style anywhere: data for charts travels in json_script blocks (not executed).
 CONTENT_SECURITY_POLICY = "; ".join(

@@ -10,7 +10,7 @@ from datetime import datetime, timedelta, tzinfo
 
 from django.utils import timezone
 
-from collectors.selectors import Window
+from readtier import Window
 
 PRESETS: dict[str, timedelta] = {
     "1h": timedelta(hours=1),

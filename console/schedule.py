@@ -7,12 +7,12 @@ def beat_schedule() -> dict:
     tick = settings.DISPATCH_TICK_S
     return {
         "dispatch-collections": {
-            "task": "collectors.tasks.dispatch_due_collections",
+            "task": "readings.tasks.dispatch_due_collections",
             "schedule": tick,
             "options": {"expires": tick},
         },
         "history-rollups": {
-            "task": "collectors.tasks.roll_up_history",
+            "task": "history.tasks.roll_up_history",
             "schedule": 300.0,
             "options": {"expires": 290},
         },
@@ -49,12 +49,12 @@ def beat_schedule() -> dict:
         },
         # Stored texts redacted by an older version of the redaction: redacted again, in batches.
         "redact-texts-again": {
-            "task": "collectors.tasks.redact_texts_again",
+            "task": "history.tasks.redact_texts_again",
             "schedule": 600.0,
             "options": {"expires": 590},
         },
         "history-partitions": {
-            "task": "collectors.tasks.maintain_partitions",
+            "task": "history.tasks.maintain_partitions",
             "schedule": 3600.0,
             "options": {"expires": 3500},
         },

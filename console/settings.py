@@ -62,7 +62,9 @@ INSTALLED_APPS = [
     "inventory",
     "accounts",
     "console",
-    "collectors",
+    "history",
+    "readings",
+    "readtier",
     "advisor",
     "reports",
     "exports",
@@ -288,9 +290,9 @@ CELERY_TASK_QUEUES = tuple(
 )
 CELERY_TASK_DEFAULT_QUEUE = "maintenance"  # rollups, partitions
 CELERY_TASK_ROUTES = {
-    "collectors.tasks.collect_server": {"queue": "collection"},
-    "collectors.tasks.dispatch_due_collections": {"queue": "collection"},
-    "collectors.tasks.check_connection": {"queue": "checks"},
+    "readings.tasks.collect_server": {"queue": "collection"},
+    "readings.tasks.dispatch_due_collections": {"queue": "collection"},
+    "readings.tasks.check_connection": {"queue": "checks"},
     "alerts.tasks.*": {"queue": "alerts"},
     "advisor.tasks.*": {"queue": "advisor"},
     "reports.tasks.*": {"queue": "reports"},
@@ -364,7 +366,7 @@ COLLECTOR = {
     "APPLICATION_NAME": env("COLLECTOR_APPLICATION_NAME", default="pgconsole-collector"),
     "QUERY_TEXT_MAX_BYTES": env.int("COLLECTOR_QUERY_TEXT_MAX_BYTES", default=64 * 1024),
     # Every string literal and comment of a query text replaced before it is stored, not only the secrets the
-    # redaction recognizes (collectors/redact.py): for a console whose readers must never see a literal.
+    # redaction recognizes (history/redact.py): for a console whose readers must never see a literal.
     "REDACT_STRICT": env.bool("COLLECTOR_REDACT_STRICT", default=False),
     # Query texts one snapshot reads at most (new statements first), and about how much text: the rest is read
     # by the next snapshots (status "pending" meanwhile), so a server inventing statements never fills memory.
@@ -402,7 +404,7 @@ COLLECTOR = {
 ORG_MAX_SERVERS = env.int("ORG_MAX_SERVERS", default=1000)
 ORG_MIN_INTERVAL_S = env.int("ORG_MIN_INTERVAL_S", default=5)
 # Its share of the collection workers: at most this many collections of its servers run at once, across every
-# worker (collectors.shares), so that servers answering slowly, each held until its snapshot's deadline, take
+# worker (readings.shares), so that servers answering slowly, each held until its snapshot's deadline, take
 # that many threads and leave the rest to the other organizations; more are put off a second or two, then
 # skipped (logged) when the server's next collection is due. 0: no limit, the default, so that a single
 # organization's fleet uses every worker it scales out to; a console hosting several organizations sets it

@@ -13,8 +13,9 @@ from django.utils import timezone
 
 from advisor.models import SEVERITY_RANK
 from advisor.selectors import RecommendationRow, recommendation_activity, recommendations
-from collectors.redact import redact
-from collectors.selectors import (
+from history.redact import redact
+from inventory.models import Organization, Server
+from readtier import (
     Page,
     Planning,
     ServerSeries,
@@ -24,11 +25,10 @@ from collectors.selectors import (
     server_series,
     top_statements,
 )
-from collectors.selectors.coverage import CollectionCoverage, WindowSummary, collection_coverage, window_summary
-from collectors.selectors.parts import NOT_TRACKED
-from collectors.selectors.server import CONFIG_COLUMNS, ConfigChange, config_changes, server_settings, version_text
-from collectors.selectors.snapshots import snapshots
-from inventory.models import Organization, Server
+from readtier.coverage import CollectionCoverage, WindowSummary, collection_coverage, window_summary
+from readtier.parts import NOT_TRACKED
+from readtier.server import CONFIG_COLUMNS, ConfigChange, config_changes, server_settings, version_text
+from readtier.snapshots import snapshots
 
 TOP_N = 20  # statements in each top list
 TOP_ORDERS = ("total", "exec", "plan", "calls")

@@ -9,10 +9,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from collectors.errors import shown
-from collectors.selectors import StatementTotals
-from collectors.selectors.parts import NOT_TRACKED
 from exports.audit import TOP_ORDERS, AuditContent, AuditFinding, ServerAudit
+from readings.errors import shown
+from readtier import StatementTotals
+from readtier.parts import NOT_TRACKED
 
 FORMAT = "pgconsole-audit-export"
 VERSION = 1

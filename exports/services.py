@@ -22,8 +22,6 @@ from django.utils import timezone
 
 from accounts.access import MANAGE_SERVERS, require_role
 from accounts.models import UserPreference
-from collectors.history import drop_history_connection, statement_timed_out
-from collectors.selectors import Window, WindowError
 from exports.audit import audit_content
 from exports.files import (
     export_files_remove,
@@ -34,7 +32,9 @@ from exports.files import (
 )
 from exports.formats.bundle import FORMATS, bundle_files, bundle_name, sha256, zip_bytes
 from exports.models import AuditExport, AuditLogEntry
+from history.store import drop_history_connection, statement_timed_out
 from inventory.models import Organization, Server
+from readtier import Window, WindowError
 
 logger = logging.getLogger(__name__)
 Status = AuditExport.Status

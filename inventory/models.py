@@ -17,7 +17,7 @@ from inventory.endpoint import ENDPOINT_FIELDS, Endpoint
 class Organization(models.Model):
     name = models.CharField(max_length=200, unique=True)
     created_at = models.DateTimeField(auto_now_add=True)
-    # What one organization may ask of the console (inventory.services enforces the first two, collectors.shares
+    # What one organization may ask of the console (inventory.services enforces the first two, readings.shares
     # the third); empty: the defaults, settings ORG_MAX_SERVERS, ORG_MIN_INTERVAL_S and ORG_MAX_COLLECTING. Set by
     # a console administrator (Django admin).
     max_servers = models.PositiveIntegerField(
@@ -42,7 +42,7 @@ class Organization(models.Model):
         return self.min_interval_s if self.min_interval_s is not None else settings.ORG_MIN_INTERVAL_S
 
     def collecting_limit(self) -> int:
-        """Its share of the collection workers (collectors.shares): 0 for none."""
+        """Its share of the collection workers (readings.shares): 0 for none."""
         return self.max_collecting if self.max_collecting is not None else settings.ORG_MAX_COLLECTING
 
     class Meta:

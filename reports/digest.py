@@ -10,8 +10,9 @@ from datetime import datetime
 from django.utils import timezone
 
 from advisor.selectors import ActivityRow, recommendation_activity
-from collectors.errors import shown
-from collectors.selectors import (
+from inventory.models import Organization, Server
+from readings.errors import shown
+from readtier import (
     ServerSeries,
     StatementChange,
     WaitEvents,
@@ -20,9 +21,8 @@ from collectors.selectors import (
     server_series,
     wait_events,
 )
-from collectors.selectors.coverage import CollectionCoverage, WindowSummary, collection_coverage, window_summary
-from collectors.selectors.server import version_text
-from inventory.models import Organization, Server
+from readtier.coverage import CollectionCoverage, WindowSummary, collection_coverage, window_summary
+from readtier.server import version_text
 from reports.weeks import ReportWeek
 
 TOP_STATEMENTS = 10

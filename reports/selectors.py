@@ -10,8 +10,8 @@ from datetime import datetime, timedelta
 from django.contrib.auth import get_user_model
 
 from accounts.access import organization_readers
-from collectors.selectors.windows import coverage
 from inventory.models import Organization, Server
+from readtier.windows import coverage
 from reports.models import Delivery, ReportOptIn, ReportSchedule, Unsubscribed, WeeklySend
 from reports.weeks import ReportWeek, WeekError, last_complete_week, parse_week, week_of
 

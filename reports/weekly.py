@@ -12,9 +12,9 @@ from urllib.parse import urlencode
 from django.conf import settings
 from django.urls import reverse
 
-from collectors.selectors import StatementChange, StatementTotals
 from presentation import formatting as f
 from presentation.charts import Line, chart_png
+from readtier import StatementChange, StatementTotals
 from reports.digest import OrganizationDigest, ServerDigest, organization_digest
 from reports.weeks import ReportWeek
 

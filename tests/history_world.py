@@ -10,9 +10,10 @@ import numpy as np
 from django.db import connection
 
 from bench import synthetic
-from collectors import codec, pgss, rollups
-from collectors.columns import TOTAL_NAMES, totals_of
-from collectors.services import server_collect
+from history import codec, rollups
+from history.columns import TOTAL_NAMES, totals_of
+from readings import pgss
+from readings.services import server_collect
 
 STORM = 40  # how many times as often statements run in a storm
 

@@ -126,7 +126,18 @@ def test_the_dockerfile_copies_the_whole_build_context_to_app_once():
 
 def test_every_package_app_and_resource_is_in_the_build_context():
     paths = product_paths()
-    assert {"console", "collectors", "inventory", "advisor", "reports", "devenv", "templates", "static"} <= set(paths)
+    assert {
+        "console",
+        "readings",
+        "history",
+        "readtier",
+        "inventory",
+        "advisor",
+        "reports",
+        "devenv",
+        "templates",
+        "static",
+    } <= set(paths)
     for name in paths:
         assert (ROOT / name).exists(), f"{name} is declared but not in the repository"
     files = [f for name in paths for f in files_under(name)]
@@ -452,7 +463,7 @@ import json, os
 import django
 django.setup()
 from django.conf import settings
-from collectors.check import server_check
+from readings.check import server_check
 from inventory import tls
 from inventory.endpoint import Endpoint
 

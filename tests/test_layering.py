@@ -1,7 +1,8 @@
 """Dependencies run one way. From the top: console (pages, API, commands), then the renderers beneath it
 (reports: the weekly mail; exports: the audit exports; alerts: rules, evaluation and deliveries), presentation
 (the number and text formatting the renderers share), accounts (who may see what, preferences, API tokens), the
-advisor, collectors (collection, history, selectors), and inventory (organizations and servers) at the ground.
+advisor, the read tier (readtier: the selectors) and the readings of monitored servers (readings: the collection),
+both on the history store (history), and inventory (organizations and servers) at the ground.
 devenv (development clusters, workloads, the demo command) is imported by no package of the product: only by the
 benchmarks and the tests. The advisor's rules are pure: they read evidence, never the ORM. Read from the source
 (ast), so an import inside a function counts too."""
@@ -14,7 +15,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-# A history table's name (collectors.tables): only collectors spells them out.
+# A history table's name (history.tables): the console never spells one out.
 HISTORY_TABLE = re.compile(r"\bcollectors_[a-z]")
 
 
@@ -40,17 +41,21 @@ def _imports(tree: ast.Module, *, whole: bool = False) -> Iterator[tuple[int, st
             yield node.lineno, node.module if whole else node.module.split(".")[0]
 
 
+# What was collectors/: the history store, and above it the readings of monitored servers and the read tier.
+STORE = {"history", "readings", "readtier"}
 # What each package of the product may import of the others (nothing else of them).
 MAY_IMPORT = {
     "inventory": set(),
-    "collectors": {"inventory"},
-    "advisor": {"collectors", "inventory"},
-    "accounts": {"collectors", "inventory"},
-    "presentation": {"collectors"},
-    "reports": {"accounts", "advisor", "collectors", "inventory", "presentation"},
-    "exports": {"accounts", "advisor", "collectors", "inventory", "presentation"},
-    "alerts": {"accounts", "advisor", "collectors", "inventory", "presentation"},
-    "console": {"accounts", "advisor", "alerts", "collectors", "exports", "inventory", "presentation", "reports"},
+    "history": {"inventory"},
+    "readings": {"history", "inventory"},
+    "readtier": {"history", "inventory"},
+    "advisor": {*STORE, "inventory"},
+    "accounts": {*STORE, "inventory"},
+    "presentation": STORE,
+    "reports": {"accounts", "advisor", *STORE, "inventory", "presentation"},
+    "exports": {"accounts", "advisor", *STORE, "inventory", "presentation"},
+    "alerts": {"accounts", "advisor", *STORE, "inventory", "presentation"},
+    "console": {"accounts", "advisor", "alerts", *STORE, "exports", "inventory", "presentation", "reports"},
     "devenv": set(),
 }
 # devenv's Django commands (manage.py demo, installed in DEBUG only) drive the product: they may import it.
@@ -76,7 +81,7 @@ def test_imports_run_one_way(package):
 
 # What the advisor's rules may take from the other apps: modules of pure functions, which import nothing of
 # Django nor of the product (the test below holds them to it).
-PURE_FOR_RULES = {"collectors.sql_names"}
+PURE_FOR_RULES = {"readings.sql_names"}
 
 
 def test_the_rules_of_the_advisor_read_no_orm():
@@ -87,7 +92,7 @@ def test_the_rules_of_the_advisor_read_no_orm():
         for line, name in _imports(tree, whole=True)
         if name.startswith("django")
         or name.split(".")[-1] in ("models", "selectors", "gather")
-        or (name.split(".")[0] in ("collectors", "inventory") and name not in PURE_FOR_RULES)
+        or (name.split(".")[0] in (*STORE, "inventory") and name not in PURE_FOR_RULES)
     ]
     assert not wrong, "\n".join(wrong)
     for module in PURE_FOR_RULES:
@@ -97,7 +102,7 @@ def test_the_rules_of_the_advisor_read_no_orm():
 
 
 def test_console_names_no_history_table():
-    """console reaches the history through collectors (selectors, services), never by table name."""
+    """console reaches the history through the read tier and the services, never by table name."""
     wrong = [
         f"{path.relative_to(ROOT)}:{node.lineno} {node.value[:60]!r}"
         for path, tree in _modules("console")

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from advisor.rules import r5_families
-from collectors import redact
 from console import sql_highlight
+from history import redact
 
 ROOT = Path(__file__).resolve().parent.parent
 READERS = (redact, r5_families, sql_highlight)
@@ -29,16 +29,28 @@ NOT_QUERY_TEXTS = {
     "advisor/sources.py": "the seeds' citations",
     "advisor/advice.py": "the advisor's own ALTER SYSTEM lines",
     "alerts/channels.py": "a PagerDuty routing key (32 characters, fullmatch)",
-    "collectors/check.py": "libpq's error messages",
-    "collectors/partitions.py": "partition names of the history store",
-    "collectors/management/commands/top.py": "a command-line duration",
-    "collectors/sql_names.py": "role and database names (fullmatch)",
-    "collectors/pgss.py": "the server's version string",
+    "readings/check.py": "libpq's error messages",
+    "history/partitions.py": "partition names of the history store",
+    "readtier/management/commands/top.py": "a command-line duration",
+    "readings/sql_names.py": "role and database names (fullmatch)",
+    "readings/pgss.py": "the server's version string",
     "console/api/common.py": "a query-string duration",
     "inventory/network_policy.py": "host names",
     "reports/weeks.py": "ISO week labels",
 }
-PRODUCT = ("accounts", "advisor", "alerts", "collectors", "console", "exports", "inventory", "presentation", "reports")
+PRODUCT = (
+    "accounts",
+    "advisor",
+    "alerts",
+    "console",
+    "exports",
+    "history",
+    "inventory",
+    "presentation",
+    "readings",
+    "readtier",
+    "reports",
+)
 SIZE = 1_000  # characters of the smaller input; the larger is 16 times as long
 GROWTH = 16
 LIMIT = 64  # a linear scan grows ×16 (a little more with caches), a quadratic one ×256

@@ -1,10 +1,10 @@
-"""{% collection_error code message %}: a failed collection as the page's reader may see it (collectors.errors:
+"""{% collection_error code message %}: a failed collection as the page's reader may see it (readings.errors:
 libpq's words and addresses for console staff, the console's own sentence for everyone else)."""
 
 from django import template
 
 from accounts.access import sees_connection_detail
-from collectors.errors import shown
+from readings.errors import shown
 
 register = template.Library()
 

@@ -11,8 +11,6 @@ from rest_framework.views import APIView
 
 from accounts.access import sees_connection_detail, visible_servers
 from advisor.selectors import recommendation_counts
-from collectors.errors import shown
-from collectors.selectors import fleet_summary
 from console.api.common import (
     PAGE_PARAMETERS,
     TABLE_RENDERERS,
@@ -22,6 +20,8 @@ from console.api.common import (
     paged,
     window_params,
 )
+from readings.errors import shown
+from readtier import fleet_summary
 
 
 class AdviceCounts(serializers.Serializer):
@@ -92,7 +92,7 @@ class Fleet(APIView):
         rows = fleet_summary(server_ids=chosen, window=window) if chosen else []
         counts = recommendation_counts(server_ids=chosen)
         results = []
-        detail = sees_connection_detail(request.user)  # libpq's words: console staff only (collectors.errors)
+        detail = sees_connection_detail(request.user)  # libpq's words: console staff only (readings.errors)
         for r in rows:
             c = counts[r.server_id]
             item = {name: getattr(r, name) for name in field_names(FleetServer) if name != "recommendations"}

@@ -27,14 +27,6 @@ from accounts.access import (
     visible_organizations,
     visible_servers,
 )
-from collectors.checks import CheckState, check_queue
-from collectors.errors import shown
-from collectors.selectors.fleet import server_status
-from collectors.selectors.server import recent_errors, version_text
-from collectors.selectors.snapshots import latest_snapshot, snapshots
-from collectors.selectors.statements import Page
-from collectors.snapshot_facts import HELP, Column, SnapshotFacts, snapshot_columns
-from collectors.tasks import check_enqueue, collect_tracked, tracked
 from console.api.common import (
     PAGE_PARAMETERS,
     TABLE_RENDERERS,
@@ -48,10 +40,18 @@ from console.api.common import (
 )
 from console.api.throttling import page_rate
 from console.services import server_delete
+from history.snapshot_facts import HELP, Column, SnapshotFacts, snapshot_columns
 from inventory.connection import Connection
 from inventory.crypto import CredentialsError
 from inventory.models import Server
 from inventory.services import server_create, server_update
+from readings.checks import CheckState, check_queue
+from readings.errors import shown
+from readings.tasks import check_enqueue, collect_tracked, tracked
+from readtier.fleet import server_status
+from readtier.server import recent_errors, version_text
+from readtier.snapshots import latest_snapshot, snapshots
+from readtier.statements import Page
 
 SSLMODES = [c for c, _ in Server.SslMode.choices]
 
@@ -402,7 +402,7 @@ def _snapshot_out_field(column: Column) -> serializers.Field:
 
 
 def _snapshot_out_fields() -> dict[str, serializers.Field]:
-    """One field per column of the snapshot's declaration (collectors.snapshot_facts), and its rate of
+    """One field per column of the snapshot's declaration (history.snapshot_facts), and its rate of
     deallocations beside the count."""
     out = {}
     for column in snapshot_columns():

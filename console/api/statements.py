@@ -13,22 +13,6 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.access import server_for, visible_organization_ids, visible_organizations, visible_servers
-from collectors.selectors import (
-    ORDERS,
-    Page,
-    StatementFilters,
-    WindowError,
-    server_series,
-    statement_series,
-    top_statements,
-    wait_events,
-)
-from collectors.selectors.across import MAX_PAGE_SIZE as ACROSS_MAX
-from collectors.selectors.across import MAX_PAGES as ACROSS_PAGES
-from collectors.selectors.across import SORT_KEYS, statements_across
-from collectors.selectors.series import RESOLUTIONS, STATEMENT_RESOLUTIONS
-from collectors.selectors.server import statements_in
-from collectors.selectors.statement_detail import statement_detail, statement_owner
 from console.api.common import (
     PAGE_PARAMETERS,
     TABLE_RENDERERS,
@@ -39,6 +23,22 @@ from console.api.common import (
     paged,
     window_params,
 )
+from readtier import (
+    ORDERS,
+    Page,
+    StatementFilters,
+    WindowError,
+    server_series,
+    statement_series,
+    top_statements,
+    wait_events,
+)
+from readtier.across import MAX_PAGE_SIZE as ACROSS_MAX
+from readtier.across import MAX_PAGES as ACROSS_PAGES
+from readtier.across import SORT_KEYS, statements_across
+from readtier.series import RESOLUTIONS, STATEMENT_RESOLUTIONS
+from readtier.server import statements_in
+from readtier.statement_detail import statement_detail, statement_owner
 
 WAITS_BY_QUERY_FROM = 140000  # pg_stat_activity.query_id: PostgreSQL 14
 FILTER_PARAMETERS = [

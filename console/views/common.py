@@ -9,9 +9,9 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 
-from collectors.selectors.fleet import server_status
-from collectors.selectors.server import version_text
 from console.ranges import PRESETS, TimeRange
+from readtier.fleet import server_status
+from readtier.server import version_text
 
 
 def is_fragment_request(request: HttpRequest) -> bool:

@@ -17,15 +17,15 @@ from django.utils import timezone
 
 from accounts.access import visible_organizations, visible_servers
 from advisor.selectors import Counts, recommendation_counts
-from collectors.selectors import FleetRow, Window, fleet_summary
-from collectors.selectors.fleet import server_status
-from collectors.selectors.server import version_text
-from collectors.selectors.windows import HOUR, floor_hour, history_older_than
 from console.charts import Series, time_chart
 from console.ranges import OPENING, PRESETS, TimeRange, opening_key_of, parse_range
 from console.views.common import page_number, render_page
 from inventory.models import Server
 from presentation.formatting import rate_text
+from readtier import FleetRow, Window, fleet_summary
+from readtier.fleet import server_status
+from readtier.server import version_text
+from readtier.windows import HOUR, floor_hour, history_older_than
 
 PAGE_SIZE = 50
 SPARK_POINTS = 72  # a sparkline is ~140 px wide: 30 days of hours are averaged down to this many points

@@ -1,5 +1,5 @@
 """Server management: the list of servers (DBA and admin roles act on them; viewers see it read-only),
-adding and editing one with a "test connection" check (collectors.check, run by a worker: collectors.checks)
+adding and editing one with a "test connection" check (readings.check, run by a worker: readings.checks)
 before saving, enabling or disabling, and removing one with its history. The password is write-only: no page
 ever renders it."""
 
@@ -26,9 +26,6 @@ from accounts.access import (
     server_for,
     visible_servers,
 )
-from collectors.check import MONITORING_ROLE_SQL, CheckFinding, CheckReport
-from collectors.checks import CheckState, check_queue
-from collectors.tasks import check_enqueue
 from console import throttling
 from console.forms import ServerForm
 from console.services import server_delete
@@ -38,6 +35,9 @@ from inventory.crypto import CredentialsError
 from inventory.endpoint import Endpoint
 from inventory.models import Server
 from inventory.services import CONNECTION_FIELDS, server_create, server_update
+from readings.check import MONITORING_ROLE_SQL, CheckFinding, CheckReport
+from readings.checks import CheckState, check_queue
+from readings.tasks import check_enqueue
 
 FORM_TEMPLATE = "console/server_form.html"
 LEVEL_BADGE = {"ok": "ok", "info": "new", "warning": "stale", "problem": "failing"}

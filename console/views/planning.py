@@ -13,7 +13,11 @@ from django.urls import path, reverse
 
 from accounts.access import server_for
 from advisor.thresholds import Thresholds
-from collectors.selectors import (
+from console.charts import EXEC_COLOR, PLAN_COLOR, Chart, Series, time_chart
+from console.ranges import parse_range
+from console.views.common import range_links, render_page, server_header
+from presentation.formatting import missing_text, ms_number_text, number_text
+from readtier import (
     Page,
     ServerSeries,
     StatementFilters,
@@ -23,11 +27,7 @@ from collectors.selectors import (
     server_series,
     top_statements,
 )
-from collectors.selectors.windows import coverage
-from console.charts import EXEC_COLOR, PLAN_COLOR, Chart, Series, time_chart
-from console.ranges import parse_range
-from console.views.common import range_links, render_page, server_header
-from presentation.formatting import missing_text, ms_number_text, number_text
+from readtier.windows import coverage
 
 RANKED = 20  # statements per ranking
 # What a point spans.

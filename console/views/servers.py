@@ -12,19 +12,19 @@ from django.urls import path, reverse
 
 from accounts.access import server_for
 from advisor.selectors import recommendation_counts
-from collectors.selectors import ServerSeries, Window, server_series
-from collectors.selectors.server import (
+from console.charts import EXEC_COLOR, PLAN_COLOR, Chart, Series, hit_ratio_chart, time_chart
+from console.ranges import parse_range
+from console.views.common import is_fragment_request, render_page, server_header
+from console.views.top import parse_table, range_context, statements_table
+from readtier import ServerSeries, Window, server_series
+from readtier.server import (
     ConfigChange,
     ServerSettings,
     config_changes,
     recent_errors,
     server_settings,
 )
-from collectors.selectors.windows import coverage
-from console.charts import EXEC_COLOR, PLAN_COLOR, Chart, Series, hit_ratio_chart, time_chart
-from console.ranges import parse_range
-from console.views.common import is_fragment_request, render_page, server_header
-from console.views.top import parse_table, range_context, statements_table
+from readtier.windows import coverage
 
 RECENT_ERRORS = 10
 

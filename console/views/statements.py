@@ -11,16 +11,16 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.urls import path, reverse
 
 from accounts.access import server_for, visible_organization_ids
-from collectors.models import TextStatus
-from collectors.selectors import StatementSeries, StatementTotals, Window, statement_series, wait_events
-from collectors.selectors.server import statements_in
-from collectors.selectors.statement_detail import same_queryid_elsewhere, statement_detail
-from collectors.selectors.windows import coverage
 from console.charts import EXEC_COLOR, PLAN_COLOR, Chart, Series, hit_ratio_chart, time_chart
 from console.ranges import parse_range
 from console.sql_highlight import highlight
 from console.views.common import is_fragment_request, range_links, render_page, server_header
+from history.models import TextStatus
 from presentation.formatting import ms_number_text, number_text
+from readtier import StatementSeries, StatementTotals, Window, statement_series, wait_events
+from readtier.server import statements_in
+from readtier.statement_detail import same_queryid_elsewhere, statement_detail
+from readtier.windows import coverage
 
 WAITS_BY_QUERY_FROM = 140000  # query_id in pg_stat_activity and pg_wait_sampling: PostgreSQL 14
 TOP_WAITS = 10

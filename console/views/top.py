@@ -14,18 +14,18 @@ from django.http import HttpRequest, HttpResponse
 from django.urls import path, reverse
 
 from accounts.access import organization_for, server_for
-from collectors.selectors import ORDERS, Page, StatementChange, StatementFilters, StatementTotals, top_statements
-from collectors.selectors.across import MAX_PAGES, statement_names_across, statements_across
-from collectors.selectors.server import statement_names, statements_in
 from console.ranges import TimeRange, parse_range
 from console.views.common import page_number, range_links, render_page, server_header
 from inventory.models import Server
 from presentation.formatting import bytes_text, missing_text, ms_number_text, number_text
+from readtier import ORDERS, Page, StatementChange, StatementFilters, StatementTotals, top_statements
+from readtier.across import MAX_PAGES, statement_names_across, statements_across
+from readtier.server import statement_names, statements_in
 
 PAGE_SIZE = 50
 TEXT_CHARS = 140  # shown in the table
 TITLE_CHARS = 1000  # in the title attribute: the fragment must stay small (texts run up to 64 kB)
-# order (collectors.selectors.ORDERS) -> (column heading with its unit, the StatementTotals attribute shown)
+# order (readtier.ORDERS) -> (column heading with its unit, the StatementTotals attribute shown)
 COLUMNS: dict[str, tuple[str, str]] = {
     "calls": ("Calls", "calls"),
     "total": ("Total time (ms)", "total_ms"),
@@ -50,7 +50,7 @@ class TableState:
     text: str = ""
     page: int = 1
     compare: bool = False
-    own: bool = False  # the console's own statements (its collections, marked: collectors.own) are listed too
+    own: bool = False  # the console's own statements (its collections, marked: history.own) are listed too
     error: str = ""  # why a parameter asked for was not used
 
     def filters(self) -> StatementFilters:

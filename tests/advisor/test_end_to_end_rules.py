@@ -22,15 +22,15 @@ from advisor.rules.r5_families import GID_FAMILY
 from advisor.selectors import RecommendationRow, evaluations, recommendations
 from advisor.services import server_advise
 from advisor.thresholds import Thresholds
-from collectors.models import Statement
-from collectors.selectors import fleet_summary
-from collectors.selectors.windows import Window
 from devenv import workloads
 from devenv.cluster import Cluster
 from devenv.fleet import start_many, stop_many
 from devenv.ports import TEST_THROWAWAY_PORT_BASE
+from history.models import Statement
 from inventory.models import Server
 from inventory.services import server_update
+from readtier import fleet_summary
+from readtier.windows import Window
 from tests import slots
 from tests.conftest import monitored_spec
 from tests.world import collect, register

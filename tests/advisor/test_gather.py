@@ -13,10 +13,11 @@ from django.db import connection
 
 from advisor.gather import NO_SNAPSHOT, server_evidence, windows
 from bench import synthetic
-from collectors import pgss, rollups, waits
-from collectors.models import ServerState, Statement
-from collectors.services import server_collect
 from console.services import server_delete
+from history import rollups
+from history.models import ServerState, Statement
+from readings import pgss, waits
+from readings.services import server_collect
 from tests.history_world import raw_sums
 
 pytestmark = pytest.mark.django_db

@@ -8,9 +8,10 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from bench import synthetic
-from collectors import pgss, rollups
-from collectors.services import server_collect
+from history import rollups
 from inventory.models import Organization, Server
+from readings import pgss
+from readings.services import server_collect
 
 
 class Synthetic(synthetic.SyntheticServer):

@@ -10,9 +10,9 @@ import pytest
 
 from advisor.selectors import RecommendationRow
 from alerts.conditions import advisor_open, dealloc_storm, duration, regressions, server_down
-from collectors.selectors.series import ServerPoint
-from collectors.selectors.server import ConfigChange
-from collectors.selectors.statements import StatementTotals
+from readtier.series import ServerPoint
+from readtier.server import ConfigChange
+from readtier.statements import StatementTotals
 
 NOW = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)
 MINUTE = timedelta(minutes=1)

@@ -12,11 +12,11 @@ import pytest
 
 from alerts.evidence import conditions_now
 from alerts.models import Rule
-from collectors.models import Statement
-from collectors.selectors.coverage import window_summary
-from collectors.selectors.db import counting
-from collectors.selectors.windows import Window
+from history.models import Statement
 from inventory.models import Organization
+from readtier.coverage import window_summary
+from readtier.db import counting
+from readtier.windows import Window
 from tests.alerts.alert_world import Synthetic, collected
 
 pytestmark = pytest.mark.django_db
@@ -131,7 +131,7 @@ def test_a_server_whose_history_cannot_be_read_is_left_out(org):
 
 
 def test_a_regression_reads_a_fixed_number_of_queries_whatever_the_statements_and_the_baseline_days(org, regressed):
-    """Every baseline day in one query (collectors.selectors.baselines): 20 statements or one, 2 days or 28."""
+    """Every baseline day in one query (readtier.baselines): 20 statements or one, 2 days or 28."""
     server, _, _ = regressed
     counts = {}
     for days, share in ((2, 0.05), (2, 0.001), (28, 0.05), (28, 0.001)):

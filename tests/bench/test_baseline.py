@@ -1,13 +1,13 @@
 """bench/baseline.py: the pre-tier read path the read tier's benchmark compares with merges blocks like a sum
-(its merge is also the ground truth of the legacy rollups' conversion, tests/collectors/test_backfill.py)."""
+(its merge is also the ground truth of the legacy rollups' conversion, tests/history/test_backfill.py)."""
 
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bench.baseline import merge
-from collectors.columns import FACT_GAUGE_NAMES
-from tests.collectors.test_codec import NC, blocks
+from history.columns import FACT_GAUGE_NAMES
+from tests.history.test_codec import NC, blocks
 
 
 @settings(max_examples=100, deadline=None)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from playwright.sync_api import expect
 
-from collectors.models import Statement
+from history.models import Statement
 
 RANGE = "[aria-label='Time range'] a.active"
 

@@ -12,8 +12,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from collectors.selectors import Page, Window, top_statements
 from inventory.models import Server
+from readtier import Page, Window, top_statements
 from tests.browser.conftest import assert_charts_drawn
 
 MINUTE_MS = 60_000

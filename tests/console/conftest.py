@@ -5,14 +5,14 @@ from collections.abc import Callable
 import pytest
 from django.db import connection
 
-from collectors import tables
+from history import tables
 from inventory.models import Server
 from tests.world import collect, register, run
 
 
 @pytest.fixture
 def history_rows() -> Callable[[int], dict[str, int]]:
-    """history_rows(server_id) -> rows that server owns in every table of collectors.tables.PER_SERVER."""
+    """history_rows(server_id) -> rows that server owns in every table of history.tables.PER_SERVER."""
 
     def count(server_id: int) -> dict[str, int]:
         with connection.cursor() as cur:

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from collectors import tables
+from history import tables
 from inventory.connection import parse_dsn
 from inventory.models import Organization, Server
 from inventory.services import server_create

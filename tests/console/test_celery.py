@@ -40,7 +40,7 @@ def test_the_application_has_every_apps_tasks_the_django_settings_and_the_whole_
     app.loader.import_default_modules()
     app.finalize()
     modules = {task.__module__ for task in app.tasks.values()}
-    assert {f"{name}.tasks" for name in ("collectors", "advisor", "reports", "exports", "alerts")} <= modules
+    assert {f"{name}.tasks" for name in ("readings", "history", "advisor", "reports", "exports", "alerts")} <= modules
     assert (app.conf.broker_url, app.conf.task_default_queue) == (
         settings.CELERY_BROKER_URL,
         settings.CELERY_TASK_DEFAULT_QUEUE,

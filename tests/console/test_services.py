@@ -2,8 +2,8 @@
 
 import pytest
 
-from collectors import tables
 from console.services import organization_delete, server_delete
+from history import tables
 from inventory.models import Organization, Server
 
 pytestmark = pytest.mark.django_db

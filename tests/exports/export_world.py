@@ -17,8 +17,8 @@ from django.db import connection
 from openpyxl import load_workbook
 
 from advisor.models import Recommendation, RecommendationEvent
-from collectors.selectors import Page, top_statements
 from inventory.models import Membership, Organization
+from readtier import Page, top_statements
 
 SECRET = "hunter2-in-a-query"  # a password inside a statement's text
 MONITOR_PASSWORD = "monitor-pw-never-exported"

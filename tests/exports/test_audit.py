@@ -8,10 +8,10 @@ import json
 import jsonschema
 import pytest
 
-from collectors.selectors import Page, top_statements
-from collectors.selectors.coverage import collection_coverage, window_summary
 from exports.audit import TOP_N, audit_content
 from exports.audit_data import SCHEMA_PATH, audit_json
+from readtier import Page, top_statements
+from readtier.coverage import collection_coverage, window_summary
 from tests.exports.export_world import SECRET, add_findings, hostile_texts
 
 pytestmark = pytest.mark.django_db

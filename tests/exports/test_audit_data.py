@@ -12,11 +12,11 @@ from zoneinfo import ZoneInfo
 import jsonschema
 
 from advisor.selectors import RecommendationRow
-from collectors.selectors import Planning, ServerSeries, StatementTotals, Window
-from collectors.selectors.coverage import CollectionCoverage, Gap, WindowSummary
-from collectors.selectors.server import ConfigChange, RecentError
 from exports.audit import AuditContent, AuditFinding, ServerAudit, SettingsAt
 from exports.audit_data import SCHEMA_PATH, audit_json, audit_tables
+from readtier import Planning, ServerSeries, StatementTotals, Window
+from readtier.coverage import CollectionCoverage, Gap, WindowSummary
+from readtier.server import ConfigChange, RecentError
 
 PARIS = ZoneInfo("Europe/Paris")
 W = Window(datetime(2026, 11, 2, 9, 0, tzinfo=PARIS), datetime(2026, 11, 9, 9, 0, tzinfo=PARIS))  # UTC+1

@@ -14,11 +14,11 @@ import pytest
 from django.db import transaction
 from django.utils import timezone
 
-from collectors.selectors import Window
 from exports.files import remove_under_root
 from exports.models import AuditExport
 from exports.services import audit_export_build, audit_exports_tidy, export_spec
 from inventory.models import Organization, Server
+from readtier import Window
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

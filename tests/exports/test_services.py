@@ -12,7 +12,6 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404
 from django.utils import timezone
 
-from collectors.selectors import Window
 from exports.models import AuditExport, AuditLogEntry
 from exports.services import (
     ExportError,
@@ -25,6 +24,7 @@ from exports.services import (
     export_window,
 )
 from exports.tasks import audit_export_build_task
+from readtier import Window
 from tests.exports.export_world import members, unzip
 
 pytestmark = pytest.mark.django_db

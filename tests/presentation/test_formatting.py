@@ -5,9 +5,9 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from collectors.models import TextStatus
-from collectors.selectors.parts import NO_DATA, NOT_TRACKED
+from history.models import TextStatus
 from presentation import formatting as f
+from readtier.parts import NO_DATA, NOT_TRACKED
 
 
 @pytest.mark.parametrize(

@@ -25,8 +25,8 @@ import pytest
 from alerts.conditions import SUSTAINED_SHARE
 from alerts.models import Alert, Delivery, Rule
 from alerts.services import channel_create
-from collectors.models import Statement, TextStatus
 from devenv import workloads
+from history.models import Statement, TextStatus
 from inventory.models import Server
 from tests.alerts.receiver import receiver
 from tests.processes import beat_argv, console_env, processes, succeeded, wait_for, wait_for_more, worker_argv

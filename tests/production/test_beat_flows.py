@@ -27,13 +27,13 @@ from django.utils import timezone
 from accounts.tokens import token_create
 from advisor.gather import NO_SNAPSHOT
 from advisor.models import Evaluation
-from collectors import partitions, tables
-from collectors.selectors.parts import core_totals
 from console.schedule import beat_schedule
 from console.services import server_delete
 from devenv.cluster import Cluster
 from exports.models import AuditExport
+from history import partitions, tables
 from inventory.models import Membership, Organization, Server
+from readtier.parts import core_totals
 from reports.models import ReportOptIn, ReportSchedule, WeeklySend
 from reports.selectors import reports_due
 from reports.weeks import ReportWeek, last_complete_week

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 import pytest
 
 from alerts.models import Delivery
-from collectors.models import Snapshot
+from history.models import Snapshot
 from inventory.models import Server
 from tests.alerts.receiver import receiver
 from tests.api_world import build_api_world
@@ -102,4 +102,4 @@ def test_a_tenants_trickling_receivers_leave_another_tenants_collections_on_time
     assert len(r.requests) == CHANNELS * 2 * 2
     assert set(r.most_in_flight.values()) == {1}, r.most_in_flight
     assert "Task alerts.tasks.deliver[" not in worker_log  # the collection worker never sent one
-    assert "Task collectors.tasks.collect_server[" in worker_log
+    assert "Task readings.tasks.collect_server[" in worker_log

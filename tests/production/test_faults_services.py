@@ -13,8 +13,8 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from collectors import partitions, tables
 from devenv.account import run_as
+from history import partitions, tables
 from tests.processes import beat_argv, wait_for, wait_for_more, worker_argv
 from tests.production.fault_world import INTERVAL_S, chained, claims, collect_tasks
 from tests.world import run, server_entry

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from advisor.models import Recommendation, RecommendationEvent
-from collectors.columns import TOTAL_NAMES
-from collectors.selectors.coverage import collection_coverage, window_summary
+from history.columns import TOTAL_NAMES
+from readtier.coverage import collection_coverage, window_summary
 from reports.digest import organization_digest
 from reports.weeks import WeekError, last_complete_week, parse_week
 from tests.history_world import raw_sums

@@ -10,9 +10,9 @@ from datetime import timedelta
 import pytest
 
 from advisor.models import Recommendation, RecommendationEvent
-from collectors.selectors import StatementChange, compare_windows
-from collectors.selectors.coverage import collection_coverage, window_summary
 from presentation import formatting as f
+from readtier import StatementChange, compare_windows
+from readtier.coverage import collection_coverage, window_summary
 from reports.digest import organization_digest
 from reports.mail import render, weekly_context
 from reports.models import Delivery, WeeklySend

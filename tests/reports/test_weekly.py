@@ -9,11 +9,11 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from collectors.selectors.coverage import collection_coverage
 from inventory.connection import parse_dsn
 from inventory.models import Organization, Server
 from inventory.services import server_create
 from presentation import formatting as f
+from readtier.coverage import collection_coverage
 from reports.mail import render, weekly_context
 from reports.weekly import weekly_report
 from reports.weeks import week_of

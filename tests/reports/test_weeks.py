@@ -5,7 +5,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from collectors.selectors.windows import Window
+from readtier.windows import Window
 from reports.weeks import ReportWeek, WeekError, last_complete_week, parse_week, week_of
 
 

@@ -461,7 +461,7 @@ class Command(BaseCommand):
 
     def _status(self, elapsed: float, workloads: demo.WorkloadSet, servers, since) -> None:
         from advisor.selectors import recommendation_counts
-        from collectors.models import Snapshot
+        from history.models import Snapshot
         from inventory.models import Server
 
         rates = ", ".join(

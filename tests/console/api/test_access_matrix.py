@@ -22,15 +22,15 @@ from advisor.services import recommendations_apply
 from alerts.models import Alert, Channel, Delivery, Rule
 from alerts.services import channel_create, rules_default
 from bench import synthetic
-from collectors.checks import check_queue
-from collectors.models import Statement
-from collectors.services import server_collect
-from collectors.tasks import track
 from console.services import organizations_delete
 from exports.models import AuditExport
+from history.models import Statement
 from inventory.connection import parse_dsn
 from inventory.models import Membership, Organization, Server
 from inventory.services import server_create
+from readings.checks import check_queue
+from readings.services import server_collect
+from readings.tasks import track
 from tests.api_world import ApiWorld, assert_error, build_api_world
 from tests.console.api.schema_check import CheckedClient
 from tests.world import history_counts
@@ -167,9 +167,9 @@ def _build() -> MatrixWorld:
             explanation="dealloc 40/s",
         )
         recommendations_apply(server=s, found_now=[finding], now=timezone.now(), clear_after=timedelta(hours=2))
-    from collectors.selectors import Window
     from exports.models import AuditExport
     from exports.services import audit_export_build, export_spec
+    from readtier import Window
 
     window = Window(timezone.now() - timedelta(hours=1), timezone.now())
     for org, s in ((acme, server), (other, theirs)):

@@ -9,9 +9,9 @@ from django.utils import timezone
 
 from advisor import advice as found
 from advisor.services import recommendations_apply
-from collectors.selectors import Window, fleet_summary
 from inventory.connection import parse_dsn
 from inventory.services import server_create
+from readtier import Window, fleet_summary
 from tests.api_world import assert_error
 from tests.world import collect, register, run
 

@@ -7,8 +7,8 @@ from datetime import datetime
 
 import pytest
 
-from collectors.own import OWN_MARK
-from collectors.selectors import Page, StatementFilters, Window, top_statements
+from history.own import OWN_MARK
+from readtier import Page, StatementFilters, Window, top_statements
 from tests.api_world import assert_error
 from tests.world import collect, register, run
 

@@ -12,9 +12,9 @@ from datetime import timedelta
 import pytest
 from django.urls import reverse
 
-from collectors.selectors import Page, StatementFilters, Window, db, server_series, top_statements
-from collectors.selectors.coverage import window_summary
 from console.views.planning import MATERIAL_SHARE, untracked_intervals
+from readtier import Page, StatementFilters, Window, db, server_series, top_statements
+from readtier.coverage import window_summary
 from tests.console.views.test_statements import charts_of, drop_world, local, make_world
 
 pytestmark = pytest.mark.django_db

@@ -15,16 +15,16 @@ from django.contrib.auth.models import User
 from django.urls import reverse
 from django.utils import timezone
 
-from collectors.errors import summary
-from collectors.selectors import Window, db, server_series
-from collectors.selectors.server import config_changes
-from collectors.services import server_collect
 from console.services import server_delete
 from inventory.connection import parse_dsn
 from inventory.models import Membership, Organization, Server
 from inventory.services import server_create
-from tests.collectors.selectors.configured import Configured, build_configured, schedule_for
+from readings.errors import summary
+from readings.services import server_collect
+from readtier import Window, db, server_series
+from readtier.server import config_changes
 from tests.history_world import build
+from tests.readtier.configured import Configured, build_configured, schedule_for
 
 pytestmark = pytest.mark.django_db
 
@@ -269,9 +269,9 @@ def test_no_inline_script_or_style(client, world):
 
 def test_charts_of_a_postgresql_13_server_say_why_dealloc_is_missing():
     """Built from the selectors' dataclasses alone: before 14 there is no dealloc, and a gap stays a gap."""
-    from collectors.selectors import ServerPoint, ServerSeries
-    from collectors.selectors.server import ConfigChange, ServerSettings
     from console.views.servers import change_markers, server_charts
+    from readtier import ServerPoint, ServerSeries
+    from readtier.server import ConfigChange, ServerSettings
 
     t0 = datetime(2026, 1, 5, 10, 0, tzinfo=UTC)
     step = timedelta(minutes=1)
@@ -301,9 +301,9 @@ def test_charts_of_a_postgresql_13_server_say_why_dealloc_is_missing():
 def test_each_point_covers_its_interval_so_an_outage_is_a_step_or_a_break():
     """A snapshot taken after an outage covers the outage (its prev_taken_at is before it): the chart gets its
     span, drawn flat across it; after a new baseline nothing covers the outage, and the spans do not meet."""
-    from collectors.selectors import ServerPoint, ServerSeries
-    from collectors.selectors.server import ServerSettings
     from console.views.servers import server_charts
+    from readtier import ServerPoint, ServerSeries
+    from readtier.server import ServerSettings
 
     t0 = datetime(2026, 1, 5, 10, 0, tzinfo=UTC)
     m = timedelta(minutes=1)

@@ -16,14 +16,14 @@ from django.contrib.auth.models import User
 from django.urls import reverse
 from django.utils import timezone
 
-from collectors.models import Statement
-from collectors.selectors import Window, db, statement_series, wait_events
-from collectors.selectors.server import statements_in
-from collectors.selectors.statement_detail import last_seen_at
 from console.services import server_delete
+from history.models import Statement
 from inventory.models import Membership, Organization, Server
-from tests.collectors.selectors.test_statement_detail import HOSTILE, Planned, build_planned
+from readtier import Window, db, statement_series, wait_events
+from readtier.server import statements_in
+from readtier.statement_detail import last_seen_at
 from tests.history_world import build
+from tests.readtier.test_statement_detail import HOSTILE, Planned, build_planned
 
 pytestmark = pytest.mark.django_db
 

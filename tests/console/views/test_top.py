@@ -14,12 +14,12 @@ from django.db import connection
 from django.urls import reverse
 from django.utils.html import strip_tags
 
-from collectors.own import OWN_MARK
-from collectors.selectors import ORDERS, Page, StatementChange, StatementFilters, Window, db, top_statements
-from collectors.selectors.server import statements_in
 from console.views import top
-from tests.collectors.selectors.configured import HOSTILE, NEW_TEXT
+from history.own import OWN_MARK
+from readtier import ORDERS, Page, StatementChange, StatementFilters, Window, db, top_statements
+from readtier.server import statements_in
 from tests.console.views.test_servers import drop_world, make_world
+from tests.readtier.configured import HOSTILE, NEW_TEXT
 
 pytestmark = pytest.mark.django_db
 
@@ -337,8 +337,8 @@ def test_queries_are_bounded(client, world, django_assert_max_num_queries, range
 
 
 def test_an_organizations_statements_merge_its_servers(client, world):
-    from collectors.selectors.across import statements_across
     from inventory.models import Server
+    from readtier.across import statements_across
 
     acme = world.configured.organization
     Server.objects.filter(pk=world.plain.pk).update(organization=acme)  # rolled back with the test
@@ -410,7 +410,7 @@ def test_an_htmx_table_update_swaps_the_range_links_out_of_band(client, world):
 
 
 def test_the_consoles_own_statements_are_left_out_unless_asked_for(client, world):
-    """The console's own statements (marked at their end: collectors.own) are its collections, not the
+    """The console's own statements (marked at their end: history.own) are its collections, not the
     application's: left out of the table (and said so), listed with a badge on ?own=1. Told apart by the mark,
     not by the role: the server is monitored as app_user1, whose other statements stay listed (defect 1 of
     issue 35: hidden by role, an application sharing the monitoring role disappeared)."""

@@ -11,13 +11,13 @@ import zoneinfo
 import jsonschema
 import pytest
 
-from collectors.selectors import Page, top_statements
 from exports.audit import audit_content
 from exports.audit_data import audit_tables
 from exports.formats.bundle import bundle_files
 from exports.formats.csvfiles import cell_text
 from exports.formats.pdf import audit_html
 from presentation import formatting as fmt
+from readtier import Page, top_statements
 from tests.exports.export_world import CHANGE, MONITOR_PASSWORD, SCRIPT, SECRET, Bundle, add_findings, hostile_texts
 
 pytestmark = pytest.mark.django_db

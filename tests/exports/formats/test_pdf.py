@@ -14,10 +14,10 @@ from datetime import timedelta
 
 import pytest
 
-from collectors.selectors import Window
 from exports.audit import audit_content
 from exports.formats.pdf import _server_view, audit_html, pdf_bytes
 from presentation import formatting as fmt
+from readtier import Window
 
 pytestmark = pytest.mark.django_db
 PARIS = zoneinfo.ZoneInfo("Europe/Paris")

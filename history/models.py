@@ -1,0 +1,148 @@
+"""The history store's dimension and state tables. The partitioned fact tables are created by
+SQL migrations (Django does not model declarative partitioning); read-only models map them for the admin."""
+
+from datetime import datetime
+
+from django.db import models
+
+from history import tables
+from history.snapshot_facts import BIGINT, Column, snapshot_columns
+from inventory.models import Server
+
+
+class TextStatus(models.TextChoices):
+    """Why a statement has, or has not, its query text: each surface says which."""
+
+    STORED = "stored", "stored"  # query holds the text (query_truncated says whether it was cut)
+    EVICTED = "evicted", "evicted before its text could be read"  # read again when the entry is back
+    NOT_VISIBLE = "not_visible", "not visible to the monitoring role"  # grant pg_read_all_stats
+    # pg_stat_statements had no text for it (its query text file was discarded, e.g. after a failed
+    # garbage collection): read again only when the entry is re-created
+    UNAVAILABLE = "unavailable", "not kept by pg_stat_statements"
+    # More new statements (or text) than one snapshot reads (COLLECTOR_TEXTS_PER_SNAPSHOT,
+    # COLLECTOR_TEXT_BYTES_PER_SNAPSHOT): read by the next snapshots, first of all
+    PENDING = "pending", "not read yet (more new statements than a snapshot reads)"
+
+
+class Statement(models.Model):
+    """One pg_stat_statements key of one server, seen at least once: the facts' dimension."""
+
+    server = models.ForeignKey(Server, on_delete=models.CASCADE, related_name="statements")
+    userid = models.BigIntegerField()
+    dbid = models.BigIntegerField()
+    queryid = models.BigIntegerField()
+    toplevel = models.BooleanField(default=True)
+    database_name = models.TextField(blank=True, default="")
+    user_name = models.TextField(blank=True, default="")
+    query = models.TextField(null=True, blank=True)  # None: see text_status
+    query_truncated = models.BooleanField(default=False)
+    text_status = models.TextField(choices=TextStatus.choices, default=TextStatus.STORED)
+    first_seen_at = models.DateTimeField()
+    # When its entry last left pg_stat_statements (evicted, reset); NULL while it is there. A statement gone
+    # longer than raw retention that no tier references any more is pruned (history/prune.py).
+    gone_at = models.DateTimeField(null=True, blank=True)
+    # The redaction's version its text went through (history.redact.VERSION): an older one is redacted again.
+    redacted_with = models.PositiveSmallIntegerField(db_default=1)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["server", "queryid", "userid", "dbid", "toplevel"], name="statement_key_unique"
+            )
+        ]
+        # Each snapshot looks up the statements still without a text: few rows, found by this index. The primary
+        # key is (server_id, id) in the database (migration 0009: every key holds the distribution column of a
+        # sharded history store, docs/operations.md "Scaling out"); this index keeps a look-up by id alone quick.
+        indexes = [
+            models.Index(fields=["server"], condition=~models.Q(text_status="stored"), name="statement_text_missing"),
+            models.Index(fields=["id"], name="statement_id"),
+            # Texts of an older redaction: few once redacted again, found without reading the dimension.
+            models.Index(fields=["redacted_with"], name="statement_redacted_with"),
+            # The prune's candidates (history.prune): statements whose entry left, a small part of the dimension.
+            models.Index(
+                fields=["server", "gone_at"], condition=models.Q(gone_at__isnull=False), name="statement_gone"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.queryid} on {self.server_id}"
+
+
+class ServerState(models.Model):
+    """Server-level cumulative state from the last stored snapshot (the statements' state is in
+    collectors_statement_state)."""
+
+    server = models.OneToOneField(Server, on_delete=models.CASCADE, primary_key=True, related_name="collector_state")
+    taken_at = models.DateTimeField()
+    postmaster_start_at = models.DateTimeField(null=True)
+    stats_reset_at = models.DateTimeField(null=True)
+    dealloc = models.BigIntegerField(null=True)
+    wait_profile = models.JSONField(null=True)
+    # The lineage of the statistics (a state read from another server, a restored copy or a
+    # promoted replica is not the one the counters continue from); None where not readable.
+    system_identifier = models.BigIntegerField(null=True)
+    timeline_id = models.IntegerField(null=True)
+    in_recovery = models.BooleanField(null=True)
+    # What the monitoring role could see: every role's entries (pg_read_all_stats), or only those
+    # of its own role (role_oid).
+    reads_all_stats = models.BooleanField(null=True)
+    role_oid = models.BigIntegerField(null=True)
+    # Entries new at the last snapshot: a server churning (new keys at every snapshot) has its new keys'
+    # texts read in the counters' own scan (readings/services.py).
+    new_entries = models.IntegerField(null=True)
+
+
+def _snapshot_field(column: Column) -> models.Field:
+    """The model's field of a column of the snapshot's declaration (history.snapshot_facts)."""
+    kind = {
+        datetime: models.DateTimeField,
+        float: models.FloatField,
+        int: models.BigIntegerField if column.metadata.get(BIGINT) else models.IntegerField,
+        bool: models.BooleanField,
+        str: models.TextField,
+    }[column.type]
+    return kind(null=True) if column.null else kind()
+
+
+# The snapshot's facts, one field per column of its declaration.
+SnapshotFactsFields = type(
+    "SnapshotFactsFields",
+    (models.Model,),
+    {
+        "__module__": __name__,
+        "Meta": type("Meta", (), {"abstract": True}),
+        **{c.name: _snapshot_field(c) for c in snapshot_columns()},
+    },
+)
+
+
+class Snapshot(SnapshotFactsFields):
+    """One stored snapshot (partitioned table collectors_snapshot, read-only here)."""
+
+    id = models.BigIntegerField(primary_key=True)
+    server = models.ForeignKey(Server, on_delete=models.DO_NOTHING, db_constraint=False, related_name="+")
+    statements = models.BinaryField(null=True)
+
+    class Meta:
+        managed = False
+        db_table = tables.SNAPSHOT.name
+        ordering = ["-taken_at"]
+
+
+class FailedCollection(models.Model):
+    """One failed collection of a server (the last KEEP_ERRORS per server; the Server row keeps only the
+    last one, which says nothing of a server that fails one collection in ten)."""
+
+    server = models.ForeignKey(Server, on_delete=models.CASCADE, related_name="collection_errors")
+    at = models.DateTimeField()
+    error_class = models.CharField(max_length=40)  # readings.errors.CollectionError.code
+    message = models.TextField()
+
+    class Meta:
+        # The table's name from before the model was renamed (migration 0013); its primary key is (server_id,
+        # id) in the database, as every history table's keys (migration 0009).
+        db_table = "collectors_collectionerror"
+        indexes = [models.Index(fields=["server", "-at"], name="collection_error_recent")]
+
+    def __str__(self) -> str:
+        return f"{self.error_class} on {self.server_id} at {self.at:%Y-%m-%d %H:%M}"

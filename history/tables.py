@@ -1,0 +1,43 @@
+"""The history store's tables, named once: every other module (writers, rollups, selectors,
+partition maintenance, deletes) derives names, partitioning and retention from here."""
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class HistoryTable:
+    name: str
+    span: str | None = None  # partition span (day, month, year); None: not partitioned
+    retention: str | None = None  # the settings.HISTORY key that bounds its age
+
+
+# Raw: one row per snapshot (statement deltas encoded in one block, server totals as columns).
+SNAPSHOT = HistoryTable("collectors_snapshot", "day", "RAW_RETENTION_DAYS")
+WAIT_EVENT = HistoryTable("collectors_wait_event", "day", "RAW_RETENTION_DAYS")
+# Server totals per UTC hour and day (bucket = its start). The hourly tables share one partition span,
+# so that retention drops the same hours from each: a read plans on what the server buckets hold.
+SERVER_HOURLY = HistoryTable("collectors_server_hourly", "day", "HOURLY_RETENTION_DAYS")
+SERVER_DAILY = HistoryTable("collectors_server_daily", "year", "DAILY_RETENTION_DAYS")
+# Statement-major tier: cumulative sums per statement at hour boundaries since the start of the UTC
+# day, and at day boundaries since the start of the UTC month (see history/tiers.py).
+STATEMENT_HOURLY = HistoryTable("collectors_statement_hourly", "day", "HOURLY_RETENTION_DAYS")
+STATEMENT_DAILY = HistoryTable("collectors_statement_daily", "year", "DAILY_RETENTION_DAYS")
+WAIT_EVENT_HOURLY = HistoryTable("collectors_wait_event_hourly", "day", "HOURLY_RETENTION_DAYS")
+WAIT_EVENT_DAILY = HistoryTable("collectors_wait_event_daily", "year", "DAILY_RETENTION_DAYS")
+# Not partitioned, kept while the server exists.
+STATEMENT = HistoryTable("collectors_statement")
+STATEMENT_STATE = HistoryTable("collectors_statement_state")
+SERVER_STATE = HistoryTable("collectors_serverstate")
+
+PARTITIONED: tuple[HistoryTable, ...] = (
+    SNAPSHOT,
+    WAIT_EVENT,
+    SERVER_HOURLY,
+    SERVER_DAILY,
+    STATEMENT_HOURLY,
+    STATEMENT_DAILY,
+    WAIT_EVENT_HOURLY,
+    WAIT_EVENT_DAILY,
+)
+# Everything a server owns in the history store (a server's delete empties each of them).
+PER_SERVER: tuple[HistoryTable, ...] = (*PARTITIONED, STATEMENT_STATE, STATEMENT, SERVER_STATE)

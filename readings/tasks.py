@@ -1,0 +1,111 @@
+"""Celery tasks: thin wrappers that take primary keys and call services."""
+
+import logging
+import random
+import uuid
+from datetime import UTC, datetime, timedelta
+
+from celery import shared_task
+from django.conf import settings
+from django.core.cache import cache
+
+from readings.checks import QUEUE_WAIT_S, check_run
+from readings.errors import HistoryUnavailable
+from readings.scheduling import servers_dispatch_due
+from readings.services import server_collect
+
+log = logging.getLogger(__name__)
+MAX_BACKOFF_S = 120
+PUT_OFF_S = (1.0, 3.0)  # a collection over its organization's share runs again this many seconds later
+
+
+TRACK_TTL_S = 3600  # how long a tracked collection's status stays readable
+
+
+def _tracked_key(task_id: str) -> str:
+    return f"collect-task:{task_id}"
+
+
+def track(task_id: str | None, server_id: int, status: str, result: dict | None = None) -> None:
+    if task_id:
+        cache.set(_tracked_key(task_id), {"server_id": server_id, "status": status, "result": result}, TRACK_TTL_S)
+
+
+def tracked(task_id: str) -> dict | None:
+    """A tracked collection's server_id, status and result (None when unknown or more than an hour old)."""
+    return cache.get(_tracked_key(task_id))
+
+
+def collect_tracked(server_id: int, *, expires_s: float) -> str:
+    """A collection asked for now (the API's collect), its status kept for whoever polls `tracked`: the task id."""
+    task_id = str(uuid.uuid4())
+    track(task_id, server_id, "queued")
+    collect_server.apply_async((server_id,), {"tracked": True}, task_id=task_id, expires=expires_s)
+    return task_id
+
+
+@shared_task(bind=True, max_retries=6, acks_late=True)
+def collect_server(self, server_id: int, tracked: bool = False) -> dict:
+    """One collection; `tracked`: its status is kept in the cache for whoever asked (the API's collect now)."""
+    task_id = self.request.id if tracked else None
+    track(task_id, server_id, "running")
+    try:
+        result = server_collect(server_id=server_id)
+    except HistoryUnavailable as exc:
+        countdown = min(2**self.request.retries, MAX_BACKOFF_S)
+        log.warning("history store unavailable, retrying collection of server %s in %ss", server_id, countdown)
+        raise self.retry(exc=exc, countdown=countdown) from exc
+    except Exception as exc:
+        track(task_id, server_id, "failed", {"ok": False, "kind": "error", "error_code": type(exc).__name__})
+        raise
+    if result.kind == "over_share" and _put_off(self, server_id, tracked):
+        track(task_id, server_id, "queued")
+        return {"ok": False, "kind": "over_share", "error_code": "over_share", "put_off": True}
+    log.info(result.summary())
+    out = {"ok": result.ok, "kind": result.kind, "error_code": result.error_code}
+    track(task_id, server_id, "succeeded" if result.ok else "failed", out)
+    return out
+
+
+def _put_off(task, server_id: int, tracked: bool) -> bool:
+    """A collection over its organization's share (readings.shares), sent again to run in a second or two while
+    that is before its message expires (the server's next collection is due then): True. Else it is skipped, and
+    the log says why (the server's history shows the interval missed)."""
+    countdown = random.uniform(*PUT_OFF_S)
+    expires = task.request.expires
+    if isinstance(expires, str):
+        expires = datetime.fromisoformat(expires)
+    if expires is not None and expires.tzinfo is None:
+        expires = expires.replace(tzinfo=UTC)
+    if expires is not None and expires <= datetime.now(UTC) + timedelta(seconds=countdown):
+        log.warning(
+            "collection of server %s skipped: its organization's share of the collection workers stayed in use "
+            "until its next collection was due (ORG_MAX_COLLECTING)",
+            server_id,
+        )
+        return False
+    collect_server.apply_async(
+        (server_id,), {"tracked": tracked}, task_id=task.request.id, expires=expires, countdown=countdown
+    )
+    return True
+
+
+@shared_task(acks_late=True)
+def check_connection(check_id: str) -> str | None:
+    """A "test connection" asked for by a page or the API (readings.checks): its state is polled there."""
+    return check_run(check_id)
+
+
+def check_enqueue(check_id: str) -> None:
+    """What readings.checks.check_queue is handed to send a check to a worker (its message expires with it)."""
+    check_connection.apply_async((check_id,), task_id=check_id, expires=QUEUE_WAIT_S)
+
+
+def _enqueue(server_id: int, expires_s: float, countdown_s: float) -> None:
+    collect_server.apply_async((server_id,), expires=expires_s, countdown=countdown_s or None)
+
+
+@shared_task
+def dispatch_due_collections() -> int:
+    """Beat's, every DISPATCH_TICK_S: the servers due before the next tick, each sent to run at its due time."""
+    return len(servers_dispatch_due(enqueue=_enqueue, horizon_s=settings.DISPATCH_TICK_S))

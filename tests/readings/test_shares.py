@@ -1,0 +1,112 @@
+"""Each organization's share of the collection workers (readings.shares): slots held by running collections in
+their own sessions of the history store, across threads as across workers. The share under a real worker,
+beat and slow servers: tests/production/test_faults_fleet.py."""
+
+import threading
+from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
+
+import pytest
+from django.db import connection
+
+from history.models import FailedCollection
+from inventory.models import Organization
+from readings import shares, tasks
+from readings.services import server_collect
+from tests.world import collect, register
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+class Holder(threading.Thread):
+    """A collection of its own, in a thread (its own session of the history store), holding a slot until told."""
+
+    def __init__(self, organization_id: int, limit: int):
+        super().__init__(daemon=True)
+        self.organization_id, self.limit = organization_id, limit
+        self.got: bool | None = None
+        self.holding, self.done = threading.Event(), threading.Event()
+
+    def run(self) -> None:
+        try:
+            with shares.held(self.organization_id, self.limit) as mine:
+                self.got = mine
+                self.holding.set()
+                self.done.wait(30)
+        finally:
+            connection.close()
+
+    def __enter__(self) -> "Holder":
+        self.start()
+        assert self.holding.wait(30)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.done.set()
+        self.join(30)
+
+
+def test_no_more_collections_of_an_organization_hold_a_slot_than_its_limit_and_a_slot_let_go_is_taken_again():
+    with Holder(7, 2) as a, Holder(7, 2) as b:
+        assert (a.got, b.got) == (True, True)
+        assert shares.running(7) == 2
+        with Holder(7, 2) as c, Holder(8, 2) as other:
+            assert c.got is False, "the organization's two slots are held"
+            assert other.got is True, "another organization's share is its own"
+            assert shares.running(8) == 1
+    assert shares.running(7) == 0
+    with Holder(7, 2) as again:
+        assert again.got is True
+
+
+def test_with_no_limit_every_collection_runs_and_holds_nothing():
+    holders = [Holder(7, 0) for _ in range(3)]
+    for h in holders:
+        h.__enter__()
+    try:
+        assert [h.got for h in holders] == [True] * 3
+        assert shares.running(7) == 0
+    finally:
+        for h in holders:
+            h.__exit__()
+
+
+def test_a_collection_over_its_organizations_share_is_put_off_not_failed(pg_clusters, settings):
+    settings.ORG_MAX_COLLECTING = 1
+    server = register(pg_clusters[15])
+    with Holder(server.organization_id, 1):
+        result = server_collect(server_id=server.pk)
+    assert (result.ok, result.kind, result.error_code) == (False, "over_share", "over_share")
+    assert "its share (ORG_MAX_COLLECTING)" in result.error
+    server.refresh_from_db()
+    assert server.last_attempt_at is None and server.consecutive_failures == 0
+    assert not FailedCollection.objects.filter(server=server).exists()
+    assert collect(server).kind == "baseline"  # the slot let go: collected
+
+
+def test_an_organizations_own_limit_wins_over_the_setting(settings):
+    org = Organization.objects.create(name="tenant")
+    assert org.collecting_limit() == 0, "no limit by default: one organization's fleet may use every worker"
+    settings.ORG_MAX_COLLECTING = 6
+    assert org.collecting_limit() == 6
+    org.max_collecting = 0
+    assert org.collecting_limit() == 0  # no limit for this one
+    org.max_collecting = 2
+    assert org.collecting_limit() == 2
+
+
+@pytest.mark.parametrize(
+    ("in_s", "form"),
+    [(-1.0, "aware"), (0.5, "naive string"), (0.9, "aware string")],
+    ids=["past", "naive-string", "sooner-than-a-put-off"],
+)
+def test_a_collection_put_off_past_its_servers_next_one_is_skipped_and_said(in_s, form, caplog):
+    """Celery hands the task its message's expiry as a string or a datetime; a put-off waits a second at least."""
+    expires = datetime.now(UTC) + timedelta(seconds=in_s)
+    if form == "naive string":
+        expires = expires.replace(tzinfo=None).isoformat()
+    elif form == "aware string":
+        expires = expires.isoformat()
+    task = SimpleNamespace(request=SimpleNamespace(expires=expires, id="t-1"))
+    assert tasks._put_off(task, 42, tracked=False) is False
+    assert "collection of server 42 skipped: its organization's share" in caplog.text
