@@ -64,7 +64,6 @@ INSTALLED_APPS = [
     "console",
     "history",
     "readings",
-    "readtier",
     "advisor",
     "reports",
     "exports",

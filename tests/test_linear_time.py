@@ -31,7 +31,7 @@ NOT_QUERY_TEXTS = {
     "alerts/channels.py": "a PagerDuty routing key (32 characters, fullmatch)",
     "readings/check.py": "libpq's error messages",
     "history/partitions.py": "partition names of the history store",
-    "readtier/management/commands/top.py": "a command-line duration",
+    "console/management/commands/top.py": "a command-line duration",
     "readings/sql_names.py": "role and database names (fullmatch)",
     "readings/pgss.py": "the server's version string",
     "console/api/common.py": "a query-string duration",
