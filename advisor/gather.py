@@ -13,11 +13,16 @@ from django.conf import settings as django_settings
 
 from advisor.evidence import Evidence, Settings, StatementFact
 from inventory.models import Server
-from readtier import fleet_summary, server_series, statement_series, wait_events
-from readtier.advisor import server_facts
-from readtier.server import server_settings
-from readtier.statements import all_statements
-from readtier.windows import Window
+from readtier import (
+    Window,
+    all_statements,
+    fleet_summary,
+    server_facts,
+    server_series,
+    server_settings,
+    statement_series,
+    wait_events,
+)
 
 DAY, WEEK = timedelta(days=1), timedelta(days=7)
 # Fewer delta snapshots than this in the last hour: rates are not judged yet (one interval is not "sustained").

@@ -12,9 +12,7 @@ from datetime import datetime, timedelta
 from advisor.models import SEVERITY_RANK
 from advisor.selectors import CHANGE_APPLY_TEXT, RecommendationRow
 from advisor.thresholds import DEALLOC_CRITICAL_PER_S
-from readtier.series import ServerPoint
-from readtier.server import ConfigChange
-from readtier.statements import StatementTotals
+from readtier import ConfigChange, ServerPoint, StatementTotals
 
 # dealloc: above the rate for at least this share of the collected time in the window (a weighted median: one
 # snapshot's burst among fifteen is not a storm), and the window collected for at least this share of it.

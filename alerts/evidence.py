@@ -16,12 +16,22 @@ from alerts.conditions import Condition
 from alerts.models import Rule
 from inventory.models import Server
 from readings.errors import shown
-from readtier.baselines import hourly_sums
-from readtier.fleet import server_status
-from readtier.series import server_series
-from readtier.server import config_changes
-from readtier.statements import MAX_PAGE_SIZE, Page, StatementFilters, TopStatements, top_statements
-from readtier.windows import DAY, HOUR, Window, ceil_hour, floor_hour
+from readtier import (
+    DAY,
+    HOUR,
+    MAX_PAGE_SIZE,
+    Page,
+    StatementFilters,
+    TopStatements,
+    Window,
+    ceil_hour,
+    config_changes,
+    floor_hour,
+    hourly_sums,
+    server_series,
+    server_status,
+    top_statements,
+)
 
 logger = logging.getLogger(__name__)
 

@@ -16,19 +16,26 @@ from advisor.selectors import RecommendationRow, recommendation_activity, recomm
 from history.redact import redact
 from inventory.models import Organization, Server
 from readtier import (
+    CONFIG_COLUMNS,
+    NOT_TRACKED,
+    CollectionCoverage,
+    ConfigChange,
     Page,
     Planning,
     ServerSeries,
     StatementFilters,
     StatementTotals,
     Window,
+    WindowSummary,
+    collection_coverage,
+    config_changes,
     server_series,
+    server_settings,
+    snapshot_page,
     top_statements,
+    version_text,
+    window_summary,
 )
-from readtier.coverage import CollectionCoverage, WindowSummary, collection_coverage, window_summary
-from readtier.parts import NOT_TRACKED
-from readtier.server import CONFIG_COLUMNS, ConfigChange, config_changes, server_settings, version_text
-from readtier.snapshots import snapshots
 
 TOP_N = 20  # statements in each top list
 TOP_ORDERS = ("total", "exec", "plan", "calls")
@@ -137,7 +144,7 @@ def clean_text(text: str | None, limit: int = QUERY_MAX_CHARS) -> tuple[str | No
 
 
 def _settings(server_id: int, window: Window) -> SettingsAt:
-    found = snapshots(server_id=server_id, window=window, page=Page(1, 1)).rows
+    found = snapshot_page(server_id=server_id, window=window, page=Page(1, 1)).rows
     if found:
         snap, in_window = found[0], True
     else:

@@ -11,8 +11,7 @@ from pathlib import Path
 
 from exports.audit import TOP_ORDERS, AuditContent, AuditFinding, ServerAudit
 from readings.errors import shown
-from readtier import StatementTotals
-from readtier.parts import NOT_TRACKED
+from readtier import NOT_TRACKED, StatementTotals
 
 FORMAT = "pgconsole-audit-export"
 VERSION = 1

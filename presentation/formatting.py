@@ -8,7 +8,7 @@ from __future__ import annotations
 from datetime import datetime, tzinfo
 
 from history.models import TextStatus
-from readtier.parts import NO_DATA, NOT_TRACKED
+from readtier import NO_DATA, NOT_TRACKED
 
 UNKNOWN = "unknown"
 DASH = "–"  # a table's cell without a figure

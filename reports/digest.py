@@ -13,16 +13,19 @@ from advisor.selectors import ActivityRow, recommendation_activity
 from inventory.models import Organization, Server
 from readings.errors import shown
 from readtier import (
+    CollectionCoverage,
     ServerSeries,
     StatementChange,
     WaitEvents,
+    WindowSummary,
+    collection_coverage,
     compare_windows,
     fleet_summary,
     server_series,
+    version_text,
     wait_events,
+    window_summary,
 )
-from readtier.coverage import CollectionCoverage, WindowSummary, collection_coverage, window_summary
-from readtier.server import version_text
 from reports.weeks import ReportWeek
 
 TOP_STATEMENTS = 10

@@ -11,7 +11,7 @@ from django.contrib.auth import get_user_model
 
 from accounts.access import organization_readers
 from inventory.models import Organization, Server
-from readtier.windows import coverage
+from readtier import history_coverage
 from reports.models import Delivery, ReportOptIn, ReportSchedule, Unsubscribed, WeeklySend
 from reports.weeks import ReportWeek, WeekError, last_complete_week, parse_week, week_of
 
@@ -46,7 +46,7 @@ def preview_week(*, organization_id: int, now: datetime) -> ReportWeek:
     after it (a new installation, before its first whole week), the week in progress so far."""
     last = report_week(organization_id=organization_id, now=now)
     servers = Server.objects.filter(organization_id=organization_id).values_list("pk", flat=True)
-    starts = [b for b in (coverage(pk).data_from for pk in servers) if b is not None]
+    starts = [b for b in (history_coverage(pk).data_from for pk in servers) if b is not None]
     if starts and min(starts) >= last.window.end:
         return week_of(now, time_zone=last.time_zone).so_far(now)
     return last

@@ -8,7 +8,7 @@ import zoneinfo
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 
-from readtier.windows import Window
+from readtier import Window
 
 _WEEK = re.compile(r"^(\d{4})-W(\d{2})$")
 

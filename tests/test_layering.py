@@ -84,6 +84,44 @@ def test_imports_run_one_way(package):
 PURE_FOR_RULES = {"readings.sql_names"}
 
 
+# Packages that other apps may import only through their public entry (the package itself), never a module inside.
+# The history store and the readings follow once their public entries exist (issue 36).
+ENTRY_ONLY = ("readtier",)
+
+
+def _insides(package: str, tree: ast.Module) -> Iterator[tuple[int, str]]:
+    """(line, module) of every import of one of ENTRY_ONLY's inner modules by a module outside that package."""
+    for line, name in _imports(tree, whole=True):
+        top = name.split(".")[0]
+        if top in ENTRY_ONLY and top != package and name != top:
+            yield line, name
+
+
+def test_other_apps_import_the_read_tier_only_through_its_entry():
+    wrong = [
+        f"{path.relative_to(ROOT)}:{line} imports {name}"
+        for package in MAY_IMPORT
+        for path, tree in _modules(package)
+        for line, name in _insides(package, tree)
+    ]
+    assert not wrong, "\n".join(wrong)
+    # Every name the entry hands on is defined once, and none of them hides a module of the package.
+    entry = ast.parse((ROOT / "readtier" / "__init__.py").read_text())
+    names = [
+        alias.asname or alias.name for node in entry.body if isinstance(node, ast.ImportFrom) for alias in node.names
+    ]
+    modules = {path.stem for path in (ROOT / "readtier").glob("*.py")}
+    assert len(names) == len(set(names)) and not set(names) & modules, sorted(set(names) & modules)
+    exported = next(node for node in entry.body if isinstance(node, ast.Assign)).value
+    assert sorted(ast.literal_eval(exported)) == sorted(names)
+
+
+def test_the_entry_check_sees_an_inner_import():
+    tree = ast.parse("from readtier.windows import Window\nfrom readtier import Window\nimport readtier.db\n")
+    assert list(_insides("console", tree)) == [(1, "readtier.windows"), (3, "readtier.db")]
+    assert list(_insides("readtier", tree)) == []
+
+
 def test_the_rules_of_the_advisor_read_no_orm():
     """advisor/rules/: pure functions of the evidence (advisor.gather reads the history for them)."""
     wrong = [

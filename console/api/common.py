@@ -23,7 +23,7 @@ from rest_framework.response import Response
 from rest_framework.utils.encoders import JSONEncoder
 
 from exports.formats.csvfiles import formula_safe
-from readtier.statements import MAX_PAGE_SIZE
+from readtier import MAX_PAGE_SIZE
 
 DEFAULT_PAGE_SIZE = 50
 DEFAULT_SINCE = timedelta(hours=1)
@@ -71,7 +71,7 @@ def _time(name: str, raw: str) -> datetime:
 
 def window_params(request: Request, *, now: datetime | None = None):
     """The window of ?from=&to= or ?since= (default: the last hour); a 400 saying what to fix otherwise."""
-    from readtier.windows import Window
+    from readtier import Window
 
     now = now or timezone.now()
     q = request.query_params

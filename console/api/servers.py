@@ -48,10 +48,7 @@ from inventory.services import server_create, server_update
 from readings.checks import CheckState, check_queue
 from readings.errors import shown
 from readings.tasks import check_enqueue, collect_tracked, tracked
-from readtier.fleet import server_status
-from readtier.server import recent_errors, version_text
-from readtier.snapshots import latest_snapshot, snapshots
-from readtier.statements import Page
+from readtier import Page, latest_snapshot, recent_errors, server_status, snapshot_page, version_text
 
 SSLMODES = [c for c, _ in Server.SslMode.choices]
 
@@ -441,7 +438,7 @@ class Snapshots(APIView):
         q = request.query_params
         window = window_params(request) if any(q.get(k) for k in ("from", "to", "since")) else None
         page, size = page_params(request)
-        found = snapshots(server_id=server.pk, window=window, page=Page(page, size))
+        found = snapshot_page(server_id=server.pk, window=window, page=Page(page, size))
         return Response(paged([_snapshot(r) for r in found.rows], count=found.total_count, page=page, page_size=size))
 
 

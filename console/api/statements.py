@@ -23,22 +23,25 @@ from console.api.common import (
     paged,
     window_params,
 )
+from readtier import MAX_PAGE_SIZE as ACROSS_MAX
+from readtier import MAX_PAGES as ACROSS_PAGES
 from readtier import (
     ORDERS,
+    RESOLUTIONS,
+    SORT_KEYS,
+    STATEMENT_RESOLUTIONS,
     Page,
     StatementFilters,
     WindowError,
     server_series,
+    statement_detail_of,
+    statement_owner,
     statement_series,
+    statements_across,
+    statements_in,
     top_statements,
     wait_events,
 )
-from readtier.across import MAX_PAGE_SIZE as ACROSS_MAX
-from readtier.across import MAX_PAGES as ACROSS_PAGES
-from readtier.across import SORT_KEYS, statements_across
-from readtier.series import RESOLUTIONS, STATEMENT_RESOLUTIONS
-from readtier.server import statements_in
-from readtier.statement_detail import statement_detail, statement_owner
 
 WAITS_BY_QUERY_FROM = 140000  # pg_stat_activity.query_id: PostgreSQL 14
 FILTER_PARAMETERS = [
@@ -202,8 +205,8 @@ class OrganizationStatements(APIView):
         )
 
 
-def _statement(request, statement_id: int, selector=statement_detail):
-    """The statement (statement_detail, or statement_owner where only whose it is matters) and its server,
+def _statement(request, statement_id: int, selector=statement_detail_of):
+    """The statement (statement_detail_of, or statement_owner where only whose it is matters) and its server,
     a 404 unless the caller sees it."""
     user = request.user
     organizations = visible_organization_ids(user)

@@ -10,8 +10,7 @@ from django.shortcuts import render
 from django.utils import timezone
 
 from console.ranges import PRESETS, TimeRange
-from readtier.fleet import server_status
-from readtier.server import version_text
+from readtier import server_status, version_text
 
 
 def is_fragment_request(request: HttpRequest) -> bool:

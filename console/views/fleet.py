@@ -22,10 +22,7 @@ from console.ranges import OPENING, PRESETS, TimeRange, opening_key_of, parse_ra
 from console.views.common import page_number, render_page
 from inventory.models import Server
 from presentation.formatting import rate_text
-from readtier import FleetRow, Window, fleet_summary
-from readtier.fleet import server_status
-from readtier.server import version_text
-from readtier.windows import HOUR, floor_hour, history_older_than
+from readtier import HOUR, FleetRow, Window, fleet_summary, floor_hour, history_older_than, server_status, version_text
 
 PAGE_SIZE = 50
 SPARK_POINTS = 72  # a sparkline is ~140 px wide: 30 days of hours are averaged down to this many points

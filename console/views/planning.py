@@ -24,10 +24,10 @@ from readtier import (
     StatementTotals,
     TopStatements,
     Window,
+    history_coverage,
     server_series,
     top_statements,
 )
-from readtier.windows import coverage
 
 RANKED = 20  # statements per ranking
 # What a point spans.
@@ -186,7 +186,7 @@ def ranking_rows(top: TopStatements, query: str) -> list[Row]:
 def planning(request: HttpRequest, server_id: int) -> HttpResponse:
     """/servers/<id>/planning/: the whole page, or for an htmx request the range-dependent body."""
     server = server_for(request.user, server_id)
-    tr = parse_range(request.GET, history_from=coverage(server.pk).data_from)
+    tr = parse_range(request.GET, history_from=history_coverage(server.pk).data_from)
     base = reverse("planning", args=[server.pk])
     query = urlencode(tr.params)
     material = StatementFilters(min_time_share=MATERIAL_SHARE)

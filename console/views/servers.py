@@ -16,15 +16,17 @@ from console.charts import EXEC_COLOR, PLAN_COLOR, Chart, Series, hit_ratio_char
 from console.ranges import parse_range
 from console.views.common import is_fragment_request, render_page, server_header
 from console.views.top import parse_table, range_context, statements_table
-from readtier import ServerSeries, Window, server_series
-from readtier.server import (
+from readtier import (
     ConfigChange,
+    ServerSeries,
     ServerSettings,
+    Window,
     config_changes,
+    history_coverage,
     recent_errors,
+    server_series,
     server_settings,
 )
-from readtier.windows import coverage
 
 RECENT_ERRORS = 10
 
@@ -167,7 +169,7 @@ def setting_rows(settings: ServerSettings) -> list[SettingRow]:
 def server(request: HttpRequest, server_id: int) -> HttpResponse:
     """/servers/<id>/: the whole page, or for an htmx request from its table, the table alone."""
     server = server_for(request.user, server_id)
-    tr = parse_range(request.GET, history_from=coverage(server.pk).data_from)
+    tr = parse_range(request.GET, history_from=history_coverage(server.pk).data_from)
     state = parse_table(request.GET)
     base = reverse("server", args=[server.pk])
     context = {**server_header(server), **range_context(base, tr, state), **statements_table(server, tr, state, base)}

@@ -17,10 +17,17 @@ from console.sql_highlight import highlight
 from console.views.common import is_fragment_request, range_links, render_page, server_header
 from history.models import TextStatus
 from presentation.formatting import ms_number_text, number_text
-from readtier import StatementSeries, StatementTotals, Window, statement_series, wait_events
-from readtier.server import statements_in
-from readtier.statement_detail import same_queryid_elsewhere, statement_detail
-from readtier.windows import coverage
+from readtier import (
+    StatementSeries,
+    StatementTotals,
+    Window,
+    history_coverage,
+    same_queryid_elsewhere,
+    statement_detail_of,
+    statement_series,
+    statements_in,
+    wait_events,
+)
 
 WAITS_BY_QUERY_FROM = 140000  # query_id in pg_stat_activity and pg_wait_sampling: PostgreSQL 14
 TOP_WAITS = 10
@@ -141,11 +148,11 @@ def statement(request: HttpRequest, statement_id: int) -> HttpResponse:
     user = request.user
     organizations = visible_organization_ids(user)
     try:
-        detail = statement_detail(statement_id=statement_id, organization_ids=organizations)
+        detail = statement_detail_of(statement_id=statement_id, organization_ids=organizations)
     except LookupError:
         raise Http404("no such statement") from None
     server = server_for(user, detail.server_id)  # the same rule as every server page
-    tr = parse_range(request.GET, history_from=coverage(server.pk).data_from)
+    tr = parse_range(request.GET, history_from=history_coverage(server.pk).data_from)
     base = reverse("statement", args=[detail.statement_id])
     series = statement_series(statement_id=detail.statement_id, window=tr.window)
     totals = statements_in(server_id=server.pk, window=tr.window, statement_ids=[detail.statement_id])

@@ -18,9 +18,19 @@ from console.ranges import TimeRange, parse_range
 from console.views.common import page_number, range_links, render_page, server_header
 from inventory.models import Server
 from presentation.formatting import bytes_text, missing_text, ms_number_text, number_text
-from readtier import ORDERS, Page, StatementChange, StatementFilters, StatementTotals, top_statements
-from readtier.across import MAX_PAGES, statement_names_across, statements_across
-from readtier.server import statement_names, statements_in
+from readtier import (
+    MAX_PAGES,
+    ORDERS,
+    Page,
+    StatementChange,
+    StatementFilters,
+    StatementTotals,
+    statement_names,
+    statement_names_across,
+    statements_across,
+    statements_in,
+    top_statements,
+)
 
 PAGE_SIZE = 50
 TEXT_CHARS = 140  # shown in the table

@@ -15,8 +15,7 @@ from advisor.selectors import CHANGE_APPLY_TEXT
 from exports.audit import QUERY_MAX_CHARS, TOP_N, AuditContent, AuditFinding, ServerAudit
 from presentation import formatting as fmt
 from presentation.charts import Line, chart_png
-from readtier import StatementTotals
-from readtier.parts import NOT_TRACKED
+from readtier import NOT_TRACKED, StatementTotals
 
 QUERY_PDF_CHARS = 200  # a statement's text in a table; the data files carry up to QUERY_MAX_CHARS
 ORDER_TITLES = {

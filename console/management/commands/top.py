@@ -9,8 +9,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from history.models import TextStatus
 from inventory.lookups import find_server
-from readtier import ORDERS, Page, StatementTotals, Window, top_statements
-from readtier.statements import MAX_PAGE_SIZE
+from readtier import MAX_PAGE_SIZE, ORDERS, Page, StatementTotals, Window, top_statements
 
 _UNITS = {"s": 1, "m": 60, "min": 60, "h": 3600, "d": 86400, "w": 604800}
 
