@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import enum
 import importlib.metadata
-import re
 import tomllib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from license_expression import ExpressionError, LicenseSymbol, get_spdx_licensing
+
+from devenv.locks import parse_lock
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNTIME_LOCK = ROOT / "requirements" / "runtime.txt"
@@ -235,21 +236,9 @@ def read_expression(name: str, version: str, metadata) -> tuple[str, str]:
     return "", "no License-Expression, SPDX License field or licence classifier"
 
 
-_PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s;\\]+)")
-
-
 def locked(path: Path) -> dict[str, str]:
-    """{name: version} of a lock file (`name==version \\` lines with their hashes)."""
-    out = {}
-    for line in path.read_text().splitlines():
-        match = _PIN.match(line)
-        if match:
-            out[_normalize(match.group(1))] = match.group(2)
-    return out
-
-
-def _normalize(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
+    """{canonical name: version} of a lock file."""
+    return {name: pin.version for name, pin in parse_lock(path.read_text()).pins.items()}
 
 
 def vendored(readme: Path = VENDOR_README) -> list[tuple[str, str, str, str]]:
