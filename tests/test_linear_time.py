@@ -21,6 +21,7 @@ import pytest
 from advisor.rules import r5_families
 from console import sql_highlight
 from history import redact
+from tests.test_tree import PRODUCT
 
 ROOT = Path(__file__).resolve().parent.parent
 READERS = (redact, r5_families, sql_highlight)
@@ -38,19 +39,6 @@ NOT_QUERY_TEXTS = {
     "inventory/network_policy.py": "host names",
     "reports/weeks.py": "ISO week labels",
 }
-PRODUCT = (
-    "accounts",
-    "advisor",
-    "alerts",
-    "console",
-    "exports",
-    "history",
-    "inventory",
-    "presentation",
-    "readings",
-    "readtier",
-    "reports",
-)
 SIZE = 1_000  # characters of the smaller input; the larger is 16 times as long
 GROWTH = 16
 LIMIT = 64  # a linear scan grows ×16 (a little more with caches), a quadratic one ×256
