@@ -39,7 +39,11 @@ def clean_redis(settings):
 
 @contextmanager
 def asleep(cluster, seconds: float):
-    """A session of SLEEPER in pg_sleep for `seconds`; yields its query id once it is seen asleep."""
+    """A session of SLEEPER in pg_sleep for `seconds`; yields its query id once it is seen asleep with it.
+
+    pg_stat_activity reads the wait event live but the rest of a row from a snapshot of the backend's status, so a
+    look just as the statement starts can show PgSleep beside the query id of 0 (shown as NULL) that binding the
+    statement set; the executor reports the real one a moment later. Waiting for both keeps that instant out."""
 
     def sleep():
         with psycopg.connect(cluster.dsn(APP_DB), autocommit=True, application_name=SLEEPER) as conn:
@@ -50,7 +54,8 @@ def asleep(cluster, seconds: float):
     with psycopg.connect(cluster.dsn(APP_DB), autocommit=True) as conn:
         for _ in range(50):
             seen = conn.execute(
-                "SELECT query_id FROM pg_stat_activity WHERE application_name = %s AND wait_event = 'PgSleep'",
+                "SELECT query_id FROM pg_stat_activity"
+                " WHERE application_name = %s AND wait_event = 'PgSleep' AND query_id IS NOT NULL",
                 (SLEEPER,),
             ).fetchone()
             if seen:
