@@ -29,8 +29,9 @@ from bench import bulk, synthetic
 from history import rollups, tables
 from history.deltas import Entries, match_keys
 from history.models import ServerState
-from readings import lineage, pgss
 from readings.services import server_collect
+from readings.settings import instance
+from readings.statements import lineage, pgss
 
 FLUSH_MINUTES = 10  # minutes of all servers' blocks encoded and COPYed at once
 
@@ -53,7 +54,7 @@ class _Slice:
         self.stats_since = fleet.stats_since[self.rows]
         self.current_waits = None
 
-    def meta(self) -> pgss.ServerMeta:
+    def meta(self) -> instance.ServerMeta:
         return self.fleet.meta()
 
     def identity(self) -> lineage.Identity:
@@ -135,7 +136,9 @@ def start(
     )
     templates = [
         bulk.snapshot_template(
-            bulk.Interval(sid, statements, interval_s=step_s, stats_reset_at=pgss.timestamp(int(gen.stats_since[0])))
+            bulk.Interval(
+                sid, statements, interval_s=step_s, stats_reset_at=instance.timestamp(int(gen.stats_since[0]))
+            )
         )
         for sid in server_ids
     ]

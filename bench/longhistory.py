@@ -28,8 +28,9 @@ from django.db import connection
 from bench import baseline, bulk, synthetic
 from history import codec, partitions, rollups, store, tables
 from history.models import ServerState
-from readings import pgss, waits
 from readings.services import server_collect
+from readings.settings import instance
+from readings.waits import waits
 
 MINUTE_US = 60_000_000
 
@@ -124,7 +125,7 @@ def build(
     # -- bulk path -------------------------------------------------------------------------------
     n_bulk = int((handoff - first) / timedelta(minutes=1)) + 1 if handoff >= first else 0
     template = bulk.snapshot_template(
-        bulk.Interval(server.pk, statements, stats_reset_at=pgss.timestamp(int(synth.stats_since[0])))
+        bulk.Interval(server.pk, statements, stats_reset_at=instance.timestamp(int(synth.stats_since[0])))
     )
     hour_rows = _BulkHour(ids)
     started = time.perf_counter()

@@ -13,18 +13,20 @@ from collections import defaultdict
 
 def _targets():
     from history import codec, store
-    from readings import lineage, pgss, services
+    from readings.settings import instance
+    from readings.statements import lineage, pgss
+    from readings.statements import reading as statements
 
     # (label, module, attribute): wrap the name where the caller looks it up.
     return [
-        ("read: meta + settings", pgss, "read_meta"),
+        ("read: meta + settings", instance, "read_meta"),
         ("read: lineage (system identifier, timeline)", lineage, "read_identity"),
         ("read: pg_stat_statements_info", pgss, "read_info"),
         ("read: new and changed entries (+ merge)", pgss, "read_entries"),
         ("read: texts of new keys", pgss, "read_texts"),
         ("history: find known keys", store, "lookup_statements"),
         ("history: load statement state", store, "load_statement_state"),
-        ("deltas.compute", services, "compute"),
+        ("deltas.compute", statements, "compute_deltas"),
         ("codec.encode", codec, "encode"),
         ("history: insert new statements", store, "statement_ids"),
         ("history: insert snapshot row", store, "insert_snapshot"),

@@ -472,10 +472,10 @@ METHOD = """
   written. Snapshots overlapping a maintenance run are counted in the median and p99 like the others.
   The read sends the previous state (keys, calls, plans, execution time, and on 17 stats_since and
   minmax_stats_since) as array parameters and gets back only new, changed and gone entries
-  (`readings/pgss.py`); the bare SELECT baseline sends every entry. A last pass at 5,000 entries
+  (`readings/statements/pgss.py`); the bare SELECT baseline sends every entry. A last pass at 5,000 entries
   runs all statements before each of 10 snapshots, so that every entry changed: the worst case for
   that read (informative, no target).
-- **Footprint (2).** Synthetic, through the real writer: `services._read_server` (and the monitored
+- **Footprint (2).** Synthetic, through the real writer: `services._read` (and the monitored
   connection) are replaced at runtime in the benchmark process by a generator (`bench/synthetic.py`);
   everything after the read is the project's code (`server_collect` -> `deltas.compute`,
   `codec.encode`, `history.insert_statements` / `insert_snapshot` / `insert_waits` /

@@ -563,7 +563,7 @@ def _sampler_redis_connections() -> int:
     import redis
     from django.conf import settings
 
-    from readings import sampler
+    from readings.waits import sampler
 
     client = redis.Redis.from_url(settings.REDIS_URL)
     return sum(1 for c in client.client_list() if c.get("name") == sampler.CLIENT_NAME)

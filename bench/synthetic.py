@@ -33,7 +33,9 @@ import numpy as np
 from history.columns import COUNTER_NAMES, FACT_GAUGE_NAMES, GAUGE_NAMES
 from history.deltas import Entries, match_keys
 from readings import connection as monitored
-from readings import lineage, pgss, waits
+from readings.settings import instance
+from readings.statements import lineage, pgss
+from readings.waits import waits
 
 C = {name: j for j, name in enumerate(COUNTER_NAMES)}
 G = {name: j for j, name in enumerate(GAUGE_NAMES)}
@@ -266,8 +268,8 @@ class SyntheticServer:
 
     # -- what replaces the read of the monitored server ------------------------------------------
 
-    def meta(self) -> pgss.ServerMeta:
-        return pgss.ServerMeta(
+    def meta(self) -> instance.ServerMeta:
+        return instance.ServerMeta(
             server_version_num=170010,
             taken_at_us=self.taken_at_us,
             postmaster_start_us=int(self.stats_since[0]) - 1_000_000,
@@ -328,7 +330,7 @@ def reading_from(synth: SyntheticServer):
         (monitored, "checkout", lambda target: (_NoConnection(), True)),
         (monitored, "checkin", lambda target, conn: None),
         (monitored, "discard", lambda target, conn: None),
-        (pgss, "read_meta", lambda conn, functions=(): synth.meta()),
+        (instance, "read_meta", lambda conn, functions=(): synth.meta()),
         (pgss, "column_map", lambda conn, server_id, meta: None),
         (pgss, "read_info", lambda conn, meta: (0, int(synth.stats_since[0]))),
         (

@@ -88,8 +88,11 @@ class ServerState(models.Model):
     reads_all_stats = models.BooleanField(null=True)
     role_oid = models.BigIntegerField(null=True)
     # Entries new at the last snapshot: a server churning (new keys at every snapshot) has its new keys'
-    # texts read in the counters' own scan (readings/services.py).
+    # texts read in the counters' own scan (readings/statements/reading.py).
     new_entries = models.IntegerField(null=True)
+    # Each reading's status at its last read (readings/unit.py): {name: {"at_us", "ok", and "code" and "error"
+    # when it failed}}; a reading with a cadence is read again once its cadence has passed since "at_us".
+    readings = models.JSONField(default=dict)
 
 
 def _snapshot_field(column: Column) -> models.Field:

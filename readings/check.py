@@ -21,7 +21,7 @@ from inventory import tls
 from inventory.endpoint import Endpoint
 from readings.connection import CHECK_APPLICATION_NAME, MonitoredConnection, Target
 from readings.errors import CollectionError, OutOfTime, RefusedByPolicy, ServerSilent, Unreachable
-from readings.pgss import MIN_SERVER_VERSION
+from readings.settings.instance import MIN_SERVER_VERSION
 from readings.sql_names import quote_ident
 
 Level = Literal["ok", "info", "warning", "problem"]

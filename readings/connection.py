@@ -56,7 +56,7 @@ CHECK_APPLICATION_NAME = "pgconsole-check"  # "test connection": told apart from
 
 
 def sampler_application_name() -> str:
-    """The wait-event sampler's (readings/sampler.py): the collector's, marked."""
+    """The wait-event sampler's (readings/waits/sampler.py): the collector's, marked."""
     return f"{settings.COLLECTOR['APPLICATION_NAME']}-sampler"[:63]
 
 

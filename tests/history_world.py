@@ -12,8 +12,8 @@ from django.db import connection
 from bench import synthetic
 from history import codec, rollups
 from history.columns import TOTAL_NAMES, totals_of
-from readings import pgss
 from readings.services import server_collect
+from readings.statements import pgss
 
 STORM = 40  # how many times as often statements run in a storm
 

@@ -34,7 +34,7 @@ NOT_QUERY_TEXTS = {
     "history/partitions.py": "partition names of the history store",
     "console/management/commands/top.py": "a command-line duration",
     "readings/sql_names.py": "role and database names (fullmatch)",
-    "readings/pgss.py": "the server's version string",
+    "readings/settings/instance.py": "the server's version string",
     "console/api/common.py": "a query-string duration",
     "inventory/network_policy.py": "host names",
     "reports/weeks.py": "ISO week labels",

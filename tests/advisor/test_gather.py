@@ -16,8 +16,10 @@ from bench import synthetic
 from console.services import server_delete
 from history import rollups
 from history.models import ServerState, Statement
-from readings import pgss, waits
 from readings.services import server_collect
+from readings.settings import instance
+from readings.statements import pgss
+from readings.waits import waits
 from tests.history_world import raw_sums
 
 pytestmark = pytest.mark.django_db
@@ -29,7 +31,7 @@ START, NOW = datetime(2026, 6, 15, 7, 5, tzinfo=UTC), datetime(2026, 6, 15, 11, 
 class Contended(synthetic.SyntheticServer):
     version, dealloc = 170010, 0
 
-    def meta(self) -> pgss.ServerMeta:
+    def meta(self) -> instance.ServerMeta:
         return dataclasses.replace(super().meta(), server_version_num=self.version)
 
     def _sample_waits(self) -> waits.WaitReading:

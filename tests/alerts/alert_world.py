@@ -10,8 +10,9 @@ from datetime import datetime, timedelta
 from bench import synthetic
 from history import rollups
 from inventory.models import Organization, Server
-from readings import pgss
 from readings.services import server_collect
+from readings.settings import instance
+from readings.statements import pgss
 
 
 class Synthetic(synthetic.SyntheticServer):
@@ -22,7 +23,7 @@ class Synthetic(synthetic.SyntheticServer):
     entries_max: str | None = None
     max_changed_at: datetime | None = None
 
-    def meta(self) -> pgss.ServerMeta:
+    def meta(self) -> instance.ServerMeta:
         meta = super().meta()
         if self.max_changed_at is not None and self.taken_at >= self.max_changed_at:
             meta.settings["pg_stat_statements.max"] = self.entries_max

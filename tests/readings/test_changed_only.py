@@ -7,7 +7,8 @@ import pytest
 
 from history import binary_array
 from history.deltas import Entries
-from readings import pgss
+from readings.settings import instance
+from readings.statements import pgss
 from tests.world import MONITOR_PASSWORD, MONITOR_USER, run, server_entry
 
 MAJORS = (13, 14, 15, 16, 17, 18)
@@ -46,7 +47,7 @@ def test_changed_entries_merged_with_the_state_equal_a_full_reading(pg_clusters,
 
     with psycopg.connect(c.dsn("app", MONITOR_USER, MONITOR_PASSWORD), autocommit=True) as conn:
         monitor_oid = conn.execute("SELECT oid::int8 FROM pg_roles WHERE rolname = current_user").fetchone()[0]
-        meta = pgss.read_meta(conn)
+        meta = instance.read_meta(conn)
         cmap = pgss.column_map(conn, -major, meta)
         before = pgss.read_entries(conn, meta, cmap, Entries.empty())
         assert before.sent == len(before.entries) and (before.prev_index == -1).all()

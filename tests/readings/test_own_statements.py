@@ -20,8 +20,8 @@ from console.services import server_delete
 from exports.audit import server_audit
 from history.own import OWN_MARK
 from inventory.models import Server
-from readings import sampler
 from readings.check import server_check
+from readings.waits import sampler
 from readtier import Page, StatementFilters, Window, top_statements
 from reports.digest import server_digest
 from reports.weeks import ReportWeek

@@ -10,8 +10,8 @@ import numpy as np
 
 from bench import synthetic
 from history import rollups
-from readings import pgss
 from readings.services import server_collect
+from readings.settings import instance
 from tests.history_world import HardTexts
 
 STEP = timedelta(minutes=10)
@@ -41,7 +41,7 @@ class Configured(HardTexts):
             idx = np.union1d(idx, [self.late])
         return idx
 
-    def meta(self) -> pgss.ServerMeta:
+    def meta(self) -> instance.ServerMeta:
         m = super().meta()
         for at, change in self.schedule:
             if self.taken_at >= at:

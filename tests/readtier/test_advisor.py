@@ -12,8 +12,8 @@ import pytest
 
 from bench import synthetic
 from console.services import server_delete
-from readings import pgss
 from readings.services import server_collect
+from readings.statements import pgss
 from readtier import Window
 from readtier.advisor import server_facts
 

@@ -15,8 +15,9 @@ from bench import synthetic
 from console.services import server_delete
 from history import rollups
 from history.models import FailedCollection
-from readings import pgss
 from readings.services import server_collect
+from readings.settings import instance
+from readings.statements import pgss
 from readtier import Window
 from readtier.coverage import WindowSummary, collection_coverage, window_summary
 
@@ -30,7 +31,7 @@ OUTAGE = (datetime(2026, 6, 13, 10, 0, tzinfo=UTC), datetime(2026, 6, 13, 12, 0,
 class Versioned(synthetic.SyntheticServer):
     version, dealloc = 170010, 0
 
-    def meta(self) -> pgss.ServerMeta:
+    def meta(self) -> instance.ServerMeta:
         return dataclasses.replace(super().meta(), server_version_num=self.version)
 
 

@@ -17,8 +17,8 @@ from history import rollups, tiers
 from history.columns import COUNTER_NAMES, TOTAL_NAMES
 from history.models import Statement, TextStatus
 from inventory.models import Organization, Server
-from readings import pgss
 from readings.services import server_collect
+from readings.settings import instance
 from readtier import Page, Window, db, top_statements
 from readtier.statement_detail import (
     last_seen_at,
@@ -73,7 +73,7 @@ class Planned(HardTexts):
         running = [i for i, at in enumerate(self.retire) if self._interval_end <= at]
         return np.union1d(idx, np.asarray(running, np.int64)).astype(np.int64)
 
-    def meta(self) -> pgss.ServerMeta:
+    def meta(self) -> instance.ServerMeta:
         m = super().meta()
         m.settings["pg_stat_statements.track_planning"] = "on" if self._tracking(self.taken_at) else "off"
         return m

@@ -1,10 +1,10 @@
-"""manage.py sample_waits: the wait-event sampler (readings/sampler.py), until stopped."""
+"""manage.py sample_waits: the wait-event sampler (readings/waits/sampler.py), until stopped."""
 
 import logging
 
 from django.core.management.base import BaseCommand, CommandError
 
-from readings import sampler
+from readings.waits import sampler
 
 
 class Command(BaseCommand):
@@ -25,7 +25,7 @@ class Command(BaseCommand):
                 raise CommandError("no wait-event sampler has said it is alive within the last 30 s")
             self.stdout.write("the wait-event sampler is alive")
             return
-        logging.getLogger("readings.sampler").setLevel(logging.INFO)
+        logging.getLogger("readings.waits.sampler").setLevel(logging.INFO)
         self.stdout.write("wait-event sampler started", ending="\n")
         self.stdout.flush()
         sampler.serve()

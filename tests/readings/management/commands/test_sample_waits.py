@@ -13,7 +13,7 @@ from django.conf import settings as django_settings
 from django.db import connection
 
 from inventory.models import Server
-from readings import sampler
+from readings.waits import sampler
 from tests.processes import BIN, database_url, processes, wait_for
 from tests.world import APP_DB, collect, register, server_entry
 

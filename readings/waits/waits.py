@@ -14,9 +14,10 @@ import psycopg
 from psycopg import sql
 
 from history.wait_rows import IntervalWait
+from readings import unit
 from readings.connection import own_application_names
 from readings.errors import from_query_error
-from readings.pgss import ServerMeta
+from readings.settings.instance import ServerMeta
 
 ProfileKey = tuple[int, str | None, str | None, int]  # pid, event_type, event, queryid
 EventKey = tuple[str | None, str | None, int | None]  # event_type, event, query_id
@@ -32,10 +33,27 @@ class WaitReading:
     n_samples: int = 0
 
 
+# What the waits reading asks, per server version: pg_wait_sampling's profile where it is installed, else looks at
+# pg_stat_activity (active client sessions by wait event, and query id from 14), the console's own sessions
+# (collector, sampler, connection check) left out.
+_PROFILE = "SELECT pid, event_type, event, coalesce(queryid, 0), count FROM {schema}.pg_wait_sampling_profile"
+_ACTIVITY = (
+    "SELECT wait_event_type, wait_event, {query_id}, count(*) FROM pg_stat_activity "
+    "WHERE state = 'active' AND pid <> pg_backend_pid() AND backend_type = 'client backend' "
+    "AND application_name NOT IN ({own}) GROUP BY 1, 2, 3"
+)
+SQL = unit.Sql(
+    (
+        (130000, {"pg_wait_sampling": _PROFILE, "pg_stat_activity": _ACTIVITY.replace("{query_id}", "NULL::int8")}),
+        (140000, {"pg_wait_sampling": _PROFILE, "pg_stat_activity": _ACTIVITY.replace("{query_id}", "query_id")}),
+    )
+)
+
+
 def read_wait_sampling(conn: psycopg.Connection, meta: ServerMeta) -> WaitReading:
-    query = sql.SQL(
-        "SELECT pid, event_type, event, coalesce(queryid, 0), count FROM {}.pg_wait_sampling_profile"
-    ).format(sql.Identifier(meta.wait_sampling_schema))
+    query = sql.SQL(SQL.at(meta.server_version_num)["pg_wait_sampling"]).format(
+        schema=sql.Identifier(meta.wait_sampling_schema)
+    )
     try:
         profile = {(pid, et, ev, qid): int(n) for pid, et, ev, qid, n in conn.execute(query)}
     except psycopg.Error as exc:
@@ -45,19 +63,15 @@ def read_wait_sampling(conn: psycopg.Connection, meta: ServerMeta) -> WaitReadin
 
 
 def activity_query(server_version_num: int) -> sql.Composed:
-    """One look at pg_stat_activity: active client sessions by wait event (and query id from PostgreSQL 14),
-    the console's own sessions (collector, sampler, connection check) left out."""
-    query_id = sql.SQL("query_id" if server_version_num >= 140000 else "NULL::int8")
-    return sql.SQL(
-        "SELECT wait_event_type, wait_event, {}, count(*) FROM pg_stat_activity "
-        "WHERE state = 'active' AND pid <> pg_backend_pid() AND backend_type = 'client backend' "
-        "AND application_name NOT IN ({}) GROUP BY 1, 2, 3"
-    ).format(query_id, sql.SQL(", ").join(map(sql.Literal, own_application_names())))
+    """One look at pg_stat_activity (SQL's, for this version), with the console's own application names."""
+    return sql.SQL(SQL.at(server_version_num)["pg_stat_activity"]).format(
+        own=sql.SQL(", ").join(map(sql.Literal, own_application_names()))
+    )
 
 
 def sample_activity(conn: psycopg.Connection, meta: ServerMeta, *, samples: int, span_s: float) -> WaitReading:
     """Count active backends by wait event over `samples` looks spread across about `span_s` (inline, in the
-    snapshot: only while no sampler runs, readings/sampler.py)."""
+    snapshot: only while no sampler runs, readings/waits/sampler.py)."""
     query = activity_query(meta.server_version_num)
     counts: dict[EventKey, int] = {}
     pause = span_s / max(samples - 1, 1)
@@ -76,14 +90,19 @@ def sample_activity(conn: psycopg.Connection, meta: ServerMeta, *, samples: int,
 def rows_for_interval(
     reading: WaitReading, previous_profile: dict[ProfileKey, int] | None, interval_s: float
 ) -> list[IntervalWait]:
-    """Turn a reading into per-event rows for one interval (profile deltas follow DESIGN.md's rules)."""
+    """Turn a reading into per-event rows for one interval (profile deltas follow DESIGN.md's rules).
+
+    A profile with no previous one to compare with (pg_wait_sampling installed since, or the previous snapshot
+    did not read it) is the profile's baseline: its counts hold time from before the interval, so no rows."""
     if reading.source == "pg_stat_activity":
         n = max(reading.n_samples, 1)
         return [
             IntervalWait(et, ev, qid, c, c / n * interval_s)
             for (et, ev, qid), c in sorted(reading.counts.items(), key=lambda kv: -kv[1])
         ]
-    previous = previous_profile or {}
+    if previous_profile is None:
+        return []
+    previous = previous_profile
     totals: dict[EventKey, int] = {}
     for key, now in reading.profile.items():
         before = previous.get(key)

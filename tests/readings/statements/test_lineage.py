@@ -11,7 +11,8 @@ import pytest
 from devenv import port_for_extra_test, start_many, stop_many
 from history.models import ServerState
 from inventory.models import Server
-from readings import lineage, pgss
+from readings.settings import instance
+from readings.statements import lineage
 from tests import slots
 from tests.conftest import monitored_spec
 from tests.world import calls_per_snapshot, collect, copy_stopped, register, run, server_entry, stored_statement
@@ -30,8 +31,10 @@ def _us(at: datetime) -> int:
     return int(at.timestamp() * 1_000_000)
 
 
-def _meta(*, started: datetime = T0, save: str = "on", all_stats: bool = True, role: int = 16400) -> pgss.ServerMeta:
-    return pgss.ServerMeta(
+def _meta(
+    *, started: datetime = T0, save: str = "on", all_stats: bool = True, role: int = 16400
+) -> instance.ServerMeta:
+    return instance.ServerMeta(
         server_version_num=160000,
         taken_at_us=_us(T0 + timedelta(hours=2)),
         postmaster_start_us=_us(started),

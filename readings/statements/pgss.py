@@ -9,9 +9,7 @@ number of known keys still without a text.
 
 import functools
 import json
-import re
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 
 import numpy as np
 import psycopg
@@ -30,29 +28,9 @@ from history.deltas import Entries, match_keys, merge_changed
 from readings.errors import (
     CollectionError,
     ExtensionMissing,
-    NotPreloaded,
-    UnsupportedVersion,
     from_query_error,
 )
-
-MIN_SERVER_VERSION = 130000
-
-META_SQL = """
-SELECT current_setting('server_version_num')::int,
-       (extract(epoch FROM clock_timestamp()) * 1000000)::int8,
-       (extract(epoch FROM pg_postmaster_start_time()) * 1000000)::int8,
-       current_database(),
-       (SELECT e.extversion FROM pg_extension e WHERE e.extname = 'pg_stat_statements'),
-       (SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
-         WHERE e.extname = 'pg_stat_statements'),
-       (SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
-         WHERE e.extname = 'pg_wait_sampling'),
-       (SELECT coalesce(json_object_agg(name, setting), '{}'::json) FROM pg_settings
-         WHERE name LIKE 'pg\\_stat\\_statements.%%' OR name = 'pg_wait_sampling.profile_period'),
-       pg_has_role(current_user, 'pg_read_all_stats', 'USAGE'),
-       (SELECT oid::int8 FROM pg_roles WHERE rolname = current_user),
-       (SELECT coalesce(array_agg(f), '{}') FROM unnest(%s::text[]) AS f WHERE has_function_privilege(f, 'EXECUTE'))
-"""
+from readings.settings.instance import ServerMeta
 
 COLUMNS_SQL = """
 SELECT a.name
@@ -62,91 +40,6 @@ JOIN pg_namespace n ON n.oid = p.pronamespace,
 WHERE n.nspname = %s AND p.proname = 'pg_stat_statements' AND p.pronargs = 1 AND a.mode = 'o'
 ORDER BY a.ord
 """
-
-
-@dataclass
-class ServerMeta:
-    server_version_num: int
-    taken_at_us: int
-    postmaster_start_us: int
-    database: str
-    extension_version: str
-    extension_schema: str
-    wait_sampling_schema: str | None
-    settings: dict[str, str]
-    reads_all_stats: bool  # entries of every role are visible, not only the role's own
-    role_oid: int
-    executable: frozenset[str]  # which of the functions asked about the role may execute
-
-    def setting(self, name: str) -> str | None:
-        return self.settings.get(f"pg_stat_statements.{name}")
-
-    def flag(self, name: str) -> bool | None:
-        value = self.setting(name)
-        return None if value is None else value == "on"
-
-    @property
-    def has_info_view(self) -> bool:
-        return _version_tuple(self.extension_version) >= (1, 9)
-
-
-def _version_tuple(v: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in re.findall(r"\d+", v))
-
-
-def timestamp(us: int | None) -> datetime | None:
-    """A server time read as epoch microseconds."""
-    return None if us is None else datetime.fromtimestamp(us / 1_000_000, UTC)
-
-
-def read_meta(conn: psycopg.Connection, functions: tuple[str, ...] = ()) -> ServerMeta:
-    """Server, extension and settings; `functions` (signatures) are checked for EXECUTE privilege."""
-    try:
-        row = conn.execute(META_SQL, (list(functions),)).fetchone()
-    except psycopg.Error as exc:
-        raise from_query_error(exc, "reading server information") from exc
-    (
-        version_num,
-        taken_at_us,
-        pm_start_us,
-        dbname,
-        extversion,
-        schema,
-        ws_schema,
-        settings_json,
-        all_stats,
-        role_oid,
-        executable,
-    ) = row
-    if version_num < MIN_SERVER_VERSION:
-        major = version_num // 10000
-        raise UnsupportedVersion(
-            f"PostgreSQL {major} is not supported: the console needs PostgreSQL 13 or newer "
-            f"(server_version_num {version_num})"
-        )
-    if extversion is None:
-        raise ExtensionMissing(
-            f"the pg_stat_statements extension is not created in database {dbname!r}: "
-            "run CREATE EXTENSION pg_stat_statements there as a superuser"
-        )
-    settings = dict(settings_json or {})
-    if "pg_stat_statements.max" not in settings:
-        raise NotPreloaded(
-            "pg_stat_statements is not loaded: add it to shared_preload_libraries and restart the server"
-        )
-    return ServerMeta(
-        server_version_num=version_num,
-        taken_at_us=taken_at_us,
-        postmaster_start_us=pm_start_us,
-        database=dbname,
-        extension_version=extversion,
-        extension_schema=schema,
-        wait_sampling_schema=ws_schema,
-        settings=settings,
-        reads_all_stats=bool(all_stats),
-        role_oid=role_oid,
-        executable=frozenset(executable),
-    )
 
 
 _column_maps: dict[tuple[int, str, str], ColumnMap] = {}
@@ -280,11 +173,11 @@ _ARRAY_KIND = {"i8": "int8", "f8": "float8"}
 
 
 def _entries_query(meta: ServerMeta, cmap: ColumnMap, with_texts: bool = False) -> str:
-    return _entries_sql(meta.extension_schema, cmap, with_texts)
+    return entries_sql(meta.extension_schema, cmap, with_texts)
 
 
 @functools.cache
-def _entries_sql(schema: str, cmap: ColumnMap, with_texts: bool) -> str:
+def entries_sql(schema: str, cmap: ColumnMap, with_texts: bool) -> str:
     """Composed once per (schema, extension's columns): composing it again cost each snapshot ~1 ms of CPU.
 
     `with_texts`: the texts of the first few new keys come in the same scan (pg_stat_statements(true)), as one
@@ -413,11 +306,11 @@ class Texts:
 
 
 def _texts_query(meta: ServerMeta, cmap: ColumnMap) -> str:
-    return _texts_sql(meta.extension_schema, cmap.has_toplevel)
+    return texts_sql(meta.extension_schema, cmap.has_toplevel)
 
 
 @functools.cache
-def _texts_sql(schema: str, has_toplevel: bool) -> str:
+def texts_sql(schema: str, has_toplevel: bool) -> str:
     # Outer join from the keys asked for: a key without a matching entry tells evicted (visible to
     # the role, gone) from hidden (another role's entry, whose queryid this role cannot see), as
     # both look the same from the entry side. The entries are filtered by queryid before the join,

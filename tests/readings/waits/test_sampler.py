@@ -20,8 +20,8 @@ from psycopg.conninfo import conninfo_to_dict
 
 from history.models import ServerState
 from inventory.models import Server
-from readings import sampler
 from readings.connection import sampler_application_name
+from readings.waits import sampler
 from tests.world import APP_DB, register
 
 pytestmark = pytest.mark.django_db(transaction=True)

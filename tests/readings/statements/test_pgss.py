@@ -124,7 +124,8 @@ def test_huge_texts_are_cut_on_the_server_and_a_secret_at_the_cut_is_still_redac
     """1 MB query texts: only their first QUERY_TEXT_MAX_BYTES + the redaction margin characters leave the
     monitored server (what pgss.read_texts returns), and the stored text is cut and marked so. A URI password
     that crosses the stored size's edge is redacted whole, not stored half."""
-    from readings import pgss, texts
+    from readings.statements import pgss
+    from readings.texts import texts
 
     settings.COLLECTOR = {**settings.COLLECTOR, "QUERY_TEXT_MAX_BYTES": 100}
     c = pg_clusters[16]

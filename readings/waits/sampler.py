@@ -41,9 +41,9 @@ from django.db import close_old_connections, connections
 
 from history.models import ServerState
 from inventory.models import Server
-from readings import waits
 from readings.connection import MarkedAsyncCursor, monitoring_target, sampler_application_name
 from readings.scheduling import phase_s
+from readings.waits import waits
 
 log = logging.getLogger(__name__)
 

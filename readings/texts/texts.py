@@ -24,7 +24,8 @@ from django.conf import settings
 from history import store
 from history.models import TextStatus
 from history.redact import clip, redact
-from readings import pgss
+from readings import unit
+from readings.statements import pgss
 
 # Known statements still without a text asked for again in one snapshot: each is one more row in
 # the call that reads the server's query text file, which is read anyway for new keys.
@@ -33,6 +34,8 @@ RETRIES_PER_SNAPSHOT = 500
 # clipped to the stored size: a secret that crosses the stored size's edge (a URI password cut before its
 # "@") is still whole when it is redacted, up to this length.
 REDACTION_MARGIN_CHARS = 4096
+# The texts reading's budget (readings/texts/reading.py): texts and characters of text per snapshot.
+SNAPSHOT_BUDGET = unit.Budget(rows="TEXTS_PER_SNAPSHOT", bytes="TEXT_BYTES_PER_SNAPSHOT")
 
 
 def server_cut(max_bytes: int) -> int:
@@ -59,6 +62,14 @@ def rows_to_read(reading: pgss.Reading, statements: store.StatementLookup, resta
     return np.concatenate(rows).astype(np.int64)
 
 
+@dataclass
+class Found:
+    """What a snapshot's texts bring to the statements' dimension."""
+
+    new_statements: list[store.NewStatement]  # the rows of keys never seen, in row order
+    texts_found: dict[int, store.StatementText]  # statement id -> its text read again (or a new reason)
+
+
 @dataclass(frozen=True)
 class Budget:
     """How much text one snapshot reads (settings COLLECTOR_TEXTS_PER_SNAPSHOT, COLLECTOR_TEXT_BYTES_PER_SNAPSHOT)."""
@@ -73,8 +84,7 @@ class Budget:
 
     @classmethod
     def from_settings(cls) -> Budget:
-        cfg = settings.COLLECTOR
-        return cls(texts=cfg["TEXTS_PER_SNAPSHOT"], chars=cfg["TEXT_BYTES_PER_SNAPSHOT"])
+        return cls(texts=int(SNAPSHOT_BUDGET.value("rows")), chars=int(SNAPSHOT_BUDGET.value("bytes")))
 
 
 def statement_text(read: pgss.TextRead, max_bytes: int) -> store.StatementText:
@@ -113,3 +123,11 @@ def outcome(
         elif text.status != status:
             changed[int(statements.ids[row])] = text
     return new_statements, changed
+
+
+def nothing_read(keys: np.ndarray, statements: store.StatementLookup) -> Found:
+    """What the statements' dimension gets when no text was read (the texts reading failed): every new
+    statement is stored pending, and the next snapshots read its text first."""
+    rows = np.flatnonzero(statements.unseen)
+    new_statements, texts_found = outcome(keys, rows, statements, pgss.Texts(), 0)
+    return Found(new_statements, texts_found)

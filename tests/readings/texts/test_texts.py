@@ -14,7 +14,9 @@ import pytest
 from history import store
 from history.deltas import N_COUNTERS, N_GAUGES, Entries, restarted_rows
 from history.models import Statement, TextStatus
-from readings import pgss, texts
+from readings.settings import instance
+from readings.statements import pgss
+from readings.texts import texts
 from tests.world import APP_DB, collect, register, run
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -212,7 +214,7 @@ def test_a_role_without_pg_read_all_stats_reads_other_roles_texts_as_not_visible
     run(c, "SELECT count(*) FROM texts_items")  # the superuser's entry
     with psycopg.connect(c.dsn(APP_DB, role, "pw"), autocommit=True) as conn:
         conn.execute("SELECT count(*) FROM texts_items WHERE id > 0")  # the role's own entry
-        meta = pgss.read_meta(conn)
+        meta = instance.read_meta(conn)
         cmap = pgss.column_map(conn, -17, meta)
         assert not meta.reads_all_stats
     with psycopg.connect(c.dsn(APP_DB), autocommit=True) as conn:

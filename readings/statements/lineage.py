@@ -13,8 +13,8 @@ import numpy as np
 import psycopg
 
 from history.models import ServerState
-from readings import pgss
 from readings.errors import from_query_error
+from readings.settings import instance
 
 # Executable by PUBLIC by default; a hardened server may revoke them (then the checks that need
 # them are skipped and the server's status says so).
@@ -39,7 +39,7 @@ class Identity:
     in_recovery: bool | None
 
 
-def read_identity(conn: psycopg.Connection, meta: pgss.ServerMeta) -> Identity:
+def read_identity(conn: psycopg.Connection, meta: instance.ServerMeta) -> Identity:
     granted = [f for f in FUNCTIONS if f in meta.executable]
     values: dict[str, object] = {}
     if granted:
@@ -73,7 +73,7 @@ def _role(in_recovery: bool) -> str:
     return "a standby" if in_recovery else "a primary"
 
 
-def _other_server(prev: ServerState, meta: pgss.ServerMeta, identity: Identity) -> str | None:
+def _other_server(prev: ServerState, meta: instance.ServerMeta, identity: Identity) -> str | None:
     if (
         prev.system_identifier is not None
         and identity.system_identifier is not None
@@ -86,7 +86,8 @@ def _other_server(prev: ServerState, meta: pgss.ServerMeta, identity: Identity) 
     # A restore or a failover brings another postmaster: a promotion in place keeps the same
     # shared memory, so the same counters, and needs no baseline.
     restarted = (
-        prev.postmaster_start_at is not None and pgss.timestamp(meta.postmaster_start_us) != prev.postmaster_start_at
+        prev.postmaster_start_at is not None
+        and instance.timestamp(meta.postmaster_start_us) != prev.postmaster_start_at
     )
     if not restarted:
         return None
@@ -121,12 +122,12 @@ def _reset_moved(prev: ServerState, stats_reset_at: datetime) -> str | None:
 
 
 def assess(
-    prev: ServerState | None, meta: pgss.ServerMeta, identity: Identity, stats_reset_us: int | None
+    prev: ServerState | None, meta: instance.ServerMeta, identity: Identity, stats_reset_us: int | None
 ) -> Continuity:
     if prev is None:
         return Continuity()
     reason = _other_server(prev, meta, identity)
-    stats_reset_at = pgss.timestamp(stats_reset_us)
+    stats_reset_at = instance.timestamp(stats_reset_us)
     full_reset = False
     if stats_reset_at is not None and prev.stats_reset_at is not None:
         if reason is None and stats_reset_at != prev.stats_reset_at:
@@ -134,7 +135,7 @@ def assess(
             full_reset = reason is None
     elif meta.flag("save") is False and prev.postmaster_start_at is not None:
         # PostgreSQL 13 has no stats_reset: a restart with save=off empties the statistics.
-        full_reset = pgss.timestamp(meta.postmaster_start_us) != prev.postmaster_start_at
+        full_reset = instance.timestamp(meta.postmaster_start_us) != prev.postmaster_start_at
     if reason is not None:
         return Continuity(baseline_reason=f"{reason}; {BASELINE}")
     # Entries of other roles that become visible (pg_read_all_stats granted, or another role behind
@@ -151,7 +152,7 @@ def assess(
     return Continuity(full_reset=full_reset, visible_before_userid=visible_before)
 
 
-def notes(meta: pgss.ServerMeta) -> list[str]:
+def notes(meta: instance.ServerMeta) -> list[str]:
     """Status notes on what the lineage checks cannot see on this server."""
     if CONTROL_SYSTEM in meta.executable:
         return []

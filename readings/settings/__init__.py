@@ -1,0 +1,1 @@
+"""The settings reading: see reading.py."""

@@ -1,0 +1,1 @@
+"""The statements reading: see reading.py."""

@@ -1,0 +1,1 @@
+"""The texts reading: see reading.py."""

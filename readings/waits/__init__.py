@@ -1,0 +1,1 @@
+"""The waits reading: see reading.py."""
