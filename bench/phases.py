@@ -16,6 +16,7 @@ def _targets():
     from readings.settings import instance
     from readings.statements import lineage, pgss
     from readings.statements import reading as statements
+    from readings.texts import texts
 
     # (label, module, attribute): wrap the name where the caller looks it up.
     return [
@@ -23,7 +24,7 @@ def _targets():
         ("read: lineage (system identifier, timeline)", lineage, "read_identity"),
         ("read: pg_stat_statements_info", pgss, "read_info"),
         ("read: new and changed entries (+ merge)", pgss, "read_entries"),
-        ("read: texts of new keys", pgss, "read_texts"),
+        ("read: texts of new keys", texts, "read_texts"),
         ("history: find known keys", store, "lookup_statements"),
         ("history: load statement state", store, "load_statement_state"),
         ("deltas.compute", statements, "compute_deltas"),

@@ -35,6 +35,7 @@ from history.deltas import Entries, match_keys
 from readings import connection as monitored
 from readings.settings import instance
 from readings.statements import lineage, pgss
+from readings.texts import texts
 from readings.waits import waits
 
 C = {name: j for j, name in enumerate(COUNTER_NAMES)}
@@ -302,14 +303,14 @@ class SyntheticServer:
         sent = len(cur) if send_all or not len(prev) else 0
         return pgss.Reading(entries=cur, prev_index=prev_index, hidden=0, total=len(cur), sent=sent)
 
-    def read_texts(self, keys: np.ndarray) -> pgss.Texts:
-        texts = pgss.Texts()
+    def read_texts(self, keys: np.ndarray) -> texts.Texts:
+        found = texts.Texts()
         for k in keys.tolist():
             text = self.texts.get(tuple(k))
-            texts.by_key[tuple(k)] = pgss.TextRead(present=text is not None, visible=True, text=text)
-        texts.databases = {int(d): f"db{int(d) - 16384}" for d in np.unique(keys[:, 1])} if len(keys) else {}
-        texts.users = {int(u): f"app_user{int(u) - 10}" for u in np.unique(keys[:, 0])} if len(keys) else {}
-        return texts
+            found.by_key[tuple(k)] = texts.TextRead(present=text is not None, visible=True, text=text)
+        found.databases = {int(d): f"db{int(d) - 16384}" for d in np.unique(keys[:, 1])} if len(keys) else {}
+        found.users = {int(u): f"app_user{int(u) - 10}" for u in np.unique(keys[:, 0])} if len(keys) else {}
+        return found
 
 
 class _NoConnection:
@@ -338,7 +339,7 @@ def reading_from(synth: SyntheticServer):
             "read_entries",
             lambda conn, meta, cmap, prev, send_all=False, **_: synth.read_entries(prev, send_all=send_all),
         ),
-        (pgss, "read_texts", lambda conn, meta, cmap, keys, **_: synth.read_texts(keys)),
+        (texts, "read_texts", lambda conn, meta, cmap, keys, **_: synth.read_texts(keys)),
         (lineage, "read_identity", lambda conn, meta: synth.identity()),
         (waits, "read_wait_sampling", lambda conn, meta: synth.current_waits),
     ]

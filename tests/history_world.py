@@ -13,7 +13,7 @@ from bench import synthetic
 from history import codec, rollups
 from history.columns import TOTAL_NAMES, totals_of
 from readings.services import server_collect
-from readings.statements import pgss
+from readings.texts import texts
 
 STORM = 40  # how many times as often statements run in a storm
 
@@ -31,11 +31,11 @@ class HardTexts(synthetic.SyntheticServer):
         self.texts[self.evicted_key] = None
         return hot
 
-    def read_texts(self, keys: np.ndarray) -> pgss.Texts:
-        texts = super().read_texts(keys)
-        if self.hidden_key in texts.by_key:
-            texts.by_key[self.hidden_key] = pgss.TextRead(present=True, visible=False, text=None)
-        return texts
+    def read_texts(self, keys: np.ndarray) -> texts.Texts:
+        found = super().read_texts(keys)
+        if self.hidden_key in found.by_key:
+            found.by_key[self.hidden_key] = texts.TextRead(present=True, visible=False, text=None)
+        return found
 
 
 def build(

@@ -4,15 +4,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('collectors', '0014_statement_redacted_with'),
+        ("collectors", "0014_statement_redacted_with"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='serverstate',
-            name='readings',
+            model_name="serverstate",
+            name="readings",
             field=models.JSONField(default=dict),
         ),
     ]

@@ -16,6 +16,14 @@ from readings.errors import ExtensionMissing, NotPreloaded, UnsupportedVersion, 
 
 MIN_SERVER_VERSION = 130000
 
+# What tells one cluster's statistics from another's (readings/statements/lineage.py); the snapshot's first
+# round trip asks whether the role may execute them. Executable by PUBLIC by default; a hardened server may
+# revoke them (then the checks that need them are skipped and the server's status says so).
+CONTROL_SYSTEM = "pg_catalog.pg_control_system()"
+CONTROL_CHECKPOINT = "pg_catalog.pg_control_checkpoint()"
+IS_IN_RECOVERY = "pg_catalog.pg_is_in_recovery()"
+FUNCTIONS = (CONTROL_SYSTEM, CONTROL_CHECKPOINT, IS_IN_RECOVERY)
+
 META_SQL = """
 SELECT current_setting('server_version_num')::int,
        (extract(epoch FROM clock_timestamp()) * 1000000)::int8,

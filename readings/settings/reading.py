@@ -6,12 +6,11 @@ snapshot, so that the advisor and the pages know the settings in force at every 
 
 from history import tables
 from readings.settings import instance
-from readings.statements import lineage
 from readings.unit import Failure, Reading, Snapshot, Sql
 
 
 def read(snap: Snapshot) -> instance.ServerMeta:
-    snap.meta = instance.read_meta(snap.conn, lineage.FUNCTIONS)
+    snap.meta = instance.read_meta(snap.conn, instance.FUNCTIONS)
     return snap.meta
 
 

@@ -15,13 +15,8 @@ import psycopg
 from history.models import ServerState
 from readings.errors import from_query_error
 from readings.settings import instance
+from readings.settings.instance import CONTROL_CHECKPOINT, CONTROL_SYSTEM, FUNCTIONS, IS_IN_RECOVERY
 
-# Executable by PUBLIC by default; a hardened server may revoke them (then the checks that need
-# them are skipped and the server's status says so).
-CONTROL_SYSTEM = "pg_catalog.pg_control_system()"
-CONTROL_CHECKPOINT = "pg_catalog.pg_control_checkpoint()"
-IS_IN_RECOVERY = "pg_catalog.pg_is_in_recovery()"
-FUNCTIONS = (CONTROL_SYSTEM, CONTROL_CHECKPOINT, IS_IN_RECOVERY)
 _READS = {
     CONTROL_SYSTEM: "(SELECT system_identifier FROM pg_catalog.pg_control_system())",
     CONTROL_CHECKPOINT: "(SELECT timeline_id FROM pg_catalog.pg_control_checkpoint())",

@@ -31,6 +31,7 @@ from readings.errors import (
     from_query_error,
 )
 from readings.settings.instance import ServerMeta
+from readings.texts.texts import TextRead
 
 COLUMNS_SQL = """
 SELECT a.name
@@ -82,16 +83,6 @@ def read_info(conn: psycopg.Connection, meta: ServerMeta) -> tuple[int | None, i
     except psycopg.Error as exc:
         raise from_query_error(exc, "reading pg_stat_statements_info") from exc
     return dealloc, reset_us
-
-
-@dataclass(frozen=True)
-class TextRead:
-    """What pg_stat_statements said of one key's text when asked."""
-
-    present: bool  # the entry was there (else: evicted since the counters were read, or hidden)
-    visible: bool  # the role may see this key's queryid and text (its own role, or pg_read_all_stats)
-    text: str | None  # None while present: pg_stat_statements kept no text (query text file discarded)
-    cut: bool = False  # the server sent only the text's first characters (read_texts' max_chars)
 
 
 @dataclass
@@ -292,102 +283,3 @@ def read_entries(
     return Reading(
         entries=entries, prev_index=prev_index, hidden=hidden, total=len(entries) + hidden, sent=n, texts=texts
     )
-
-
-# --- texts and names ---------------------------------------------------------------------------
-
-
-@dataclass
-class Texts:
-    by_key: dict[tuple[int, int, int, int], TextRead] = field(default_factory=dict)
-    databases: dict[int, str] = field(default_factory=dict)
-    users: dict[int, str] = field(default_factory=dict)
-    deferred: int = 0  # keys asked for whose text was not read (past the snapshot's budget)
-
-
-def _texts_query(meta: ServerMeta, cmap: ColumnMap) -> str:
-    return texts_sql(meta.extension_schema, cmap.has_toplevel)
-
-
-@functools.cache
-def texts_sql(schema: str, has_toplevel: bool) -> str:
-    # Outer join from the keys asked for: a key without a matching entry tells evicted (visible to
-    # the role, gone) from hidden (another role's entry, whose queryid this role cannot see), as
-    # both look the same from the entry side. The entries are filtered by queryid before the join,
-    # so the server never sorts or hashes the texts of all its entries.
-    toplevel = "toplevel::int::int8" if has_toplevel else "1::int8"
-    text = f"""
-SELECT k.userid, k.dbid, k.queryid, k.toplevel, s.queryid IS NOT NULL,
-       k.userid = (SELECT oid::int8 FROM pg_roles WHERE rolname = current_user)
-         OR pg_has_role(current_user, 'pg_read_all_stats', 'USAGE'),
-       left(s.query, %s), length(s.query) > %s
-FROM unnest(%s::int8[], %s::int8[], %s::int8[], %s::int8[]) AS k(userid, dbid, queryid, toplevel)
-LEFT JOIN (SELECT userid::int8, dbid::int8, queryid, {toplevel} AS toplevel, query
-           FROM {{schema}}.pg_stat_statements(true) WHERE queryid = ANY(%s)) s
-       USING (userid, dbid, queryid, toplevel)
-"""
-    return sql.SQL(text).format(schema=sql.Identifier(schema)).as_string()
-
-
-TEXT_BATCH = 500  # keys asked for in one call (each call reads the server's query text file once)
-
-
-def read_texts(
-    conn: psycopg.Connection,
-    meta: ServerMeta,
-    cmap: ColumnMap,
-    keys: np.ndarray,
-    *,
-    max_chars: int,
-    max_texts: int | None = None,
-    budget_chars: int | None = None,
-    already: dict[tuple[int, int, int, int], TextRead] | None = None,
-) -> Texts:
-    """Texts (and database/role names) for the given (userid, dbid, queryid, toplevel) keys, each cut to its
-    first `max_chars` characters on the server: a 1 MB text never crosses the wire nor sits in our memory.
-
-    In order, at most `max_texts` of them, and no more keys once `budget_chars` characters came back: a call
-    never asks for more keys than the rest of the budget could hold at `max_chars` each, so what is read
-    stays within the budget plus one text. Keys not read are missing from `by_key` (`deferred` counts them).
-
-    `already`: texts read in the counters' scan (Reading.texts); those keys are not asked for again and count
-    against the budget, and every key's database and role names are read."""
-    out = Texts()
-    if not len(keys):
-        return out
-    names = [keys[:, j].tolist() for j in range(2)]
-    if already:
-        known = [tuple(k) in already for k in keys.tolist()]
-        out.by_key = {tuple(k): already[tuple(k)] for k, got in zip(keys.tolist(), known, strict=True) if got}
-        keys = keys[~np.array(known, bool)]
-        spent = sum(len(t.text) for t in out.by_key.values() if t.text is not None)
-        max_texts = None if max_texts is None else max(0, max_texts - len(out.by_key))
-        budget_chars = None if budget_chars is None else max(0, budget_chars - spent)
-    columns = [keys[:, j].tolist() for j in range(4)]
-    limit = len(keys) if max_texts is None else min(len(keys), max_texts)
-    left = budget_chars
-    try:
-        query, start = _texts_query(meta, cmap), 0
-        while start < limit and (left is None or left > 0):
-            size = min(TEXT_BATCH, limit - start, TEXT_BATCH if left is None else max(1, left // max_chars))
-            part = [c[start : start + size] for c in columns]
-            params = (max_chars, max_chars, *part, sorted(set(part[2])))
-            for userid, dbid, queryid, top, present, visible, text, cut in conn.execute(query, params):
-                out.by_key[(userid, dbid, queryid, top)] = TextRead(present, visible, text, bool(cut))
-                if left is not None and text is not None:
-                    left -= len(text)
-            start += size
-        out.deferred = len(keys) - start
-        out.databases = dict(
-            conn.execute(
-                "SELECT oid::int8, datname FROM pg_database WHERE oid::int8 = ANY(%s)", (sorted(set(names[1])),)
-            ).fetchall()
-        )
-        out.users = dict(
-            conn.execute(
-                "SELECT oid::int8, rolname FROM pg_roles WHERE oid::int8 = ANY(%s)", (sorted(set(names[0])),)
-            ).fetchall()
-        )
-    except psycopg.Error as exc:
-        raise from_query_error(exc, "reading query texts") from exc
-    return out

@@ -12,7 +12,6 @@ from django.conf import settings
 
 from history import store, tables
 from readings.settings import instance
-from readings.statements import pgss
 from readings.texts import texts
 from readings.unit import Failure, Reading, Snapshot, Sql
 
@@ -20,14 +19,14 @@ from readings.unit import Failure, Reading, Snapshot, Sql
 @dataclass
 class Read:
     rows: np.ndarray  # rows of the statements' entries whose text was asked for
-    texts: pgss.Texts
+    found: texts.Texts
 
 
 def read(snap: Snapshot) -> Read:
     statements = snap.got["statements"]
     budget = texts.Budget.from_settings()
-    rows = texts.rows_to_read(statements.reading, statements.statements, statements.restarted)
-    found = pgss.read_texts(
+    rows = texts.rows_to_read(statements.reading.sent_rows, statements.statements, statements.restarted)
+    found = texts.read_texts(
         snap.conn,
         snap.meta,
         statements.cmap,
@@ -52,7 +51,7 @@ def compute(snap: Snapshot, got: Read) -> texts.Found:
         statements.reading.entries.keys,
         got.rows,
         statements.statements,
-        got.texts,
+        got.found,
         settings.COLLECTOR["QUERY_TEXT_MAX_BYTES"],
     )
     return texts.Found(new_statements, texts_found)
@@ -67,7 +66,7 @@ def persist(snap: Snapshot, found: texts.Found) -> None:
 READING = Reading(
     name="texts",
     what="query texts",
-    sql=Sql(((instance.MIN_SERVER_VERSION, pgss.texts_sql),)),  # toplevel in the key from 14 (extension 1.9)
+    sql=Sql(((instance.MIN_SERVER_VERSION, texts.texts_sql),)),  # toplevel in the key from 14 (extension 1.9)
     tables=(tables.STATEMENT,),
     delta_rules="none: a statement's text is kept once read (redacted, cut to QUERY_TEXT_MAX_BYTES), or why not",
     failure=Failure.OWN,

@@ -16,16 +16,128 @@ pending, and read first by the next snapshots, whether their counters moved or n
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import functools
+from dataclasses import dataclass, field
 
 import numpy as np
+import psycopg
 from django.conf import settings
+from psycopg import sql
 
 from history import store
+from history.columns import ColumnMap
 from history.models import TextStatus
 from history.redact import clip, redact
 from readings import unit
-from readings.statements import pgss
+from readings.errors import from_query_error
+from readings.settings.instance import ServerMeta
+
+
+@dataclass(frozen=True)
+class TextRead:
+    """What pg_stat_statements said of one key's text when asked."""
+
+    present: bool  # the entry was there (else: evicted since the counters were read, or hidden)
+    visible: bool  # the role may see this key's queryid and text (its own role, or pg_read_all_stats)
+    text: str | None  # None while present: pg_stat_statements kept no text (query text file discarded)
+    cut: bool = False  # the server sent only the text's first characters (read_texts' max_chars)
+
+
+@dataclass
+class Texts:
+    by_key: dict[tuple[int, int, int, int], TextRead] = field(default_factory=dict)
+    databases: dict[int, str] = field(default_factory=dict)
+    users: dict[int, str] = field(default_factory=dict)
+    deferred: int = 0  # keys asked for whose text was not read (past the snapshot's budget)
+
+
+def _texts_query(meta: ServerMeta, cmap: ColumnMap) -> str:
+    return texts_sql(meta.extension_schema, cmap.has_toplevel)
+
+
+@functools.cache
+def texts_sql(schema: str, has_toplevel: bool) -> str:
+    # Outer join from the keys asked for: a key without a matching entry tells evicted (visible to
+    # the role, gone) from hidden (another role's entry, whose queryid this role cannot see), as
+    # both look the same from the entry side. The entries are filtered by queryid before the join,
+    # so the server never sorts or hashes the texts of all its entries.
+    toplevel = "toplevel::int::int8" if has_toplevel else "1::int8"
+    text = f"""
+SELECT k.userid, k.dbid, k.queryid, k.toplevel, s.queryid IS NOT NULL,
+       k.userid = (SELECT oid::int8 FROM pg_roles WHERE rolname = current_user)
+         OR pg_has_role(current_user, 'pg_read_all_stats', 'USAGE'),
+       left(s.query, %s), length(s.query) > %s
+FROM unnest(%s::int8[], %s::int8[], %s::int8[], %s::int8[]) AS k(userid, dbid, queryid, toplevel)
+LEFT JOIN (SELECT userid::int8, dbid::int8, queryid, {toplevel} AS toplevel, query
+           FROM {{schema}}.pg_stat_statements(true) WHERE queryid = ANY(%s)) s
+       USING (userid, dbid, queryid, toplevel)
+"""
+    return sql.SQL(text).format(schema=sql.Identifier(schema)).as_string()
+
+
+TEXT_BATCH = 500  # keys asked for in one call (each call reads the server's query text file once)
+
+
+def read_texts(
+    conn: psycopg.Connection,
+    meta: ServerMeta,
+    cmap: ColumnMap,
+    keys: np.ndarray,
+    *,
+    max_chars: int,
+    max_texts: int | None = None,
+    budget_chars: int | None = None,
+    already: dict[tuple[int, int, int, int], TextRead] | None = None,
+) -> Texts:
+    """Texts (and database/role names) for the given (userid, dbid, queryid, toplevel) keys, each cut to its
+    first `max_chars` characters on the server: a 1 MB text never crosses the wire nor sits in our memory.
+
+    In order, at most `max_texts` of them, and no more keys once `budget_chars` characters came back: a call
+    never asks for more keys than the rest of the budget could hold at `max_chars` each, so what is read
+    stays within the budget plus one text. Keys not read are missing from `by_key` (`deferred` counts them).
+
+    `already`: texts read in the counters' scan (Reading.texts); those keys are not asked for again and count
+    against the budget, and every key's database and role names are read."""
+    out = Texts()
+    if not len(keys):
+        return out
+    names = [keys[:, j].tolist() for j in range(2)]
+    if already:
+        known = [tuple(k) in already for k in keys.tolist()]
+        out.by_key = {tuple(k): already[tuple(k)] for k, got in zip(keys.tolist(), known, strict=True) if got}
+        keys = keys[~np.array(known, bool)]
+        spent = sum(len(t.text) for t in out.by_key.values() if t.text is not None)
+        max_texts = None if max_texts is None else max(0, max_texts - len(out.by_key))
+        budget_chars = None if budget_chars is None else max(0, budget_chars - spent)
+    columns = [keys[:, j].tolist() for j in range(4)]
+    limit = len(keys) if max_texts is None else min(len(keys), max_texts)
+    left = budget_chars
+    try:
+        query, start = _texts_query(meta, cmap), 0
+        while start < limit and (left is None or left > 0):
+            size = min(TEXT_BATCH, limit - start, TEXT_BATCH if left is None else max(1, left // max_chars))
+            part = [c[start : start + size] for c in columns]
+            params = (max_chars, max_chars, *part, sorted(set(part[2])))
+            for userid, dbid, queryid, top, present, visible, text, cut in conn.execute(query, params):
+                out.by_key[(userid, dbid, queryid, top)] = TextRead(present, visible, text, bool(cut))
+                if left is not None and text is not None:
+                    left -= len(text)
+            start += size
+        out.deferred = len(keys) - start
+        out.databases = dict(
+            conn.execute(
+                "SELECT oid::int8, datname FROM pg_database WHERE oid::int8 = ANY(%s)", (sorted(set(names[1])),)
+            ).fetchall()
+        )
+        out.users = dict(
+            conn.execute(
+                "SELECT oid::int8, rolname FROM pg_roles WHERE oid::int8 = ANY(%s)", (sorted(set(names[0])),)
+            ).fetchall()
+        )
+    except psycopg.Error as exc:
+        raise from_query_error(exc, "reading query texts") from exc
+    return out
+
 
 # Known statements still without a text asked for again in one snapshot: each is one more row in
 # the call that reads the server's query text file, which is read anyway for new keys.
@@ -43,9 +155,9 @@ def server_cut(max_bytes: int) -> int:
     return max_bytes + REDACTION_MARGIN_CHARS
 
 
-def rows_to_read(reading: pgss.Reading, statements: store.StatementLookup, restarted: np.ndarray) -> np.ndarray:
+def rows_to_read(sent_rows: np.ndarray, statements: store.StatementLookup, restarted: np.ndarray) -> np.ndarray:
     """Rows whose text to ask for, most wanted first: keys never seen (in row order), statements whose text
-    a snapshot put off, then known statements without a text whose entry the server just sent (evicted
+    a snapshot put off, then known statements without a text whose entry the server just sent (`sent_rows`, evicted
     before their text could be read, or hidden from the role when it was). A text that pg_stat_statements
     did not keep comes back only with a new entry, so only then is it asked for: a key not in the previous
     state, or one evicted and created again in between (its counters went back, or its stats_since moved):
@@ -56,7 +168,7 @@ def rows_to_read(reading: pgss.Reading, statements: store.StatementLookup, resta
     for row, status in zip(missing.tolist(), statements.text_status(missing), strict=True):
         if status == TextStatus.PENDING:
             pending.append(row)
-        elif reading.sent_rows[row] and (status != TextStatus.UNAVAILABLE or new_entry[row]):
+        elif sent_rows[row] and (status != TextStatus.UNAVAILABLE or new_entry[row]):
             retry.append(row)
     rows = [np.flatnonzero(statements.unseen), np.array(pending, np.int64), np.array(retry[:RETRIES_PER_SNAPSHOT])]
     return np.concatenate(rows).astype(np.int64)
@@ -87,7 +199,7 @@ class Budget:
         return cls(texts=int(SNAPSHOT_BUDGET.value("rows")), chars=int(SNAPSHOT_BUDGET.value("bytes")))
 
 
-def statement_text(read: pgss.TextRead, max_bytes: int) -> store.StatementText:
+def statement_text(read: TextRead, max_bytes: int) -> store.StatementText:
     if not read.visible:
         return store.StatementText(None, False, TextStatus.NOT_VISIBLE)
     if not read.present:
@@ -99,7 +211,7 @@ def statement_text(read: pgss.TextRead, max_bytes: int) -> store.StatementText:
 
 
 def outcome(
-    keys: np.ndarray, rows: np.ndarray, statements: store.StatementLookup, texts: pgss.Texts, max_bytes: int
+    keys: np.ndarray, rows: np.ndarray, statements: store.StatementLookup, texts: Texts, max_bytes: int
 ) -> tuple[list[store.NewStatement], dict[int, store.StatementText]]:
     """(the dimension rows of the keys never seen, in row order; statement id -> text of the known
     statements whose text was read, where that changed anything)."""
@@ -129,5 +241,5 @@ def nothing_read(keys: np.ndarray, statements: store.StatementLookup) -> Found:
     """What the statements' dimension gets when no text was read (the texts reading failed): every new
     statement is stored pending, and the next snapshots read its text first."""
     rows = np.flatnonzero(statements.unseen)
-    new_statements, texts_found = outcome(keys, rows, statements, pgss.Texts(), 0)
+    new_statements, texts_found = outcome(keys, rows, statements, Texts(), 0)
     return Found(new_statements, texts_found)

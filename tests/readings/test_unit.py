@@ -13,7 +13,7 @@ from history.tables import HistoryTable
 from readings import services, unit
 from readings.errors import CollectionError, from_query_error
 from readings.services import server_collect
-from readings.statements import pgss
+from readings.texts import texts
 from readings.unit import Budget, Failure, Reading, Sql, registered
 from readings.waits import waits
 from tests.world import collect, register, run, server_entry
@@ -206,18 +206,18 @@ def test_texts_that_cannot_be_read_leave_their_statements_pending_and_come_with_
     server = register(c)
     collect(server)
     run(c, "SELECT count(*) FROM unit_texts WHERE id > 41", 2)
-    read_texts = pgss.read_texts
+    read_texts = texts.read_texts
 
     def refused(*args, **kwargs):
         raise CollectionError("reading query texts: permission denied (for the test)")
 
-    monkeypatch.setattr(pgss, "read_texts", refused)
+    monkeypatch.setattr(texts, "read_texts", refused)
     first = collect(server)
     queryid = server_entry(c, "SELECT count(*) FROM unit_texts%")["queryid"]
     statement = server.statements.get(queryid=queryid)
     assert first.kind == "delta" and statement.query is None and statement.text_status == "pending"
     assert any("query texts not read in this snapshot" in note for note in first.notes)
-    monkeypatch.setattr(pgss, "read_texts", read_texts)
+    monkeypatch.setattr(texts, "read_texts", read_texts)
     collect(server)
     statement.refresh_from_db()
     assert statement.text_status == "stored" and "unit_texts" in statement.query

@@ -122,9 +122,8 @@ def test_long_query_texts_are_cut(pg_clusters, settings):
 
 def test_huge_texts_are_cut_on_the_server_and_a_secret_at_the_cut_is_still_redacted(pg_clusters, settings, monkeypatch):
     """1 MB query texts: only their first QUERY_TEXT_MAX_BYTES + the redaction margin characters leave the
-    monitored server (what pgss.read_texts returns), and the stored text is cut and marked so. A URI password
+    monitored server (what texts.read_texts returns), and the stored text is cut and marked so. A URI password
     that crosses the stored size's edge is redacted whole, not stored half."""
-    from readings.statements import pgss
     from readings.texts import texts
 
     settings.COLLECTOR = {**settings.COLLECTOR, "QUERY_TEXT_MAX_BYTES": 100}
@@ -133,14 +132,14 @@ def test_huge_texts_are_cut_on_the_server_and_a_secret_at_the_cut_is_still_redac
     server = register(c)
     collect(server)
     longest: list[int] = []
-    read_texts = pgss.read_texts
+    read_texts = texts.read_texts
 
     def measured(*args, **kwargs):
         got = read_texts(*args, **kwargs)
         longest.extend(len(t.text or "") for t in got.by_key.values())
         return got
 
-    monkeypatch.setattr(pgss, "read_texts", measured)
+    monkeypatch.setattr(texts, "read_texts", measured)
     huge = "x" * 1_000_000
     secret = (
         f"/* {'y' * 76} postgresql://app:hunter2-at-the-edge@db.example/app */ SELECT max(id) FROM huge_texts_items"

@@ -64,18 +64,22 @@ def test_rows_to_read_are_unseen_keys_put_off_texts_and_a_bounded_number_of_retr
     restarted = restarted_rows(prev, reading.entries, reading.prev_index)
     assert restarted.tolist() == [False, False, False, False, False, True, False, True, True]
     # Most wanted first: keys never seen, texts put off, then retries.
-    assert texts.rows_to_read(reading, lookup, restarted).tolist() == [7, 1, 2, 3, 5, 8]
+    assert texts.rows_to_read(reading.sent_rows, lookup, restarted).tolist() == [7, 1, 2, 3, 5, 8]
     monkeypatch.setattr(texts, "RETRIES_PER_SNAPSHOT", 1)
-    assert texts.rows_to_read(reading, lookup, restarted).tolist() == [7, 1, 2]  # only retries are bounded here
+    assert texts.rows_to_read(reading.sent_rows, lookup, restarted).tolist() == [
+        7,
+        1,
+        2,
+    ]  # only retries are bounded here
 
 
 @pytest.mark.parametrize(
     ("read", "status"),
     [
-        (pgss.TextRead(present=True, visible=True, text="SELECT 1"), TextStatus.STORED),
-        (pgss.TextRead(present=False, visible=True, text=None), TextStatus.EVICTED),
-        (pgss.TextRead(present=False, visible=False, text=None), TextStatus.NOT_VISIBLE),
-        (pgss.TextRead(present=True, visible=True, text=None), TextStatus.UNAVAILABLE),
+        (texts.TextRead(present=True, visible=True, text="SELECT 1"), TextStatus.STORED),
+        (texts.TextRead(present=False, visible=True, text=None), TextStatus.EVICTED),
+        (texts.TextRead(present=False, visible=False, text=None), TextStatus.NOT_VISIBLE),
+        (texts.TextRead(present=True, visible=True, text=None), TextStatus.UNAVAILABLE),
     ],
 )
 def test_statement_text_says_why_there_is_none(read, status):
@@ -119,13 +123,13 @@ def _storming(c, statements: list[str]) -> Iterator[None]:
 
 def _burst_between_counters_and_texts(monkeypatch, c, statements: list[str]) -> None:
     """Between the counters' read and the texts' read, a burst that evicts most of what was just read."""
-    read_texts = pgss.read_texts
+    read_texts = texts.read_texts
 
     def read_texts_after_a_burst(*args, **kwargs):
         run(c, ";".join(random.sample(statements, 150)))
         return read_texts(*args, **kwargs)
 
-    monkeypatch.setattr(pgss, "read_texts", read_texts_after_a_burst)
+    monkeypatch.setattr(texts, "read_texts", read_texts_after_a_burst)
 
 
 def test_texts_of_entries_evicted_before_their_text_was_read_are_read_again(evict_cluster, monkeypatch):
@@ -141,13 +145,13 @@ def test_texts_of_entries_evicted_before_their_text_was_read_are_read_again(evic
     # read and the texts' read, a burst that evicts most of what was just read. The counters are read the
     # cheap way, as on a calm server (while churning, new keys' texts come in the counters' scan: the test
     # below).
-    read_texts, read_entries = pgss.read_texts, pgss.read_entries
+    read_texts, read_entries = texts.read_texts, pgss.read_entries
     monkeypatch.setattr(pgss, "read_entries", lambda *args, texts_of_new=None, **kwargs: read_entries(*args, **kwargs))
     _burst_between_counters_and_texts(monkeypatch, c, statements)
     with _storming(c, statements):
         for _ in range(4):
             collect(server)
-    monkeypatch.setattr(pgss, "read_texts", read_texts)
+    monkeypatch.setattr(texts, "read_texts", read_texts)
 
     storm = Statement.objects.filter(server=server, queryid__in=list(queryid), toplevel=True)
     evicted = list(storm.filter(text_status=TextStatus.EVICTED).values_list("queryid", flat=True))
@@ -226,7 +230,7 @@ def test_a_role_without_pg_read_all_stats_reads_other_roles_texts_as_not_visible
     (others, own) = rows
     gone = (meta.role_oid, own[1], 1234567, 1)  # the role's own key, no longer there
     with psycopg.connect(c.dsn(APP_DB, role, "pw"), autocommit=True) as conn:
-        got = pgss.read_texts(conn, meta, cmap, np.array([others, own, gone], np.int64), max_chars=1000)
+        got = texts.read_texts(conn, meta, cmap, np.array([others, own, gone], np.int64), max_chars=1000)
     status = {k: texts.statement_text(v, 1000).status for k, v in got.by_key.items()}
     assert status == {others: TextStatus.NOT_VISIBLE, own: TextStatus.STORED, gone: TextStatus.EVICTED}
 
@@ -244,15 +248,15 @@ def test_visibility_lost_between_the_counters_and_the_texts_is_not_visible_not_e
     statements = [f"SELECT {f} FROM texts_revoked_items" for f in ("count(*)", "max(id)", "min(id)")]
     run(c, ";".join(statements))
 
-    read_texts = pgss.read_texts
+    read_texts = texts.read_texts
 
     def revoke_then_read(*args, **kwargs):
         c.execute(f"REVOKE pg_read_all_stats FROM {role}")
         return read_texts(*args, **kwargs)
 
-    monkeypatch.setattr(pgss, "read_texts", revoke_then_read)
+    monkeypatch.setattr(texts, "read_texts", revoke_then_read)
     collect(server)
-    monkeypatch.setattr(pgss, "read_texts", read_texts)
+    monkeypatch.setattr(texts, "read_texts", read_texts)
     with psycopg.connect(c.dsn(APP_DB)) as conn:
         ids = [
             q for (q,) in conn.execute("SELECT queryid FROM pg_stat_statements WHERE query = ANY(%s)", (statements,))
@@ -338,8 +342,8 @@ def test_while_a_server_churns_known_statements_still_without_text_get_it_in_the
         )
         return read_texts(*args, **kwargs)
 
-    read_texts, read_entries = pgss.read_texts, pgss.read_entries
-    monkeypatch.setattr(pgss, "read_texts", remove_then_read)
+    read_texts, read_entries = texts.read_texts, pgss.read_entries
+    monkeypatch.setattr(texts, "read_texts", remove_then_read)
     # First seen by the cheap read, as on a calm server: their texts are asked for after the counters, and lost.
     monkeypatch.setattr(pgss, "read_entries", lambda *args, texts_of_new=None, **kwargs: read_entries(*args, **kwargs))
     run(c, ";".join(statements))
@@ -386,8 +390,8 @@ def test_entries_evicted_since_the_last_snapshot_mean_churning_though_it_saw_no_
         )
         return read_texts(*args, **kwargs)
 
-    read_texts = pgss.read_texts
-    monkeypatch.setattr(pgss, "read_texts", remove_then_read)
+    read_texts = texts.read_texts
+    monkeypatch.setattr(texts, "read_texts", remove_then_read)
     result = collect(server)
     assert result.new_entries >= 50 and result.dealloc_delta, (result.new_entries, result.dealloc_delta)
     burst_seen = Statement.objects.filter(server=server, first_seen_at__gte=result.taken_at)
