@@ -13,7 +13,7 @@ from django.db.models import Q, QuerySet
 from django.http import Http404
 
 from inventory.models import Membership, Organization, Server
-from readings.checks import CheckState, check_state
+from readings.public import CheckState, check_state
 
 Role = Membership.Role
 MANAGE_SERVERS = (Role.DBA, Role.ADMIN)

@@ -19,7 +19,7 @@ from advisor.gather import server_evidence
 from advisor.models import Evaluation, OrganizationThresholds, Recommendation, RecommendationEvent, Status
 from advisor.rules import evaluate
 from advisor.thresholds import Thresholds
-from history.store import drop_history_connection
+from history.public import drop_history_connection
 from inventory.models import Organization, Server
 
 log = logging.getLogger(__name__)

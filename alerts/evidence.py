@@ -15,7 +15,7 @@ from alerts import conditions
 from alerts.conditions import Condition
 from alerts.models import Rule
 from inventory.models import Server
-from readings.errors import shown
+from readings.public import shown
 from readtier import (
     DAY,
     HOUR,

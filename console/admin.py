@@ -5,7 +5,7 @@ from django import forms
 from django.contrib import admin, messages
 
 from console.services import organization_delete, organizations_delete, server_delete, servers_delete
-from history.models import Statement
+from history.public import Statement
 from inventory.models import Membership, Organization, Server
 from inventory.services import CONNECTION_FIELDS, UPDATABLE_FIELDS, server_update
 

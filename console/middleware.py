@@ -13,7 +13,7 @@ from django.template.loader import render_to_string
 from django.utils import timezone
 
 from console.api.errors import error_body
-from history.store import statement_timed_out
+from history.public import statement_timed_out
 
 # No inline script or style anywhere: data for charts travels in json_script blocks (not executed).
 CONTENT_SECURITY_POLICY = "; ".join(

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 from django.db import transaction
 
-from history.store import delete_server_history
+from history.public import delete_server_history
 from inventory.models import Organization, Server
 
 

@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from advisor.models import SEVERITY_RANK
 from advisor.selectors import RecommendationRow, recommendation_activity, recommendations
-from history.redact import redact
+from history.public import redact_text
 from inventory.models import Organization, Server
 from readtier import (
     CONFIG_COLUMNS,
@@ -136,10 +136,10 @@ class AuditContent:
 
 def clean_text(text: str | None, limit: int = QUERY_MAX_CHARS) -> tuple[str | None, bool]:
     """A text from a monitored server (or quoting one) with its secrets redacted, cut at `limit` characters:
-    (text, whether it was cut). redact() is idempotent, so a text redacted at collection stays the same."""
+    (text, whether it was cut). redact_text() is idempotent, so a text redacted at collection stays the same."""
     if text is None:
         return None, False
-    text = redact(text)
+    text = redact_text(text)
     return (text, False) if len(text) <= limit else (text[:limit], True)
 
 

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from exports.audit import TOP_ORDERS, AuditContent, AuditFinding, ServerAudit
-from readings.errors import shown
+from readings.public import shown
 from readtier import NOT_TRACKED, StatementTotals
 
 FORMAT = "pgconsole-audit-export"

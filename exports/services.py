@@ -32,7 +32,7 @@ from exports.files import (
 )
 from exports.formats.bundle import FORMATS, bundle_files, bundle_name, sha256, zip_bytes
 from exports.models import AuditExport, AuditLogEntry
-from history.store import drop_history_connection, statement_timed_out
+from history.public import drop_history_connection, statement_timed_out
 from inventory.models import Organization, Server
 from readtier import Window, WindowError
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from datetime import datetime, tzinfo
 
-from history.models import TextStatus
+from history.public import TextStatus
 from readtier import NO_DATA, NOT_TRACKED
 
 UNKNOWN = "unknown"

@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from advisor.selectors import ActivityRow, recommendation_activity
 from inventory.models import Organization, Server
-from readings.errors import shown
+from readings.public import shown
 from readtier import (
     CollectionCoverage,
     ServerSeries,

@@ -4,7 +4,7 @@ libpq's words and addresses for console staff, the console's own sentence for ev
 from django import template
 
 from accounts.access import sees_connection_detail
-from readings.errors import shown
+from readings.public import shown
 
 register = template.Library()
 

@@ -35,9 +35,7 @@ from inventory.crypto import CredentialsError
 from inventory.endpoint import Endpoint
 from inventory.models import Server
 from inventory.services import CONNECTION_FIELDS, server_create, server_update
-from readings.check import MONITORING_ROLE_SQL, CheckFinding, CheckReport
-from readings.checks import CheckState, check_queue
-from readings.tasks import check_enqueue
+from readings.public import MONITORING_ROLE_SQL, CheckFinding, CheckReport, CheckState, check_enqueue, check_queue
 
 FORM_TEMPLATE = "console/server_form.html"
 LEVEL_BADGE = {"ok": "ok", "info": "new", "warning": "stale", "problem": "failing"}

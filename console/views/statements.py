@@ -15,7 +15,7 @@ from console.charts import EXEC_COLOR, PLAN_COLOR, Chart, Series, hit_ratio_char
 from console.ranges import parse_range
 from console.sql_highlight import highlight
 from console.views.common import is_fragment_request, range_links, render_page, server_header
-from history.models import TextStatus
+from history.public import TextStatus
 from presentation.formatting import ms_number_text, number_text
 from readtier import (
     StatementSeries,

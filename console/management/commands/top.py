@@ -7,7 +7,7 @@ from datetime import timedelta
 
 from django.core.management.base import BaseCommand, CommandError
 
-from history.models import TextStatus
+from history.public import TextStatus
 from inventory.lookups import find_server
 from readtier import MAX_PAGE_SIZE, ORDERS, Page, StatementTotals, Window, top_statements
 
