@@ -20,7 +20,7 @@ from advisor.models import Severity
 from alerts import rule_fields, selectors, services
 from alerts import tasks as alert_tasks
 from alerts.models import Alert, Channel, Delivery, Rule
-from console.api.common import PAGE_PARAMETERS, api, field_names, page_of, page_params, paged
+from console.api.common import PAGE_PARAMETERS, api, field_names, page_of, page_params, page_schema, paged
 from console.api.errors import error_response
 from console.api.throttling import page_rate
 from console.throttling import test_rate
@@ -98,21 +98,6 @@ class TestOut(serializers.Serializer):
     deliveries_url = serializers.CharField(help_text="GET it to follow the delivery")
 
 
-def _page_of(item) -> type[serializers.Serializer]:
-    """The paged list of `item` (count, page, page_size, pages, results), named for the schema: ChannelPage..."""
-    return type(
-        f"{item.__name__.removesuffix('Out')}Page",
-        (serializers.Serializer,),
-        {
-            "count": serializers.IntegerField(),
-            "page": serializers.IntegerField(),
-            "page_size": serializers.IntegerField(),
-            "pages": serializers.IntegerField(),
-            "results": item(many=True),
-        },
-    )
-
-
 def _rule_settings(*, described: bool) -> dict[str, serializers.Field]:
     """A serializer field per setting of a rule (alerts.rule_fields), in their order, with its help for the API's
     reader when `described` (RuleOut's; RuleIn's are the same fields). Their ranges are the rule's to check: the
@@ -187,7 +172,9 @@ class AlertOut(serializers.Serializer):
     dedup_key = serializers.CharField(help_text="PagerDuty's dedup key and the webhook's alert.id")
 
 
-ChannelPage, DeliveryPage, RulePage, AlertPage = (_page_of(s) for s in (ChannelOut, DeliveryOut, RuleOut, AlertOut))
+ChannelPage, DeliveryPage, RulePage, AlertPage = (
+    page_schema(s, f"{s.__name__.removesuffix('Out')}Page") for s in (ChannelOut, DeliveryOut, RuleOut, AlertOut)
+)
 
 
 # -- access ------------------------------------------------------------------------------------------------------

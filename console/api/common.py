@@ -17,7 +17,7 @@ from django.contrib.auth.decorators import login_not_required
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter
-from rest_framework import exceptions, renderers
+from rest_framework import exceptions, renderers, serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.utils.encoders import JSONEncoder
@@ -136,6 +136,7 @@ def field_names(serializer: type) -> tuple[str, ...]:
 
 
 def paged(results: list, *, count: int, page: int, page_size: int) -> dict:
+    """A page's envelope, as every paged endpoint answers (page_schema describes it)."""
     return {
         "count": count,
         "page": page,
@@ -143,6 +144,13 @@ def paged(results: list, *, count: int, page: int, page_size: int) -> dict:
         "pages": max(1, math.ceil(count / page_size)),
         "results": results,
     }
+
+
+def page_schema(item: type[serializers.Serializer], name: str, **about: serializers.Field) -> type:
+    """The schema of paged()'s envelope around `item` (count, page, page_size, pages, then what the page says `about`
+    itself: its window, its order, then results), named `name` in the API's schema."""
+    fields = {field: serializers.IntegerField() for field in ("count", "page", "page_size", "pages")}
+    return type(name, (serializers.Serializer,), {**fields, **about, "results": item(many=True)})
 
 
 def page_of(

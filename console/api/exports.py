@@ -16,7 +16,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.access import MANAGE_SERVERS, require_role, visible_organizations
-from console.api.common import PAGE_PARAMETERS, JSONRenderer, api, field_names, page_of
+from console.api.common import PAGE_PARAMETERS, JSONRenderer, api, field_names, page_of, page_schema
 from console.api.errors import error_response
 from console.downloads import zip_response
 from exports.audit_data import SCHEMA_PATH
@@ -78,12 +78,7 @@ class ExportOut(serializers.Serializer):
     download_url = serializers.CharField(allow_null=True, help_text="null until done")
 
 
-class ExportPage(serializers.Serializer):
-    count = serializers.IntegerField()
-    page = serializers.IntegerField()
-    page_size = serializers.IntegerField()
-    pages = serializers.IntegerField()
-    results = ExportOut(many=True)
+ExportPage = page_schema(ExportOut, "ExportPage")
 
 
 class ErrorShape(serializers.Serializer):

@@ -17,10 +17,11 @@ from console.api.common import (
     WINDOW_PARAMETERS,
     field_names,
     page_params,
+    page_schema,
     paged,
     window_params,
 )
-from readings.errors import shown
+from readings.public import shown
 from readtier import fleet_summary
 
 
@@ -56,14 +57,12 @@ class FleetServer(serializers.Serializer):
     recommendations = AdviceCounts(help_text="active recommendations by severity")
 
 
-class FleetPage(serializers.Serializer):
-    count = serializers.IntegerField()
-    page = serializers.IntegerField()
-    page_size = serializers.IntegerField()
-    pages = serializers.IntegerField()
-    window_start = serializers.DateTimeField()
-    window_end = serializers.DateTimeField()
-    results = FleetServer(many=True)
+FleetPage = page_schema(
+    FleetServer,
+    "FleetPage",
+    window_start=serializers.DateTimeField(),
+    window_end=serializers.DateTimeField(),
+)
 
 
 class Fleet(APIView):

@@ -7,7 +7,7 @@ from rest_framework import serializers
 from rest_framework.views import APIView
 
 from accounts.access import role_in, visible_organizations
-from console.api.common import TABLE_RENDERERS, page_of
+from console.api.common import TABLE_RENDERERS, page_of, page_schema
 
 
 class OrganizationSerializer(serializers.Serializer):
@@ -17,12 +17,7 @@ class OrganizationSerializer(serializers.Serializer):
     servers = serializers.IntegerField(help_text="servers of the organization")
 
 
-class PagedOrganizations(serializers.Serializer):
-    count = serializers.IntegerField()
-    page = serializers.IntegerField()
-    page_size = serializers.IntegerField()
-    pages = serializers.IntegerField()
-    results = OrganizationSerializer(many=True)
+PagedOrganizations = page_schema(OrganizationSerializer, "PagedOrganizations")
 
 
 class Organizations(APIView):

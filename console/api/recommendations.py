@@ -16,7 +16,7 @@ from accounts.access import MANAGE_SERVERS, require_role, visible_servers
 from advisor.models import Severity, Status
 from advisor.selectors import RecommendationRow, recommendation_history, recommendations
 from advisor.services import LifecycleError, recommendation_acknowledge, recommendation_resolve
-from console.api.common import PAGE_PARAMETERS, TABLE_RENDERERS, api, field_names, page_of
+from console.api.common import PAGE_PARAMETERS, TABLE_RENDERERS, api, field_names, page_of, page_schema
 from console.api.errors import error_response
 
 
@@ -67,12 +67,7 @@ class RecommendationOut(serializers.Serializer):
     times_opened = serializers.IntegerField()
 
 
-class RecommendationPage(serializers.Serializer):
-    count = serializers.IntegerField()
-    page = serializers.IntegerField()
-    page_size = serializers.IntegerField()
-    pages = serializers.IntegerField()
-    results = RecommendationOut(many=True)
+RecommendationPage = page_schema(RecommendationOut, "RecommendationPage")
 
 
 class EventOut(serializers.Serializer):

@@ -35,19 +35,18 @@ from console.api.common import (
     field_names,
     page_of,
     page_params,
+    page_schema,
     paged,
     window_params,
 )
 from console.api.throttling import page_rate
 from console.services import server_delete
-from history.snapshot_facts import HELP, Column, SnapshotFacts, snapshot_columns
+from history.public import HELP, Column, SnapshotFacts, snapshot_columns
 from inventory.connection import Connection
 from inventory.crypto import CredentialsError
 from inventory.models import Server
 from inventory.services import server_create, server_update
-from readings.checks import CheckState, check_queue
-from readings.errors import shown
-from readings.tasks import check_enqueue, collect_tracked, tracked
+from readings.public import CheckState, check_enqueue, check_queue, collect_tracked, shown, tracked
 from readtier import Page, latest_snapshot, recent_errors, server_status, snapshot_page, version_text
 
 SSLMODES = [c for c, _ in Server.SslMode.choices]
@@ -88,12 +87,7 @@ class ServerOut(serializers.Serializer):
     extension_version = serializers.CharField(allow_blank=True)
 
 
-class ServerPage(serializers.Serializer):
-    count = serializers.IntegerField()
-    page = serializers.IntegerField()
-    page_size = serializers.IntegerField()
-    pages = serializers.IntegerField()
-    results = ServerOut(many=True)
+ServerPage = page_schema(ServerOut, "ServerPage")
 
 
 class ServerIn(serializers.Serializer):
@@ -457,12 +451,7 @@ class ErrorOut(serializers.Serializer):
     message = serializers.CharField()
 
 
-class ErrorPage(serializers.Serializer):
-    count = serializers.IntegerField()
-    page = serializers.IntegerField()
-    page_size = serializers.IntegerField()
-    pages = serializers.IntegerField()
-    results = ErrorOut(many=True)
+ErrorPage = page_schema(ErrorOut, "ErrorPage")
 
 
 class Errors(APIView):

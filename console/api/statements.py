@@ -20,6 +20,7 @@ from console.api.common import (
     api,
     field_names,
     page_params,
+    page_schema,
     paged,
     window_params,
 )
@@ -90,31 +91,27 @@ class ServerStatementRow(StatementRow):
     server = serializers.CharField()
 
 
-class TopPage(serializers.Serializer):
-    count = serializers.IntegerField()
-    page = serializers.IntegerField()
-    page_size = serializers.IntegerField()
-    pages = serializers.IntegerField()
-    order_by = serializers.CharField()
-    window_start = serializers.DateTimeField()
-    window_end = serializers.DateTimeField()
-    read_start = serializers.DateTimeField(help_text="the range really read (edges move out where raw data expired)")
-    read_end = serializers.DateTimeField()
-    planning_tracked = serializers.BooleanField(help_text="track_planning was on for some of the window")
-    planning = serializers.CharField(help_text="tracked | partly tracked | not tracked | no data")
-    results = StatementRow(many=True)
+TopPage = page_schema(
+    StatementRow,
+    "TopPage",
+    order_by=serializers.CharField(),
+    window_start=serializers.DateTimeField(),
+    window_end=serializers.DateTimeField(),
+    read_start=serializers.DateTimeField(help_text="the range really read (edges move out where raw data expired)"),
+    read_end=serializers.DateTimeField(),
+    planning_tracked=serializers.BooleanField(help_text="track_planning was on for some of the window"),
+    planning=serializers.CharField(help_text="tracked | partly tracked | not tracked | no data"),
+)
 
 
-class AcrossPage(serializers.Serializer):
-    count = serializers.IntegerField()
-    page = serializers.IntegerField()
-    page_size = serializers.IntegerField()
-    pages = serializers.IntegerField()
-    order_by = serializers.CharField()
-    window_start = serializers.DateTimeField()
-    window_end = serializers.DateTimeField()
-    planning_tracked = serializers.BooleanField()
-    results = ServerStatementRow(many=True)
+AcrossPage = page_schema(
+    ServerStatementRow,
+    "AcrossPage",
+    order_by=serializers.CharField(),
+    window_start=serializers.DateTimeField(),
+    window_end=serializers.DateTimeField(),
+    planning_tracked=serializers.BooleanField(),
+)
 
 
 def _row(s) -> dict:
