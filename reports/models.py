@@ -89,8 +89,9 @@ class WeeklySend(models.Model):
         return f"{self.organization} {self.week} ({self.kind}, {self.status})"
 
 
-class Delivery(models.Model):
-    """One recipient of one send, with its attempts (SMTP failures are retried with backoff)."""
+class ReportDelivery(models.Model):
+    """One recipient of one send, with its attempts (SMTP failures are retried with backoff). Named apart from
+    alerts.Delivery (one alert's message to one channel); its table keeps the name it had as reports.Delivery."""
 
     class Status(models.TextChoices):
         PENDING = "pending"
@@ -105,5 +106,6 @@ class Delivery(models.Model):
     sent_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
+        db_table = "reports_delivery"
         constraints = [models.UniqueConstraint(fields=["send", "address"], name="delivery_unique")]
         indexes = [models.Index(fields=["address", "status"], name="delivery_address_status")]

@@ -12,7 +12,7 @@ from django.contrib.auth import get_user_model
 from accounts.access import organization_readers
 from inventory.models import Organization, Server
 from readtier import history_coverage
-from reports.models import Delivery, ReportOptIn, ReportSchedule, Unsubscribed, WeeklySend
+from reports.models import ReportDelivery, ReportOptIn, ReportSchedule, Unsubscribed, WeeklySend
 from reports.weeks import ReportWeek, WeekError, last_complete_week, parse_week, week_of
 
 FAILING_AFTER = 3  # an address whose last this many deliveries failed "keeps failing"
@@ -135,7 +135,7 @@ class SendRow:
     sent: int
     failed: int
     pending: int
-    deliveries: list[Delivery]
+    deliveries: list[ReportDelivery]
 
 
 def send_history(*, organization_id: int, limit: int = HISTORY) -> list[SendRow]:
@@ -149,7 +149,7 @@ def send_history(*, organization_id: int, limit: int = HISTORY) -> list[SendRow]
     rows = []
     for s in sends:
         deliveries = sorted(s.deliveries.all(), key=lambda d: d.address)
-        count = {status: sum(1 for d in deliveries if d.status == status) for status in Delivery.Status.values}
+        count = {status: sum(1 for d in deliveries if d.status == status) for status in ReportDelivery.Status.values}
         rows.append(
             SendRow(
                 s,
@@ -174,17 +174,17 @@ class FailingRecipient:
 def failing_recipients(*, organization_id: int, after: int = FAILING_AFTER) -> list[FailingRecipient]:
     """Addresses whose last `after` deliveries (weekly or test) all failed."""
     recent = (
-        Delivery.objects.filter(send__organization_id=organization_id)
-        .exclude(status=Delivery.Status.PENDING)
+        ReportDelivery.objects.filter(send__organization_id=organization_id)
+        .exclude(status=ReportDelivery.Status.PENDING)
         .select_related("send")
         .order_by("address", "-send__claimed_at", "-id")
     )
-    streak: dict[str, list[Delivery]] = {}
+    streak: dict[str, list[ReportDelivery]] = {}
     done: set[str] = set()
     for d in recent.iterator():
         if d.address in done:
             continue
-        if d.status == Delivery.Status.FAILED:
+        if d.status == ReportDelivery.Status.FAILED:
             streak.setdefault(d.address, []).append(d)
         else:
             done.add(d.address)

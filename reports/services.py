@@ -1,5 +1,5 @@
 """Writes of the weekly reports: the schedule, opt-ins and unsubscriptions, and sending. A weekly send is
-claimed by inserting its WeeklySend row (unique per organization and week) together with one Delivery per
+claimed by inserting its WeeklySend row (unique per organization and week) together with one ReportDelivery per
 recipient, before anything is mailed, so re-running the task or restarting beat never sends twice. Each pass
 over the pending deliveries holds an advisory lock on the send, so two workers never mail the same one."""
 
@@ -21,7 +21,7 @@ from django.utils import timezone
 from accounts.access import role_in
 from inventory.models import Organization
 from reports.mail import weekly_message
-from reports.models import Delivery, ReportOptIn, ReportSchedule, Unsubscribed, WeeklySend
+from reports.models import ReportDelivery, ReportOptIn, ReportSchedule, Unsubscribed, WeeklySend
 from reports.selectors import report_recipients, report_schedule
 from reports.unsubscribe import unsubscribe_url
 from reports.weekly import WeeklyReport, weekly_report
@@ -115,11 +115,11 @@ class SendResult:
 
 
 def _result(send: WeeklySend, *, claimed: bool, busy: bool = False) -> SendResult:
-    counts = {s: 0 for s in Delivery.Status.values}
+    counts = {s: 0 for s in ReportDelivery.Status.values}
     errors = {}
     for address, status, error in send.deliveries.values_list("address", "status", "last_error"):
         counts[status] += 1
-        if error and status != Delivery.Status.SENT:
+        if error and status != ReportDelivery.Status.SENT:
             errors[address] = error
     return SendResult(send.pk, claimed, send.status, counts["sent"], counts["failed"], counts["pending"], busy, errors)
 
@@ -142,7 +142,7 @@ def report_send_weekly(*, organization_id: int, week: ReportWeek, now: datetime 
                 status=WeeklySend.Status.SENDING if addresses else WeeklySend.Status.EMPTY,
                 finished_at=None if addresses else now,
             )
-            Delivery.objects.bulk_create([Delivery(send=send, address=a) for a in addresses])
+            ReportDelivery.objects.bulk_create([ReportDelivery(send=send, address=a) for a in addresses])
     except IntegrityError:
         send = WeeklySend.objects.get(organization_id=organization_id, kind=WeeklySend.Kind.WEEKLY, week=week.label)
         if send.status != WeeklySend.Status.SENDING:
@@ -181,7 +181,7 @@ def report_send_test(
             claimed_at=now,
             requested_by=requested_by,
         )
-        Delivery.objects.create(send=send, address=address)
+        ReportDelivery.objects.create(send=send, address=address)
     return _deliver(send, week=week, now=now, claimed=True, final=True)
 
 
@@ -208,14 +208,14 @@ def _deliver(send: WeeklySend, *, week: ReportWeek, now: datetime, claimed: bool
         if not held:
             return _result(send, claimed=claimed, busy=True)
         # Read under the lock: another worker may have mailed some since.
-        pending = list(send.deliveries.filter(status=Delivery.Status.PENDING).order_by("address"))
+        pending = list(send.deliveries.filter(status=ReportDelivery.Status.PENDING).order_by("address"))
         if send.kind == WeeklySend.Kind.WEEKLY:
             # Unsubscribed between the claim and this attempt: not sent, and not a failure either.
             unsubscribed = Unsubscribed.objects.filter(
                 organization_id=send.organization_id, address__in=[d.address for d in pending]
             )
             gone = set(unsubscribed.values_list("address", flat=True))
-            Delivery.objects.filter(pk__in=[d.pk for d in pending if d.address in gone]).delete()
+            ReportDelivery.objects.filter(pk__in=[d.pk for d in pending if d.address in gone]).delete()
             pending = [d for d in pending if d.address not in gone]
         if pending:
             report = weekly_report(organization_id=send.organization_id, week=week, now=now)
@@ -260,7 +260,7 @@ def _send_one(backend, message) -> _Failure | None:
     return None
 
 
-def _mail(send: WeeklySend, report: WeeklyReport, pending: list[Delivery], *, final: bool) -> None:
+def _mail(send: WeeklySend, report: WeeklyReport, pending: list[ReportDelivery], *, final: bool) -> None:
     """One attempt per pending delivery, over one connection. Where the mail server itself fails, the rest of
     the pass fails with it rather than wait on it once per recipient."""
     backend = get_connection(fail_silently=False)
@@ -272,11 +272,11 @@ def _mail(send: WeeklySend, report: WeeklyReport, pending: list[Delivery], *, fi
             test = send.kind == WeeklySend.Kind.TEST
             failure = down or _send_one(backend, weekly_message(report, to=d.address, unsubscribe_url=link, test=test))
             if failure is None:
-                d.status, d.sent_at, d.last_error = Delivery.Status.SENT, timezone.now(), ""
+                d.status, d.sent_at, d.last_error = ReportDelivery.Status.SENT, timezone.now(), ""
             else:
                 down = failure if failure.server_wide else None
                 done = failure.permanent or final or d.attempts >= MAX_ATTEMPTS
-                d.status = Delivery.Status.FAILED if done else Delivery.Status.PENDING
+                d.status = ReportDelivery.Status.FAILED if done else ReportDelivery.Status.PENDING
                 d.last_error = failure.text[:2000]
                 log.warning(
                     "weekly report %s to %s: attempt %d failed: %s", send.pk, d.address, d.attempts, d.last_error
@@ -295,9 +295,9 @@ def _close(backend) -> None:
 
 def _finish(send: WeeklySend, *, now: datetime) -> None:
     statuses = list(send.deliveries.values_list("status", flat=True))
-    if Delivery.Status.PENDING in statuses:
+    if ReportDelivery.Status.PENDING in statuses:
         return  # still sending: the task tries again later
-    failed = statuses.count(Delivery.Status.FAILED)
+    failed = statuses.count(ReportDelivery.Status.FAILED)
     if not statuses:
         send.status = WeeklySend.Status.EMPTY
     elif not failed:

@@ -15,7 +15,7 @@ from readtier import StatementChange, compare_windows
 from readtier.coverage import collection_coverage, window_summary
 from reports.digest import organization_digest
 from reports.mail import render, weekly_context
-from reports.models import Delivery, WeeklySend
+from reports.models import ReportDelivery, WeeklySend
 from reports.services import report_send_weekly
 from reports.weekly import server_section, weekly_report
 from tests.reports.weekly_world import CONSOLE, PNG, cids, mail_parts
@@ -115,14 +115,16 @@ def test_failing_delivery_is_retried_then_recorded(known_history, readers, smtp)
     smtp.inbox.refuse["cto@client.example"] = ("550 5.1.1 no such user", None)
     first = report_send_weekly(organization_id=known_history.organization.pk, week=known_history.week)
     assert (first.status, first.sent, first.failed, first.pending) == ("sending", 1, 1, 1)
-    bob = Delivery.objects.get(send_id=first.send_id, address="bob@acme.example")
+    bob = ReportDelivery.objects.get(send_id=first.send_id, address="bob@acme.example")
     assert (bob.status, bob.attempts, bob.last_error) == ("pending", 1, "451 4.3.0 try again later")
     from reports.services import report_send_retry
 
     again = report_send_retry(send_id=first.send_id)
     assert (again.status, again.sent, again.failed, again.pending) == ("partial", 2, 1, 0)
     assert smtp.inbox.count("bob@acme.example") == 1 and smtp.inbox.count("cto@client.example") == 0
-    rows = {d.address: (d.status, d.attempts, d.last_error) for d in Delivery.objects.filter(send_id=first.send_id)}
+    rows = {
+        d.address: (d.status, d.attempts, d.last_error) for d in ReportDelivery.objects.filter(send_id=first.send_id)
+    }
     assert rows["bob@acme.example"] == ("sent", 2, "")
     assert rows["cto@client.example"] == ("failed", 1, "550 5.1.1 no such user")
     assert WeeklySend.objects.get(pk=first.send_id).error == "1 of 3 recipients failed"

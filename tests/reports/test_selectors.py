@@ -10,7 +10,7 @@ from django.contrib.auth import get_user_model
 from inventory.connection import parse_dsn
 from inventory.models import Membership, Organization
 from inventory.services import server_create
-from reports.models import Delivery, ReportOptIn, ReportSchedule, Unsubscribed, WeeklySend
+from reports.models import ReportDelivery, ReportOptIn, ReportSchedule, Unsubscribed, WeeklySend
 from reports.selectors import (
     is_opted_in,
     preview_week,
@@ -132,7 +132,7 @@ def test_the_send_history_is_newest_first_with_its_deliveries_counted(org):
             organization=org, week=f"2026-W4{n}", claimed_at=SUNDAY_NOON + timedelta(hours=n), **window
         )
         for address, status in DELIVERIES[: n + 1]:
-            Delivery.objects.create(send=send, address=address, status=status)
+            ReportDelivery.objects.create(send=send, address=address, status=status)
     WeeklySend.objects.create(
         organization=org, kind="test", week="2026-W45", claimed_at=SUNDAY_NOON, requested_by=asker, **window
     )

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from reports.models import Delivery, ReportSchedule, WeeklySend
+from reports.models import ReportDelivery, ReportSchedule, WeeklySend
 from reports.selectors import due_at, failing_recipients, next_due, reports_due
 from reports.services import MAX_ATTEMPTS, report_send_retry, report_send_test, report_send_weekly
 from reports.tasks import retry_delay_s, send_due_reports
@@ -72,14 +72,14 @@ def test_a_mail_server_down_then_up(known_history, readers, smtp):
     smtp.stop()
     first = report_send_weekly(organization_id=known_history.organization.pk, week=known_history.week)
     assert (first.status, first.sent, first.pending) == ("sending", 0, 3)
-    errors = set(Delivery.objects.filter(send_id=first.send_id).values_list("attempts", "last_error"))
+    errors = set(ReportDelivery.objects.filter(send_id=first.send_id).values_list("attempts", "last_error"))
     assert len(errors) == 1 and next(iter(errors))[0] == 1 and "Connection refused" in next(iter(errors))[1]
     # Sending again in the meantime (beat, a re-run) neither claims again nor sends twice.
     assert not report_send_weekly(organization_id=known_history.organization.pk, week=known_history.week).claimed
     smtp.start()
     again = report_send_retry(send_id=first.send_id)
     assert (again.status, again.sent, again.pending) == ("sent", 3, 0)
-    assert set(Delivery.objects.filter(send_id=first.send_id).values_list("attempts", "status")) == {(3, "sent")}
+    assert set(ReportDelivery.objects.filter(send_id=first.send_id).values_list("attempts", "status")) == {(3, "sent")}
     assert smtp.inbox.count() == 3
     assert report_send_retry(send_id=first.send_id).sent == 3 and smtp.inbox.count() == 3
 
@@ -87,7 +87,7 @@ def test_a_mail_server_down_then_up(known_history, readers, smtp):
 def test_the_task_retries_with_backoff_until_it_goes_through(known_history, readers, smtp, eager_celery):
     smtp.inbox.refuse["bob@acme.example"] = ("451 4.3.0 greylisted, try again later", 2)
     send_due_reports(now=monday_after(known_history))
-    bob = Delivery.objects.get(send__organization=known_history.organization, address="bob@acme.example")
+    bob = ReportDelivery.objects.get(send__organization=known_history.organization, address="bob@acme.example")
     assert (bob.status, bob.attempts) == ("sent", 3)
     assert smtp.inbox.count("bob@acme.example") == 1 and smtp.inbox.refused == ["bob@acme.example"] * 2
     assert [retry_delay_s(n) for n in range(4)] == [60, 120, 240, 480]
@@ -96,7 +96,7 @@ def test_the_task_retries_with_backoff_until_it_goes_through(known_history, read
 def test_a_temporary_failure_that_never_ends_fails_after_the_last_attempt(known_history, readers, smtp, eager_celery):
     smtp.inbox.refuse["bob@acme.example"] = ("452 4.2.2 mailbox full", None)
     send_due_reports(now=monday_after(known_history))
-    bob = Delivery.objects.get(send__organization=known_history.organization, address="bob@acme.example")
+    bob = ReportDelivery.objects.get(send__organization=known_history.organization, address="bob@acme.example")
     assert (bob.status, bob.attempts, bob.last_error) == ("failed", MAX_ATTEMPTS, "452 4.2.2 mailbox full")
     assert WeeklySend.objects.get(organization=known_history.organization).status == "partial"
 

@@ -13,7 +13,7 @@ from django.contrib.messages import get_messages
 from django.urls import reverse
 
 from inventory.models import Membership
-from reports.models import Delivery, ReportOptIn, ReportSchedule, WeeklySend
+from reports.models import ReportDelivery, ReportOptIn, ReportSchedule, WeeklySend
 from reports.services import report_send_weekly
 from reports.weekly import console_url
 from tests.reports.weekly_world import week_after
@@ -127,7 +127,7 @@ def test_only_members_and_superusers_receive_the_report(client, known_history, r
     assert client.post(opt_in, {"opted_in": "1"}).status_code == 302
     assert ReportOptIn.objects.filter(organization=org, user=root).exists()
     sent = report_send_weekly(organization_id=org.pk, week=known_history.week)
-    addresses = set(Delivery.objects.filter(send_id=sent.send_id).values_list("address", flat=True))
+    addresses = set(ReportDelivery.objects.filter(send_id=sent.send_id).values_list("address", flat=True))
     assert addresses == {"alice@acme.example", "bob@acme.example", "cto@client.example", "root@console.example"}
     assert smtp.inbox.count("root@console.example") == 1 and smtp.inbox.count("staff@console.example") == 0
 
@@ -188,7 +188,7 @@ def test_the_recipients_that_keep_failing_are_listed(client, known_history, read
     smtp.inbox.refuse["cto@client.example"] = ("550 5.1.1 no such user", None)
     for n in range(3):
         report_send_weekly(organization_id=org.pk, week=week_after(known_history.week, n))
-    assert Delivery.objects.filter(address="cto@client.example", status="failed").count() == 3
+    assert ReportDelivery.objects.filter(address="cto@client.example", status="failed").count() == 3
     html = page(client, readers.bob, org)
     failing = html[html.index('id="failing"') : html.index('id="history"')]
     assert "cto@client.example" in failing and "550 5.1.1 no such user" in failing and "alice" not in failing
