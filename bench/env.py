@@ -178,7 +178,9 @@ def code_version() -> str:
         return proc.stdout.rstrip() if proc.returncode == 0 else ""  # leading spaces are porcelain's status
 
     head = git("rev-parse", "--short=12", "HEAD") or "unknown commit"
-    code = "accounts advisor alerts bench collectors console devenv exports inventory presentation reports".split()
+    code = (
+        "accounts advisor alerts bench console devenv exports history inventory presentation readings readtier reports"
+    ).split()
     dirty = git("status", "--porcelain", "--", *code)
     if not dirty:
         return f"commit {head}, {'/'.join(code)} unmodified"
