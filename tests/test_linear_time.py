@@ -21,6 +21,7 @@ import pytest
 from advisor.rules import r5_families
 from console import sql_highlight
 from history import redact
+from readings.plans import statement
 from tests.test_tree import PRODUCT
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -157,6 +158,7 @@ ENTRY_POINTS = {
     "redact strict": lambda text: redact.redact(text, strict=True),
     "the family rule's normalize": r5_families.normalize,
     "highlight": sql_highlight.highlight,
+    "the plan reading's classify": lambda text: statement.classify(text, 160000),
 }
 
 
@@ -185,6 +187,24 @@ def test_the_texts_of_the_issue_are_read_in_linear_time():
     }
     for name, (work, shape) in cases.items():
         assert _growth(work, shape) < LIMIT, name
+
+
+def test_the_plan_readings_scan_of_quotes_and_comments_is_linear():
+    """readings/plans/statement.py scans by hand, no regular expression: each of its quotings opened many times
+    over, or once and never closed."""
+    shapes = [
+        ("SELECT ", "$a", ""),
+        ("SELECT ", "$1", ""),
+        ("SELECT $x$", "$y", ""),
+        ("SELECT ", "/*", ""),
+        ("SELECT ", "''", ""),
+        ("SELECT E'", "\\'", ""),
+        ("SELECT ", '""', ""),
+        ("SELECT 1", ";", ""),
+        ("SELECT ", "a$1", ""),
+    ]
+    for shape in shapes:
+        assert _growth(ENTRY_POINTS["the plan reading's classify"], shape) < LIMIT, shape
 
 
 def _compiles_patterns(tree: ast.Module) -> bool:
