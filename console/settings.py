@@ -397,6 +397,14 @@ COLLECTOR = {
     "KEEPALIVES_COUNT": env.int("COLLECTOR_KEEPALIVES_COUNT", default=3),
 }
 
+# --- Plans (readings/plans/) ----------------------------------------------------
+PLANS = {
+    # Each EXPLAIN on a monitored server runs in its own read-only transaction, given up past these (planning DML
+    # takes a row-exclusive lock on its target: a table held under an exclusive lock is left at once).
+    "STATEMENT_TIMEOUT_MS": env.int("PLANS_STATEMENT_TIMEOUT_MS", default=2_000),
+    "LOCK_TIMEOUT_MS": env.int("PLANS_LOCK_TIMEOUT_MS", default=100),
+}
+
 # --- Organizations ----------------------------------------------------------
 # What one organization may register, unless a console administrator set its own limits (Django admin): servers
 # (about what one collection worker process serves, docs/benchmarks.md "Fleet scale"), and the shortest interval.

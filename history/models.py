@@ -132,6 +132,58 @@ class Snapshot(SnapshotFactsFields):
         ordering = ["-taken_at"]
 
 
+class PlanShape(models.Model):
+    """One plan shape of one server's statements (readings/plans/shape.py), stored once: the first plan seen of it,
+    redacted like texts. Its primary key is (server_id, id) in the database, as every history table's."""
+
+    server = models.ForeignKey(Server, on_delete=models.CASCADE, related_name="+")
+    fingerprint = models.CharField(max_length=32)
+    plan = models.JSONField()  # EXPLAIN (FORMAT JSON)'s object, its strings redacted
+    access_paths = models.JSONField(default=list)  # "Seq Scan on orders", ... in plan order
+    node_count = models.IntegerField()
+    first_seen_at = models.DateTimeField()
+
+    class Meta:
+        db_table = tables.PLAN_SHAPE.name
+        constraints = [models.UniqueConstraint(fields=["server", "fingerprint"], name="plan_shape_unique")]
+        indexes = [models.Index(fields=["id"], name="plan_shape_id")]
+
+
+class StatementPlan(models.Model):
+    """A statement planned with one shape: when first and last, and the estimates of the last plan. The shape is
+    found by (server_id, shape_id): no foreign key joins two history rows (a sharded store could not hold it)."""
+
+    server = models.ForeignKey(Server, on_delete=models.CASCADE, related_name="+")
+    statement_id = models.BigIntegerField()
+    shape_id = models.BigIntegerField()
+    first_seen_at = models.DateTimeField()
+    last_seen_at = models.DateTimeField()
+    total_cost = models.FloatField()
+    plan_rows = models.FloatField()
+    method = models.CharField(max_length=16)  # generic_plan (16+) or prepare (13-15)
+
+    class Meta:
+        db_table = tables.STATEMENT_PLAN.name
+        constraints = [
+            models.UniqueConstraint(fields=["server", "statement_id", "shape_id"], name="statement_plan_unique")
+        ]
+
+
+class PlanAttempt(models.Model):
+    """A statement's last EXPLAIN: when, and why there is no plan when there is none (readings/plans/explain.py's
+    reasons), so that a statement is never shown without its plan or its reason."""
+
+    server = models.ForeignKey(Server, on_delete=models.CASCADE, related_name="+")
+    statement_id = models.BigIntegerField()
+    at = models.DateTimeField()
+    code = models.CharField(max_length=16)  # "planned", or the reason's code
+    reason = models.TextField(blank=True, default="")
+
+    class Meta:
+        db_table = tables.PLAN_ATTEMPT.name
+        constraints = [models.UniqueConstraint(fields=["server", "statement_id"], name="plan_attempt_unique")]
+
+
 class FailedCollection(models.Model):
     """One failed collection of a server (the last KEEP_ERRORS per server; the Server row keeps only the
     last one, which says nothing of a server that fails one collection in ten)."""

@@ -6,7 +6,8 @@ while they keep the hours and days it was active in. A server whose statements c
 statements, a deallocation storm) would otherwise keep every key it ever saw. Pruned: statements gone for
 longer than raw retention (a day of margin: the raw blocks of their last hours are gone), out of the
 state, and in no tier. Each server under its collection lock, so that a snapshot never books a statement
-being deleted; a server being collected is left for the next run.
+being deleted; a server being collected is left for the next run. The plans of pruned statements go with them
+(history/plans.py).
 """
 
 from datetime import datetime, timedelta
@@ -15,7 +16,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from history import tables
+from history import plans, tables
 from history.store import LOCK_NAMESPACE
 
 _S, _STATE = tables.STATEMENT.name, tables.STATEMENT_STATE.name
@@ -44,4 +45,5 @@ def statements_prune(*, now: datetime | None = None) -> dict[str, int]:
                 continue
             cur.execute(PRUNE_SQL, {"server": server_id, "cutoff": cutoff})
             pruned += cur.rowcount
+            plans.prune_orphans(server_id)  # a pruned statement's plans go with it
     return {"pruned": pruned, "busy": busy}

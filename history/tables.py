@@ -28,6 +28,10 @@ WAIT_EVENT_DAILY = HistoryTable("collectors_wait_event_daily", "year", "DAILY_RE
 STATEMENT = HistoryTable("collectors_statement")
 STATEMENT_STATE = HistoryTable("collectors_statement_state")
 SERVER_STATE = HistoryTable("collectors_serverstate")
+# Plans (readings/plans/): each shape once per server, the statements' plans by shape, each statement's last try.
+PLAN_SHAPE = HistoryTable("collectors_plan_shape")
+STATEMENT_PLAN = HistoryTable("collectors_statement_plan")
+PLAN_ATTEMPT = HistoryTable("collectors_plan_attempt")
 
 PARTITIONED: tuple[HistoryTable, ...] = (
     SNAPSHOT,
@@ -40,4 +44,12 @@ PARTITIONED: tuple[HistoryTable, ...] = (
     WAIT_EVENT_DAILY,
 )
 # Everything a server owns in the history store (a server's delete empties each of them).
-PER_SERVER: tuple[HistoryTable, ...] = (*PARTITIONED, STATEMENT_STATE, STATEMENT, SERVER_STATE)
+PER_SERVER: tuple[HistoryTable, ...] = (
+    *PARTITIONED,
+    STATEMENT_STATE,
+    STATEMENT,
+    SERVER_STATE,
+    PLAN_SHAPE,
+    STATEMENT_PLAN,
+    PLAN_ATTEMPT,
+)

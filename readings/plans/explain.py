@@ -21,6 +21,7 @@ import psycopg
 from psycopg import errors as pgerrors
 from psycopg import sql
 
+from readings.errors import OutOfTime, ServerSilent
 from readings.plans.statement import NotExplainable, Statement, classify
 from readings.sql_names import quote_ident
 
@@ -156,7 +157,7 @@ def _unexplained(exc: psycopg.Error) -> Unexplained:
         code = "permission"
     elif isinstance(exc, pgerrors.UndefinedTable | pgerrors.UndefinedColumn | pgerrors.UndefinedFunction):
         code = "gone"
-    elif isinstance(exc, pgerrors.QueryCanceled | pgerrors.LockNotAvailable):
+    elif isinstance(exc, pgerrors.QueryCanceled | pgerrors.LockNotAvailable | OutOfTime | ServerSilent):
         code = "timeout"
     elif isinstance(exc, pgerrors.IndeterminateDatatype | pgerrors.AmbiguousParameter):
         code = "parameters"

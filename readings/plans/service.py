@@ -1,0 +1,119 @@
+"""One statement's plan, read from its monitored server and stored: what the statement page and the API will ask for.
+
+The text is the one pg_stat_statements keeps (read again from the server, never the stored and redacted one), in
+the server's monitored database where the extension is; the EXPLAIN runs in the statement's own database as the
+statement's role resolves names (explain.py). Two short connections within one deadline, as a snapshot's. Whatever
+keeps a plan from being read is stored as the statement's reason; its earlier plans stay.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from dataclasses import dataclass, field, replace
+
+import psycopg
+from django.conf import settings
+from django.utils import timezone
+from psycopg import sql
+
+from history import plans
+from history.models import Statement
+from inventory.models import Server
+from readings import connection as monitored
+from readings.errors import CollectionError, from_query_error
+from readings.plans import shape
+from readings.plans.explain import Unexplained, explain
+from readings.settings import instance
+
+
+@dataclass(frozen=True)
+class Outcome:
+    planned: bool
+    code: str  # history.plans.PLANNED, or why not
+    reason: str = ""
+    shape_id: int | None = None
+    access_paths: list[str] = field(default_factory=list)
+
+
+def _text_sql(schema: str, has_toplevel: bool) -> sql.Composed:
+    toplevel = sql.SQL(" AND toplevel = %s") if has_toplevel else sql.SQL("")
+    return sql.SQL(
+        "SELECT (SELECT rolname FROM pg_roles WHERE oid = %s), "
+        "(SELECT query FROM {}.pg_stat_statements(true) WHERE userid = %s AND dbid = %s AND queryid = %s{})"
+    ).format(sql.Identifier(schema), toplevel)
+
+
+@contextlib.contextmanager
+def _connected(target: monitored.Target, deadline: float, budget_s: float):
+    conn = monitored.connect(target)
+    try:
+        conn.limit_to(deadline, budget_s)
+        yield conn
+    finally:
+        conn.close()
+
+
+def _text_and_role(
+    conn: psycopg.Connection, statement: Statement
+) -> tuple[instance.ServerMeta, str | None, str | None]:
+    meta = instance.read_meta(conn)
+    params = [statement.userid, statement.userid, statement.dbid, statement.queryid]
+    if meta.has_info_view:  # toplevel is in the key from 1.9 (PostgreSQL 14)
+        params.append(statement.toplevel)
+    try:
+        role, text = conn.execute(_text_sql(meta.extension_schema, meta.has_info_view), params).fetchone()
+    except psycopg.Error as exc:
+        raise from_query_error(exc, "reading the statement's text") from exc
+    return meta, role, text
+
+
+def statement_plan(*, server_id: int, statement_id: int) -> Outcome:
+    """EXPLAIN one statement of one server now, and store its plan (or why there is none)."""
+    server = Server.objects.get(pk=server_id)
+    statement = Statement.objects.get(server_id=server_id, pk=statement_id)
+    at = timezone.now()
+    cfg = settings.PLANS
+    try:
+        target = monitored.monitoring_target(server)
+        budget_s = target.limits().snapshot_s
+        deadline = time.monotonic() + budget_s
+        with _connected(target, deadline, budget_s) as conn:
+            meta, role, text = _text_and_role(conn, statement)
+        if text is None or role is None:
+            missing = Unexplained(
+                "text",
+                "pg_stat_statements no longer holds this statement (evicted or reset): it is planned when it is back"
+                if text is None
+                else "the statement's role no longer exists",
+            )
+            return _unexplained(server_id, statement_id, missing, at)
+        database = replace(target.endpoint, database=statement.database_name or target.endpoint.database)
+        with _connected(replace(target, endpoint=database), deadline, budget_s) as conn:
+            found = explain(
+                conn,
+                text,
+                server_version_num=meta.server_version_num,
+                role=role,
+                statement_timeout_ms=cfg["STATEMENT_TIMEOUT_MS"],
+                lock_timeout_ms=cfg["LOCK_TIMEOUT_MS"],
+            )
+    except CollectionError as exc:
+        return _unexplained(server_id, statement_id, Unexplained(exc.code, exc.message), at)
+    if isinstance(found, Unexplained):
+        return _unexplained(server_id, statement_id, found, at)
+    paths = shape.access_paths(found.plan)
+    new = plans.NewPlan(
+        plan=found.plan,
+        fingerprint=shape.fingerprint(found.plan),
+        access_paths=paths,
+        node_count=shape.node_count(found.plan),
+        method=found.method,
+    )
+    shape_id = plans.record_plan(server_id, statement_id, new, at=at, strict=settings.COLLECTOR["REDACT_STRICT"])
+    return Outcome(True, plans.PLANNED, shape_id=shape_id, access_paths=paths)
+
+
+def _unexplained(server_id: int, statement_id: int, found: Unexplained, at) -> Outcome:
+    plans.record_unexplained(server_id, statement_id, code=found.code, reason=found.reason, at=at)
+    return Outcome(False, found.code, found.reason)

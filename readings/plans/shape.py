@@ -1,0 +1,63 @@
+"""A plan's shape: what makes two plans of a statement the same plan, and how a DBA names one.
+
+The shape is the tree of node types with their relations, indexes, join types and methods, in order; costs, row
+estimates, widths and conditions are left out, so that a statement planned again with other estimates keeps its
+fingerprint, and a plan change (an index scan become a sequential scan, another join order) changes it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+# What of a node (EXPLAIN (FORMAT JSON)'s keys) is part of its shape.
+SHAPE_KEYS = (
+    "Node Type",
+    "Strategy",
+    "Partial Mode",
+    "Operation",
+    "Parent Relationship",
+    "Join Type",
+    "Relation Name",
+    "Schema",
+    "Alias",
+    "Index Name",
+    "CTE Name",
+    "Function Name",
+    "Subplan Name",
+    "Scan Direction",
+)
+
+
+def _shape(node: dict) -> list:
+    own = [[key, node[key]] for key in SHAPE_KEYS if key in node]
+    return [own, [_shape(child) for child in node.get("Plans", ())]]
+
+
+def fingerprint(plan: dict) -> str:
+    """32 hex digits that name the plan's shape (plan: EXPLAIN (FORMAT JSON)'s object, with its "Plan")."""
+    canonical = json.dumps(_shape(plan["Plan"]), separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode()).hexdigest()[:32]
+
+
+def _nodes(node: dict):
+    yield node
+    for child in node.get("Plans", ()):
+        yield from _nodes(child)
+
+
+def access_paths(plan: dict) -> list[str]:
+    """How the plan reads each relation and index, in plan order, as EXPLAIN's text says it: "Seq Scan on orders",
+    "Index Scan using orders_customer_idx on orders", "Bitmap Index Scan on orders_customer_idx"."""
+    out = []
+    for node in _nodes(plan["Plan"]):
+        kind, relation, index = node["Node Type"], node.get("Relation Name"), node.get("Index Name")
+        if relation is not None:
+            out.append(f"{kind} using {index} on {relation}" if index else f"{kind} on {relation}")
+        elif index is not None:
+            out.append(f"{kind} on {index}")
+    return out
+
+
+def node_count(plan: dict) -> int:
+    return sum(1 for _ in _nodes(plan["Plan"]))
