@@ -120,7 +120,9 @@ class Snapshot:
 
     The settings and statements readings, which every other one comes after, set the snapshot's frame: the
     server's meta (settings.instance.ServerMeta), whether it is a baseline, its time and interval. Each reading
-    adds facts of the snapshot's row (history.snapshot_facts.SnapshotFacts) and fields of the server's state."""
+    adds facts of the snapshot's row (history.snapshot_facts.SnapshotFacts) and fields of the server's state. A
+    fact or a field of a reading not read in this snapshot (failed, or not due) is None: a reading with a cadence
+    keeps what it compares with in a table of its own, not in the server's state."""
 
     server: Server
     previous: Previous
