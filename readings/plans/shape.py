@@ -61,3 +61,25 @@ def access_paths(plan: dict) -> list[str]:
 
 def node_count(plan: dict) -> int:
     return sum(1 for _ in _nodes(plan["Plan"]))
+
+
+def tree_lines(plan: dict) -> list[str]:
+    """The plan as an indented tree, a line per node as EXPLAIN's text starts it: its kind, what it reads, and its
+    estimated total cost and rows."""
+    out = []
+
+    def walk(node: dict, depth: int) -> None:
+        kind, relation, index = node["Node Type"], node.get("Relation Name"), node.get("Index Name")
+        if relation is not None:
+            what = f"{kind} using {index} on {relation}" if index else f"{kind} on {relation}"
+        else:
+            what = f"{kind} on {index}" if index else kind
+        if node.get("Join Type"):  # joins: Nested Loop, Hash Join, Merge Join
+            what = f"{what} ({node['Join Type']})"
+        arrow = "" if depth == 0 else "  " * (depth - 1) + "-> "
+        out.append(f"{arrow}{what}  (cost {node.get('Total Cost', 0):.2f}, rows {node.get('Plan Rows', 0):,.0f})")
+        for child in node.get("Plans", ()):
+            walk(child, depth + 1)
+
+    walk(plan["Plan"], 0)
+    return out

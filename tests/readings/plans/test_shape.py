@@ -2,7 +2,7 @@
 
 import copy
 
-from readings.plans.shape import access_paths, fingerprint, node_count
+from readings.plans.shape import access_paths, fingerprint, node_count, tree_lines
 
 INDEX_PLAN = {
     "Plan": {
@@ -65,3 +65,11 @@ def test_another_access_path_join_or_order_is_another_shape():
         }
     }
     assert access_paths(bitmap) == ["Bitmap Heap Scan on orders", "Bitmap Index Scan on orders_customer_idx"]
+
+
+def test_the_tree_reads_as_explains_text_with_estimates():
+    assert tree_lines(INDEX_PLAN) == [
+        "Nested Loop (Inner)  (cost 42.50, rows 10)",
+        "-> Index Scan using orders_customer_idx on orders  (cost 8.30, rows 10)",
+        "-> Index Scan using customers_pkey on customers  (cost 0.30, rows 1)",
+    ]
