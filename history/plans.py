@@ -43,6 +43,7 @@ def record_plan(server_id: int, statement_id: int, new: NewPlan, *, at: datetime
     """Store a statement's plan: its shape once, the statement's row for that shape, its last attempt. The shape's
     id."""
     top = new.plan["Plan"]
+    last = {"last_seen_at": at, "total_cost": top["Total Cost"], "plan_rows": top["Plan Rows"], "method": new.method}
     with transaction.atomic():
         shape, _ = PlanShape.objects.get_or_create(
             server_id=server_id,
@@ -58,19 +59,8 @@ def record_plan(server_id: int, statement_id: int, new: NewPlan, *, at: datetime
             server_id=server_id,
             statement_id=statement_id,
             shape_id=shape.pk,
-            defaults={
-                "last_seen_at": at,
-                "total_cost": top["Total Cost"],
-                "plan_rows": top["Plan Rows"],
-                "method": new.method,
-            },
-            create_defaults={
-                "first_seen_at": at,
-                "last_seen_at": at,
-                "total_cost": top["Total Cost"],
-                "plan_rows": top["Plan Rows"],
-                "method": new.method,
-            },
+            defaults=last,
+            create_defaults={"first_seen_at": at, **last},
         )
         _attempt(server_id, statement_id, at, PLANNED, "")
     return shape.pk

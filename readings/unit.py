@@ -76,11 +76,6 @@ class Budget:
         name = getattr(self, which)
         return None if name is None else settings.COLLECTOR[name]
 
-    def describe(self) -> str:
-        parts = [f"{which}: COLLECTOR_{getattr(self, which)}" for which in ("seconds", "rows", "bytes")]
-        spent = [p for p, which in zip(parts, ("seconds", "rows", "bytes"), strict=True) if getattr(self, which)]
-        return "; ".join(spent) or "the snapshot's deadline"
-
 
 @dataclass(frozen=True)
 class Reading:

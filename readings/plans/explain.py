@@ -145,10 +145,8 @@ def _deallocate(conn: psycopg.Connection, name: str) -> None:
     """Prepared statements outlive a rolled-back transaction: the session's one is dropped either way."""
     try:
         conn.execute(sql.SQL("DEALLOCATE {}").format(sql.Identifier(name)), prepare=False)
-    except psycopg.errors.InvalidSqlStatementName:
-        pass  # PREPARE itself failed
     except psycopg.Error:
-        pass  # the connection is gone; so is the prepared statement
+        pass  # PREPARE itself failed, or the connection is gone and the prepared statement with it
 
 
 def _unexplained(exc: psycopg.Error) -> Unexplained:

@@ -40,23 +40,26 @@ def fingerprint(plan: dict) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()[:32]
 
 
-def _nodes(node: dict):
-    yield node
+def _nodes(node: dict, depth: int = 0):
+    """Every node of the plan in EXPLAIN's order, with its depth."""
+    yield node, depth
     for child in node.get("Plans", ()):
-        yield from _nodes(child)
+        yield from _nodes(child, depth + 1)
+
+
+def _reads(node: dict) -> str | None:
+    """What a node reads, as EXPLAIN's text names it ("Index Scan using orders_customer_idx on orders",
+    "Bitmap Index Scan on orders_customer_idx"), or None for a node that reads no relation or index."""
+    kind, relation, index = node["Node Type"], node.get("Relation Name"), node.get("Index Name")
+    if relation is not None:
+        return f"{kind} using {index} on {relation}" if index else f"{kind} on {relation}"
+    return f"{kind} on {index}" if index is not None else None
 
 
 def access_paths(plan: dict) -> list[str]:
     """How the plan reads each relation and index, in plan order, as EXPLAIN's text says it: "Seq Scan on orders",
     "Index Scan using orders_customer_idx on orders", "Bitmap Index Scan on orders_customer_idx"."""
-    out = []
-    for node in _nodes(plan["Plan"]):
-        kind, relation, index = node["Node Type"], node.get("Relation Name"), node.get("Index Name")
-        if relation is not None:
-            out.append(f"{kind} using {index} on {relation}" if index else f"{kind} on {relation}")
-        elif index is not None:
-            out.append(f"{kind} on {index}")
-    return out
+    return [path for node, _ in _nodes(plan["Plan"]) if (path := _reads(node)) is not None]
 
 
 def node_count(plan: dict) -> int:
@@ -67,19 +70,10 @@ def tree_lines(plan: dict) -> list[str]:
     """The plan as an indented tree, a line per node as EXPLAIN's text starts it: its kind, what it reads, and its
     estimated total cost and rows."""
     out = []
-
-    def walk(node: dict, depth: int) -> None:
-        kind, relation, index = node["Node Type"], node.get("Relation Name"), node.get("Index Name")
-        if relation is not None:
-            what = f"{kind} using {index} on {relation}" if index else f"{kind} on {relation}"
-        else:
-            what = f"{kind} on {index}" if index else kind
+    for node, depth in _nodes(plan["Plan"]):
+        what = _reads(node) or node["Node Type"]
         if node.get("Join Type"):  # joins: Nested Loop, Hash Join, Merge Join
             what = f"{what} ({node['Join Type']})"
         arrow = "" if depth == 0 else "  " * (depth - 1) + "-> "
         out.append(f"{arrow}{what}  (cost {node.get('Total Cost', 0):.2f}, rows {node.get('Plan Rows', 0):,.0f})")
-        for child in node.get("Plans", ()):
-            walk(child, depth + 1)
-
-    walk(plan["Plan"], 0)
     return out

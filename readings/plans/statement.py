@@ -41,9 +41,13 @@ class _Scan:
     unterminated: str = ""  # what the text ends inside of
 
 
+def _name_char(c: str) -> bool:
+    return c.isalnum() or c == "_"
+
+
 def _word_at(text: str, i: int) -> str:
     j = i
-    while j < len(text) and (text[j].isalnum() or text[j] == "_"):
+    while j < len(text) and _name_char(text[j]):
         j += 1
     return text[i:j]
 
@@ -52,8 +56,7 @@ def _dollar_tag(text: str, i: int) -> str | None:
     """The dollar-quote opening tag at i ("$$" or "$tag$"), or None ($1 is a parameter, not a quote)."""
     j = i + 1
     if j < len(text) and (text[j].isalpha() or text[j] == "_"):
-        while j < len(text) and (text[j].isalnum() or text[j] == "_"):
-            j += 1
+        j += len(_word_at(text, j))
     if j < len(text) and text[j] == "$":
         return text[i : j + 1]
     return None
@@ -91,7 +94,7 @@ def _scan(text: str) -> _Scan:  # noqa: C901 - one state machine, read top to bo
             i += 1
             continue
         if c in "'\"":
-            escapes = c == "'" and i > 0 and text[i - 1] in "eE" and (i < 2 or not _word_at(text, i - 2)[:1])
+            escapes = c == "'" and i > 0 and text[i - 1] in "eE" and not (i >= 2 and _name_char(text[i - 2]))
             i += 1
             while True:
                 if i >= n:
@@ -109,7 +112,7 @@ def _scan(text: str) -> _Scan:  # noqa: C901 - one state machine, read top to bo
                 i += 1
             continue
         if c == "$":
-            if i > 0 and (text[i - 1].isalnum() or text[i - 1] == "_"):  # inside a name: a$1 is one identifier
+            if i > 0 and _name_char(text[i - 1]):  # inside a name: a$1 is one identifier
                 i += 1
                 continue
             tag = _dollar_tag(text, i)

@@ -42,11 +42,9 @@ def _sampled_activity(snap: Snapshot) -> waits.WaitReading | None:
 
 
 def compute(snap: Snapshot, got: waits.WaitReading | None) -> list[waits.IntervalWait]:
-    rows = []
-    if not snap.baseline and got is not None:
-        previous = snap.previous.state.wait_profile
-        rows = waits.rows_for_interval(got, waits.decode_profile(previous), snap.interval_s)
     counted = not snap.baseline and got is not None
+    previous = waits.decode_profile(snap.previous.state.wait_profile) if counted else None
+    rows = waits.rows_for_interval(got, previous, snap.interval_s) if counted else []
     snap.facts |= {"waits_source": got.source if counted else None, "waits_samples": got.n_samples if counted else None}
     snap.state["wait_profile"] = None if got is None or got.profile is None else waits.encode_profile(got.profile)
     return rows
