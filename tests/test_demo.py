@@ -225,7 +225,9 @@ def _check_alerts(database_url: str, out: str, started: float) -> None:
         and r["body"]["alert"]["severity"] == "critical"
     ]
     assert storm, f"no signed alert on the storm server in {records}\n{context}"
-    assert "pg_stat_statements.max" in storm[0]["body"]["alert"]["title"], storm[0]
+    # The max advice among them: on a busy machine the LWLock wait rule may open its own alert first.
+    titles = [r["body"]["alert"]["title"] for r in storm]
+    assert any("pg_stat_statements.max" in title for title in titles), titles
     assert f"webhook receiver stopped (.run/webhooks/*.json, {len(written)} received, {len(written)} with a " in out
     sent = {(kind, event) for kind, event, status, _, title in deliveries if status == "sent" and "storm" in title}
     assert {("webhook", "open"), ("email", "open")} <= sent, context
