@@ -11,6 +11,12 @@ def beat_schedule() -> dict:
             "schedule": tick,
             "options": {"expires": tick},
         },
+        # Plans of each server's top statements without a recent one, within each server's budget.
+        "plans": {
+            "task": "readings.tasks.plan_fleet",
+            "schedule": float(settings.PLANS["TICK_S"]),
+            "options": {"expires": settings.PLANS["TICK_S"] * 0.9},
+        },
         "history-rollups": {
             "task": "history.tasks.roll_up_history",
             "schedule": 300.0,

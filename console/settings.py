@@ -282,16 +282,18 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # others (docs/operations.md, "Scaling out"). "Test connection" has a queue of its own that the collection
 # worker also serves (it waits on a monitored server too), so a backlog of collections never keeps a DBA
 # waiting for a check. Alert deliveries wait on receivers anywhere (up to ALERTS_TIMEOUT_S each): their own
-# queue and their own threaded worker, so that no receiver delays a collection. A worker started without
-# --queues consumes all.
+# queue and their own threaded worker, so that no receiver delays a collection. Plans (EXPLAINs of top statements
+# on monitored servers, within each server's budget) too: a worker of their own, never the collections'. A worker
+# started without --queues consumes all.
 CELERY_TASK_QUEUES = tuple(
-    Queue(name) for name in ("collection", "checks", "alerts", "advisor", "reports", "exports", "maintenance")
+    Queue(name) for name in ("collection", "checks", "plans", "alerts", "advisor", "reports", "exports", "maintenance")
 )
 CELERY_TASK_DEFAULT_QUEUE = "maintenance"  # rollups, partitions
 CELERY_TASK_ROUTES = {
     "readings.tasks.collect_server": {"queue": "collection"},
     "readings.tasks.dispatch_due_collections": {"queue": "collection"},
     "readings.tasks.check_connection": {"queue": "checks"},
+    "readings.tasks.plan_*": {"queue": "plans"},
     "alerts.tasks.*": {"queue": "alerts"},
     "advisor.tasks.*": {"queue": "advisor"},
     "reports.tasks.*": {"queue": "reports"},
@@ -399,10 +401,23 @@ COLLECTOR = {
 
 # --- Plans (readings/plans/) ----------------------------------------------------
 PLANS = {
+    # Plans of each server's top statements, read by beat and the `plans` queue's worker (off: on demand only).
+    "ENABLED": env.bool("PLANS_ENABLED", default=True),
+    # The top statements by total time over the last interval, each planned at most once per interval.
+    "TOP_N": env.int("PLANS_TOP_N", default=20),
+    "INTERVAL_S": env.int("PLANS_INTERVAL_S", default=6 * 3600),
+    # How often beat looks for top statements without a recent plan (seconds).
+    "TICK_S": env.int("PLANS_TICK_S", default=900),
     # Each EXPLAIN on a monitored server runs in its own read-only transaction, given up past these (planning DML
     # takes a row-exclusive lock on its target: a table held under an exclusive lock is left at once).
     "STATEMENT_TIMEOUT_MS": env.int("PLANS_STATEMENT_TIMEOUT_MS", default=2_000),
     "LOCK_TIMEOUT_MS": env.int("PLANS_LOCK_TIMEOUT_MS", default=100),
+    # Each server's budget, whoever asks (beat, the regression alert, a DBA): EXPLAINs and seconds of planning on
+    # the server per UTC hour (an EXPLAIN's timeout is cut to what is left of the hour), bytes of new plan shapes
+    # stored per UTC day.
+    "EXPLAINS_PER_HOUR": env.int("PLANS_EXPLAINS_PER_HOUR", default=60),
+    "PLANNING_S_PER_HOUR": env.float("PLANS_PLANNING_S_PER_HOUR", default=1.0),
+    "BYTES_PER_DAY": env.int("PLANS_BYTES_PER_DAY", default=1_000_000),
 }
 
 # --- Organizations ----------------------------------------------------------

@@ -184,6 +184,22 @@ class PlanAttempt(models.Model):
         constraints = [models.UniqueConstraint(fields=["server", "statement_id"], name="plan_attempt_unique")]
 
 
+class PlanSpend(models.Model):
+    """What a server's plans cost in one UTC hour: the EXPLAINs sent, the time they took on the server (measured
+    from the console, connection round trips included) and the bytes of the new shapes stored. The per-server
+    budget (settings.PLANS) is read from here before each EXPLAIN, and the benchmark reads its figures here too."""
+
+    server = models.ForeignKey(Server, on_delete=models.CASCADE, related_name="+")
+    hour = models.DateTimeField()  # the hour's start, UTC
+    explains = models.IntegerField(default=0)
+    planning_ms = models.FloatField(default=0.0)
+    bytes = models.BigIntegerField(default=0)
+
+    class Meta:
+        db_table = tables.PLAN_SPEND.name
+        constraints = [models.UniqueConstraint(fields=["server", "hour"], name="plan_spend_unique")]
+
+
 class FailedCollection(models.Model):
     """One failed collection of a server (the last KEEP_ERRORS per server; the Server row keeps only the
     last one, which says nothing of a server that fails one collection in ten)."""

@@ -7,16 +7,19 @@ its output) are redacted as query texts are, before they are stored.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.db import connection, transaction
+from django.db.models import F
 
 from history import tables
-from history.models import PlanAttempt, PlanShape, StatementPlan
+from history.models import PlanAttempt, PlanShape, PlanSpend, StatementPlan
 from history.redact import redact
 
 PLANNED = "planned"
+BUDGET = "budget"  # the attempt's code when the server's budget refused it (tried again once there is budget)
 
 
 @dataclass(frozen=True)
@@ -39,13 +42,18 @@ def redacted(value, *, strict: bool = False):
     return value
 
 
-def record_plan(server_id: int, statement_id: int, new: NewPlan, *, at: datetime, strict: bool = False) -> int:
-    """Store a statement's plan: its shape once, the statement's row for that shape, its last attempt. The shape's
-    id."""
+@dataclass(frozen=True)
+class Stored:
+    shape_id: int
+    new_bytes: int  # the plan's bytes when its shape was new to the server, else 0
+
+
+def record_plan(server_id: int, statement_id: int, new: NewPlan, *, at: datetime, strict: bool = False) -> Stored:
+    """Store a statement's plan: its shape once, the statement's row for that shape, its last attempt."""
     top = new.plan["Plan"]
     last = {"last_seen_at": at, "total_cost": top["Total Cost"], "plan_rows": top["Plan Rows"], "method": new.method}
     with transaction.atomic():
-        shape, _ = PlanShape.objects.get_or_create(
+        shape, created = PlanShape.objects.get_or_create(
             server_id=server_id,
             fingerprint=new.fingerprint,
             defaults={
@@ -63,7 +71,7 @@ def record_plan(server_id: int, statement_id: int, new: NewPlan, *, at: datetime
             create_defaults={"first_seen_at": at, **last},
         )
         _attempt(server_id, statement_id, at, PLANNED, "")
-    return shape.pk
+    return Stored(shape.pk, len(json.dumps(shape.plan)) if created else 0)
 
 
 def record_unexplained(server_id: int, statement_id: int, *, code: str, reason: str, at: datetime) -> None:
@@ -75,6 +83,84 @@ def _attempt(server_id: int, statement_id: int, at: datetime, code: str, reason:
     PlanAttempt.objects.update_or_create(
         server_id=server_id, statement_id=statement_id, defaults={"at": at, "code": code, "reason": reason}
     )
+
+
+@dataclass(frozen=True)
+class Budget:
+    """What a server's plans may cost (settings.PLANS): EXPLAINs and milliseconds of planning on the server per UTC
+    hour, bytes of new shapes stored per UTC day."""
+
+    explains_per_hour: int
+    planning_ms_per_hour: float
+    bytes_per_day: int
+    least_ms: float = 50.0  # less left in the hour than this: no EXPLAIN could finish in it
+
+
+@dataclass(frozen=True)
+class Grant:
+    """One EXPLAIN's share of the hour: it may take `timeout_ms` on the server (its statement_timeout)."""
+
+    hour: datetime
+    timeout_ms: int
+
+
+@dataclass(frozen=True)
+class Refused:
+    reason: str
+
+
+def _hour(at: datetime) -> datetime:
+    return at.replace(minute=0, second=0, microsecond=0)
+
+
+def budget_reserve(server_id: int, budget: Budget, *, at: datetime, want_ms: int) -> Grant | Refused:
+    """Take one EXPLAIN and up to `want_ms` of planning from the server's hour, or say why the budget refuses it.
+    The row is locked while it is read and written, so that two EXPLAINs of one server never share the same rest
+    of the hour; budget_settle gives back what the EXPLAIN did not use."""
+    hour = _hour(at)
+    next_hour = f"{hour + timedelta(hours=1):%H:%M} UTC"
+    with transaction.atomic():
+        spend, _ = PlanSpend.objects.select_for_update().get_or_create(server_id=server_id, hour=hour)
+        if spend.explains >= budget.explains_per_hour:
+            return Refused(
+                f"the server's plan budget is spent: {spend.explains} EXPLAINs this hour, of "
+                f"{budget.explains_per_hour} (PLANS_EXPLAINS_PER_HOUR); more from {next_hour}"
+            )
+        day = hour.replace(hour=0)
+        stored = sum(
+            PlanSpend.objects.filter(server_id=server_id, hour__gte=day, hour__lt=day + timedelta(days=1)).values_list(
+                "bytes", flat=True
+            )
+        )
+        if stored >= budget.bytes_per_day:
+            return Refused(
+                f"the server's plan budget is spent: {stored:,} bytes of new plans stored today, of "
+                f"{budget.bytes_per_day:,} (PLANS_BYTES_PER_DAY); more from 00:00 UTC"
+            )
+        left = budget.planning_ms_per_hour - spend.planning_ms
+        if left < budget.least_ms:
+            return Refused(
+                f"the server's plan budget is spent: {spend.planning_ms / 1000:.2f} s of planning this hour, of "
+                f"{budget.planning_ms_per_hour / 1000:.2f} s (PLANS_PLANNING_S_PER_HOUR); more from {next_hour}"
+            )
+        granted = int(min(want_ms, left))
+        spend.explains += 1
+        spend.planning_ms += granted
+        spend.save(update_fields=["explains", "planning_ms"])
+    return Grant(hour, granted)
+
+
+def budget_settle(server_id: int, grant: Grant, *, used_ms: float, new_bytes: int) -> None:
+    """The EXPLAIN's real cost in place of its grant: the time it took (measured, so possibly a little over its
+    timeout: the next grant sees it) and the bytes it stored."""
+    PlanSpend.objects.filter(server_id=server_id, hour=grant.hour).update(
+        planning_ms=F("planning_ms") - grant.timeout_ms + used_ms, bytes=F("bytes") + new_bytes
+    )
+
+
+def spend_prune(before: datetime) -> int:
+    """Forget the budget's hours before `before` (the benchmark and the budget read the last day). Rows removed."""
+    return PlanSpend.objects.filter(hour__lt=before).delete()[0]
 
 
 _S, _SP, _SHAPE, _TRY = (

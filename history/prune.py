@@ -19,6 +19,7 @@ from django.utils import timezone
 from history import plans, tables
 from history.store import LOCK_NAMESPACE
 
+SPEND_KEPT_DAYS = 8
 _S, _STATE = tables.STATEMENT.name, tables.STATEMENT_STATE.name
 _HOURLY, _DAILY = tables.STATEMENT_HOURLY.name, tables.STATEMENT_DAILY.name
 PRUNE_SQL = f"""
@@ -46,4 +47,6 @@ def statements_prune(*, now: datetime | None = None) -> dict[str, int]:
             cur.execute(PRUNE_SQL, {"server": server_id, "cutoff": cutoff})
             pruned += cur.rowcount
             plans.prune_orphans(server_id)  # a pruned statement's plans go with it
-    return {"pruned": pruned, "busy": busy}
+    # The plans' budget reads the current hour and day; a week of hours is kept for whoever reads their cost.
+    spend = plans.spend_prune((now or timezone.now()) - timedelta(days=SPEND_KEPT_DAYS))
+    return {"pruned": pruned, "busy": busy, "plan_spend_pruned": spend}

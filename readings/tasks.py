@@ -9,8 +9,10 @@ from celery import shared_task
 from django.conf import settings
 from django.core.cache import cache
 
+from inventory.models import Server
 from readings.checks import QUEUE_WAIT_S, check_run
 from readings.errors import HistoryUnavailable
+from readings.plans.auto import plan_top_statements
 from readings.scheduling import servers_dispatch_due
 from readings.services import server_collect
 
@@ -109,3 +111,32 @@ def _enqueue(server_id: int, expires_s: float, countdown_s: float) -> None:
 def dispatch_due_collections() -> int:
     """Beat's, every DISPATCH_TICK_S: the servers due before the next tick, each sent to run at its due time."""
     return len(servers_dispatch_due(enqueue=_enqueue, horizon_s=settings.DISPATCH_TICK_S))
+
+
+@shared_task
+def plan_fleet() -> int:
+    """Beat's, every PLANS_TICK_S: one plan round per enabled server, on the `plans` queue (never the collections'),
+    each expiring before the next tick sends another. How many sent."""
+    if not settings.PLANS["ENABLED"]:
+        return 0
+    tick = settings.PLANS["TICK_S"]
+    server_ids = list(Server.objects.filter(enabled=True).values_list("pk", flat=True))
+    for server_id in server_ids:
+        plan_server.apply_async((server_id,), expires=tick * 0.9)
+    return len(server_ids)
+
+
+@shared_task(acks_late=True)
+def plan_server(server_id: int) -> dict:
+    """A server's due top statements planned, within its budget (readings/plans/auto.py)."""
+    done = plan_top_statements(server_id)
+    codes = [o.code for o in done.outcomes.values()]
+    log.info(
+        "plans of server %s: %d top statements, %d planned now (%s)%s",
+        server_id,
+        done.candidates,
+        len(codes),
+        ", ".join(sorted(set(codes))) or "none due",
+        "; stopped by the server's plan budget" if done.stopped_by_budget else "",
+    )
+    return {"candidates": done.candidates, "codes": codes}

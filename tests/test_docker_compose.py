@@ -20,12 +20,13 @@ CONSOLE = (
     "web",
     "worker",
     "alerts",
+    "plans",
     "tasks",
     "sampler",
     "beat",
     "register-demo",
 )  # the services that run the console's image
-LONG_RUNNING = ("history", "redis", "web", "worker", "alerts", "tasks", "sampler", "beat", "monitored")
+LONG_RUNNING = ("history", "redis", "web", "worker", "alerts", "plans", "tasks", "sampler", "beat", "monitored")
 ENV_FILE = ".env.compose"
 
 
@@ -57,6 +58,7 @@ def test_services_images_and_environment(services):
         "web",
         "worker",
         "alerts",
+        "plans",
         "tasks",
         "sampler",
         "beat",
@@ -115,10 +117,10 @@ def test_migrations_run_once_before_web_worker_and_beat(services):
     assert _command(migrate)[:3] == ["python", "manage.py", "migrate"]
     assert migrate["restart"] == "no"
     assert migrate["depends_on"]["history"]["condition"] == "service_healthy"
-    for name in ("web", "worker", "alerts", "tasks", "sampler", "beat", "register-demo"):
+    for name in ("web", "worker", "alerts", "plans", "tasks", "sampler", "beat", "register-demo"):
         assert services[name]["depends_on"]["migrate"]["condition"] == "service_completed_successfully", name
         assert "migrate" not in " ".join(_command(services[name])), f"{name} must not migrate by itself"
-    for name in ("worker", "alerts", "tasks", "sampler", "beat"):
+    for name in ("worker", "alerts", "plans", "tasks", "sampler", "beat"):
         assert services[name]["depends_on"]["redis"]["condition"] == "service_healthy"
 
 
@@ -129,7 +131,7 @@ def test_long_running_services_have_healthchecks(services):
         assert services[name].get("restart") == "unless-stopped", name
     assert "pg_isready" in _healthcheck(services["history"]) and "pg_isready" in _healthcheck(services["monitored"])
     assert "ping" in _healthcheck(services["redis"])
-    for name in ("worker", "alerts", "tasks"):  # the ping goes to the node name the worker is given
+    for name in ("worker", "alerts", "plans", "tasks"):  # the ping goes to the node name the worker is given
         command = _command(services[name])
         node = command[command.index("--hostname") + 1].replace("%h", "$$HOSTNAME")
         assert f"inspect ping --destination {node} " in _healthcheck(services[name]), name
@@ -204,6 +206,7 @@ def test_the_demo_server_is_ready_to_monitor_and_registered(services):
     assert "CREATE EXTENSION IF NOT EXISTS pg_stat_statements" in sql
     role = re.search(r"GRANT pg_monitor TO (\w+)", sql).group(1)
     assert f"ALTER ROLE {role} LOGIN PASSWORD '" in sql and "SUPERUSER" not in sql.upper()
+    assert f"GRANT pg_read_all_data TO {role}" in sql  # plans of its statements (docs/monitoring-role.md)
 
     register = services["register-demo"]
     command = _command(register)
@@ -229,13 +232,15 @@ def test_collections_have_a_worker_of_their_own_and_every_queue_a_worker(service
     from console.celery import app
 
     workers = {name: s for name, s in services.items() if "command" in s and "worker" in _command(s)[:4]}
-    assert set(workers) == {"worker", "alerts", "tasks"}
+    assert set(workers) == {"worker", "alerts", "plans", "tasks"}
     declared = {q.name for q in settings.CELERY_TASK_QUEUES}
     assert set().union(*map(_queues, workers.values())) == declared
     assert _queues(workers["worker"]) == {"collection", "checks"}
     # Alerts wait on receivers anywhere: apart from the collections, on threads of their own.
     assert _queues(workers["alerts"]) == {"alerts"}
-    assert "threads" in _command(workers["worker"]) and "threads" in _command(workers["alerts"])
+    # Plans wait on monitored servers, within each server's budget: apart from the collections too.
+    assert _queues(workers["plans"]) == {"plans"}
+    assert all("threads" in _command(workers[name]) for name in ("worker", "alerts", "plans"))
     assert "prefork" in _command(workers["tasks"])
     app.loader.import_default_modules()
     routed = {
@@ -249,4 +254,8 @@ def test_collections_have_a_worker_of_their_own_and_every_queue_a_worker(service
         "readings.tasks.sample_waits",
     }
     assert routed["exports.audit_export_build"] == "exports" and routed["advisor.tasks.advise_server"] == "advisor"
+    assert {name for name, queue in routed.items() if queue == "plans"} == {
+        "readings.tasks.plan_fleet",
+        "readings.tasks.plan_server",
+    }
     assert set(routed.values()) <= declared

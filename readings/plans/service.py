@@ -68,12 +68,40 @@ def _text_and_role(
     return meta, role, text
 
 
+def plan_budget() -> plans.Budget:
+    cfg = settings.PLANS
+    return plans.Budget(
+        explains_per_hour=cfg["EXPLAINS_PER_HOUR"],
+        planning_ms_per_hour=cfg["PLANNING_S_PER_HOUR"] * 1000.0,
+        bytes_per_day=cfg["BYTES_PER_DAY"],
+    )
+
+
 def statement_plan(*, server_id: int, statement_id: int) -> Outcome:
-    """EXPLAIN one statement of one server now, and store its plan (or why there is none)."""
+    """EXPLAIN one statement of one server now, within the server's plan budget, and store its plan (or why there
+    is none). The EXPLAIN's statement_timeout is what the budget grants: PLANS_STATEMENT_TIMEOUT_MS, or less when
+    less is left of the hour's planning time."""
     server = Server.objects.get(pk=server_id)
     statement = Statement.objects.get(server_id=server_id, pk=statement_id)
     at = timezone.now()
-    cfg = settings.PLANS
+    grant = plans.budget_reserve(server_id, plan_budget(), at=at, want_ms=settings.PLANS["STATEMENT_TIMEOUT_MS"])
+    if isinstance(grant, plans.Refused):
+        return _unexplained(server_id, statement_id, Unexplained(plans.BUDGET, grant.reason), at)
+    spent = _Spent()
+    try:
+        return _plan(server, statement, at, grant, spent)
+    finally:
+        plans.budget_settle(server_id, grant, used_ms=spent.ms, new_bytes=spent.bytes)
+
+
+@dataclass
+class _Spent:
+    ms: float = 0.0  # the EXPLAIN's time, measured around it
+    bytes: int = 0
+
+
+def _plan(server: Server, statement: Statement, at, grant: plans.Grant, spent: _Spent) -> Outcome:
+    server_id, statement_id = server.pk, statement.pk
     try:
         target = monitored.monitoring_target(server)
         budget_s = target.limits().snapshot_s
@@ -90,17 +118,23 @@ def statement_plan(*, server_id: int, statement_id: int) -> Outcome:
             return _unexplained(server_id, statement_id, missing, at)
         database = replace(target.endpoint, database=statement.database_name or target.endpoint.database)
         with _connected(replace(target, endpoint=database), deadline, budget_s) as conn:
-            found = explain(
-                conn,
-                text,
-                server_version_num=meta.server_version_num,
-                role=role,
-                statement_timeout_ms=cfg["STATEMENT_TIMEOUT_MS"],
-                lock_timeout_ms=cfg["LOCK_TIMEOUT_MS"],
-            )
+            started = time.monotonic()
+            try:
+                found = explain(
+                    conn,
+                    text,
+                    server_version_num=meta.server_version_num,
+                    role=role,
+                    statement_timeout_ms=grant.timeout_ms,
+                    lock_timeout_ms=settings.PLANS["LOCK_TIMEOUT_MS"],
+                )
+            finally:
+                spent.ms = (time.monotonic() - started) * 1000.0
     except CollectionError as exc:
         return _unexplained(server_id, statement_id, Unexplained(exc.code, exc.message), at)
     if isinstance(found, Unexplained):
+        if found.code == "timeout":
+            found = Unexplained(found.code, f"{found.reason} ({_allowed(grant)})")
         return _unexplained(server_id, statement_id, found, at)
     paths = shape.access_paths(found.plan)
     new = plans.NewPlan(
@@ -110,8 +144,17 @@ def statement_plan(*, server_id: int, statement_id: int) -> Outcome:
         node_count=shape.node_count(found.plan),
         method=found.method,
     )
-    shape_id = plans.record_plan(server_id, statement_id, new, at=at, strict=settings.COLLECTOR["REDACT_STRICT"])
-    return Outcome(True, plans.PLANNED, shape_id=shape_id, access_paths=paths)
+    stored = plans.record_plan(server_id, statement_id, new, at=at, strict=settings.COLLECTOR["REDACT_STRICT"])
+    spent.bytes = stored.new_bytes
+    return Outcome(True, plans.PLANNED, shape_id=stored.shape_id, access_paths=paths)
+
+
+def _allowed(grant: plans.Grant) -> str:
+    if grant.timeout_ms < settings.PLANS["STATEMENT_TIMEOUT_MS"]:
+        return f"{grant.timeout_ms} ms allowed: what was left of the server's planning budget for the hour"
+    return (
+        f"{grant.timeout_ms} ms allowed (PLANS_STATEMENT_TIMEOUT_MS), {settings.PLANS['LOCK_TIMEOUT_MS']} ms for a lock"
+    )
 
 
 def _unexplained(server_id: int, statement_id: int, found: Unexplained, at) -> Outcome:

@@ -37,7 +37,11 @@ def test_statements_gone_long_enough_and_in_no_tier_are_pruned(pg_clusters):
     assert present, "statements still in pg_stat_statements have no gone_at"
 
     # Gone for less than raw retention (+ a day): nothing is pruned, the raw blocks may still hold them.
-    assert prune.statements_prune(now=gone.taken_at + timedelta(hours=1)) == {"pruned": 0, "busy": 0}
+    assert prune.statements_prune(now=gone.taken_at + timedelta(hours=1)) == {
+        "pruned": 0,
+        "busy": 0,
+        "plan_spend_pruned": 0,
+    }
     later = gone.taken_at + timedelta(days=settings.HISTORY["RAW_RETENTION_DAYS"] + 2)
     outcome = prune.statements_prune(now=later)
     left = set(Statement.objects.filter(server=server).values_list("queryid", flat=True))

@@ -47,7 +47,7 @@ def test_maintain_partitions_creates_todays_and_the_next_ones_and_prunes(pg_clus
     partitions.forget_cache()  # as a worker that just started: every partition ahead is looked at (and created
     # if missing; those it creates are remembered once committed, which this test's transaction never is)
     out = maintain_partitions()
-    assert set(out) == {"created", "dropped", "pruned", "busy"}
+    assert set(out) == {"created", "dropped", "pruned", "busy", "plan_spend_pruned"}
     today = partitions.partition_name(tables.SNAPSHOT.name, datetime.now(UTC))
     assert today in out["created"]
     with connection.cursor() as cur:

@@ -1,9 +1,10 @@
 """Production mode, outside Docker: exactly the commands of docker-compose.yml's services (migrate, the
-Dockerfile's collectstatic, gunicorn, the collection, alerts and tasks workers, the wait sampler, beat, the demo
+Dockerfile's collectstatic, gunicorn, the collection, alerts, plans and tasks workers, the wait sampler, beat, the demo
 server's registration) with DEBUG off and the keys of the documented env file (`python3 console/keys.py .env.compose`),
 against a database of their own. A user logs in with a real browser, opens the fleet, a server and a statement,
 sets the weekly report and opts in, requests an audit export and downloads it; beat mails the weekly report;
-each service's healthcheck command passes. Only the addresses change: the services' host names, ports and
+beat has the plans worker read the top statement's plan; each service's healthcheck command passes. Only the
+addresses (and the plans' tick, 5 s instead of 15 minutes) change: the services' host names, ports and
 folders become this machine's."""
 
 from __future__ import annotations
@@ -88,6 +89,7 @@ def production_env(folder: Path, *, port: int, smtp_port: int, static_root: Path
         "CONSOLE_URL": f"http://127.0.0.1:{port}",
         "HOME": str(folder),  # gunicorn's control socket, fontconfig's cache: the image user's home
         "MONITOR_ALLOW_LOOPBACK": "true",  # the monitored cluster runs on this machine
+        "PLANS_TICK_S": "5",  # beat's plans round every 5 s, not every 15 minutes: the test's window
     }
 
 
@@ -197,7 +199,7 @@ def _compose_up(p: Production, services: dict, dsn: str) -> None:
     collectstatic, ran once for the test run: tests/static_world.py)."""
     here = {"port": p.port, "folder": p.folder}
     p.outputs["migrate"] = p.procs.run("migrate", local(services["migrate"]["command"], **here))
-    for name in ("web", "worker", "alerts", "tasks", "sampler"):
+    for name in ("web", "worker", "alerts", "plans", "tasks", "sampler"):
         p.procs.start(name, local(services[name]["command"], **here))
     web_check = healthcheck(services["web"], **here)
     wait_for(
@@ -215,6 +217,18 @@ def _snapshots(p: Production, server_id: int, kind: str) -> int:
     return p.sql("SELECT count(*) FROM collectors_snapshot WHERE server_id = %s AND kind = %s", [server_id, kind])[0][0]
 
 
+def _sleeper_plan(p: Production, server_id: int) -> list[tuple]:
+    """The sleeping statement's last EXPLAIN and the access paths of its plans, once the plans worker has read it."""
+    return p.sql(
+        "SELECT a.code, a.reason, array_agg(h.access_paths::text ORDER BY h.id) FROM collectors_plan_attempt a "
+        "JOIN collectors_statement s ON s.server_id = a.server_id AND s.id = a.statement_id "
+        "LEFT JOIN collectors_statement_plan sp ON sp.server_id = a.server_id AND sp.statement_id = a.statement_id "
+        "LEFT JOIN collectors_plan_shape h ON h.server_id = sp.server_id AND h.id = sp.shape_id "
+        "WHERE a.server_id = %s AND s.query LIKE '%%prod_items, pg_sleep%%' GROUP BY a.code, a.reason",
+        [server_id],
+    )
+
+
 @pytest.fixture(scope="module")
 def production(pg_clusters, tmp_path_factory, collected_static) -> Iterator[Production]:
     folder = tmp_path_factory.mktemp("production")
@@ -227,6 +241,7 @@ def production(pg_clusters, tmp_path_factory, collected_static) -> Iterator[Prod
     smtp.start()
     cluster = pg_clusters[16]
     run(cluster, "DROP TABLE IF EXISTS prod_items; CREATE TABLE prod_items (id int)")
+    run(cluster, f"GRANT SELECT ON prod_items TO {MONITOR_USER}")  # its statements' plans may be read
     try:
         with processes(folder, env) as procs, sync_playwright() as pw:
             p = Production(procs, folder, port, smtp, cluster, env)
@@ -250,11 +265,14 @@ def production(pg_clusters, tmp_path_factory, collected_static) -> Iterator[Prod
                 logs=procs.logs,
             )
             run(cluster, "SELECT count(*) FROM prod_items", 5)
+            run(cluster, "SELECT count(*) FROM prod_items, pg_sleep(0.2)", 5)  # a second: among the top statements
             wait_for(lambda: _snapshots(p, server_id, "delta") >= 1, 60, what="a delta", logs=procs.logs)
             _read_the_console(p, page, server_id)
             _test_the_connection(p, page, server_id)
             _export_and_download(p, page, org_id)
             p.seen["export"] = p.sql("SELECT status, sha256, file_name FROM reports_auditexport")
+            wait_for(lambda: _sleeper_plan(p, server_id), 60, what="the top statement's plan", logs=procs.logs)
+            p.seen["plan"] = _sleeper_plan(p, server_id)
             wait_for(lambda: smtp.inbox.count(EMAIL) >= 1, 120, what="the weekly report from beat", logs=procs.logs)
             # Each service's healthcheck, as Docker runs it inside the service's container.
             check_env = {**os.environ, **env, "HOSTNAME": socket.gethostname()}
@@ -262,7 +280,7 @@ def production(pg_clusters, tmp_path_factory, collected_static) -> Iterator[Prod
                 name: subprocess.run(
                     healthcheck(services[name], port=port, folder=folder), env=check_env, capture_output=True, text=True
                 )
-                for name in ("web", "worker", "alerts", "tasks", "sampler", "beat")
+                for name in ("web", "worker", "alerts", "plans", "tasks", "sampler", "beat")
             }
             context.close()
             browser.close()
@@ -322,6 +340,16 @@ def test_beat_mails_the_weekly_report(production):
     text, html = (part.get_content() for part in message.get_payload())
     assert "demo" in text and f"{p.url}/servers/" in text and f'href="{p.url}/' in html  # links to CONSOLE_URL
     assert p.sql("SELECT kind, status FROM reports_weeklysend") == [("weekly", "sent")]
+
+
+def test_beat_has_the_plans_worker_read_the_top_statements_plan(production):
+    """Beat's plans entry sends the demo server's round to the `plans` queue; compose's plans worker EXPLAINs the
+    server's top statements there (the monitoring role may read the table: it is planned, not refused)."""
+    [(code, reason, shapes)] = production.seen["plan"]
+    assert (code, reason) == ("planned", "")
+    assert any("Seq Scan on prod_items" in shape for shape in shapes), shapes
+    worker = next(proc for proc in production.procs.started if proc.name == "plans")
+    assert "readings.tasks.plan_server" in worker.text() and "plans of server" in worker.text()
 
 
 def _deploy_warnings(env: dict[str, str]) -> set[str]:

@@ -1,0 +1,57 @@
+"""Which statements of a server are planned without anyone asking: its top statements by total time over the last
+PLANS_INTERVAL_S (the page's own selector, so the plans are of the statements the page shows first), the costliest
+first, each at most once per interval, within the server's plan budget (history.plans.budget_reserve), which stops
+the round at its first refusal; the next tick goes on."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.utils import timezone
+
+from history import plans
+from history.models import PlanAttempt
+from readings.plans.service import Outcome, statement_plan
+from readtier import Page, Window, top_statements
+
+
+@dataclass(frozen=True)
+class Round:
+    server_id: int
+    candidates: int  # top statements considered
+    outcomes: dict[int, Outcome]  # statement id -> what its EXPLAIN gave, in the order they were planned
+
+    @property
+    def stopped_by_budget(self) -> bool:
+        return any(o.code == plans.BUDGET for o in self.outcomes.values())
+
+
+def due_statements(server_id: int, *, now: datetime | None = None) -> tuple[int, list[int]]:
+    """(how many top statements, the ids of those without an attempt in the last interval, costliest first). An
+    attempt the budget refused does not count: that statement is due again at once."""
+    cfg = settings.PLANS
+    now = now or timezone.now()
+    interval = timedelta(seconds=cfg["INTERVAL_S"])
+    top = top_statements(
+        server_id=server_id, window=Window.last(interval, now=now), order="total", page=Page(1, cfg["TOP_N"])
+    )
+    ids = [row.statement_id for row in top.rows]
+    recent = set(
+        PlanAttempt.objects.filter(server_id=server_id, statement_id__in=ids, at__gt=now - interval)
+        .exclude(code=plans.BUDGET)
+        .values_list("statement_id", flat=True)
+    )
+    return len(ids), [sid for sid in ids if sid not in recent]
+
+
+def plan_top_statements(server_id: int, *, now: datetime | None = None) -> Round:
+    """Plan the server's due top statements, one after the other, until they are done or the budget refuses."""
+    candidates, due = due_statements(server_id, now=now)
+    outcomes: dict[int, Outcome] = {}
+    for statement_id in due:
+        outcomes[statement_id] = outcome = statement_plan(server_id=server_id, statement_id=statement_id)
+        if outcome.code == plans.BUDGET:
+            break
+    return Round(server_id, candidates, outcomes)

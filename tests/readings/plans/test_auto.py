@@ -1,0 +1,119 @@
+"""readings/plans/auto.py through real collections of a real server: a server's top statements by total time (the
+read tier's own ranking) planned the costliest first, each once per PLANS_INTERVAL_S, within the server's budget,
+which stops a round at its first refusal and cuts an EXPLAIN's timeout to what is left of the hour."""
+
+import threading
+from datetime import timedelta
+
+import psycopg
+import pytest
+
+from history import plans
+from history.models import PlanAttempt, PlanSpend
+from readings.plans.auto import due_statements, plan_top_statements
+from readings.plans.service import statement_plan
+from readtier import Page, Window, top_statements
+from tests.world import collect, register, run
+
+pytestmark = pytest.mark.django_db(transaction=True)
+TABLE = "auto_items"
+WORKLOAD = (  # each statement's share of the window's time, costliest first
+    (f"SELECT count(*), pg_sleep(0.12) FROM {TABLE}", 3),
+    (f"SELECT max(id), pg_sleep(0.06) FROM {TABLE}", 2),
+    (f"SELECT min(id) FROM {TABLE} WHERE id > 5", 1),
+)
+
+
+@pytest.fixture
+def server(pg_clusters):
+    c = pg_clusters[15]
+    c.execute(
+        f"DROP TABLE IF EXISTS {TABLE}; CREATE TABLE {TABLE} (id int); "
+        f"INSERT INTO {TABLE} SELECT generate_series(1, 100); GRANT SELECT ON {TABLE} TO monitor",
+        dbname="app",
+    )
+    server = register(c)
+    collect(server)
+    for statement, times in WORKLOAD:
+        run(c, statement, times)
+    collect(server)
+    server.cluster = c
+    return server
+
+
+def _ranked(server, n: int) -> list[int]:
+    """The statements the read tier ranks first by total time over the plans' interval (what the page shows)."""
+    top = top_statements(server_id=server.pk, window=Window.last(timedelta(hours=6)), order="total", page=Page(1, n))
+    return [row.statement_id for row in top.rows]
+
+
+def _ours(server) -> list[int]:
+    """The workload's statements' ids, in WORKLOAD's order (each told apart by its aggregate: count, max, min)."""
+    ids = {s.query.split("(")[0]: s.pk for s in server.statements.filter(query__contains=TABLE)}
+    return [ids[sql.split("(")[0]] for sql, _ in WORKLOAD]
+
+
+def test_the_top_statements_are_planned_costliest_first_and_once_per_interval(server):
+    done = plan_top_statements(server.pk)
+    assert list(done.outcomes) == _ranked(server, 20)[: len(done.outcomes)]  # the page's order, costliest first
+    costly, middle, cheap = _ours(server)
+    order = list(done.outcomes)
+    assert order.index(costly) < order.index(middle) < order.index(cheap)
+    for sid in (costly, middle, cheap):
+        assert done.outcomes[sid].planned, done.outcomes[sid]
+    assert any(f"Seq Scan on {TABLE}" in p for p in done.outcomes[costly].access_paths)
+
+    again = plan_top_statements(server.pk)
+    assert again.candidates == done.candidates and again.outcomes == {}  # each once per interval
+    # Its last EXPLAIN an interval ago: due again.
+    PlanAttempt.objects.filter(server_id=server.pk, statement_id=costly).update(
+        at=PlanAttempt.objects.get(server_id=server.pk, statement_id=costly).at - timedelta(hours=6, seconds=1)
+    )
+    assert due_statements(server.pk)[1] == [costly]
+
+
+def test_only_the_top_n_are_candidates(server, settings):
+    settings.PLANS = {**settings.PLANS, "TOP_N": 2}
+    candidates, due = due_statements(server.pk)
+    assert candidates == 2 and due == _ranked(server, 2)
+
+
+def test_the_budget_stops_a_round_at_its_first_refusal_and_the_refused_stay_due(server, settings):
+    settings.PLANS = {**settings.PLANS, "EXPLAINS_PER_HOUR": 1}
+    done = plan_top_statements(server.pk)
+    first, refused = list(done.outcomes.values())
+    assert first.planned and done.stopped_by_budget
+    assert refused.code == plans.BUDGET and "1 EXPLAINs this hour, of 1 (PLANS_EXPLAINS_PER_HOUR)" in refused.reason
+    second = list(done.outcomes)[1]
+    assert PlanAttempt.objects.get(server_id=server.pk, statement_id=second).code == plans.BUDGET
+    assert second in due_statements(server.pk)[1]  # a refusal is no attempt: due at the next tick
+    [spend] = PlanSpend.objects.filter(server_id=server.pk)
+    assert spend.explains == 1 and 0 < spend.planning_ms < 1000 and spend.bytes > 0
+
+
+def test_an_explains_timeout_is_cut_to_what_is_left_of_the_hours_planning(server, settings):
+    """A table held under ACCESS EXCLUSIVE and a lock timeout longer than the hour's budget: the EXPLAIN is given up
+    at the budget's 200 ms, said so, and the server's hour counts the time it really took."""
+    settings.PLANS = {**settings.PLANS, "PLANNING_S_PER_HOUR": 0.2, "LOCK_TIMEOUT_MS": 5_000}
+    costly = _ours(server)[0]
+    held, release = threading.Event(), threading.Event()
+
+    def hold():
+        with psycopg.connect(server.cluster.dsn("app"), autocommit=False) as conn:
+            conn.execute(f"LOCK TABLE {TABLE} IN ACCESS EXCLUSIVE MODE")
+            held.set()
+            release.wait(10)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert held.wait(10)
+        outcome = statement_plan(server_id=server.pk, statement_id=costly)
+    finally:
+        release.set()
+        holder.join()
+    assert outcome.code == "timeout", outcome
+    assert "200 ms allowed: what was left of the server's planning budget for the hour" in outcome.reason
+    [spend] = PlanSpend.objects.filter(server_id=server.pk)
+    assert spend.explains == 1 and 200 <= spend.planning_ms < 1500
+    assert server.cluster.execute(f"SELECT count(*) FROM {TABLE}", dbname="app")[0][0] == 100
