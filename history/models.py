@@ -184,6 +184,22 @@ class PlanAttempt(models.Model):
         constraints = [models.UniqueConstraint(fields=["server", "statement_id"], name="plan_attempt_unique")]
 
 
+class PlanChange(models.Model):
+    """A statement planned with another shape than its last plan's: when it was seen, and the shapes before and
+    after (by (server_id, shape_id), as StatementPlan). Kept apart from the plans' first and last seen, which
+    cannot tell a plan that came back (A, B, then A again) from one that stayed."""
+
+    server = models.ForeignKey(Server, on_delete=models.CASCADE, related_name="+")
+    statement_id = models.BigIntegerField()
+    at = models.DateTimeField()
+    from_shape_id = models.BigIntegerField()
+    to_shape_id = models.BigIntegerField()
+
+    class Meta:
+        db_table = tables.PLAN_CHANGE.name
+        indexes = [models.Index(fields=["server", "statement_id", "at"], name="plan_change_statement")]
+
+
 class PlanSpend(models.Model):
     """What a server's plans cost in one UTC hour: the EXPLAINs sent, the time they took on the server (measured
     from the console, connection round trips included) and the bytes of the new shapes stored. The per-server

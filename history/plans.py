@@ -15,7 +15,7 @@ from django.db import connection, transaction
 from django.db.models import F
 
 from history import tables
-from history.models import PlanAttempt, PlanShape, PlanSpend, StatementPlan
+from history.models import PlanAttempt, PlanChange, PlanShape, PlanSpend, StatementPlan
 from history.redact import redact
 
 PLANNED = "planned"
@@ -53,6 +53,12 @@ def record_plan(server_id: int, statement_id: int, new: NewPlan, *, at: datetime
     top = new.plan["Plan"]
     last = {"last_seen_at": at, "total_cost": top["Total Cost"], "plan_rows": top["Plan Rows"], "method": new.method}
     with transaction.atomic():
+        previous = (
+            StatementPlan.objects.filter(server_id=server_id, statement_id=statement_id)
+            .order_by("-last_seen_at")
+            .values_list("shape_id", flat=True)
+            .first()
+        )
         shape, created = PlanShape.objects.get_or_create(
             server_id=server_id,
             fingerprint=new.fingerprint,
@@ -70,6 +76,10 @@ def record_plan(server_id: int, statement_id: int, new: NewPlan, *, at: datetime
             defaults=last,
             create_defaults={"first_seen_at": at, **last},
         )
+        if previous is not None and previous != shape.pk:
+            PlanChange.objects.create(
+                server_id=server_id, statement_id=statement_id, at=at, from_shape_id=previous, to_shape_id=shape.pk
+            )
         _attempt(server_id, statement_id, at, PLANNED, "")
     return Stored(shape.pk, len(json.dumps(shape.plan)) if created else 0)
 
@@ -163,11 +173,12 @@ def spend_prune(before: datetime) -> int:
     return PlanSpend.objects.filter(hour__lt=before).delete()[0]
 
 
-_S, _SP, _SHAPE, _TRY = (
+_S, _SP, _SHAPE, _TRY, _CHANGE = (
     tables.STATEMENT.name,
     tables.STATEMENT_PLAN.name,
     tables.PLAN_SHAPE.name,
     tables.PLAN_ATTEMPT.name,
+    tables.PLAN_CHANGE.name,
 )
 
 
@@ -176,7 +187,7 @@ def prune_orphans(server_id: int) -> int:
     the shapes no statement has any more. Rows removed."""
     removed = 0
     with connection.cursor() as cur:
-        for table in (_SP, _TRY):
+        for table in (_SP, _TRY, _CHANGE):
             cur.execute(
                 f"DELETE FROM {table} p WHERE p.server_id = %s "
                 f"AND NOT EXISTS (SELECT FROM {_S} s WHERE s.server_id = p.server_id AND s.id = p.statement_id)",

@@ -32,6 +32,7 @@ SERVER_STATE = HistoryTable("collectors_serverstate")
 PLAN_SHAPE = HistoryTable("collectors_plan_shape")
 STATEMENT_PLAN = HistoryTable("collectors_statement_plan")
 PLAN_ATTEMPT = HistoryTable("collectors_plan_attempt")
+PLAN_CHANGE = HistoryTable("collectors_plan_change")  # a statement's plan changing shape, when
 PLAN_SPEND = HistoryTable("collectors_plan_spend")  # each hour's EXPLAINs, planning time, bytes: the budget
 
 PARTITIONED: tuple[HistoryTable, ...] = (
@@ -53,5 +54,6 @@ PER_SERVER: tuple[HistoryTable, ...] = (
     PLAN_SHAPE,
     STATEMENT_PLAN,
     PLAN_ATTEMPT,
+    PLAN_CHANGE,
     PLAN_SPEND,
 )

@@ -128,3 +128,39 @@ def test_the_budgets_hours_are_forgotten_after_a_week_and_with_their_server(stat
     assert list(PlanSpend.objects.values_list("hour", flat=True)) == [T0 + timedelta(days=9)]
     Server.objects.filter(pk=server_id).delete()
     assert not PlanSpend.objects.exists()
+
+
+def test_a_plan_that_changes_shape_and_back_is_two_changes_each_named_by_what_it_reads(statement):
+    from readtier import Window, plan_changes, statement_plans
+
+    sid, server_id = statement.pk, statement.server_id
+    plans.record_plan(server_id, sid, _plan("Index Scan", 8.3, 10), at=T0)
+    plans.record_plan(server_id, sid, _plan("Index Scan", 8.4, 10), at=T0 + timedelta(hours=1))  # same shape
+    plans.record_plan(server_id, sid, _plan("Seq Scan", 4100.0, 10), at=T0 + timedelta(hours=2))
+    plans.record_plan(server_id, sid, _plan("Index Scan", 8.3, 10), at=T0 + timedelta(hours=3))  # back
+    changes = plan_changes(server_id=server_id, window=Window(T0, T0 + timedelta(days=1)))
+    assert [(c.at, c.before, c.after) for c in changes] == [
+        (T0 + timedelta(hours=2), ["Index Scan on orders"], ["Seq Scan on orders"]),
+        (T0 + timedelta(hours=3), ["Seq Scan on orders"], ["Index Scan on orders"]),
+    ]
+    assert changes[0].described == "the plan changed from Index Scan on orders to Seq Scan on orders"
+    assert plan_changes(server_id=server_id, window=Window(T0, T0 + timedelta(hours=2))) == []  # the end is open
+    assert plan_changes(server_id=server_id, window=Window(T0, T0 + timedelta(days=1)), statement_ids=[sid + 1]) == []
+
+    found = statement_plans(server_id=server_id, statement_id=sid)
+    assert [p.access_paths for p in found.plans] == [["Index Scan on orders"], ["Seq Scan on orders"]]
+    assert found.current.last_seen_at == T0 + timedelta(hours=3) and found.current.total_cost == 8.3
+    assert found.attempt.code == plans.PLANNED
+    # The changes go with their statement.
+    Statement.objects.filter(pk=sid).delete()
+    plans.prune_orphans(server_id)
+    assert plan_changes(server_id=server_id, window=Window(T0, T0 + timedelta(days=1))) == []
+
+
+def test_a_statement_never_explained_has_no_plan_and_no_attempt(statement):
+    from readtier import plan_detail, statement_plans
+
+    found = statement_plans(server_id=statement.server_id, statement_id=statement.pk)
+    assert found.plans == [] and found.current is None and found.attempt is None
+    with pytest.raises(LookupError):
+        plan_detail(server_id=statement.server_id, fingerprint="0" * 32)

@@ -1,0 +1,136 @@
+"""A statement's plans as the history store keeps them (history/plans.py): each shape it was planned with (first and
+last seen, the last estimates), its last EXPLAIN and why it gave no plan, the plan of one shape, and the times its
+plan changed shape, for the statement page, its charts, the API and the regression alert alike."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from history.models import PlanAttempt, PlanChange, PlanShape, StatementPlan
+from readtier.windows import Window
+
+
+@dataclass(frozen=True)
+class StatementPlanRow:
+    shape_id: int
+    fingerprint: str
+    access_paths: list[str]  # "Seq Scan on orders", "Index Scan using orders_pkey on orders", ... in plan order
+    node_count: int
+    first_seen_at: datetime
+    last_seen_at: datetime
+    total_cost: float  # the last plan of this shape's estimates
+    plan_rows: float
+    method: str  # generic_plan (16+) or prepare (13-15)
+
+
+@dataclass(frozen=True)
+class LastAttempt:
+    at: datetime
+    code: str  # "planned", or why not (readings/plans/explain.py's reasons, "text", "budget", ...)
+    reason: str
+
+
+@dataclass(frozen=True)
+class StatementPlans:
+    plans: list[StatementPlanRow]  # the most recently seen first: plans[0] is the current plan
+    attempt: LastAttempt | None  # None: never EXPLAINed
+
+    @property
+    def current(self) -> StatementPlanRow | None:
+        return self.plans[0] if self.plans else None
+
+
+@dataclass(frozen=True)
+class PlanDetail:
+    shape_id: int
+    fingerprint: str
+    plan: dict  # EXPLAIN (FORMAT JSON)'s object, its strings redacted
+    access_paths: list[str]
+    node_count: int
+    first_seen_at: datetime
+
+
+@dataclass(frozen=True)
+class PlanChangeRow:
+    statement_id: int
+    at: datetime  # when the new shape was first seen (the EXPLAIN that found it)
+    before: list[str]  # the access paths of the shape before, and after
+    after: list[str]
+    from_fingerprint: str
+    to_fingerprint: str
+
+    @property
+    def described(self) -> str:
+        """ "the plan changed from Index Scan using orders_customer_idx on orders to Seq Scan on orders": what the
+        shape before read that the one after does not, and the other way round (all of each when nothing differs
+        but the joins' order or methods)."""
+        gone = [p for p in self.before if p not in self.after] or self.before
+        new = [p for p in self.after if p not in self.before] or self.after
+        return f"the plan changed from {', '.join(gone) or 'an unknown plan'} to {', '.join(new) or 'an unknown plan'}"
+
+
+def statement_plans(*, server_id: int, statement_id: int) -> StatementPlans:
+    rows = list(
+        StatementPlan.objects.filter(server_id=server_id, statement_id=statement_id).order_by(
+            "-last_seen_at", "-first_seen_at"
+        )
+    )
+    shapes = _shapes(server_id, {r.shape_id for r in rows})
+    attempt = PlanAttempt.objects.filter(server_id=server_id, statement_id=statement_id).first()
+    return StatementPlans(
+        plans=[
+            StatementPlanRow(
+                shape_id=r.shape_id,
+                fingerprint=shapes[r.shape_id].fingerprint,
+                access_paths=shapes[r.shape_id].access_paths,
+                node_count=shapes[r.shape_id].node_count,
+                first_seen_at=r.first_seen_at,
+                last_seen_at=r.last_seen_at,
+                total_cost=r.total_cost,
+                plan_rows=r.plan_rows,
+                method=r.method,
+            )
+            for r in rows
+            if r.shape_id in shapes
+        ],
+        attempt=LastAttempt(attempt.at, attempt.code, attempt.reason) if attempt else None,
+    )
+
+
+def plan_detail(*, server_id: int, shape_id: int | None = None, fingerprint: str | None = None) -> PlanDetail:
+    """One stored plan, by its shape's id or its fingerprint. LookupError when the server has no such plan."""
+    found = PlanShape.objects.filter(server_id=server_id)
+    found = found.filter(pk=shape_id) if shape_id is not None else found.filter(fingerprint=fingerprint)
+    shape = found.first()
+    if shape is None:
+        raise LookupError("no such plan on this server")
+    return PlanDetail(
+        shape.pk, shape.fingerprint, shape.plan, shape.access_paths, shape.node_count, shape.first_seen_at
+    )
+
+
+def plan_changes(*, server_id: int, window: Window, statement_ids: list[int] | None = None) -> list[PlanChangeRow]:
+    """The plan changes of a server's statements (or of those given) seen within the window, oldest first."""
+    changes = PlanChange.objects.filter(server_id=server_id, at__gte=window.start, at__lt=window.end)
+    if statement_ids is not None:
+        changes = changes.filter(statement_id__in=statement_ids)
+    changes = list(changes.order_by("at", "id"))
+    shapes = _shapes(server_id, {c.from_shape_id for c in changes} | {c.to_shape_id for c in changes})
+    return [
+        PlanChangeRow(
+            statement_id=c.statement_id,
+            at=c.at,
+            before=shapes[c.from_shape_id].access_paths if c.from_shape_id in shapes else [],
+            after=shapes[c.to_shape_id].access_paths if c.to_shape_id in shapes else [],
+            from_fingerprint=shapes[c.from_shape_id].fingerprint if c.from_shape_id in shapes else "",
+            to_fingerprint=shapes[c.to_shape_id].fingerprint if c.to_shape_id in shapes else "",
+        )
+        for c in changes
+    ]
+
+
+def _shapes(server_id: int, ids: set[int]) -> dict[int, PlanShape]:
+    if not ids:
+        return {}
+    return {s.pk: s for s in PlanShape.objects.filter(server_id=server_id, pk__in=ids).defer("plan")}
