@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 from advisor.models import SEVERITY_RANK
 from advisor.selectors import CHANGE_APPLY_TEXT, RecommendationRow
 from advisor.thresholds import DEALLOC_CRITICAL_PER_S
-from readtier import ConfigChange, ServerPoint, StatementTotals
+from readtier import ConfigChange, PlanChangeRow, ServerPoint, StatementTotals
 
 # dealloc: above the rate for at least this share of the collected time in the window (a weighted median: one
 # snapshot's burst among fifteen is not a storm), and the window collected for at least this share of it.
@@ -33,6 +33,7 @@ class Condition:
     path: str  # where the console shows it
     change_text: str = ""
     config_changes: tuple[dict, ...] = field(default=())
+    statement_id: int | None = None  # a regression's statement: its plan is read while the alert is pending
 
 
 def when(at: datetime) -> str:
@@ -174,6 +175,14 @@ def _change_words(changes: Sequence[ConfigChange], since: datetime) -> str:
     return f"Configuration changes since {when(since)}: {said}."
 
 
+def _plan_words(changes: Sequence[PlanChangeRow]) -> str:
+    """The statement's last plan change in the window, as a cause: when it was seen and what it changed."""
+    if not changes:
+        return ""
+    last = changes[-1]
+    return f" Its plan changed (seen at {when(last.at)}): {last.described.removeprefix('the plan changed ')}."
+
+
 def regressions(
     *,
     server_id: int,
@@ -186,12 +195,14 @@ def regressions(
     changes: Sequence[ConfigChange],
     baseline_from: datetime,
     now: datetime,
+    plan_changes: Mapping[int, Sequence[PlanChangeRow]] | None = None,
 ) -> list[Condition]:
     """Statements whose mean time (execution and planning, per call) over the last hour is at least `factor` times
     their baseline: the median of their mean in the same hour of each previous day they ran (at least `min_days`
     of them; the median, so that one bad day in the baseline neither hides nor raises a regression). Only
     statements with at least `min_share` of the server's time in the hour: a rare slow statement pages no one.
-    The configuration changes since the baseline began are named in each."""
+    The configuration changes since the baseline began are named in each, and the statement's last plan change
+    since then (`plan_changes`, by statement id), the likeliest cause of a sudden regression."""
     if server_total_ms <= 0:
         return []
     out = []
@@ -203,6 +214,7 @@ def regressions(
         mean, usual = s.total_ms / s.calls, statistics.median(days)
         if usual <= 0 or mean < factor * usual:
             continue
+        planned = (plan_changes or {}).get(s.statement_id, ())
         text = " ".join((s.query or f"queryid {s.queryid}").split())
         excerpt = text if len(text) <= QUERY_EXCERPT else text[: QUERY_EXCERPT - 1] + "…"
         out.append(
@@ -215,6 +227,7 @@ def regressions(
                     f"Mean time {mean:.2f} ms over the last hour against {usual:.2f} ms usually (the median of the "
                     f"same hour on {len(days)} previous days), with {share:.0%} of the server's time and {s.calls} "
                     f"calls ({s.database}, {s.user}): {excerpt} {_change_words(changes, baseline_from)}"
+                    f"{_plan_words(planned)}"
                 ),
                 since=now - timedelta(hours=1),
                 figures={
@@ -225,9 +238,11 @@ def regressions(
                     "calls": s.calls,
                     "baseline_days": len(days),
                     "queryid": s.queryid,
+                    **({"plan_changed_at": planned[-1].at.isoformat()} if planned else {}),
                 },
                 path=f"/statements/{s.statement_id}/",
                 config_changes=tuple(_change_dict(c) for c in changes),
+                statement_id=s.statement_id,
             )
         )
     return out

@@ -28,6 +28,7 @@ from readtier import (
     config_changes,
     floor_hour,
     hourly_sums,
+    plan_changes,
     server_series,
     server_status,
     top_statements,
@@ -121,7 +122,7 @@ def _regressions(rule: Rule, server: Server, now: datetime) -> list[Condition]:
     baselines = regression_baselines(server_id=server.pk, statement_ids=ids, windows=days)
     first_start = days[-1].start
 
-    def found(changes: list) -> list[Condition]:
+    def found(changes: list, planned: dict | None = None) -> list[Condition]:
         return conditions.regressions(
             server_id=server.pk,
             current=top.rows,
@@ -133,9 +134,16 @@ def _regressions(rule: Rule, server: Server, now: datetime) -> list[Condition]:
             changes=changes,
             baseline_from=first_start,
             now=now,
+            plan_changes=planned,
         )
 
-    if not found([]):
+    regressed = found([])
+    if not regressed:
         return []
-    # Only for a server with a regression: what changed in its configuration since the baseline began.
-    return found(config_changes(server_id=server.pk, window=Window(first_start, now)))
+    # Only for a server with a regression: what changed in its configuration, and in the plans of the statements
+    # that regressed, since the baseline began.
+    since = Window(first_start, now)
+    planned: dict[int, list] = {}
+    for change in plan_changes(server_id=server.pk, window=since, statement_ids=[c.statement_id for c in regressed]):
+        planned.setdefault(change.statement_id, []).append(change)
+    return found(config_changes(server_id=server.pk, window=since), planned)

@@ -25,6 +25,7 @@ from alerts.evidence import conditions_now
 from alerts.models import Alert, Channel, Rule
 from alerts.services import deliveries_create, rules_default
 from inventory.models import Organization, Server
+from readings.public import plan_soon
 
 Enqueue = Callable[[int], object]
 
@@ -101,6 +102,10 @@ def _apply(
             true_now.add(condition.key)
             alert = _seen(rule, condition, now)
             if alert is not None:
+                if condition.statement_id is not None and alert.state == Alert.State.PENDING:
+                    # A regression's likeliest cause is a new plan: read it while the alert waits out its hold,
+                    # so that the alert names the change when it opens (the plans worker, within the budget).
+                    plan_soon(condition.server_id, condition.statement_id)
                 _progress(rule, alert, now, enqueue, done)
     unresolved = rule.alerts.exclude(state=Alert.State.RESOLVED)
     for alert in (unresolved if mine is None else unresolved.filter(mine)).select_related("server"):

@@ -8,7 +8,7 @@ Not imported by the app's own __init__: it imports models, which Django loads af
 from readings.check import MONITORING_ROLE_SQL, CheckFinding, CheckReport
 from readings.checks import CheckState, check_queue, check_state
 from readings.errors import shown
-from readings.tasks import check_enqueue, collect_tracked, tracked
+from readings.tasks import check_enqueue, collect_tracked, plan_soon, tracked
 
 __all__ = [
     "MONITORING_ROLE_SQL",
@@ -19,6 +19,7 @@ __all__ = [
     "check_queue",
     "check_state",
     "collect_tracked",
+    "plan_soon",
     "shown",
     "tracked",
 ]

@@ -8,11 +8,13 @@ from datetime import UTC, datetime, timedelta
 from celery import shared_task
 from django.conf import settings
 from django.core.cache import cache
+from django.core.exceptions import ObjectDoesNotExist
 
 from inventory.models import Server
 from readings.checks import QUEUE_WAIT_S, check_run
 from readings.errors import HistoryUnavailable
-from readings.plans.auto import plan_top_statements
+from readings.plans.auto import plan_fresh, plan_top_statements
+from readings.plans.service import statement_plan
 from readings.scheduling import servers_dispatch_due
 from readings.services import server_collect
 
@@ -140,3 +142,25 @@ def plan_server(server_id: int) -> dict:
         "; stopped by the server's plan budget" if done.stopped_by_budget else "",
     )
     return {"candidates": done.candidates, "codes": codes}
+
+
+FRESH_S = 600  # a statement EXPLAINed this recently is not asked again on the regression alert's account
+
+
+@shared_task(acks_late=True)
+def plan_statement(server_id: int, statement_id: int, fresh_s: float = 0) -> dict:
+    """One statement's plan now, within its server's budget; not when it was EXPLAINed less than `fresh_s` ago
+    (a refusal of the budget does not count), nor when its server or statement is gone."""
+    if fresh_s and plan_fresh(server_id, statement_id, fresh_s):
+        return {"code": "fresh"}
+    try:
+        outcome = statement_plan(server_id=server_id, statement_id=statement_id)
+    except ObjectDoesNotExist:
+        return {"code": "gone"}
+    log.info("plan of statement %s of server %s: %s %s", statement_id, server_id, outcome.code, outcome.reason)
+    return {"code": outcome.code, "shape_id": outcome.shape_id}
+
+
+def plan_soon(server_id: int, statement_id: int) -> None:
+    """A statement's plan asked for by the regression rule: read by the plans worker unless it is fresh."""
+    plan_statement.apply_async((server_id, statement_id, FRESH_S), expires=FRESH_S)

@@ -4,10 +4,13 @@ plan changed shape, for the statement page, its charts, the API and the regressi
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import datetime
 
-from history.models import PlanAttempt, PlanChange, PlanShape, StatementPlan
+from history import tables
+from history.models import PlanAttempt, PlanShape, StatementPlan
+from readtier import db
 from readtier.windows import Window
 
 
@@ -110,23 +113,40 @@ def plan_detail(*, server_id: int, shape_id: int | None = None, fingerprint: str
     )
 
 
+_CHANGES_SQL = f"""
+SELECT c.statement_id, c.at, f.access_paths::text, t.access_paths::text, f.fingerprint, t.fingerprint
+FROM {tables.PLAN_CHANGE.name} c
+LEFT JOIN {tables.PLAN_SHAPE.name} f ON f.server_id = c.server_id AND f.id = c.from_shape_id
+LEFT JOIN {tables.PLAN_SHAPE.name} t ON t.server_id = c.server_id AND t.id = c.to_shape_id
+WHERE c.server_id = %(server)s AND c.at >= %(start)s AND c.at < %(end)s
+  AND (%(all)s OR c.statement_id = ANY(%(ids)s))
+ORDER BY c.at, c.id
+"""
+
+
 def plan_changes(*, server_id: int, window: Window, statement_ids: list[int] | None = None) -> list[PlanChangeRow]:
-    """The plan changes of a server's statements (or of those given) seen within the window, oldest first."""
-    changes = PlanChange.objects.filter(server_id=server_id, at__gte=window.start, at__lt=window.end)
-    if statement_ids is not None:
-        changes = changes.filter(statement_id__in=statement_ids)
-    changes = list(changes.order_by("at", "id"))
-    shapes = _shapes(server_id, {c.from_shape_id for c in changes} | {c.to_shape_id for c in changes})
+    """The plan changes of a server's statements (or of those given) seen within the window, oldest first: one
+    query, the shapes' access paths joined."""
+    rows = db.fetchall(
+        _CHANGES_SQL,
+        {
+            "server": server_id,
+            "start": window.start,
+            "end": window.end,
+            "all": statement_ids is None,
+            "ids": list(statement_ids or []),
+        },
+    )
     return [
         PlanChangeRow(
-            statement_id=c.statement_id,
-            at=c.at,
-            before=shapes[c.from_shape_id].access_paths if c.from_shape_id in shapes else [],
-            after=shapes[c.to_shape_id].access_paths if c.to_shape_id in shapes else [],
-            from_fingerprint=shapes[c.from_shape_id].fingerprint if c.from_shape_id in shapes else "",
-            to_fingerprint=shapes[c.to_shape_id].fingerprint if c.to_shape_id in shapes else "",
+            statement_id=sid,
+            at=at,
+            before=json.loads(before) if before else [],  # as text: Django's connection leaves jsonb unparsed
+            after=json.loads(after) if after else [],
+            from_fingerprint=from_fp or "",
+            to_fingerprint=to_fp or "",
         )
-        for c in changes
+        for sid, at, before, after, from_fp, to_fp in rows
     ]
 
 

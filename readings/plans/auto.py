@@ -46,6 +46,17 @@ def due_statements(server_id: int, *, now: datetime | None = None) -> tuple[int,
     return len(ids), [sid for sid in ids if sid not in recent]
 
 
+def plan_fresh(server_id: int, statement_id: int, fresh_s: float) -> bool:
+    """Whether the statement was EXPLAINed (a plan or a reason; the budget's refusals not counted) in the last
+    `fresh_s` seconds."""
+    since = timezone.now() - timedelta(seconds=fresh_s)
+    return (
+        PlanAttempt.objects.filter(server_id=server_id, statement_id=statement_id, at__gt=since)
+        .exclude(code=plans.BUDGET)
+        .exists()
+    )
+
+
 def plan_top_statements(server_id: int, *, now: datetime | None = None) -> Round:
     """Plan the server's due top statements, one after the other, until they are done or the budget refuses."""
     candidates, due = due_statements(server_id, now=now)

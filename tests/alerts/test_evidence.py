@@ -12,6 +12,7 @@ import pytest
 
 from alerts.evidence import conditions_now
 from alerts.models import Rule
+from history import plans
 from history.models import Statement
 from inventory.models import Organization
 from readtier.coverage import window_summary
@@ -140,6 +141,45 @@ def test_a_regression_reads_a_fixed_number_of_queries_whatever_the_statements_an
             found = conditions_now(rule=rule, servers=[server], now=NOW)[server.pk]
         counts[days, share] = c.queries
         assert bool(found) is (days == 2)  # 28 days need 14 of baseline: the history has two
-    # A regression found also reads the configuration changes since the baseline began: one query more.
-    assert counts[2, 0.05] == counts[2, 0.001] == counts[28, 0.05] + 1 == counts[28, 0.001] + 1
-    assert counts[2, 0.05] <= 8
+    # A regression found also reads the configuration changes and its statements' plan changes since the baseline
+    # began: two queries more.
+    assert counts[2, 0.05] == counts[2, 0.001] == counts[28, 0.05] + 2 == counts[28, 0.001] + 2
+    assert counts[2, 0.05] <= 9
+
+
+def _planned(server_id: int, statement_id: int, paths: list[str], at: datetime) -> None:
+    node = paths[0].split(" on ")[0].split(" using ")[0]
+    plan = {"Plan": {"Node Type": node, "Relation Name": "orders", "Total Cost": 10.0, "Plan Rows": 1.0}}
+    new = plans.NewPlan(
+        plan=plan,
+        fingerprint=node.replace(" ", "").ljust(32, "0"),
+        access_paths=paths,
+        node_count=1,
+        method="generic_plan",
+    )
+    plans.record_plan(server_id, statement_id, new, at=at)
+
+
+def test_a_regression_names_the_plan_change_that_fell_in_its_window(org, regressed):
+    """The hot statement planned with its index a day before, and without it when the regression began: the
+    condition says so, in the words the mail, the page and the webhook carry."""
+    server, hot, rare = regressed
+    _planned(server.pk, hot, ["Index Scan using orders_customer_idx on orders"], NOW - timedelta(days=1))
+    _planned(server.pk, hot, ["Seq Scan on orders"], SLOW_FROM + timedelta(minutes=2))
+    _planned(server.pk, rare, ["Index Scan using orders_customer_idx on orders"], NOW - timedelta(days=1))
+
+    (c,) = conditions_now(rule=_regression_rule(org), servers=[server], now=NOW)[server.pk]
+
+    seen = (SLOW_FROM + timedelta(minutes=2)).strftime("%Y-%m-%d %H:%M UTC")
+    assert c.summary.endswith(
+        f"Its plan changed (seen at {seen}): from Index Scan using orders_customer_idx on orders to Seq Scan on orders."
+    ), c.summary
+    assert c.figures["plan_changed_at"] == (SLOW_FROM + timedelta(minutes=2)).isoformat() and c.statement_id == hot
+
+
+def test_a_plan_change_before_the_baseline_began_is_not_named(org, regressed):
+    server, hot, _ = regressed
+    _planned(server.pk, hot, ["Index Scan using orders_customer_idx on orders"], NOW - timedelta(days=5))
+    _planned(server.pk, hot, ["Seq Scan on orders"], NOW - timedelta(days=4))
+    (c,) = conditions_now(rule=_regression_rule(org), servers=[server], now=NOW)[server.pk]
+    assert "plan changed" not in c.summary and "plan_changed_at" not in c.figures

@@ -338,3 +338,46 @@ def test_racing_evaluations_of_one_instant_send_each_notification_once():
     _recovered(server, T + MINUTE)
     assert len(race(T + 2 * MINUTE)) == 1
     assert _events(Alert.objects.get()) == ["open", "resolve"]
+
+
+def test_a_pending_regression_asks_the_plans_worker_for_its_statements_plan(org, evaluate, monkeypatch, settings):
+    """While a regression waits out its hold, each evaluation sends its statement's plan to the `plans` queue (the
+    task reads it unless it is fresh), so that the alert names a plan change when it opens; an open one no more."""
+    import json
+    from base64 import b64decode
+
+    import redis
+
+    from alerts import lifecycle
+    from alerts.conditions import Condition
+
+    server = _server(org)
+    Rule.objects.create(organization=org, name="slower", kind="regression", hold_minutes=15)
+    found = Condition(
+        key="statement:77",
+        server_id=server.pk,
+        severity="warning",
+        title="a statement 4.0× slower than usual",
+        summary="...",
+        since=T,
+        figures={},
+        path="/statements/77/",
+        statement_id=77,
+    )
+    monkeypatch.setattr(
+        lifecycle,
+        "conditions_now",
+        lambda rule, servers, now: {s.pk: [found] if rule.kind == "regression" else [] for s in servers},
+    )
+    broker = redis.Redis.from_url(settings.CELERY_BROKER_URL)
+    broker.delete("plans")
+    evaluate(org, T)
+    evaluate(org, T + MINUTE)
+    sent = [json.loads(m) for m in broker.lrange("plans", 0, -1)]
+    assert [m["headers"]["task"] for m in sent] == ["readings.tasks.plan_statement"] * 2
+    assert json.loads(b64decode(sent[0]["body"]))[0] == [server.pk, 77, 600]
+    evaluate(org, T + 16 * MINUTE)  # the evaluation that opens it still finds it pending: asked once more
+    assert Alert.objects.get(key="statement:77").state == Alert.State.OPEN and broker.llen("plans") == 3
+    evaluate(org, T + 17 * MINUTE)  # open: no more
+    assert broker.llen("plans") == 3
+    broker.delete("plans")

@@ -117,3 +117,14 @@ def test_an_explains_timeout_is_cut_to_what_is_left_of_the_hours_planning(server
     [spend] = PlanSpend.objects.filter(server_id=server.pk)
     assert spend.explains == 1 and 200 <= spend.planning_ms < 1500
     assert server.cluster.execute(f"SELECT count(*) FROM {TABLE}", dbname="app")[0][0] == 100
+
+
+def test_the_regressions_plan_task_plans_unless_fresh_and_says_when_its_statement_is_gone(server):
+    from readings.tasks import FRESH_S, plan_statement
+
+    costly = _ours(server)[0]
+    assert plan_statement(server.pk, costly, FRESH_S)["code"] == "planned"
+    assert plan_statement(server.pk, costly, FRESH_S) == {"code": "fresh"}  # EXPLAINed a moment ago
+    assert plan_statement(server.pk, costly)["code"] == "planned"  # asked by a DBA: whatever its age
+    assert plan_statement(server.pk, 10**12, FRESH_S) == {"code": "gone"}
+    assert PlanSpend.objects.get(server_id=server.pk).explains == 2
