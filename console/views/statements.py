@@ -5,6 +5,7 @@ wait events of its query_id (PostgreSQL 14+), and the same queryid on the organi
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from urllib.parse import urlencode
 
 from django.http import Http404, HttpRequest, HttpResponse
@@ -18,10 +19,12 @@ from console.views.common import is_fragment_request, range_links, render_page, 
 from history.public import TextStatus
 from presentation.formatting import ms_number_text, number_text
 from readtier import (
+    PlanChangeRow,
     StatementSeries,
     StatementTotals,
     Window,
     history_coverage,
+    plan_changes,
     same_queryid_elsewhere,
     statement_detail_of,
     statement_series,
@@ -66,10 +69,21 @@ def planning_note(series: StatementSeries) -> str:
     return ""
 
 
-def statement_charts(series: StatementSeries, window: Window) -> list[Chart]:
-    """The five charts of the statement page from one StatementSeries (None stays a gap)."""
+def plan_markers(changes: list[PlanChangeRow]) -> list[tuple[datetime, str]]:
+    """One marker per plan change, named as the regression alert names it ("the plan changed from … to …")."""
+    return [(c.at, c.described) for c in changes]
+
+
+def statement_charts(series: StatementSeries, window: Window, markers: list[tuple[datetime, str]] = ()) -> list[Chart]:
+    """The five charts of the statement page from one StatementSeries (None stays a gap), each plan change marked
+    as the server page marks its configuration changes."""
     points = series.points
-    common = {"x": [p.start for p in points], "x_end": [p.end for p in points], "x_range": (window.start, window.end)}
+    common = {
+        "x": [p.start for p in points],
+        "x_end": [p.end for p in points],
+        "x_range": (window.start, window.end),
+        "markers": markers,
+    }
     note = planning_note(series)
     plan_label = "planning (not tracked)" if note.startswith("planning not tracked (") else "planning"
     temp_per_s = [p.temp_blks / p.span_s if p.span_s and p.temp_blks is not None else None for p in points]
@@ -156,6 +170,7 @@ def statement(request: HttpRequest, statement_id: int) -> HttpResponse:
     base = reverse("statement", args=[detail.statement_id])
     series = statement_series(statement_id=detail.statement_id, window=tr.window)
     totals = statements_in(server_id=server.pk, window=tr.window, statement_ids=[detail.statement_id])
+    changes = plan_changes(server_id=server.pk, window=tr.window, statement_ids=[detail.statement_id])
     version = server.server_version_num
     waits = None
     if version is not None and version >= WAITS_BY_QUERY_FROM:
@@ -180,7 +195,8 @@ def statement(request: HttpRequest, statement_id: int) -> HttpResponse:
         "range_keep": {},
         "statement_query": urlencode(tr.params),
         "series": series,
-        "charts": statement_charts(series, tr.window),
+        "charts": statement_charts(series, tr.window, plan_markers(changes)),
+        "plan_changes": changes,
         "totals": totals.get(detail.statement_id),
         "figures": range_figures(totals[detail.statement_id]) if detail.statement_id in totals else [],
         "waits": waits,

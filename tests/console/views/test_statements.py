@@ -354,3 +354,28 @@ def test_queries_are_bounded(client, world, django_assert_max_num_queries):
         # detail and last seen <= 6, series <= 6 (2 of them for the hour in progress, when it has snapshots),
         # the range's totals <= 6, wait events <= 5, elsewhere 1
         assert c.queries <= 24, (params, c.queries)
+
+
+def test_each_plan_change_is_marked_on_every_chart_and_named_under_them(client, world):
+    from history import plans
+
+    client.force_login(world.alice)
+    sid = world.sid(world.planned, world.synth.hostile_key)
+    changed = world.now - timedelta(hours=2)
+    for paths, at in (
+        (["Index Scan using orders_customer_idx on orders"], world.now - timedelta(hours=5)),
+        (["Seq Scan on orders"], changed),
+    ):
+        node = paths[0].split(" on ")[0].split(" using ")[0]
+        plan = {"Plan": {"Node Type": node, "Relation Name": "orders", "Total Cost": 1.0, "Plan Rows": 1.0}}
+        new = plans.NewPlan(plan, node.replace(" ", "").ljust(32, "0"), paths, 1, "generic_plan")
+        plans.record_plan(world.planned.pk, sid, new, at=at)
+    named = "the plan changed from Index Scan using orders_customer_idx on orders to Seq Scan on orders"
+
+    html = page(client, sid, **custom(world, hours=6)[1])
+    for cid, spec in charts_of(html).items():
+        assert spec["markers"] == [{"x": int(changed.timestamp() * 1000), "label": named}], cid
+    assert f"{changed:%Y-%m-%d %H:%M}</span> {named}</li>" in html
+    # Outside the range: no mark, no words.
+    html = page(client, sid, **custom(world, hours=1)[1])
+    assert all(spec["markers"] == [] for spec in charts_of(html).values()) and named not in html
