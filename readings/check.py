@@ -34,7 +34,10 @@ CREATE ROLE pgconsole_monitor LOGIN PASSWORD 'choose-one';
 GRANT pg_monitor TO pgconsole_monitor;   -- includes pg_read_all_stats and pg_read_all_settings
 -- optional, for wait events without sampling pg_stat_activity (PostgreSQL 15 from Debian:
 -- postgresql-15-pg-wait-sampling; add pg_wait_sampling to shared_preload_libraries):
-CREATE EXTENSION IF NOT EXISTS pg_wait_sampling;"""
+CREATE EXTENSION IF NOT EXISTS pg_wait_sampling;
+-- optional, for the plans of top statements (PostgreSQL 14+; read, never write; on 13, GRANT SELECT on the
+-- tables instead), and CONNECT on each database whose statements are planned:
+GRANT pg_read_all_data TO pgconsole_monitor;"""
 
 # (GUC, where it may not exist), in the order a DBA reads them.
 SETTINGS: tuple[tuple[str, str], ...] = (
@@ -61,6 +64,7 @@ SELECT current_database(),
        (SELECT default_version FROM pg_available_extensions WHERE name = 'pg_stat_statements'),
        pg_has_role(current_user, 'pg_read_all_stats', 'USAGE'),
        (SELECT rolsuper FROM pg_roles WHERE rolname = current_user),
+       (SELECT pg_has_role(current_user, oid, 'USAGE') FROM pg_roles WHERE rolname = 'pg_read_all_data'),
        (SELECT coalesce(json_object_agg(name, setting), '{}'::json) FROM pg_settings
          WHERE name LIKE 'pg\_stat\_statements.%')
 """
@@ -97,6 +101,7 @@ class CheckReport:
     extension_default_version: str | None = None  # what CREATE/ALTER EXTENSION would install
     reads_all_stats: bool | None = None
     superuser: bool | None = None
+    reads_all_data: bool | None = None  # pg_read_all_data (14+): plans of every table's statements; None on 13
     settings: tuple[SettingValue, ...] = ()
     entries: int | None = None  # entries in pg_stat_statements
     hidden_entries: int | None = None  # entries of other roles this role cannot see
@@ -387,6 +392,7 @@ def _inspect(conn: psycopg.Connection, out: _Report, *, user: str, database: str
         default_version,
         all_stats,
         superuser,
+        all_data,
         gucs,
     ) = conn.execute(META_SQL).fetchone()
     gucs = dict(gucs or {})
@@ -399,6 +405,7 @@ def _inspect(conn: psycopg.Connection, out: _Report, *, user: str, database: str
         extension_default_version=default_version,
         reads_all_stats=bool(all_stats),
         superuser=bool(superuser),
+        reads_all_data=all_data,
         settings=settings if preloaded else (),
     )
     _preload_findings(out, preloaded=preloaded, preload=preload, compute_query_id=compute_query_id)
@@ -410,6 +417,7 @@ def _inspect(conn: psycopg.Connection, out: _Report, *, user: str, database: str
         available=default_version is not None,
     )
     _privilege_findings(out, role=current_user, superuser=bool(superuser), all_stats=bool(all_stats))
+    out.findings.append(_plans_finding(role=current_user, superuser=bool(superuser), all_data=all_data))
     if preloaded:
         _setting_findings(out, gucs)
     if preloaded and extversion is not None:
@@ -513,6 +521,33 @@ def _privilege_findings(out: _Report, *, role: str, superuser: bool, all_stats: 
                 f"GRANT pg_monitor TO {quote_ident(role)};   -- includes pg_read_all_stats",
             )
         )
+
+
+def _plans_finding(*, role: str, superuser: bool, all_data: bool | None) -> CheckFinding:
+    """What the plans of the top statements need: to read the tables they use (EXPLAIN checks the privileges of
+    what it plans), never to write them (a DML statement's plan then gets the reason "permission")."""
+    if superuser or all_data:
+        return CheckFinding(
+            "ok",
+            "Plans",
+            f"Role {role!r} may read every table: the plans of its top statements can be read (DML statements "
+            "excepted unless it may write their tables, which it should not).",
+        )
+    if all_data is None:  # PostgreSQL 13: no pg_read_all_data
+        return CheckFinding(
+            "info",
+            "Plans",
+            f"Role {role!r} plans only the statements on tables it may read (PostgreSQL 13 has no "
+            'pg_read_all_data); the others get the reason "permission".',
+            f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {quote_ident(role)};   -- in each database and schema",
+        )
+    return CheckFinding(
+        "info",
+        "Plans",
+        f"Role {role!r} may not read every table: the statements on tables it cannot read get no plan, with the "
+        'reason "permission".',
+        f"GRANT pg_read_all_data TO {quote_ident(role)};   -- read, never write",
+    )
 
 
 def _setting_findings(out: _Report, gucs: dict[str, str]) -> None:

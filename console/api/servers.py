@@ -273,6 +273,9 @@ class CheckOut(serializers.Serializer):
     extension_version = serializers.CharField(allow_null=True)
     preloaded = serializers.BooleanField(allow_null=True)
     reads_all_stats = serializers.BooleanField(allow_null=True)
+    reads_all_data = serializers.BooleanField(
+        allow_null=True, help_text="pg_read_all_data (14+): plans of statements on any table; null on 13"
+    )
     findings = FindingOut(many=True)
     elapsed_ms = serializers.FloatField(
         allow_null=True, help_text="how long the check took (null for a failed connection but to console staff)"
@@ -349,7 +352,7 @@ class TaskOut(serializers.Serializer):
     result = serializers.DictField(allow_null=True, help_text="ok, kind, error_code once it ran")
 
 
-def _task(task_id: str, data: dict) -> dict:
+def task_out(task_id: str, data: dict) -> dict:
     url = reverse("api-task", args=[task_id])
     return {
         "task_id": task_id,
@@ -365,7 +368,7 @@ class CollectNow(APIView):
     def post(self, request, server_id: int):
         server = _managed(request, server_id)
         task_id = collect_tracked(server.pk, expires_s=max(server.interval_s, 60))
-        return Response(_task(task_id, tracked(task_id)), status=status.HTTP_202_ACCEPTED)
+        return Response(task_out(task_id, tracked(task_id)), status=status.HTTP_202_ACCEPTED)
 
 
 class TaskView(APIView):
@@ -375,7 +378,7 @@ class TaskView(APIView):
         data = tracked(task_id)
         if data is None or not visible_servers(request.user).filter(pk=data["server_id"]).exists():
             raise exceptions.NotFound("no such task (or it ended more than an hour ago)")
-        return Response(_task(task_id, data))
+        return Response(task_out(task_id, data))
 
 
 def _snapshot_out_field(column: Column) -> serializers.Field:

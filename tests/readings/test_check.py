@@ -81,10 +81,11 @@ def test_a_server_with_everything_is_ready(pg_clusters):
         "Privileges",
         "pg_stat_statements.max",
     }
-    # Only track_planning is left to suggest, with what it costs and the exact SQL.
-    assert [f.topic for f in report.missing] == ["pg_stat_statements.track_planning"]
-    assert "contend" in report.missing[0].text
-    assert report.missing[0].fix == "ALTER SYSTEM SET pg_stat_statements.track_planning = on;\nSELECT pg_reload_conf();"
+    # Only plans (pg_monitor reads no table) and track_planning are left to suggest, each with its exact SQL.
+    assert [f.topic for f in report.missing] == ["Plans", "pg_stat_statements.track_planning"]
+    assert report.missing[0].fix == f"GRANT pg_read_all_data TO {MONITOR_USER};   -- read, never write"
+    assert "contend" in report.missing[1].text
+    assert report.missing[1].fix == "ALTER SYSTEM SET pg_stat_statements.track_planning = on;\nSELECT pg_reload_conf();"
     assert_never_echoed(report, MONITOR_PASSWORD)
 
 
@@ -127,6 +128,24 @@ def test_postgresql_13_has_no_info_view(pg_clusters):
     assert report.dealloc is None and report.stats_reset is None
     ok = next(f for f in report.findings if f.topic == "pg_stat_statements.max")
     assert "evictions are counted from PostgreSQL 14" in ok.text
+    # No pg_read_all_data before 14: the plans need SELECT on the tables.
+    plans = next(f for f in report.findings if f.topic == "Plans")
+    assert report.reads_all_data is None and plans.level == "info" and "PostgreSQL 13 has no" in plans.text
+    assert (
+        plans.fix == f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {MONITOR_USER};   -- in each database and schema"
+    )
+
+
+def test_plans_say_whether_the_role_may_read_every_table(pg_clusters, plain_role):
+    c = pg_clusters[17]
+    report = check(c, user=plain_role, password=PLAIN_PASSWORD)
+    plans = next(f for f in report.findings if f.topic == "Plans")
+    assert report.reads_all_data is False and plans.level == "info" and '"permission"' in plans.text
+    assert plans.fix == f"GRANT pg_read_all_data TO {plain_role};   -- read, never write"
+    c.execute(f"GRANT pg_read_all_data TO {plain_role}")
+    report = check(c, user=plain_role, password=PLAIN_PASSWORD)
+    plans = next(f for f in report.findings if f.topic == "Plans")
+    assert report.reads_all_data is True and plans.level == "ok" and plans.fix == ""
 
 
 @pytest.fixture
