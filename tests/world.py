@@ -5,6 +5,9 @@ from __future__ import annotations
 import itertools
 import os
 import shutil
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -53,6 +56,27 @@ def run(cluster: Cluster, statement: str, times: int = 1, params: tuple = (), db
     with psycopg.connect(cluster.dsn(dbname), autocommit=True, prepare_threshold=None) as conn:
         for _ in range(times):
             conn.execute(statement, params or None)
+
+
+@contextmanager
+def held_exclusive(cluster: Cluster, table: str, dbname: str = APP_DB) -> Iterator[None]:
+    """`table` held under ACCESS EXCLUSIVE by another session for the block's length (a migration's lock, say)."""
+    locked, release = threading.Event(), threading.Event()
+
+    def hold():
+        with psycopg.connect(cluster.dsn(dbname)) as holder:
+            holder.execute(f"LOCK TABLE {table} IN ACCESS EXCLUSIVE MODE")
+            locked.set()
+            release.wait(30)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert locked.wait(10), f"{table} could not be locked"
+        yield
+    finally:
+        release.set()
+        holder.join()
 
 
 def server_entry(cluster: Cluster, text_like: str, dbname: str = APP_DB) -> dict:

@@ -2,10 +2,8 @@
 read tier's own ranking) planned the costliest first, each once per PLANS_INTERVAL_S, within the server's budget,
 which stops a round at its first refusal and cuts an EXPLAIN's timeout to what is left of the hour."""
 
-import threading
 from datetime import timedelta
 
-import psycopg
 import pytest
 
 from history import plans
@@ -13,7 +11,7 @@ from history.models import PlanAttempt, PlanSpend
 from readings.plans.auto import due_statements, plan_top_statements
 from readings.plans.service import statement_plan
 from readtier import Page, Window, top_statements
-from tests.world import collect, register, run
+from tests.world import collect, held_exclusive, register, run
 
 pytestmark = pytest.mark.django_db(transaction=True)
 TABLE = "auto_items"
@@ -96,22 +94,8 @@ def test_an_explains_timeout_is_cut_to_what_is_left_of_the_hours_planning(server
     at the budget's 200 ms, said so, and the server's hour counts the time it really took."""
     settings.PLANS = {**settings.PLANS, "PLANNING_S_PER_HOUR": 0.2, "LOCK_TIMEOUT_MS": 5_000}
     costly = _ours(server)[0]
-    held, release = threading.Event(), threading.Event()
-
-    def hold():
-        with psycopg.connect(server.cluster.dsn("app"), autocommit=False) as conn:
-            conn.execute(f"LOCK TABLE {TABLE} IN ACCESS EXCLUSIVE MODE")
-            held.set()
-            release.wait(10)
-
-    holder = threading.Thread(target=hold)
-    holder.start()
-    try:
-        assert held.wait(10)
+    with held_exclusive(server.cluster, TABLE):
         outcome = statement_plan(server_id=server.pk, statement_id=costly)
-    finally:
-        release.set()
-        holder.join()
     assert outcome.code == "timeout", outcome
     assert "200 ms allowed: what was left of the server's planning budget for the hour" in outcome.reason
     [spend] = PlanSpend.objects.filter(server_id=server.pk)

@@ -1,14 +1,13 @@
 """readings/plans/explain.py on real PostgreSQL 13 to 18: generic plans of normalized texts, DML planned and never
 run, read-only, timeouts, permissions and the search path of the statement's role."""
 
-import threading
 import time
 
 import psycopg
 import pytest
 
 from readings.plans.explain import Plan, Unexplained, explain, role_search_path
-from tests.world import APP_DB, MONITOR_PASSWORD, MONITOR_USER
+from tests.world import APP_DB, MONITOR_PASSWORD, MONITOR_USER, held_exclusive
 
 MAJORS = (13, 14, 15, 16, 17, 18)
 LIMITS = {"statement_timeout_ms": 2000, "lock_timeout_ms": 200}
@@ -137,27 +136,12 @@ def test_the_monitoring_role_without_the_right_to_read_gets_the_reason_and_then_
 def test_a_table_held_under_an_exclusive_lock_is_given_up_at_the_lock_timeout(pg_clusters):
     c = pg_clusters[15]
     _setup(c)
-    locked, release = threading.Event(), threading.Event()
-
-    def hold():
-        with psycopg.connect(c.dsn(APP_DB)) as holder:
-            holder.execute("LOCK TABLE plan_orders IN ACCESS EXCLUSIVE MODE")
-            locked.set()
-            release.wait(10)
-
-    holder = threading.Thread(target=hold)
-    holder.start()
-    try:
-        assert locked.wait(10)
-        with psycopg.connect(c.dsn(APP_DB), autocommit=True) as conn:
-            started = time.monotonic()
-            found = explain(
-                conn, "SELECT * FROM plan_orders WHERE id = $1", role="postgres", server_version_num=150000, **LIMITS
-            )
-            waited = time.monotonic() - started
-    finally:
-        release.set()
-        holder.join()
+    with held_exclusive(c, "plan_orders"), psycopg.connect(c.dsn(APP_DB), autocommit=True) as conn:
+        started = time.monotonic()
+        found = explain(
+            conn, "SELECT * FROM plan_orders WHERE id = $1", role="postgres", server_version_num=150000, **LIMITS
+        )
+        waited = time.monotonic() - started
     assert isinstance(found, Unexplained) and found.code == "timeout", found
     assert waited < 1.5, waited  # the lock timeout (0.2 s), not the statement's nor the holder's
 
