@@ -1,7 +1,7 @@
 """Which statements of a server are planned without anyone asking: its top statements by total time over the last
-PLANS_INTERVAL_S (the page's own selector, so the plans are of the statements the page shows first), the costliest
-first, each at most once per interval, within the server's plan budget (history.plans.budget_reserve), which stops
-the round at its first refusal; the next tick goes on."""
+PLANS_INTERVAL_S (the page's own selector and ranking, the console's own statements left out, so the plans are of
+the statements the page shows first), the costliest first, each at most once per interval, within the server's plan
+budget (history.plans.budget_reserve), which stops the round at its first refusal; the next tick goes on."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from django.utils import timezone
 from history import plans
 from history.models import PlanAttempt
 from readings.plans.service import Outcome, statement_plan
-from readtier import Page, Window, top_statements
+from readtier import Page, StatementFilters, Window, top_statements
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,11 @@ def due_statements(server_id: int, *, now: datetime | None = None) -> tuple[int,
     now = now or timezone.now()
     interval = timedelta(seconds=cfg["INTERVAL_S"])
     top = top_statements(
-        server_id=server_id, window=Window.last(interval, now=now), order="total", page=Page(1, cfg["TOP_N"])
+        server_id=server_id,
+        window=Window.last(interval, now=now),
+        order="total",
+        filters=StatementFilters(hide_own=True),  # the console's own collections: as the pages rank them
+        page=Page(1, cfg["TOP_N"]),
     )
     ids = [row.statement_id for row in top.rows]
     recent = set(

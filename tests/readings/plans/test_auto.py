@@ -10,7 +10,7 @@ from history import plans
 from history.models import PlanAttempt, PlanSpend
 from readings.plans.auto import due_statements, plan_top_statements
 from readings.plans.service import statement_plan
-from readtier import Page, Window, top_statements
+from readtier import Page, StatementFilters, Window, top_statements
 from tests.world import collect, held_exclusive, register, run
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -41,7 +41,13 @@ def server(pg_clusters):
 
 def _ranked(server, n: int) -> list[int]:
     """The statements the read tier ranks first by total time over the plans' interval (what the page shows)."""
-    top = top_statements(server_id=server.pk, window=Window.last(timedelta(hours=6)), order="total", page=Page(1, n))
+    top = top_statements(
+        server_id=server.pk,
+        window=Window.last(timedelta(hours=6)),
+        order="total",
+        filters=StatementFilters(hide_own=True),  # the console's own collections, as the pages rank them
+        page=Page(1, n),
+    )
     return [row.statement_id for row in top.rows]
 
 
@@ -60,6 +66,9 @@ def test_the_top_statements_are_planned_costliest_first_and_once_per_interval(se
     for sid in (costly, middle, cheap):
         assert done.outcomes[sid].planned, done.outcomes[sid]
     assert any(f"Seq Scan on {TABLE}" in p for p in done.outcomes[costly].access_paths)
+    # The console's own collections ran between the two snapshots too: never among the plans' candidates.
+    own = set(server.statements.filter(query__contains="pgconsole").values_list("pk", flat=True))
+    assert own and not own & set(done.outcomes)
 
     again = plan_top_statements(server.pk)
     assert again.candidates == done.candidates and again.outcomes == {}  # each once per interval
