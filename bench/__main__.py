@@ -1,10 +1,10 @@
 """python -m bench [--quick] [--only NAME ...] [--keep] [--no-docs] [--markdown PATH] [--scale-levels N,N,...]
 [--soak DURATION]
 
-Runs the six benchmarks (collection time, history footprint, ingest throughput, read tier, fleet scale, alert
-evaluation), prints the figures and writes docs/benchmarks.md. Starts its own history store with production durability
-(PostgreSQL 17 on port 57100, database pgconsole_bench) and its own monitored PostgreSQL 17 on
-port 57017 (bench/env.py), both stopped at the end.
+Runs the seven benchmarks (collection time, history footprint, ingest throughput, read tier, fleet scale, alert
+evaluation, plans of the top statements), prints the figures and writes docs/benchmarks.md. Starts its own history
+store with production durability (PostgreSQL 17 on port 57100, database pgconsole_bench) and its own monitored
+PostgreSQL 17 on port 57017 (bench/env.py), both stopped at the end.
 
 The fleet scale (bench/scale.py, `--only scale` alone) runs beat and celery workers as docker-compose.yml
 starts them over N servers on 3 more clusters, N stepped up (100, 250, 500, 1,000, then 1,500 while it keeps
@@ -15,6 +15,9 @@ docs/benchmarks.md (any whole run that is not --quick, alone or in a `make bench
 The alert evaluation (bench/alerts.py, `--only alerts` alone: about 15 minutes) times every default rule over
 an organization of 500 servers with 8 days of history, as the workers evaluate it, and the regression rule's
 baselines read both ways; it writes its own section of docs/benchmarks.md too.
+
+The plans of the top statements (bench/plans.py, half a minute) run on the same monitored cluster: a day of
+plan rounds at the PLANS defaults, a worst case for storage and a locked table, beside EXPLAINs by hand.
 
 With --soak DURATION (2h, 10m, 600) only the soak runs (bench/soak.py): a worker, beat and gunicorn
 under the demo's workloads for that long, their memory, snapshot lag, errors and history growth; a
@@ -32,7 +35,7 @@ from pathlib import Path
 
 from bench import env, report, scale, scale_report, soak
 
-NAMES = ("collection", "footprint", "ingest", "readtier", "scale", "alerts")
+NAMES = ("collection", "footprint", "ingest", "readtier", "scale", "alerts", "plans")
 # Synthetic days (UTC) of the footprint and ingest runs: far from "now", so that their partitions
 # are theirs alone (the collection benchmark writes today's).
 FOOTPRINT_DAY = datetime(2025, 1, 15, tzinfo=UTC)
@@ -80,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     from devenv.fleet import start_many, stop_many
 
     specs = [] if os.environ.get("BENCH_DATABASE_URL") else [env.history_spec()]
-    if "collection" in only:
+    if only & {"collection", "plans"}:
         specs.append(env.monitored_spec())
     clusters = list(start_many(specs).values())
     print(f"clusters up in {time.perf_counter() - started:.1f}s: {', '.join(c.name for c in clusters)}", flush=True)
@@ -145,7 +148,7 @@ def _run(args, only: set[str], clusters: list, started: float, command: str) -> 
             cluster = next(c for c in clusters if c.name == env.BENCH_CLUSTER)
             results["machine"].postgres_monitored = cluster.execute("SELECT version()")[0][0]
             print(
-                f"[1/6] collection time: monitored {cluster.name} (PostgreSQL {cluster.major}, port {cluster.port})",
+                f"[1/7] collection time: monitored {cluster.name} (PostgreSQL {cluster.major}, port {cluster.port})",
                 flush=True,
             )
             if args.quick:
@@ -158,7 +161,7 @@ def _run(args, only: set[str], clusters: list, started: float, command: str) -> 
         if "footprint" in only:
             from bench import footprint
 
-            print("[2/6] history footprint: 1,440 synthetic 1-minute snapshots of 5,000 entries", flush=True)
+            print("[2/7] history footprint: 1,440 synthetic 1-minute snapshots of 5,000 entries", flush=True)
             results["footprint"] = footprint.run(day=FOOTPRINT_DAY)
             if not args.skip_uniform_footprint and not args.quick:
                 print("      again with a uniform 10% per minute", flush=True)
@@ -167,7 +170,7 @@ def _run(args, only: set[str], clusters: list, started: float, command: str) -> 
         if "ingest" in only:
             from bench import ingest
 
-            print("[3/6] ingest throughput of the delta writer at 5,000 entries", flush=True)
+            print("[3/7] ingest throughput of the delta writer at 5,000 entries", flush=True)
             if args.quick:
                 results["ingest"] = ingest.run(day=INGEST_DAY, snapshots=30, warmup=3, all_changed=5, breakdown=5)
             else:
@@ -177,14 +180,14 @@ def _run(args, only: set[str], clusters: list, started: float, command: str) -> 
             from bench import readtier
 
             print(
-                "[4/6] read tier: selectors over 30 days of one 5,000-statement server and a fleet of 200", flush=True
+                "[4/7] read tier: selectors over 30 days of one 5,000-statement server and a fleet of 200", flush=True
             )
             results["readtier"] = readtier.run(size=readtier.QUICK if args.quick else readtier.FULL)
             print(f"      done at {time.perf_counter() - started:.0f}s", flush=True)
         if "scale" in only:
             levels, minutes = _scale_size(args)
             sizes = ", ".join(map(str, levels))
-            print(f"[5/6] fleet scale: {sizes} servers, {minutes:g} min each, one then two workers", flush=True)
+            print(f"[5/7] fleet scale: {sizes} servers, {minutes:g} min each, one then two workers", flush=True)
             history = next((c for c in clusters if c.name == env.HISTORY_CLUSTER), None)
             results["scale"] = scale.run(
                 levels=levels, minutes=minutes, history=history, keep=args.keep, command=command
@@ -194,8 +197,20 @@ def _run(args, only: set[str], clusters: list, started: float, command: str) -> 
             from bench import alerts
 
             size = alerts.QUICK if args.quick else alerts.FULL
-            print(f"[6/6] alert evaluation: {size.servers} servers, {size.days} days of history", flush=True)
+            print(f"[6/7] alert evaluation: {size.servers} servers, {size.days} days of history", flush=True)
             results["alerts"] = alerts.run(size=size)
+            print(f"      done at {time.perf_counter() - started:.0f}s", flush=True)
+        if "plans" in only:
+            from bench import plans
+
+            cluster = next(c for c in clusters if c.name == env.BENCH_CLUSTER)
+            results["machine"].postgres_monitored = cluster.execute("SELECT version()")[0][0]
+            print(
+                f"[7/7] plans of the top statements: monitored {cluster.name} (PostgreSQL {cluster.major}), "
+                "a day of rounds at the defaults, a worst case for storage, a locked table",
+                flush=True,
+            )
+            results["plans"] = plans.run(cluster, quick=args.quick)
             print(f"      done at {time.perf_counter() - started:.0f}s", flush=True)
         from django.db import connection
 

@@ -37,12 +37,13 @@ def _targets():
 
 
 @contextlib.contextmanager
-def timed_phases():
-    """Yields a dict label -> list of ms (one entry per call)."""
+def timed_phases(targets=None):
+    """Yields a dict label -> list of ms (one entry per call). `targets`: (label, module, attribute) rows to wrap
+    instead of a snapshot's."""
     acc: dict[str, list[float]] = defaultdict(list)
     saved = []
     inner: list[float] = []  # per open wrapped call: ms spent in wrapped calls inside it
-    for label, module, attr in _targets():
+    for label, module, attr in targets or _targets():
         fn = getattr(module, attr)
         saved.append((module, attr, fn))
 

@@ -71,6 +71,10 @@ def checks(r: dict) -> list[tuple[str, str, str, bool | None]]:
         from bench import readtier_report
 
         out += readtier_report.checks(r["readtier"])
+    if r.get("plans"):
+        from bench import plans_report
+
+        out += plans_report.checks(r["plans"])
     return out
 
 
@@ -128,6 +132,10 @@ def text(r: dict) -> str:
         from bench import readtier
 
         lines += readtier.summary_lines(r["readtier"])
+    if r.get("plans"):
+        from bench import plans_report
+
+        lines += plans_report.summary_lines(r["plans"])
     lines.append(f"  elapsed {r.get('elapsed_s', 0):.0f}s")
     return "\n".join(lines)
 
@@ -433,12 +441,21 @@ def markdown(r: dict) -> str:
         from bench import readtier_report
 
         L += readtier_report.markdown(r["readtier"], _table)
+    if r.get("plans"):
+        from bench import plans_report
+
+        L += plans_report.markdown(r["plans"], _table)
     method = METHOD.strip()
     if r.get("readtier"):
         from bench import readtier_report
 
         stats = method.index("- **Statistics.**")
         method = method[:stats] + readtier_report.METHOD + "\n" + method[stats:]
+    if r.get("plans"):
+        from bench import plans_report
+
+        stats = method.index("- **Statistics.**")
+        method = method[:stats] + plans_report.METHOD + "\n" + method[stats:]
     L += ["", method, ""]
     return "\n".join(L)
 
