@@ -8,7 +8,7 @@ Not imported by the app's own __init__: it imports models, which Django loads af
 from readings.check import MONITORING_ROLE_SQL, CheckFinding, CheckReport
 from readings.checks import CheckState, check_queue, check_state
 from readings.errors import shown
-from readings.tasks import check_enqueue, collect_tracked, plan_soon, tracked
+from readings.tasks import check_enqueue, collect_tracked, plan_soon, plan_tracked, tracked
 
 __all__ = [
     "MONITORING_ROLE_SQL",
@@ -20,6 +20,7 @@ __all__ = [
     "check_state",
     "collect_tracked",
     "plan_soon",
+    "plan_tracked",
     "shown",
     "tracked",
 ]

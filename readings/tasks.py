@@ -147,18 +147,38 @@ def plan_server(server_id: int) -> dict:
 FRESH_S = 600  # a statement EXPLAINed this recently is not asked again on the regression alert's account
 
 
-@shared_task(acks_late=True)
-def plan_statement(server_id: int, statement_id: int, fresh_s: float = 0) -> dict:
+@shared_task(bind=True, acks_late=True)
+def plan_statement(self, server_id: int, statement_id: int, fresh_s: float = 0, tracked: bool = False) -> dict:
     """One statement's plan now, within its server's budget; not when it was EXPLAINed less than `fresh_s` ago
-    (a refusal of the budget does not count), nor when its server or statement is gone."""
+    (a refusal of the budget does not count), nor when its server or statement is gone. `tracked`: its status is
+    kept for whoever asked (the API's fresh EXPLAIN), as a tracked collection's."""
+    task_id = self.request.id if tracked else None
     if fresh_s and plan_fresh(server_id, statement_id, fresh_s):
         return {"code": "fresh"}
+    track(task_id, server_id, "running")
     try:
         outcome = statement_plan(server_id=server_id, statement_id=statement_id)
     except ObjectDoesNotExist:
+        track(task_id, server_id, "failed", {"ok": False, "kind": "plan", "error_code": "gone"})
         return {"code": "gone"}
     log.info("plan of statement %s of server %s: %s %s", statement_id, server_id, outcome.code, outcome.reason)
+    result = {
+        "ok": outcome.planned,
+        "kind": "plan",
+        "error_code": None if outcome.planned else outcome.code,
+        "reason": outcome.reason,
+        "fingerprint": outcome.fingerprint or None,
+    }
+    track(task_id, server_id, "succeeded" if outcome.planned else "failed", result)
     return {"code": outcome.code, "shape_id": outcome.shape_id}
+
+
+def plan_tracked(server_id: int, statement_id: int) -> str:
+    """A statement's plan asked for now (the API's fresh EXPLAIN), its status kept for whoever polls `tracked`."""
+    task_id = str(uuid.uuid4())
+    track(task_id, server_id, "queued")
+    plan_statement.apply_async((server_id, statement_id), {"tracked": True}, task_id=task_id, expires=FRESH_S)
+    return task_id
 
 
 def plan_soon(server_id: int, statement_id: int) -> None:

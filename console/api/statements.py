@@ -202,7 +202,7 @@ class OrganizationStatements(APIView):
         )
 
 
-def _statement(request, statement_id: int, selector=statement_detail_of):
+def statement_of(request, statement_id: int, selector=statement_detail_of):
     """The statement (statement_detail_of, or statement_owner where only whose it is matters) and its server,
     a 404 unless the caller sees it."""
     user = request.user
@@ -234,7 +234,7 @@ class StatementOut(serializers.Serializer):
 class StatementView(APIView):
     @extend_schema(operation_id="statement_read", parameters=WINDOW_PARAMETERS, responses=StatementOut)
     def get(self, request, statement_id: int):
-        detail, server = _statement(request, statement_id)
+        detail, server = statement_of(request, statement_id)
         window = window_params(request)
         totals = statements_in(server_id=server.pk, window=window, statement_ids=[detail.statement_id])
         s = totals.get(detail.statement_id)
@@ -307,7 +307,7 @@ class StatementSeriesView(APIView):
         responses=StatementSeriesOut,
     )
     def get(self, request, statement_id: int):
-        owner, _ = _statement(request, statement_id, statement_owner)
+        owner, _ = statement_of(request, statement_id, statement_owner)
         window = window_params(request)
         try:
             resolution = _resolution(request, STATEMENT_RESOLUTIONS)
@@ -348,7 +348,7 @@ class StatementWaitsView(APIView):
 
     @extend_schema(operation_id="statement_waits", parameters=WINDOW_PARAMETERS, responses=WaitsOut)
     def get(self, request, statement_id: int):
-        owner, server = _statement(request, statement_id, statement_owner)
+        owner, server = statement_of(request, statement_id, statement_owner)
         window = window_params(request)
         base = {"statement_id": owner.statement_id, "window_start": window.start, "window_end": window.end}
         version = server.server_version_num

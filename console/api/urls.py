@@ -4,7 +4,7 @@ their own authentication (token or session), so the console's login redirect doe
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
-from console.api import alerts, exports, fleet, organizations, recommendations, servers, statements
+from console.api import alerts, exports, fleet, organizations, plans, recommendations, servers, statements
 from console.api.common import api
 
 urlpatterns = [
@@ -15,6 +15,7 @@ urlpatterns = [
     # Each module's urlpatterns are relative to /api/v1/ and wrap their views with api().
     path("api/v1/", include(servers.urlpatterns)),
     path("api/v1/", include(statements.urlpatterns)),
+    path("api/v1/", include(plans.urlpatterns)),
     path("api/v1/", include(recommendations.urlpatterns)),
     path("api/v1/", include(exports.urlpatterns)),
     path("api/v1/", include(alerts.urlpatterns)),

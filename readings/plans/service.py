@@ -34,6 +34,7 @@ class Outcome:
     reason: str = ""
     shape_id: int | None = None
     access_paths: list[str] = field(default_factory=list)
+    fingerprint: str = ""
 
 
 def _text_sql(schema: str, has_toplevel: bool) -> sql.Composed:
@@ -146,7 +147,7 @@ def _plan(server: Server, statement: Statement, at, grant: plans.Grant, spent: _
     )
     stored = plans.record_plan(server_id, statement_id, new, at=at, strict=settings.COLLECTOR["REDACT_STRICT"])
     spent.bytes = stored.new_bytes
-    return Outcome(True, plans.PLANNED, shape_id=stored.shape_id, access_paths=paths)
+    return Outcome(True, plans.PLANNED, shape_id=stored.shape_id, access_paths=paths, fingerprint=new.fingerprint)
 
 
 def _allowed(grant: plans.Grant) -> str:
