@@ -22,7 +22,8 @@ CONDITIONS = (
     "Group Key",
     "Cache Key",
 )
-COSTLIEST = 3  # the nodes marked: the three whose own estimated cost is the highest
+COSTLIEST = 3  # the nodes marked: the three whose own estimated cost is the highest ...
+MARKED_SHARE = 0.1  # ... of those adding at least a tenth of the plan's cost (a node adding 0.1% is no culprit)
 _AGGREGATES = {"Hashed": "HashAggregate", "Sorted": "GroupAggregate", "Mixed": "MixedAggregate"}
 
 
@@ -41,7 +42,7 @@ class PlanNode:
     width: int  # estimated bytes per row
     own_cost: float  # its total cost less its children's: what the node adds (never below 0)
     share: float  # its own cost's share of the top node's total cost, 0 to 1
-    costliest: bool  # among the COSTLIEST nodes by own cost (a cost of 0 is never marked)
+    costliest: bool  # among the COSTLIEST nodes by own cost, of those adding MARKED_SHARE of the cost or more
 
 
 def _relation(node: dict) -> str:
@@ -104,7 +105,8 @@ def plan_nodes(plan: dict) -> list[PlanNode]:
         max(0.0, float(p.node.get("Total Cost", 0.0)) - sum(float(c.get("Total Cost", 0.0)) for c in _children(p)))
         for p in walked
     ]
-    marked = set(sorted((i for i, cost in enumerate(own) if cost > 0), key=lambda i: -own[i])[:COSTLIEST])
+    heavy = (i for i, cost in enumerate(own) if top > 0 and cost / top >= MARKED_SHARE)
+    marked = set(sorted(heavy, key=lambda i: -own[i])[:COSTLIEST])
     return [
         PlanNode(
             depth=depth,

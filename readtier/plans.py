@@ -10,6 +10,7 @@ from datetime import datetime
 
 from history import tables
 from history.models import PlanAttempt, PlanShape, StatementPlan
+from history.plans import PLANNED
 from readtier import db
 from readtier.windows import Window
 
@@ -32,6 +33,10 @@ class LastAttempt:
     at: datetime
     code: str  # "planned", or why not (readings/plans/explain.py's reasons, "text", "budget", ...)
     reason: str
+
+    @property
+    def planned(self) -> bool:
+        return self.code == PLANNED
 
 
 @dataclass(frozen=True)
@@ -68,9 +73,11 @@ class PlanChangeRow:
         """ "the plan changed from Index Scan using orders_customer_idx on orders to Seq Scan on orders": what the
         shape before read that the one after does not, and the other way round (all of each when nothing differs
         but the joins' order or methods)."""
-        gone = [p for p in self.before if p not in self.after] or self.before
-        new = [p for p in self.after if p not in self.before] or self.after
-        return f"the plan changed from {', '.join(gone) or 'an unknown plan'} to {', '.join(new) or 'an unknown plan'}"
+        gone = [p for p in self.before if p not in self.after]
+        new = [p for p in self.after if p not in self.before]
+        if not gone and not new:  # the same scans: the joins' order or methods changed
+            return f"the plan changed its joins, reading the same ({', '.join(self.after) or 'no table'})"
+        return f"the plan changed from {', '.join(gone or self.before)} to {', '.join(new or self.after)}"
 
 
 def statement_plans(*, server_id: int, statement_id: int) -> StatementPlans:

@@ -164,3 +164,13 @@ def test_a_statement_never_explained_has_no_plan_and_no_attempt(statement):
     assert found.plans == [] and found.current is None and found.attempt is None
     with pytest.raises(LookupError):
         plan_detail(server_id=statement.server_id, fingerprint="0" * 32)
+
+
+def test_a_change_of_joins_alone_is_named_so():
+    from readtier import PlanChangeRow
+
+    paths = ["Seq Scan on orders", "Index Scan using customers_pkey on customers"]
+    change = PlanChangeRow(1, T0, paths, list(reversed(paths)), "a" * 32, "b" * 32)
+    assert change.described == (
+        "the plan changed its joins, reading the same (Index Scan using customers_pkey on customers, Seq Scan on orders)"
+    )

@@ -374,7 +374,7 @@ def test_each_plan_change_is_marked_on_every_chart_and_named_under_them(client, 
 
     html = page(client, sid, **custom(world, hours=6)[1])
     for cid, spec in charts_of(html).items():
-        assert spec["markers"] == [{"x": int(changed.timestamp() * 1000), "label": named}], cid
+        assert spec["markers"] == [{"x": int(changed.timestamp() * 1000), "label": "new plan"}], cid
     assert f"{changed:%Y-%m-%d %H:%M}</span> {named}</li>" in html
     # Outside the range: no mark, no words.
     html = page(client, sid, **custom(world, hours=1)[1])

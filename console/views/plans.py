@@ -1,0 +1,88 @@
+"""A statement's Plan tab: its current plan (or another of its shapes) as a tree of nodes with what each reads, its
+conditions, its estimates and its share of the cost, the costliest marked; the shapes it was planned with; its last
+EXPLAIN's outcome, never a blank; and each plan as JSON and as EXPLAIN's text to download. The plan's strings come
+from monitored servers: escaped like every text."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from django.http import Http404, HttpRequest, HttpResponse
+from django.urls import path
+
+from accounts.access import server_for, visible_organization_ids
+from console.views.common import render_page, server_header
+from presentation.plans import plan_nodes, plan_text
+from readtier import StatementPlans, plan_detail, statement_detail_of, statement_plans
+
+METHODS = {"generic_plan": "generic plan (16+)", "prepare": "prepared, NULL parameters (13–15)"}
+INDENTED = 16  # tree levels the page indents (deeper nodes stay at this indent, their level written beside)
+
+
+def _statement(request: HttpRequest, statement_id: int):
+    """The statement and its server, as the statement page finds them: a 404 unless the user sees it."""
+    try:
+        detail = statement_detail_of(statement_id=statement_id, organization_ids=visible_organization_ids(request.user))
+    except LookupError:
+        raise Http404("no such statement") from None
+    return detail, server_for(request.user, detail.server_id)
+
+
+def _shown(found: StatementPlans, server_id: int, fingerprint: str | None):
+    """The plan asked for (?plan=), else the current one; a fingerprint this statement never had is a 404."""
+    if fingerprint is None:
+        fingerprint = found.current.fingerprint if found.current else None
+    if fingerprint is None:
+        return None
+    if fingerprint not in {p.fingerprint for p in found.plans}:
+        raise Http404("no such plan of this statement")
+    return plan_detail(server_id=server_id, fingerprint=fingerprint)
+
+
+def statement_plan(request: HttpRequest, statement_id: int) -> HttpResponse:
+    detail, server = _statement(request, statement_id)
+    found = statement_plans(server_id=server.pk, statement_id=detail.statement_id)
+    shown = _shown(found, server.pk, request.GET.get("plan") or None)
+    nodes = plan_nodes(shown.plan) if shown else []
+    context = {
+        **server_header(server),
+        "detail": detail,
+        "found": found,
+        "shown": shown,
+        "shown_row": next((p for p in found.plans if shown and p.fingerprint == shown.fingerprint), None),
+        "rows": [(n, min(n.depth, INDENTED), f"{n.share:.1%}") for n in nodes],
+        "failed": found.attempt is not None and not found.attempt.planned,
+        "history": [(p, METHODS.get(p.method, p.method)) for p in found.plans],
+    }
+    if context["shown_row"] is not None:
+        context["shown_method"] = METHODS.get(context["shown_row"].method, context["shown_row"].method)
+    return render_page(request, "console/statement_plan.html", context)
+
+
+def _download(request: HttpRequest, statement_id: int, fingerprint: str, kind: str) -> HttpResponse:
+    detail, server = _statement(request, statement_id)
+    shown = _shown(statement_plans(server_id=server.pk, statement_id=detail.statement_id), server.pk, fingerprint)
+    if kind == "json":
+        body, content_type = json.dumps(shown.plan, indent=2) + "\n", "application/json"
+    else:
+        body, content_type = plan_text(shown.plan), "text/plain; charset=utf-8"
+    response = HttpResponse(body, content_type=content_type)
+    name = re.sub(r"[^A-Za-z0-9_.-]", "_", f"plan-{server.name}-{detail.queryid}-{fingerprint[:12]}.{kind}")
+    response["Content-Disposition"] = f'attachment; filename="{name}"'
+    return response
+
+
+def statement_plan_json(request: HttpRequest, statement_id: int, fingerprint: str) -> HttpResponse:
+    return _download(request, statement_id, fingerprint, "json")
+
+
+def statement_plan_text(request: HttpRequest, statement_id: int, fingerprint: str) -> HttpResponse:
+    return _download(request, statement_id, fingerprint, "txt")
+
+
+urlpatterns = [
+    path("statements/<int:statement_id>/plan/", statement_plan, name="statement-plan"),
+    path("statements/<int:statement_id>/plan/<str:fingerprint>.json", statement_plan_json, name="statement-plan-json"),
+    path("statements/<int:statement_id>/plan/<str:fingerprint>.txt", statement_plan_text, name="statement-plan-text"),
+]

@@ -1,0 +1,168 @@
+"""The statement's Plan tab: its current plan as a tree (each node's label, conditions, estimates, its own share of
+the cost computed from the plan, the costliest marked), another shape by fingerprint, the shapes' history, the last
+EXPLAIN's reason or why there is no plan yet, JSON and text downloads, another organization's 404s, and the plan's
+strings escaped."""
+
+from __future__ import annotations
+
+import html as htmllib
+import json
+import re
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from django.contrib.auth.models import User
+from django.urls import reverse
+
+from history import plans
+from history.models import Statement
+from inventory.models import Membership, Organization, Server
+from presentation.plans import plan_text
+from tests.plans_world import node, store
+
+pytestmark = pytest.mark.django_db
+T0 = datetime(2026, 11, 28, 12, tzinfo=UTC)
+HOSTILE = "<script>alert(1)</script>"
+
+
+def indexed_plan() -> dict:
+    customers = node(
+        "Index Scan",
+        8.3,
+        1,
+        **{
+            "Relation Name": "customers",
+            "Alias": "c",
+            "Index Name": "customers_pkey",
+            "Index Cond": "(id = o.customer)",
+        },
+    )
+    orders = node(
+        "Seq Scan", 420.0, 35, **{"Relation Name": "orders", "Alias": "o", "Filter": f"(status = '{HOSTILE}'::text)"}
+    )
+    join = node("Nested Loop", 720.5, 35, orders, customers, **{"Join Type": "Inner"})
+    return {"Plan": node("Aggregate", 721.0, 1, join, Strategy="Plain")}
+
+
+def seq_plan() -> dict:
+    return {"Plan": node("Seq Scan", 5000.0, 35, **{"Relation Name": "orders", "Filter": "(customer = $1)"})}
+
+
+@pytest.fixture
+def world(client):
+    org = Organization.objects.create(name="plan-page")
+    other = Organization.objects.create(name="plan-page-other")
+    server = Server.objects.create(organization=org, name="db-plans", host="db1", database="app", user="m")
+    statement = Statement.objects.create(
+        server=server,
+        userid=10,
+        dbid=5,
+        queryid=4242,
+        first_seen_at=T0,
+        query="SELECT count(*) FROM orders o JOIN customers c ON c.id = o.customer",
+    )
+    alice = User.objects.create_user("plan-alice", password="pw-1")
+    bob = User.objects.create_user("plan-bob", password="pw-2")
+    Membership.objects.create(user=alice, organization=org, role=Membership.Role.VIEWER)
+    Membership.objects.create(user=bob, organization=other, role=Membership.Role.VIEWER)
+    client.force_login(alice)
+    return server, statement, bob
+
+
+def page(client, statement_id: int, **params) -> str:
+    response = client.get(reverse("statement-plan", args=[statement_id]), params)
+    assert response.status_code == 200, response.status_code
+    return response.content.decode()
+
+
+def tree(html: str) -> list[tuple[str, str, bool, str]]:
+    """(label, class of its indent, costliest, its share as shown) per row of the plan's tree."""
+    rows = re.findall(
+        r'<tr class="node( costliest)?">\s*<td class="(d\d+)">\s*<span class="label">'
+        r'(?:<span class="arrow"[^>]*>→</span> )?(.*?)</span>.*?<span class="pct">(.*?)</span>',
+        html,
+        re.S,
+    )
+    return [(htmllib.unescape(label), indent, bool(costly), pct) for costly, indent, label, pct in rows]
+
+
+def test_the_current_plan_as_a_tree_with_its_shares_and_costliest(client, world):
+    server, statement, _ = world
+    plan = indexed_plan()
+    store(server.pk, statement.pk, seq_plan(), T0)
+    store(server.pk, statement.pk, plan, T0 + timedelta(hours=6))  # the current one: seen last
+    html = page(client, statement.pk)
+    rows = tree(html)
+    assert [(label, indent) for label, indent, _, _ in rows] == [
+        ("Aggregate", "d0"),
+        ("Nested Loop", "d1"),
+        ("Seq Scan on orders o", "d2"),
+        ("Index Scan using customers_pkey on customers c", "d2"),
+    ]
+    # Own cost: a node's total less its children's, as a share of the top's total (721).
+    own = [721.0 - 720.5, 720.5 - 420.0 - 8.3, 420.0, 8.3]
+    assert [pct for *_, pct in rows] == [f"{cost / 721.0:.1%}" for cost in own]
+    # Marked: the nodes adding a tenth of the cost or more (the loop 40.5%, the scan 58%; not the index's 1.2%).
+    assert [label for label, _, costly, _ in rows if costly] == ["Nested Loop", "Seq Scan on orders o"]
+    assert "Index Cond:</span> <code>(id = o.customer)</code>" in html
+    # A plan's strings come from the monitored server: escaped, never markup.
+    assert HOSTILE not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert "Current plan" in html
+
+
+def test_the_history_another_shape_by_fingerprint_and_an_unknown_one(client, world):
+    server, statement, _ = world
+    old = store(server.pk, statement.pk, seq_plan(), T0)
+    current = store(server.pk, statement.pk, indexed_plan(), T0 + timedelta(hours=6))
+    html = page(client, statement.pk)
+    history = re.findall(r'<a href="\?plan=(\w+)">', html)
+    assert history == [current, old]  # the current first
+    assert html.count('<span class="badge ok">current</span>') == 1
+    other = page(client, statement.pk, plan=old)
+    assert [label for label, *_ in tree(other)] == ["Seq Scan on orders"]
+    assert f"Plan seen {T0:%Y-%m-%d %H:%M} to {T0:%Y-%m-%d %H:%M}" in other
+    assert client.get(reverse("statement-plan", args=[statement.pk]), {"plan": "0" * 32}).status_code == 404
+
+
+def test_downloads_are_the_stored_plan_and_its_text(client, world):
+    server, statement, bob = world
+    fingerprint = store(server.pk, statement.pk, indexed_plan(), T0)
+    stored = plans.PlanShape.objects.get(server_id=server.pk, fingerprint=fingerprint).plan
+    r = client.get(reverse("statement-plan-json", args=[statement.pk, fingerprint]))
+    assert r.status_code == 200 and json.loads(r.content) == stored
+    assert r["Content-Disposition"] == f'attachment; filename="plan-db-plans-4242-{fingerprint[:12]}.json"'
+    r = client.get(reverse("statement-plan-text", args=[statement.pk, fingerprint]))
+    assert r.status_code == 200 and r.content.decode() == plan_text(stored)
+    assert r["Content-Type"].startswith("text/plain")
+    client.force_login(bob)
+    for name in ("statement-plan-json", "statement-plan-text"):
+        assert client.get(reverse(name, args=[statement.pk, fingerprint])).status_code == 404
+    assert client.get(reverse("statement-plan", args=[statement.pk])).status_code == 404
+
+
+def test_a_failed_explain_says_why_and_a_never_planned_statement_says_when(client, world):
+    server, statement, _ = world
+    html = page(client, statement.pk)
+    assert "Not planned yet." in html and "manage.py plan --server db-plans --queryid 4242" in html
+    assert '<tr class="node' not in html
+    plans.record_unexplained(
+        server.pk,
+        statement.pk,
+        code="permission",
+        reason="the monitoring role may not read a table the statement uses: permission denied",
+        at=T0,
+    )
+    html = page(client, statement.pk)
+    assert "gave no plan: the monitoring role may not read a table the statement uses: permission denied" in html
+    assert "Not planned yet." not in html
+    store(server.pk, statement.pk, seq_plan(), T0 - timedelta(hours=6))
+    plans.record_unexplained(server.pk, statement.pk, code="timeout", reason="planning took longer", at=T0)
+    html = page(client, statement.pk)
+    assert "gave no plan: planning took longer" in html and "The plan below is the last one read." in html
+    assert [label for label, *_ in tree(html)] == ["Seq Scan on orders"]
+
+
+def test_the_statement_page_links_to_its_plan(client, world):
+    _, statement, _ = world
+    html = client.get(reverse("statement", args=[statement.pk])).content.decode()
+    assert f'<a href="{reverse("statement-plan", args=[statement.pk])}">Plan</a>' in html
