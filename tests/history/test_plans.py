@@ -172,5 +172,6 @@ def test_a_change_of_joins_alone_is_named_so():
     paths = ["Seq Scan on orders", "Index Scan using customers_pkey on customers"]
     change = PlanChangeRow(1, T0, paths, list(reversed(paths)), "a" * 32, "b" * 32)
     assert change.described == (
-        "the plan changed its joins, reading the same (Index Scan using customers_pkey on customers, Seq Scan on orders)"
+        "the plan changed its joins, reading the same "
+        "(Index Scan using customers_pkey on customers, Seq Scan on orders)"
     )
