@@ -99,6 +99,10 @@ def _walk(plan: dict) -> list[_Placed]:
 
 
 def plan_nodes(plan: dict) -> list[PlanNode]:
+    """Every node in plan order, with its own cost (its total less its children's: a parent's total includes
+    theirs) and that cost's share of the top node's total. Marked costliest: the COSTLIEST nodes adding the most,
+    where to look first; of those adding MARKED_SHARE of the cost or more, since in a plan whose cost is one scan a
+    node adding 0.1% is no culprit, and three marks or fewer keep the eye on the few that matter."""
     walked = _walk(plan)
     top = float(walked[0].node.get("Total Cost", 0.0)) if walked else 0.0
     own = [

@@ -6,6 +6,8 @@ from __future__ import annotations
 from datetime import datetime
 
 from history import plans
+from history.models import Statement
+from inventory.models import Organization, Server
 from readings.plans import shape
 
 
@@ -65,3 +67,24 @@ def report_plan(*, indexed: bool) -> dict:
     )
     grouped = node("Aggregate", cost + 36.0, 12, join, Strategy="Hashed", **{"Group Key": ["c.region"]})
     return {"Plan": node("Sort", cost + 37.0, 12, grouped, **{"Sort Key": ["(sum(o.amount)) DESC"]})}
+
+
+def one_node_plan(node: str, cost: float, rows: float, filter_: str = "(customer = $1)") -> plans.NewPlan:
+    """A plan of one scan of orders, its shape named after its node type (two plans of one node type: one shape)."""
+    plan = {
+        "Plan": {"Node Type": node, "Relation Name": "orders", "Total Cost": cost, "Plan Rows": rows, "Filter": filter_}
+    }
+    return plans.NewPlan(
+        plan=plan,
+        fingerprint=node.replace(" ", "").ljust(32, "0")[:32],
+        access_paths=[f"{node} on orders"],
+        node_count=1,
+        method="generic_plan",
+    )
+
+
+def a_statement(at: datetime) -> Statement:
+    """A statement of a server of its own organization, first seen at `at`."""
+    org = Organization.objects.create(name="plans")
+    server = Server.objects.create(organization=org, name="p1", host="db1", database="app", user="m")
+    return Statement.objects.create(server=server, userid=10, dbid=5, queryid=42, first_seen_at=at)

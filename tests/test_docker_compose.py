@@ -257,5 +257,6 @@ def test_collections_have_a_worker_of_their_own_and_every_queue_a_worker(service
     assert {name for name, queue in routed.items() if queue == "plans"} == {
         "readings.tasks.plan_fleet",
         "readings.tasks.plan_server",
+        "readings.tasks.plan_statement",
     }
     assert set(routed.values()) <= declared

@@ -6,7 +6,6 @@ from monitored servers: escaped like every text."""
 from __future__ import annotations
 
 import json
-import re
 
 from django.http import Http404, HttpRequest, HttpResponse
 from django.urls import path
@@ -68,7 +67,10 @@ def _download(request: HttpRequest, statement_id: int, fingerprint: str, kind: s
     else:
         body, content_type = plan_text(shown.plan), "text/plain; charset=utf-8"
     response = HttpResponse(body, content_type=content_type)
-    name = re.sub(r"[^A-Za-z0-9_.-]", "_", f"plan-{server.name}-{detail.queryid}-{fingerprint[:12]}.{kind}")
+    name = "".join(  # a file name any browser and shell takes as it is
+        c if c.isascii() and (c.isalnum() or c in "_.-") else "_"
+        for c in f"plan-{server.name}-{detail.queryid}-{fingerprint[:12]}.{kind}"
+    )
     response["Content-Disposition"] = f'attachment; filename="{name}"'
     return response
 

@@ -7,37 +7,23 @@ import pytest
 
 from history import plans
 from history.models import PlanAttempt, PlanShape, PlanSpend, Statement, StatementPlan
-from inventory.models import Organization, Server
+from inventory.models import Server
+from tests.plans_world import a_statement, one_node_plan
 
 pytestmark = pytest.mark.django_db
 T0 = datetime(2026, 11, 28, 12, tzinfo=UTC)
 
 
-def _plan(node: str, cost: float, rows: float, filter_: str = "(customer = $1)") -> plans.NewPlan:
-    plan = {
-        "Plan": {"Node Type": node, "Relation Name": "orders", "Total Cost": cost, "Plan Rows": rows, "Filter": filter_}
-    }
-    return plans.NewPlan(
-        plan=plan,
-        fingerprint=node.replace(" ", "").ljust(32, "0")[:32],
-        access_paths=[f"{node} on orders"],
-        node_count=1,
-        method="generic_plan",
-    )
-
-
 @pytest.fixture
 def statement():
-    org = Organization.objects.create(name="plans")
-    server = Server.objects.create(organization=org, name="p1", host="db1", database="app", user="m")
-    return Statement.objects.create(server=server, userid=10, dbid=5, queryid=42, first_seen_at=T0)
+    return a_statement(T0)
 
 
 def test_a_shape_is_stored_once_and_the_statement_keeps_one_row_per_shape(statement):
     sid, server_id = statement.pk, statement.server_id
-    first = plans.record_plan(server_id, sid, _plan("Index Scan", 8.3, 10), at=T0)
-    again = plans.record_plan(server_id, sid, _plan("Index Scan", 9.1, 12), at=T0 + timedelta(hours=6))
-    other = plans.record_plan(server_id, sid, _plan("Seq Scan", 4100.0, 10), at=T0 + timedelta(hours=12))
+    first = plans.record_plan(server_id, sid, one_node_plan("Index Scan", 8.3, 10), at=T0)
+    again = plans.record_plan(server_id, sid, one_node_plan("Index Scan", 9.1, 12), at=T0 + timedelta(hours=6))
+    other = plans.record_plan(server_id, sid, one_node_plan("Seq Scan", 4100.0, 10), at=T0 + timedelta(hours=12))
     assert first.shape_id == again.shape_id != other.shape_id
     assert PlanShape.objects.filter(server_id=server_id).count() == 2
     # Bytes are counted once per shape: the budget's "bytes stored" is what a new shape adds.
@@ -52,7 +38,7 @@ def test_a_shape_is_stored_once_and_the_statement_keeps_one_row_per_shape(statem
 
 def test_an_explain_without_a_plan_keeps_the_plans_and_says_why(statement):
     sid, server_id = statement.pk, statement.server_id
-    plans.record_plan(server_id, sid, _plan("Index Scan", 8.3, 10), at=T0)
+    plans.record_plan(server_id, sid, one_node_plan("Index Scan", 8.3, 10), at=T0)
     plans.record_unexplained(
         server_id, sid, code="timeout", reason="planning took longer than its timeout", at=T0 + timedelta(hours=6)
     )
@@ -63,7 +49,9 @@ def test_an_explain_without_a_plan_keeps_the_plans_and_says_why(statement):
 
 def test_a_plans_strings_are_redacted_before_they_are_stored(statement):
     secret = "(dsn = 'postgresql://app:s3cret-pw@db1/app'::text)"
-    shape_id = plans.record_plan(statement.server_id, statement.pk, _plan("Seq Scan", 1.0, 1, secret), at=T0).shape_id
+    shape_id = plans.record_plan(
+        statement.server_id, statement.pk, one_node_plan("Seq Scan", 1.0, 1, secret), at=T0
+    ).shape_id
     stored = PlanShape.objects.get(server_id=statement.server_id, id=shape_id).plan
     assert "s3cret-pw" not in str(stored) and stored["Plan"]["Node Type"] == "Seq Scan"
     assert stored["Plan"]["Total Cost"] == 1.0  # numbers as they were
@@ -71,7 +59,7 @@ def test_a_plans_strings_are_redacted_before_they_are_stored(statement):
 
 def test_the_plans_of_a_statement_gone_from_the_dimension_go_with_it(statement):
     sid, server_id = statement.pk, statement.server_id
-    plans.record_plan(server_id, sid, _plan("Index Scan", 8.3, 10), at=T0)
+    plans.record_plan(server_id, sid, one_node_plan("Index Scan", 8.3, 10), at=T0)
     assert plans.prune_orphans(server_id) == 0  # its statement is there
     Statement.objects.filter(pk=sid).delete()
     assert plans.prune_orphans(server_id) == 3  # its plan, its attempt, and the shape nobody has any more
@@ -128,50 +116,3 @@ def test_the_budgets_hours_are_forgotten_after_a_week_and_with_their_server(stat
     assert list(PlanSpend.objects.values_list("hour", flat=True)) == [T0 + timedelta(days=9)]
     Server.objects.filter(pk=server_id).delete()
     assert not PlanSpend.objects.exists()
-
-
-def test_a_plan_that_changes_shape_and_back_is_two_changes_each_named_by_what_it_reads(statement):
-    from readtier import Window, plan_changes, statement_plans
-
-    sid, server_id = statement.pk, statement.server_id
-    plans.record_plan(server_id, sid, _plan("Index Scan", 8.3, 10), at=T0)
-    plans.record_plan(server_id, sid, _plan("Index Scan", 8.4, 10), at=T0 + timedelta(hours=1))  # same shape
-    plans.record_plan(server_id, sid, _plan("Seq Scan", 4100.0, 10), at=T0 + timedelta(hours=2))
-    plans.record_plan(server_id, sid, _plan("Index Scan", 8.3, 10), at=T0 + timedelta(hours=3))  # back
-    changes = plan_changes(server_id=server_id, window=Window(T0, T0 + timedelta(days=1)))
-    assert [(c.at, c.before, c.after) for c in changes] == [
-        (T0 + timedelta(hours=2), ["Index Scan on orders"], ["Seq Scan on orders"]),
-        (T0 + timedelta(hours=3), ["Seq Scan on orders"], ["Index Scan on orders"]),
-    ]
-    assert changes[0].described == "the plan changed from Index Scan on orders to Seq Scan on orders"
-    assert plan_changes(server_id=server_id, window=Window(T0, T0 + timedelta(hours=2))) == []  # the end is open
-    assert plan_changes(server_id=server_id, window=Window(T0, T0 + timedelta(days=1)), statement_ids=[sid + 1]) == []
-
-    found = statement_plans(server_id=server_id, statement_id=sid)
-    assert [p.access_paths for p in found.plans] == [["Index Scan on orders"], ["Seq Scan on orders"]]
-    assert found.current.last_seen_at == T0 + timedelta(hours=3) and found.current.total_cost == 8.3
-    assert found.attempt.code == plans.PLANNED
-    # The changes go with their statement.
-    Statement.objects.filter(pk=sid).delete()
-    plans.prune_orphans(server_id)
-    assert plan_changes(server_id=server_id, window=Window(T0, T0 + timedelta(days=1))) == []
-
-
-def test_a_statement_never_explained_has_no_plan_and_no_attempt(statement):
-    from readtier import plan_detail, statement_plans
-
-    found = statement_plans(server_id=statement.server_id, statement_id=statement.pk)
-    assert found.plans == [] and found.current is None and found.attempt is None
-    with pytest.raises(LookupError):
-        plan_detail(server_id=statement.server_id, fingerprint="0" * 32)
-
-
-def test_a_change_of_joins_alone_is_named_so():
-    from readtier import PlanChangeRow
-
-    paths = ["Seq Scan on orders", "Index Scan using customers_pkey on customers"]
-    change = PlanChangeRow(1, T0, paths, list(reversed(paths)), "a" * 32, "b" * 32)
-    assert change.described == (
-        "the plan changed its joins, reading the same "
-        "(Index Scan using customers_pkey on customers, Seq Scan on orders)"
-    )

@@ -33,6 +33,7 @@ from readings.services import server_collect
 from readings.tasks import track
 from tests.api_world import ApiWorld, assert_error, build_api_world
 from tests.console.api.schema_check import CheckedClient
+from tests.plans_world import report_plan, store
 from tests.world import history_counts
 
 pytestmark = pytest.mark.django_db
@@ -90,6 +91,9 @@ MATRIX = [
     Call("api-statement"),
     Call("api-statement-series"),
     Call("api-statement-waits"),
+    Call("api-statement-plans"),
+    Call("api-statement-plans", "post", 202),  # a fresh EXPLAIN costs the monitored server: DBAs and admins
+    Call("api-statement-plan"),
     Call("api-recommendations"),
     Call("api-recommendation"),
     Call("api-recommendation-acknowledge", "post", changes=True),
@@ -213,10 +217,13 @@ def _build() -> MatrixWorld:
         password="pw",
         enqueue=lambda check_id: None,
     )  # what POST .../test/ leaves (no worker takes it)
+    statement_id = Statement.objects.filter(server=server).order_by("pk").first().pk
+    fingerprint = store(server.pk, statement_id, report_plan(indexed=True), timezone.now())  # a plan of it
     ids = {
         "server_id": server.pk,
         "organization_id": acme.pk,
-        "statement_id": Statement.objects.filter(server=server).order_by("pk").first().pk,
+        "statement_id": statement_id,
+        "fingerprint": fingerprint,
         "recommendation_id": Recommendation.objects.get(server=server).pk,
         "task_id": task_id,
         "check_id": check.check_id,

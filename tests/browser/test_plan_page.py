@@ -42,6 +42,7 @@ def test_the_plan_tab_shows_the_tree_the_costliest_and_the_history(console_page,
     page.get_by_role("link", name="Plan", exact=True).click()
     expect(page).to_have_url(re.compile(rf"/statements/{statement.pk}/plan/$"))
     expect(page.get_by_role("heading", name="Current plan")).to_be_visible()
+    expect(page.locator("nav.server-nav [aria-current=page]")).to_have_text("Plan")
 
     rows = page.locator("table.plan tbody tr")
     expect(rows.locator(".label")).to_have_text(

@@ -160,9 +160,20 @@ def test_a_failed_explain_says_why_and_a_never_planned_statement_says_when(clien
     html = page(client, statement.pk)
     assert "gave no plan: planning took longer" in html and "The plan below is the last one read." in html
     assert [label for label, *_ in tree(html)] == ["Seq Scan on orders"]
+    # A reason never stored: its code says why, never a blank.
+    plans.record_unexplained(server.pk, statement.pk, code="budget", reason="", at=T0 + timedelta(hours=1))
+    assert "gave no plan: budget</p>" in page(client, statement.pk)
 
 
-def test_the_statement_page_links_to_its_plan(client, world):
+def nav(html: str) -> list[str]:
+    block = re.search(r'<nav class="server-nav">(.*?)</nav>', html, re.S).group(1)
+    return re.findall(r">([^<]+)</a>", block)
+
+
+def test_the_statement_page_links_to_its_plan_and_the_plan_page_has_its_nav(client, world):
     _, statement, _ = world
     html = client.get(reverse("statement", args=[statement.pk])).content.decode()
     assert f'<a href="{reverse("statement-plan", args=[statement.pk])}">Plan</a>' in html
+    plan_html = page(client, statement.pk)
+    assert nav(plan_html) == ["Statement", *nav(html)]
+    assert f'<a href="{reverse("statement-plan", args=[statement.pk])}" aria-current="page">Plan</a>' in plan_html
