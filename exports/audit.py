@@ -6,7 +6,7 @@ Query texts (and anything the advisor quoted from them) are redacted here, once,
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from django.utils import timezone
@@ -21,6 +21,7 @@ from readtier import (
     CollectionCoverage,
     ConfigChange,
     Page,
+    PlanChangeRow,
     Planning,
     ServerSeries,
     StatementFilters,
@@ -29,6 +30,7 @@ from readtier import (
     WindowSummary,
     collection_coverage,
     config_changes,
+    plan_changes,
     server_series,
     server_settings,
     snapshot_page,
@@ -67,6 +69,7 @@ class ServerAudit:
     top: dict[str, list[StatementTotals]]  # by order; "plan" is empty where planning was not tracked at all
     cut_texts: frozenset[int]  # statement ids whose text was cut at QUERY_MAX_CHARS
     series: ServerSeries  # hourly (daily beyond a month): the PDF's chart of database time, gaps as holes
+    plan_changes: list[PlanChangeRow] = field(default_factory=list)  # statements planned anew in the window
 
     @property
     def version(self) -> str | None:
@@ -189,6 +192,7 @@ def server_audit(*, server: Server, window: Window, top_n: int = TOP_N) -> Serve
         top=top,
         cut_texts=frozenset(cut),
         series=server_series(server_id=server.pk, window=window, resolution=coverage.resolution, top_events=0),
+        plan_changes=plan_changes(server_id=server.pk, window=window),
     )
 
 

@@ -106,6 +106,17 @@ def _server(s: ServerAudit) -> dict:
         "setting_changes": [
             {"at": _iso(ch.at), "setting": ch.setting, "before": ch.before, "after": ch.after} for ch in s.changes
         ],
+        "plan_changes": [
+            {
+                "at": _iso(pc.at),
+                "statement_id": pc.statement_id,
+                "queryid": pc.queryid,
+                "before": list(pc.before),
+                "after": list(pc.after),
+                "described": pc.described,
+            }
+            for pc in s.plan_changes
+        ],
         "summary": {
             "snapshots": w.snapshots,
             "span_s": _ms(w.span_s),
@@ -333,6 +344,15 @@ def audit_tables(doc: dict) -> dict[str, Table]:
                 [i, n, ch["at"], ch["setting"], ch["before"], ch["after"]]
                 for (i, n), s in zip(ids, servers, strict=True)
                 for ch in s["setting_changes"]
+            ],
+        ),
+        _table(
+            "plan_changes",
+            ["server_id", "server", "at", "statement_id", "queryid", "change"],
+            [
+                [i, n, pc["at"], pc["statement_id"], _cell("queryid", pc["queryid"]), pc["described"]]
+                for (i, n), s in zip(ids, servers, strict=True)
+                for pc in s["plan_changes"]
             ],
         ),
         _table(

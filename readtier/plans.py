@@ -67,6 +67,7 @@ class PlanChangeRow:
     after: list[str]
     from_fingerprint: str
     to_fingerprint: str
+    queryid: int | None = None  # the statement's (None: it is no longer in the history)
 
     @property
     def described(self) -> str:
@@ -121,8 +122,9 @@ def plan_detail(*, server_id: int, shape_id: int | None = None, fingerprint: str
 
 
 _CHANGES_SQL = f"""
-SELECT c.statement_id, c.at, f.access_paths::text, t.access_paths::text, f.fingerprint, t.fingerprint
+SELECT c.statement_id, c.at, f.access_paths::text, t.access_paths::text, f.fingerprint, t.fingerprint, s.queryid
 FROM {tables.PLAN_CHANGE.name} c
+LEFT JOIN {tables.STATEMENT.name} s ON s.server_id = c.server_id AND s.id = c.statement_id
 LEFT JOIN {tables.PLAN_SHAPE.name} f ON f.server_id = c.server_id AND f.id = c.from_shape_id
 LEFT JOIN {tables.PLAN_SHAPE.name} t ON t.server_id = c.server_id AND t.id = c.to_shape_id
 WHERE c.server_id = %(server)s AND c.at >= %(start)s AND c.at < %(end)s
@@ -152,8 +154,9 @@ def plan_changes(*, server_id: int, window: Window, statement_ids: list[int] | N
             after=json.loads(after) if after else [],
             from_fingerprint=from_fp or "",
             to_fingerprint=to_fp or "",
+            queryid=queryid,
         )
-        for sid, at, before, after, from_fp, to_fp in rows
+        for sid, at, before, after, from_fp, to_fp, queryid in rows
     ]
 
 

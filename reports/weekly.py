@@ -14,7 +14,7 @@ from django.urls import reverse
 
 from presentation import formatting as f
 from presentation.charts import Line, chart_png
-from readtier import StatementChange, StatementTotals
+from readtier import PlanChangeRow, StatementChange, StatementTotals
 from reports.digest import OrganizationDigest, ServerDigest, organization_digest
 from reports.weeks import ReportWeek
 
@@ -145,11 +145,15 @@ def _statement_line(c: StatementChange, params: dict[str, str], *, compared: boo
     )
 
 
-def _regression_line(c: StatementChange, params: dict[str, str]) -> MailStatementLine:
+def _regression_line(c: StatementChange, params: dict[str, str], planned: list[PlanChangeRow]) -> MailStatementLine:
+    """Its mean time last week and this week, and its last plan change this week, the likeliest cause."""
     line = _statement_line(c, params)
     before = c.previous.total_ms / c.previous.calls
     after = c.current.total_ms / c.current.calls
-    return MailStatementLine(**{**line.__dict__, "detail": f"mean {f.mean_text(before)} → {f.mean_text(after)}"})
+    detail = f"mean {f.mean_text(before)} → {f.mean_text(after)}"
+    if planned:
+        detail += f"; {planned[-1].described} ({planned[-1].at:%a %H:%M} UTC)"
+    return MailStatementLine(**{**line.__dict__, "detail": detail})
 
 
 def _figures(d: ServerDigest) -> list[Figure]:
@@ -315,7 +319,7 @@ def server_section(d: ServerDigest, week: ReportWeek, *, charts: bool = True) ->
         top=[_statement_line(c, params, compared=bool(d.previous.snapshots)) for c in d.top],
         new=[_statement_line(c, params) for c in d.new],
         new_count=d.new_count,
-        regressions=[_regression_line(c, params) for c in d.regressions],
+        regressions=[_regression_line(c, params, d.plan_changes.get(c.statement_id, [])) for c in d.regressions],
         regression_count=d.regression_count,
         waits=waits,
         waits_note="" if waits else "No wait event was sampled this week.",

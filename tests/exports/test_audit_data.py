@@ -6,6 +6,7 @@ built here by hand, with the cases the known history never has (test_audit.py ch
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
@@ -128,3 +129,46 @@ def test_every_list_becomes_rows_of_its_server_and_findings_are_flattened():
     )
     assert about["planning_not_tracked"] == "db-a"
     assert about["requested_by"] is None and about["time_zone"] == "Europe/Paris"
+
+
+def test_plan_changes_are_in_the_document_and_a_table_of_their_own():
+    from readtier import PlanChangeRow
+
+    at = datetime(2026, 11, 4, 14, 2, tzinfo=PARIS)
+    change = PlanChangeRow(
+        1,
+        at,
+        ["Index Scan using orders_customer_idx on orders"],
+        ["Seq Scan on orders"],
+        "a" * 32,
+        "b" * 32,
+        queryid=QUERYID,
+    )
+    a, b = content().servers
+    doc = audit_json(
+        AuditContent(
+            1,
+            "acme",
+            W,
+            datetime(2026, 11, 9, 9, 30, tzinfo=PARIS),
+            None,
+            "Europe/Paris",
+            [replace(a, plan_changes=[change]), b],
+            [finding()],
+        )
+    )
+    said = "the plan changed from Index Scan using orders_customer_idx on orders to Seq Scan on orders"
+    assert doc["servers"][0]["plan_changes"] == [
+        {
+            "at": "2026-11-04T13:02:00+00:00",
+            "statement_id": 1,
+            "queryid": QUERYID,
+            "before": ["Index Scan using orders_customer_idx on orders"],
+            "after": ["Seq Scan on orders"],
+            "described": said,
+        }
+    ]
+    assert doc["servers"][1]["plan_changes"] == []
+    jsonschema.Draft202012Validator(json.loads(SCHEMA_PATH.read_text())).validate(doc)
+    t = audit_tables(doc)
+    assert t["plan_changes"].rows == [[7, "db-a", "2026-11-04T13:02:00+00:00", 1, str(QUERYID), said]]

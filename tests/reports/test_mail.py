@@ -166,3 +166,34 @@ def test_new_statements_regressions_and_the_advisor_are_listed_and_texts_escaped
     assert "SELECT '<script>alert(1)</script>' FROM t" in text  # plain text: as it is
     assert "<script>" not in html and "SELECT &#x27;&lt;script&gt;alert(1)&lt;/script&gt;&#x27; FROM t" in html
     assert "The advisor opened 1 recommendation and 0 were resolved." in report.highlights
+
+
+def test_a_regression_names_its_plan_change_of_the_week(known_history):
+    """A statement three times slower whose plan changed this week (recorded through the plans' writer): its line
+    says so, with the day and time, and the digest reads only the listed regressions' changes."""
+    from history.models import Statement
+    from reports.digest import _plan_changes
+    from tests.plans_world import report_plan, store
+
+    week = known_history.week
+    d = organization_digest(organization_id=known_history.organization.pk, week=week).servers[0]
+    b = d.top[1]
+    slower = StatementChange(b.current, replace(b.previous, exec_ms=b.previous.exec_ms / 3))
+    statement = Statement.objects.get(pk=slower.statement_id)
+    changed = week.window.start + timedelta(days=2, hours=3)
+    store(statement.server_id, statement.pk, report_plan(indexed=True), week.window.start - timedelta(days=3))
+    store(statement.server_id, statement.pk, report_plan(indexed=False), changed)
+    planned = _plan_changes(statement.server_id, week.window, [slower])
+    assert list(planned) == [statement.pk] and planned[statement.pk][0].at == changed
+    assert _plan_changes(statement.server_id, week.window, []) == {}
+
+    section = server_section(
+        replace(d, regressions=[slower], regression_count=1, plan_changes=planned), week, charts=False
+    )
+    report = weekly_report(organization_id=known_history.organization.pk, week=week, charts=False)
+    _, text, html = render("weekly", weekly_context(replace(report, servers=[section]), unsubscribe_url="u"))
+    said = (
+        "the plan changed from Index Scan using orders_customer_idx on orders to Seq Scan on orders "
+        f"({changed:%a %H:%M} UTC)"
+    )
+    assert said in text and said in " ".join(html.split())

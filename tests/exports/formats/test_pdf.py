@@ -115,3 +115,25 @@ def test_deallocations_say_why_there_is_no_figure(known_history):
     start = first_snapshot(known_history)
     (empty,) = audit(known_history, Window(start - timedelta(days=8), start - timedelta(days=1))).servers
     assert _server_view(empty, PARIS)["dealloc_per_s"] == "no data"
+
+
+def test_a_plan_change_in_the_window_is_named_beside_the_settings(known_history, tmp_path):
+    from history.models import Statement
+    from tests.plans_world import report_plan, store
+
+    statement = Statement.objects.filter(server=known_history.server).order_by("pk").first()
+    window = known_history.week.window
+    changed = window.start + timedelta(days=3, hours=5, minutes=2)
+    store(statement.server_id, statement.pk, report_plan(indexed=True), window.start - timedelta(days=2))
+    store(statement.server_id, statement.pk, report_plan(indexed=False), changed)
+    content = audit(known_history, window)
+    said = "the plan changed from Index Scan using orders_customer_idx on orders to Seq Scan on orders"
+    when = f"{changed.astimezone(PARIS):%-d %b %Y %H:%M}"
+    header = "Plan changes seen in the window When (Europe/Paris) queryid Change"
+    assert f"{header} {when} {statement.queryid} {said}" in text_of(content)
+    path = tmp_path / "plans.pdf"
+    path.write_bytes(pdf_bytes(content))
+    pdf = " ".join(
+        subprocess.run(["pdftotext", str(path), "-"], check=True, capture_output=True, text=True).stdout.split()
+    )
+    assert "Plan changes seen in the window" in pdf and "to Seq Scan on orders" in pdf
