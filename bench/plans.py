@@ -39,7 +39,7 @@ from psycopg import sql
 
 from bench import env, phases
 from bench import plans_workload as app
-from bench.plans_report import Day, Explained, Locked, PlansRun, RoundCost
+from bench.plans_report import Day, Explained, Locked, PlansRun, PlanTab, RoundCost
 from history import plans as history_plans
 from history import tables
 from history.models import PlanAttempt, PlanShape, PlanSpend, Statement
@@ -354,6 +354,74 @@ def _locked(cluster, server_id: int, statement_id: int, relation: str, hold_s: f
     )
 
 
+TAB_NODES = 200
+TAB_RUNS = 20
+
+
+def _wide_plan(n: int) -> dict:
+    """A plan of n nodes as a report over many tables gives one: an Append of n - 1 filtered scans."""
+    scans = [
+        {
+            "Node Type": "Seq Scan",
+            "Relation Name": f"part_{i}",
+            "Alias": f"part_{i}",
+            "Startup Cost": 0.0,
+            "Total Cost": 10.0 + i,
+            "Plan Rows": 100,
+            "Plan Width": 16,
+            "Filter": f"((customer = $1) AND (created_at >= $2) AND (region = 'r{i}'::text))",
+        }
+        for i in range(n - 1)
+    ]
+    total = sum(s["Total Cost"] for s in scans)
+    return {
+        "Plan": {
+            "Node Type": "Append",
+            "Startup Cost": 0.0,
+            "Total Cost": total,
+            "Plan Rows": 100 * (n - 1),
+            "Plan Width": 16,
+            "Plans": scans,
+        }
+    }
+
+
+def _plan_tab(server_id: int, statement_id: int, runs: int) -> PlanTab:
+    """The Plan tab of a statement whose current plan has TAB_NODES nodes, requested through the whole stack
+    (middleware, view, selectors, template) as a superuser, beside its statement page."""
+    from django.contrib.auth import get_user_model
+    from django.test import Client
+    from django.urls import reverse
+
+    from bench.pages import _collect_static
+    from readings.plans import shape
+
+    plan = _wide_plan(TAB_NODES)
+    new = history_plans.NewPlan(plan, shape.fingerprint(plan), shape.access_paths(plan), TAB_NODES, "generic_plan")
+    history_plans.record_plan(server_id, statement_id, new, at=timezone.now())
+    _collect_static()
+    user, _ = get_user_model().objects.update_or_create(username="bench-plans", defaults={"is_superuser": True})
+    client = Client(HTTP_HOST="localhost")
+    client.force_login(user)
+
+    def timed(url: str) -> tuple[list[float], int]:
+        out, size = [], 0
+        for i in range(runs + 2):  # two to warm up
+            t0 = time.perf_counter()
+            response = client.get(url)
+            ms = (time.perf_counter() - t0) * 1000
+            if response.status_code != 200:
+                raise RuntimeError(f"{url} answered {response.status_code}")
+            size = len(response.content)
+            if i >= 2:
+                out.append(ms)
+        return out, size
+
+    tab_ms, size = timed(reverse("statement-plan", args=[statement_id]))
+    page_ms, _ = timed(reverse("statement", args=[statement_id]))
+    return PlanTab(TAB_NODES, tab_ms, page_ms, size)
+
+
 def run(cluster, *, quick: bool = False, log=print) -> PlansRun:
     started = time.perf_counter()
     size = QUICK if quick else FULL
@@ -381,6 +449,9 @@ def run(cluster, *, quick: bool = False, log=print) -> PlansRun:
             f"({locked.code}); by hand it waited {locked.bare_ms:.0f} ms, until the holder ended"
         )
 
+        tab = _plan_tab(server_id, sid, runs=5 if quick else TAB_RUNS)
+        log(f"  the Plan tab of a {tab.nodes}-node plan: median {sorted(tab.ms)[len(tab.ms) // 2]:.1f} ms")
+
         worst_id = _server(cluster, "bench-plans-worst", [s for s in stmts if s.reads_only], seed=2)
         app_dsn = cluster.dsn(env.APP_DB)
         names = [1]  # the indexes' version now
@@ -406,4 +477,5 @@ def run(cluster, *, quick: bool = False, log=print) -> PlansRun:
         worst=worst,
         locked=locked,
         seconds=time.perf_counter() - started,
+        tab=tab,
     )

@@ -146,6 +146,20 @@ class Locked:
 
 
 @dataclass
+class PlanTab:
+    """The statement's Plan tab for a plan of `nodes` nodes, server-side (Django's test client, DEBUG off), beside
+    the statement page of the same statement in the same run."""
+
+    nodes: int
+    ms: list[float]
+    statement_page_ms: list[float]
+    bytes: int
+
+
+PLAN_TAB_TARGET_MS = 300.0
+
+
+@dataclass
 class PlansRun:
     quick: bool
     tables: int
@@ -156,10 +170,16 @@ class PlansRun:
     worst: Day
     locked: Locked
     seconds: float
+    tab: PlanTab | None = None
 
 
 def _ms(xs: list[float]) -> str:
     return f"{median(xs):.1f}" if xs else "–"
+
+
+def _p95(xs: list[float]) -> float:
+    ordered = sorted(xs)
+    return ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))] if ordered else 0.0
 
 
 def _max(xs: list[float]) -> str:
@@ -220,7 +240,20 @@ def checks(run: PlansRun) -> list[tuple[str, str, str, bool]]:
             f"rows {lk.rows_before:,} → {lk.rows_after:,}",
             lk.passed(),
         ),
-    ]
+    ] + (
+        [
+            (
+                f"the Plan tab of a statement with a plan of {run.tab.nodes} nodes, server-side (p95 of "
+                f"{len(run.tab.ms)}; the statement page beside)",
+                f"≤ {PLAN_TAB_TARGET_MS:g} ms",
+                f"{_p95(run.tab.ms):.1f} ms, median {_ms(run.tab.ms)} ({run.tab.bytes:,} bytes; the statement page "
+                f"median {_ms(run.tab.statement_page_ms)} ms)",
+                _p95(run.tab.ms) <= PLAN_TAB_TARGET_MS,
+            )
+        ]
+        if run.tab
+        else []
+    )
 
 
 def summary_lines(run: PlansRun) -> list[str]:
@@ -295,8 +328,8 @@ def markdown(run: PlansRun, table) -> list[str]:
             "Among them, EXPLAINs of the console's own statements (their texts end with its `/* pgconsole */` mark), "
             "ranked with the application's: "
             + ", ".join(f"{code} {n}" for code, n in own.items())
-            + ". `plan_top_statements` reads the top statements without the `hide_own` filter the statements page "
-            "offers, so on a lightly loaded server they take places of the top 20.",
+            + ". They should not be there: a round ranks the top statements as the pages do, the console's own "
+            "left out (readings/plans/auto.py).",
         ]
     paired = d.paired()
     refused = [e for e in d.explained if e.code != "planned" and e.explain_ms is not None]
@@ -387,6 +420,15 @@ def markdown(run: PlansRun, table) -> list[str]:
         f"DBA's EXPLAIN by hand (no `lock_timeout`) under the same lock waited {lk.bare_ms:.0f} ms, until the "
         f"holder ended {lk.hold_s:g} s later.",
     ]
+    if run.tab:
+        t = run.tab
+        L += [
+            "",
+            f"The Plan tab (`/statements/{{id}}/plan/`) of a statement whose current plan has {t.nodes} nodes (an "
+            f"Append of {t.nodes - 1} filtered scans), server-side through Django's test client with DEBUG off: "
+            f"median {_ms(t.ms)} ms, p95 {_p95(t.ms):.1f} ms over {len(t.ms)} requests, {t.bytes:,} bytes; the same "
+            f"statement's page in the same run: median {_ms(t.statement_page_ms)} ms.",
+        ]
     return L
 
 

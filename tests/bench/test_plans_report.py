@@ -124,3 +124,15 @@ def test_the_section_and_its_method_are_in_the_report():
     assert text.index("- **Plans (8).**") < text.index("- **Statistics.**")
     assert text.count("| **pass** |") == 5
     assert "plans, locked table: gave up after 107 ms (timeout)" in report.text(results)
+
+
+def test_the_plan_tabs_time_is_a_target_of_its_own():
+    tab = plans_report.PlanTab(200, [40.0] * 19 + [310.0], [30.0] * 20, 250_000)
+    rows = plans_report.checks(replace(_run(), tab=tab))
+    assert len(rows) == 6 and rows[5][1] == "≤ 300 ms"
+    assert rows[5][2].startswith("310.0 ms, median 40.0") and rows[5][3] is False  # the p95 of 20 is the slowest
+    fast = plans_report.checks(replace(_run(), tab=replace(tab, ms=[40.0] * 20)))[5]
+    assert fast[3] is True and "the statement page median 30.0 ms" in fast[2]
+    assert "median 40.0 ms, p95 310.0 ms over 20 requests" in "\n".join(
+        plans_report.markdown(replace(_run(), tab=tab), lambda rows, header: [])
+    )

@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 
 from history import plans
-from history.models import PlanAttempt, PlanSpend
+from history.models import PlanAttempt, PlanSpend, StatementPlan
 from readings.plans.auto import due_statements, plan_top_statements
 from readings.plans.service import statement_plan
 from readtier import Page, StatementFilters, Window, top_statements
@@ -22,9 +22,8 @@ WORKLOAD = (  # each statement's share of the window's time, costliest first
 )
 
 
-@pytest.fixture
-def server(pg_clusters):
-    c = pg_clusters[15]
+def _served(c):
+    """A server of the cluster with WORKLOAD run between its two collections."""
     c.execute(
         f"DROP TABLE IF EXISTS {TABLE}; CREATE TABLE {TABLE} (id int); "
         f"INSERT INTO {TABLE} SELECT generate_series(1, 100); GRANT SELECT ON {TABLE} TO monitor",
@@ -37,6 +36,24 @@ def server(pg_clusters):
     collect(server)
     server.cluster = c
     return server
+
+
+@pytest.fixture
+def server(pg_clusters):
+    return _served(pg_clusters[15])
+
+
+@pytest.mark.parametrize("major", [13, 14, 16, 17, 18])
+def test_every_major_plans_its_top_statements(pg_clusters, major):
+    """15 above; here each other major: EXPLAIN (GENERIC_PLAN) from 16, PREPARE and EXPLAIN EXECUTE before."""
+    server = _served(pg_clusters[major])
+    done = plan_top_statements(server.pk)
+    for sid in _ours(server):
+        assert done.outcomes[sid].planned, (major, done.outcomes[sid])
+        assert any(f"Seq Scan on {TABLE}" in p for p in done.outcomes[sid].access_paths)
+    method = "generic_plan" if major >= 16 else "prepare"
+    assert set(StatementPlan.objects.filter(server_id=server.pk).values_list("method", flat=True)) == {method}
+    assert server.cluster.execute(f"SELECT count(*) FROM {TABLE}", dbname="app")[0][0] == 100
 
 
 def _ranked(server, n: int) -> list[int]:
