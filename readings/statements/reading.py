@@ -52,7 +52,10 @@ def read(snap: Snapshot) -> Read:
     # Churning (new keys at the last snapshot, or entries evicted since: pg_stat_statements_info.dealloc moved,
     # 14+, for a storm's lull with no new key): the text file is read at every snapshot anyway, so the new keys'
     # texts come with their counters, before a storm can evict them in between; and so do those of known
-    # statements still without one, when the server sends their entries.
+    # statements still without one, when the server sends their entries. A baseline (a first snapshot, or one
+    # after a restart or another server's statistics) reads every key as new and the text file for them anyway:
+    # their texts come with the counters too, so that a server already churning when its history begins (or
+    # begins again) loses none in between.
     churning = not snap.baseline and (
         bool(previous.state.new_entries)
         or None not in (dealloc, previous.state.dealloc)
@@ -65,7 +68,7 @@ def read(snap: Snapshot) -> Read:
         cmap,
         previous.entries,
         send_all=continuity.full_reset or snap.baseline,
-        texts_of_new=(max_chars, budget.in_scan(max_chars)) if churning else None,
+        texts_of_new=(max_chars, budget.in_scan(max_chars)) if churning or snap.baseline else None,
         wanting_text=wanting,
     )
     snap.notes.extend(lineage.notes(meta))
