@@ -66,7 +66,10 @@ SELECT current_database(),
        (SELECT rolsuper FROM pg_roles WHERE rolname = current_user),
        (SELECT pg_has_role(current_user, oid, 'USAGE') FROM pg_roles WHERE rolname = 'pg_read_all_data'),
        (SELECT coalesce(json_object_agg(name, setting), '{}'::json) FROM pg_settings
-         WHERE name LIKE 'pg\_stat\_statements.%')
+         WHERE name LIKE 'pg\_stat\_statements.%'),
+       EXISTS (SELECT FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+               WHERE n.nspname = 'pgconsole' AND p.proname = 'explain_generic' AND p.proargtypes = '25 25'::oidvector
+                 AND has_schema_privilege(n.oid, 'USAGE') AND has_function_privilege(p.oid, 'EXECUTE'))
 """
 
 
@@ -102,6 +105,7 @@ class CheckReport:
     reads_all_stats: bool | None = None
     superuser: bool | None = None
     reads_all_data: bool | None = None  # pg_read_all_data (14+): plans of every table's statements; None on 13
+    explain_helper: bool | None = None  # the EXPLAIN helper (explain_helper.sql) callable in this database
     settings: tuple[SettingValue, ...] = ()
     entries: int | None = None  # entries in pg_stat_statements
     hidden_entries: int | None = None  # entries of other roles this role cannot see
@@ -394,6 +398,7 @@ def _inspect(conn: psycopg.Connection, out: _Report, *, user: str, database: str
         superuser,
         all_data,
         gucs,
+        helper,
     ) = conn.execute(META_SQL).fetchone()
     gucs = dict(gucs or {})
     preloaded = "pg_stat_statements.max" in gucs  # pg_stat_statements defines its settings only when preloaded
@@ -406,6 +411,7 @@ def _inspect(conn: psycopg.Connection, out: _Report, *, user: str, database: str
         reads_all_stats=bool(all_stats),
         superuser=bool(superuser),
         reads_all_data=all_data,
+        explain_helper=helper,
         settings=settings if preloaded else (),
     )
     _preload_findings(out, preloaded=preloaded, preload=preload, compute_query_id=compute_query_id)
@@ -417,7 +423,9 @@ def _inspect(conn: psycopg.Connection, out: _Report, *, user: str, database: str
         available=default_version is not None,
     )
     _privilege_findings(out, role=current_user, superuser=bool(superuser), all_stats=bool(all_stats))
-    out.findings.append(_plans_finding(role=current_user, superuser=bool(superuser), all_data=all_data))
+    out.findings.append(
+        _plans_finding(role=current_user, superuser=bool(superuser), all_data=all_data, helper=helper, dbname=dbname)
+    )
     if preloaded:
         _setting_findings(out, gucs)
     if preloaded and extversion is not None:
@@ -523,29 +531,45 @@ def _privilege_findings(out: _Report, *, role: str, superuser: bool, all_stats: 
         )
 
 
-def _plans_finding(*, role: str, superuser: bool, all_data: bool | None) -> CheckFinding:
+HELPER_WORDS = (
+    "or install the EXPLAIN helper (readings/plans/explain_helper.sql, docs/monitoring-role.md), which plans "
+    "them, DML included, without the role holding those privileges"
+)
+
+
+def _plans_finding(*, role: str, superuser: bool, all_data: bool | None, helper: bool, dbname: str) -> CheckFinding:
     """What the plans of the top statements need: to read the tables they use (EXPLAIN checks the privileges of
-    what it plans), never to write them (a DML statement's plan then gets the reason "permission")."""
+    what it plans), never to write them (a DML statement's plan then gets the reason "permission"), unless the
+    EXPLAIN helper plans them."""
+    if helper:
+        return CheckFinding(
+            "ok",
+            "Plans",
+            f"The EXPLAIN helper (pgconsole.explain_generic) is installed in database {dbname!r} and role {role!r} "
+            "may call it: the plans of its top statements there, DML included, are read through it (install it "
+            "in each database whose statements are planned).",
+        )
     if superuser or all_data:
         return CheckFinding(
             "ok",
             "Plans",
             f"Role {role!r} may read every table: the plans of its top statements can be read (DML statements "
-            "excepted unless it may write their tables, which it should not).",
+            "excepted unless it may write their tables, which it should not: the EXPLAIN helper, "
+            "readings/plans/explain_helper.sql, plans them).",
         )
     if all_data is None:  # PostgreSQL 13: no pg_read_all_data
         return CheckFinding(
             "info",
             "Plans",
             f"Role {role!r} plans only the statements on tables it may read (PostgreSQL 13 has no "
-            'pg_read_all_data); the others get the reason "permission".',
+            f'pg_read_all_data); the others get the reason "permission". Grant it SELECT, {HELPER_WORDS}.',
             f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {quote_ident(role)};   -- in each database and schema",
         )
     return CheckFinding(
         "info",
         "Plans",
         f"Role {role!r} may not read every table: the statements on tables it cannot read get no plan, with the "
-        'reason "permission".',
+        f'reason "permission". Grant it pg_read_all_data, {HELPER_WORDS}.',
         f"GRANT pg_read_all_data TO {quote_ident(role)};   -- read, never write",
     )
 

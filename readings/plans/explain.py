@@ -9,6 +9,11 @@ plans DML there and never executes it) under statement_timeout and lock_timeout 
 row-exclusive lock on its target), with the search path of the statement's role, so that a name resolves as it did
 for the application. Only a text that statement.classify accepts is sent: one statement of a kind EXPLAIN plans.
 Whatever cannot be explained gets its reason, never a blank.
+
+Where the DBA installed the EXPLAIN helper in the statement's database (explain_helper.sql: a SECURITY DEFINER
+function of a role that may read and write the tables, never a superuser), the plan is asked of it instead, within
+the same transaction and timeouts: the statements the monitoring role may not read, and DML, get their plans
+without the role holding those privileges.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from __future__ import annotations
 import itertools
 import os
 from dataclasses import dataclass
+from pathlib import Path
 
 import psycopg
 from psycopg import errors as pgerrors
@@ -26,6 +32,8 @@ from readings.plans.statement import NotExplainable, Statement, classify
 from readings.sql_names import quote_ident
 
 GENERIC_PLAN_FROM = 160000
+HELPER = "pgconsole.explain_generic"
+HELPER_SQL = Path(__file__).with_name("explain_helper.sql")
 DEFAULT_SEARCH_PATH = '"$user", public'
 _names = itertools.count(1)
 
@@ -35,6 +43,7 @@ class Plan:
     plan: dict  # EXPLAIN (FORMAT JSON)'s one plan: {"Plan": {...}, ...}
     method: str  # generic_plan (16+) or prepare (13-15)
     search_path: str  # as the statement's role resolves names
+    via_helper: bool = False  # planned by the EXPLAIN helper (explain_helper.sql) rather than the role itself
 
 
 @dataclass(frozen=True)
@@ -74,6 +83,19 @@ def role_search_path(conn: psycopg.Connection, role: str) -> str:
     return ", ".join(quote_ident(role) if part in ("$user", '"$user"') else part for part in _split(path))
 
 
+def helper_usable(conn: psycopg.Connection) -> bool:
+    """Whether this database has the EXPLAIN helper and the session's role may call it (looked up in the catalogs:
+    a schema the role may not use makes to_regprocedure fail rather than answer)."""
+    return conn.execute(
+        """
+        SELECT EXISTS (
+            SELECT FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+            WHERE n.nspname = 'pgconsole' AND p.proname = 'explain_generic' AND p.proargtypes = '25 25'::oidvector
+              AND has_schema_privilege(n.oid, 'USAGE') AND has_function_privilege(p.oid, 'EXECUTE'))
+        """
+    ).fetchone()[0]
+
+
 def _split(path: str) -> list[str]:
     """A search_path's elements, split at the commas outside double quotes."""
     parts, current, quoted = [], [], False
@@ -105,7 +127,10 @@ def explain(
         return Unexplained(statement.code, statement.reason)
     search_path = role_search_path(conn, role)
     name = f"pgconsole_plan_{os.getpid()}_{next(_names)}"
+    method = "generic_plan" if server_version_num >= GENERIC_PLAN_FROM else "prepare"
+    via_helper = False
     try:
+        via_helper = helper_usable(conn)
         with conn.transaction():
             conn.execute("SET TRANSACTION READ ONLY")
             conn.execute(
@@ -113,16 +138,19 @@ def explain(
                 "set_config('search_path', %s, true), set_config('plan_cache_mode', 'force_generic_plan', true)",
                 (f"{statement_timeout_ms}ms", f"{lock_timeout_ms}ms", search_path),
             )
-            if server_version_num >= GENERIC_PLAN_FROM:
-                plan, method = _generic_plan(conn, statement), "generic_plan"
+            if via_helper:
+                query = sql.SQL("SELECT {}(%s, %s)").format(sql.Identifier(*HELPER.split(".")))
+                plan = conn.execute(query, (statement.text, search_path), prepare=False).fetchone()[0][0]
+            elif method == "generic_plan":
+                plan = _generic_plan(conn, statement)
             else:
-                plan, method = _prepared_plan(conn, statement, name), "prepare"
+                plan = _prepared_plan(conn, statement, name)
     except psycopg.Error as exc:
         return _unexplained(exc)
     finally:
-        if server_version_num < GENERIC_PLAN_FROM and not conn.closed:
+        if method == "prepare" and not via_helper and not conn.closed:
             _deallocate(conn, name)
-    return Plan(plan=plan, method=method, search_path=search_path)
+    return Plan(plan=plan, method=method, search_path=search_path, via_helper=via_helper)
 
 
 def _generic_plan(conn: psycopg.Connection, statement: Statement) -> dict:
