@@ -7,12 +7,16 @@ from __future__ import annotations
 
 import json
 
+from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
-from django.urls import path
+from django.shortcuts import redirect
+from django.urls import path, reverse
+from django.views.decorators.http import require_POST
 
-from accounts.access import server_for, visible_organization_ids
+from accounts.access import MANAGE_SERVERS, require_role, role_in, server_for, visible_organization_ids
 from console.views.common import render_page, server_header
 from presentation.plans import plan_nodes, plan_text
+from readings.public import plan_tracked, tracked
 from readtier import StatementPlans, plan_detail, statement_detail_of, statement_plans
 
 METHODS = {"generic_plan": "generic plan (16+)", "prepare": "prepared, NULL parameters (13–15)"}
@@ -39,6 +43,17 @@ def _shown(found: StatementPlans, server_id: int, fingerprint: str | None):
     return plan_detail(server_id=server_id, fingerprint=fingerprint)
 
 
+def _asked(request: HttpRequest, server_id: int) -> dict | None:
+    """The EXPLAIN this page asked for (?asked=, its task id) as the plans worker left it: queued, running,
+    succeeded (its result: planned, or the reason there is no plan) or failed; None when unknown, more than an hour
+    old, or another server's."""
+    task_id = request.GET.get("asked") or ""
+    state = tracked(task_id) if task_id else None
+    if state is None or state["server_id"] != server_id:
+        return None
+    return {**state, "task_id": task_id, "waiting": state["status"] in ("queued", "running")}
+
+
 def statement_plan(request: HttpRequest, statement_id: int) -> HttpResponse:
     detail, server = _statement(request, statement_id)
     found = statement_plans(server_id=server.pk, statement_id=detail.statement_id)
@@ -53,10 +68,23 @@ def statement_plan(request: HttpRequest, statement_id: int) -> HttpResponse:
         "rows": [(n, min(n.depth, INDENTED), f"{n.share:.1%}") for n in nodes],
         "failed": found.attempt is not None and not found.attempt.planned,
         "history": [(p, METHODS.get(p.method, p.method)) for p in found.plans],
+        "can_plan": role_in(request.user, server.organization_id) in MANAGE_SERVERS,  # it costs the server
+        "asked": _asked(request, server.pk),
     }
     if context["shown_row"] is not None:
         context["shown_method"] = METHODS.get(context["shown_row"].method, context["shown_row"].method)
-    return render_page(request, "console/statement_plan.html", context)
+    return render_page(request, "console/statement_plan.html", context, fragment="plan-body")
+
+
+@require_POST
+def statement_plan_now(request: HttpRequest, statement_id: int) -> HttpResponse:
+    """EXPLAIN the statement now (DBAs and admins: it costs the monitored server, within its plan budget), on the
+    plans worker as the API's fresh EXPLAIN; the Plan tab then follows it until the plan, or its reason, is in."""
+    detail, server = _statement(request, statement_id)
+    require_role(request.user, server.organization_id, MANAGE_SERVERS)
+    task_id = plan_tracked(server.pk, detail.statement_id)
+    messages.success(request, "EXPLAIN asked of the plans worker: its plan, or why there is none, shows here.")
+    return redirect(reverse("statement-plan", args=[detail.statement_id]) + f"?asked={task_id}")
 
 
 def _download(request: HttpRequest, statement_id: int, fingerprint: str, kind: str) -> HttpResponse:
@@ -85,6 +113,7 @@ def statement_plan_text(request: HttpRequest, statement_id: int, fingerprint: st
 
 urlpatterns = [
     path("statements/<int:statement_id>/plan/", statement_plan, name="statement-plan"),
+    path("statements/<int:statement_id>/plan/now/", statement_plan_now, name="statement-plan-now"),
     path("statements/<int:statement_id>/plan/<str:fingerprint>.json", statement_plan_json, name="statement-plan-json"),
     path("statements/<int:statement_id>/plan/<str:fingerprint>.txt", statement_plan_text, name="statement-plan-text"),
 ]

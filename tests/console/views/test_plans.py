@@ -177,3 +177,46 @@ def test_the_statement_page_links_to_its_plan_and_the_plan_page_has_its_nav(clie
     plan_html = page(client, statement.pk)
     assert nav(plan_html) == ["Statement", *nav(html)]
     assert f'<a href="{reverse("statement-plan", args=[statement.pk])}" aria-current="page">Plan</a>' in plan_html
+
+
+def test_explain_now_is_for_dbas_and_admins_and_the_tab_follows_it_to_its_outcome(client, world, settings):
+    """The button queues the statement's EXPLAIN on the `plans` queue (the plans worker runs it: the browser test
+    does so for real); the tab then polls its own body every 2 s until the worker's outcome is in, and says it."""
+    import redis
+
+    from readings.tasks import track
+
+    server, statement, bob = world
+    url = reverse("statement-plan-now", args=[statement.pk])
+    assert "EXPLAIN now" not in page(client, statement.pk)  # a viewer: it costs the monitored server
+    assert client.post(url).status_code == 403 and client.get(url).status_code == 405
+    client.force_login(bob)
+    assert client.post(url).status_code == 404
+    Membership.objects.filter(user__username="plan-alice").update(role=Membership.Role.DBA)
+    client.force_login(User.objects.get(username="plan-alice"))
+    assert "EXPLAIN now</button>" in page(client, statement.pk)
+
+    broker = redis.Redis.from_url(settings.CELERY_BROKER_URL)
+    broker.delete("plans")
+    asked = client.post(url)
+    assert asked.status_code == 302, asked.status_code
+    task_id = asked.url.rsplit("?asked=", 1)[1]
+    (sent,) = [json.loads(m)["headers"] for m in broker.lrange("plans", 0, -1)]
+    broker.delete("plans")
+    assert sent["task"] == "readings.tasks.plan_statement" and sent["id"] == task_id
+
+    waiting = client.get(asked.url).content.decode()
+    assert 'hx-trigger="every 2s"' in waiting and "waiting for the plans worker" in waiting
+    assert "EXPLAIN asked of the plans worker" in waiting and "EXPLAIN now</button>" not in waiting
+    fragment = client.get(asked.url, HTTP_HX_REQUEST="true").content.decode()
+    assert fragment.lstrip().startswith('<div id="plan-body"') and "server-nav" not in fragment
+
+    # The worker's outcome as it records it (readings.tasks.track): the tab stops polling and says it.
+    reason = "the monitoring role may not read a table the statement uses: permission denied for table orders"
+    track(task_id, server.pk, "failed", {"ok": False, "kind": "plan", "error_code": "permission", "reason": reason})
+    done = client.get(asked.url).content.decode()
+    assert "every 2s" not in done and f"EXPLAIN done, no plan: {reason}" in done and "EXPLAIN now</button>" in done
+    # Another server's task, or one unknown: nothing said.
+    track(task_id, server.pk + 1000, "queued")
+    assert "EXPLAIN asked:" not in page(client, statement.pk, asked=task_id)
+    assert "EXPLAIN asked:" not in page(client, statement.pk, asked="no-such-task")

@@ -179,3 +179,31 @@ def test_names_resolve_as_for_the_statements_role(pg_clusters, major):
     assert isinstance(owner, Plan) and owner.search_path == "plan_owner, public"
     assert isinstance(other, Unexplained) and other.code == "gone"  # public.plan_orders has no such column
     assert session_path == '"$user", public'  # the search path was the transaction's alone
+
+
+def test_planning_that_would_take_minutes_is_given_up_at_the_statement_timeout(pg_clusters):
+    """A statement whose planning takes minutes (thousands of partitions, a huge IN list; here an immutable
+    function the planner folds into a constant, sleeping a minute) is given up at the statement timeout with the
+    reason "timeout", and leaves no backend working on it."""
+    c = pg_clusters[16]
+    _setup(c)
+    c.execute(
+        "CREATE OR REPLACE FUNCTION plan_slow_fold() RETURNS int LANGUAGE plpgsql IMMUTABLE "
+        "AS $$ BEGIN PERFORM pg_sleep(60); RETURN 1; END $$",
+        dbname=APP_DB,
+    )
+    text = "SELECT note FROM plan_orders WHERE id = plan_slow_fold()"
+    with psycopg.connect(c.dsn(APP_DB), autocommit=True) as conn:
+        started = time.monotonic()
+        found = explain(
+            conn, text, role="postgres", server_version_num=160000, statement_timeout_ms=300, lock_timeout_ms=200
+        )
+        waited = time.monotonic() - started
+        busy = conn.execute(
+            "SELECT count(*) FROM pg_stat_activity "
+            "WHERE state = 'active' AND query LIKE %s AND pid <> pg_backend_pid()",
+            ("%plan_slow_fold%",),
+        ).fetchone()[0]
+    assert isinstance(found, Unexplained) and found.code == "timeout", found
+    assert "canceling statement due to statement timeout" in found.reason
+    assert waited < 1.5 and busy == 0, (waited, busy)
