@@ -20,6 +20,8 @@ from history.redact import redact
 
 PLANNED = "planned"
 BUDGET = "budget"  # the attempt's code when the server's budget refused it (tried again once there is budget)
+SERVER = "server"  # the attempt's code when the server itself could not be read (tried again at the next round)
+NOT_ATTEMPTS = (BUDGET, SERVER)  # what a statement's dueness does not count as an attempt
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,9 @@
 """Which statements of a server are planned without anyone asking: its top statements by total time over the last
 PLANS_INTERVAL_S (the page's own selector and ranking, the console's own statements left out, so the plans are of
 the statements the page shows first), the costliest first, each at most once per interval, within the server's plan
-budget (history.plans.budget_reserve), which stops the round at its first refusal; the next tick goes on."""
+budget (history.plans.budget_reserve), which stops the round at its first refusal; the next tick goes on. A server
+that cannot be read (down, refusing the monitoring role) stops the round at its first statement too, rather than
+waiting out a connection timeout for each of its top statements; neither counts as an attempt."""
 
 from __future__ import annotations
 
@@ -27,10 +29,15 @@ class Round:
     def stopped_by_budget(self) -> bool:
         return any(o.code == plans.BUDGET for o in self.outcomes.values())
 
+    @property
+    def stopped_by_server(self) -> bool:
+        return any(o.server_failed for o in self.outcomes.values())
+
 
 def due_statements(server_id: int, *, now: datetime | None = None) -> tuple[int, list[int]]:
     """(how many top statements, the ids of those without an attempt in the last interval, costliest first). An
-    attempt the budget refused does not count: that statement is due again at once."""
+    attempt the budget refused, or one that could not read the server, does not count: that statement is due again
+    at once."""
     cfg = settings.PLANS
     now = now or timezone.now()
     interval = timedelta(seconds=cfg["INTERVAL_S"])
@@ -44,19 +51,19 @@ def due_statements(server_id: int, *, now: datetime | None = None) -> tuple[int,
     ids = [row.statement_id for row in top.rows]
     recent = set(
         PlanAttempt.objects.filter(server_id=server_id, statement_id__in=ids, at__gt=now - interval)
-        .exclude(code=plans.BUDGET)
+        .exclude(code__in=plans.NOT_ATTEMPTS)
         .values_list("statement_id", flat=True)
     )
     return len(ids), [sid for sid in ids if sid not in recent]
 
 
 def plan_fresh(server_id: int, statement_id: int, fresh_s: float) -> bool:
-    """Whether the statement was EXPLAINed (a plan or a reason; the budget's refusals not counted) in the last
-    `fresh_s` seconds."""
+    """Whether the statement was EXPLAINed (a plan or a reason; the budget's refusals and a server that could not be
+    read not counted) in the last `fresh_s` seconds."""
     since = timezone.now() - timedelta(seconds=fresh_s)
     return (
         PlanAttempt.objects.filter(server_id=server_id, statement_id=statement_id, at__gt=since)
-        .exclude(code=plans.BUDGET)
+        .exclude(code__in=plans.NOT_ATTEMPTS)
         .exists()
     )
 
@@ -67,6 +74,6 @@ def plan_top_statements(server_id: int, *, now: datetime | None = None) -> Round
     outcomes: dict[int, Outcome] = {}
     for statement_id in due:
         outcomes[statement_id] = outcome = statement_plan(server_id=server_id, statement_id=statement_id)
-        if outcome.code == plans.BUDGET:
+        if outcome.code == plans.BUDGET or outcome.server_failed:
             break
     return Round(server_id, candidates, outcomes)

@@ -21,7 +21,7 @@ from history import plans
 from history.models import Statement
 from inventory.models import Server
 from readings import connection as monitored
-from readings.errors import CollectionError, from_query_error
+from readings.errors import CollectionError, from_query_error, summary
 from readings.plans import shape
 from readings.plans.explain import Unexplained, explain
 from readings.settings import instance
@@ -35,6 +35,12 @@ class Outcome:
     shape_id: int | None = None
     access_paths: list[str] = field(default_factory=list)
     fingerprint: str = ""
+
+    @property
+    def server_failed(self) -> bool:
+        """The server itself could not be read (its connection, its pg_stat_statements): every other statement of
+        it would fail the same way, so a round stops there."""
+        return self.code == plans.SERVER
 
 
 def _text_sql(schema: str, has_toplevel: bool) -> sql.Composed:
@@ -107,8 +113,14 @@ def _plan(server: Server, statement: Statement, at, grant: plans.Grant, spent: _
         target = monitored.monitoring_target(server)
         budget_s = target.limits().snapshot_s
         deadline = time.monotonic() + budget_s
-        with _connected(target, deadline, budget_s) as conn:
-            meta, role, text = _text_and_role(conn, statement)
+        try:
+            with _connected(target, deadline, budget_s) as conn:
+                meta, role, text = _text_and_role(conn, statement)
+        except CollectionError as exc:
+            # The console's sentence for the failure, not libpq's words: the reason is shown to every member of the
+            # organization, who may not see connection detail (readings.errors.shown).
+            down = Unexplained(plans.SERVER, f"the server could not be read: {summary(exc.code)}")
+            return _unexplained(server_id, statement_id, down, at)
         if text is None or role is None:
             missing = Unexplained(
                 "text",
@@ -132,7 +144,7 @@ def _plan(server: Server, statement: Statement, at, grant: plans.Grant, spent: _
             finally:
                 spent.ms = (time.monotonic() - started) * 1000.0
     except CollectionError as exc:
-        return _unexplained(server_id, statement_id, Unexplained(exc.code, exc.message), at)
+        return _unexplained(server_id, statement_id, Unexplained(exc.code, summary(exc.code)), at)
     if isinstance(found, Unexplained):
         if found.code == "timeout":
             found = Unexplained(found.code, f"{found.reason} ({_allowed(grant)})")

@@ -138,3 +138,22 @@ def test_the_regressions_plan_task_plans_unless_fresh_and_says_when_its_statemen
     assert plan_statement(server.pk, costly)["code"] == "planned"  # asked by a DBA: whatever its age
     assert plan_statement(server.pk, 10**12, FRESH_S) == {"code": "gone"}
     assert PlanSpend.objects.get(server_id=server.pk).explains == 2
+
+
+def test_a_server_that_cannot_be_read_stops_its_round_at_its_first_statement(server):
+    """Down (here: nothing listens on its port any more), each top statement would wait for a connection in turn;
+    the round stops at the first, which says why, and none of them counts as an attempt: all stay due for the next
+    round."""
+    import socket
+
+    from inventory.models import Server
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        closed = s.getsockname()[1]
+    Server.objects.filter(pk=server.pk).update(port=closed)
+    done = plan_top_statements(server.pk)
+    (outcome,) = done.outcomes.values()
+    assert done.stopped_by_server and outcome.code == plans.SERVER and not outcome.planned, outcome
+    assert outcome.reason.startswith("the server could not be read: ") and str(closed) not in outcome.reason
+    assert set(_ours(server)) <= set(due_statements(server.pk)[1])
