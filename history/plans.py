@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from django.db import connection, transaction
 from django.db.models import F
@@ -122,7 +122,8 @@ class Refused:
 
 
 def _hour(at: datetime) -> datetime:
-    return at.replace(minute=0, second=0, microsecond=0)
+    """The UTC hour `at` falls in (a zone half an hour off UTC would floor to another hour)."""
+    return at.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
 
 
 def budget_reserve(server_id: int, budget: Budget, *, at: datetime, want_ms: int) -> Grant | Refused:

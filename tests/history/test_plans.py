@@ -1,7 +1,7 @@
 """history/plans.py: a plan stored once per shape, a statement's plans by shape, its last EXPLAIN, redaction, and
 plans that go with their statement."""
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
@@ -106,6 +106,21 @@ def test_the_budget_refuses_past_its_explains_its_time_or_its_bytes_and_says_unt
     refused = plans.budget_reserve(server_id, BUDGET, at=T0 + timedelta(hours=4), want_ms=100)
     assert isinstance(refused, plans.Refused) and "10,000 bytes of new plans stored today" in refused.reason
     assert isinstance(plans.budget_reserve(server_id, BUDGET, at=T0 + timedelta(days=1), want_ms=100), plans.Grant)
+
+
+def test_the_budgets_hour_is_the_utc_hour_whatever_the_zone_of_the_time_given(statement):
+    """Per server and UTC hour: a time given in a zone half an hour off UTC (India's) counts in the same hour as the
+    same instant in UTC, and the refusal's "more from" is that hour's end in UTC."""
+    server_id, india = statement.server_id, timezone(timedelta(hours=5, minutes=30))
+    for minutes in (10, 40):  # 17:40 and 18:10 in India: one UTC hour
+        at = (T0 + timedelta(minutes=minutes)).astimezone(india)
+        grant = plans.budget_reserve(server_id, BUDGET, at=at, want_ms=5)
+        assert grant.hour == T0, grant
+        plans.budget_settle(server_id, grant, used_ms=1.0, new_bytes=0)
+    assert list(PlanSpend.objects.filter(server_id=server_id).values_list("hour", "explains")) == [(T0, 2)]
+    plans.budget_settle(server_id, plans.budget_reserve(server_id, BUDGET, at=T0, want_ms=5), used_ms=1.0, new_bytes=0)
+    refused = plans.budget_reserve(server_id, BUDGET, at=(T0 + timedelta(minutes=50)).astimezone(india), want_ms=5)
+    assert isinstance(refused, plans.Refused) and refused.reason.endswith("more from 13:00 UTC"), refused
 
 
 def test_the_budgets_hours_are_forgotten_after_a_week_and_with_their_server(statement):
