@@ -109,13 +109,20 @@ def statement_plans(*, server_id: int, statement_id: int) -> StatementPlans:
     )
 
 
-def plan_detail(*, server_id: int, shape_id: int | None = None, fingerprint: str | None = None) -> PlanDetail:
-    """One stored plan, by its shape's id or its fingerprint. LookupError when the server has no such plan."""
+def plan_detail(
+    *, server_id: int, shape_id: int | None = None, fingerprint: str | None = None, statement_id: int | None = None
+) -> PlanDetail:
+    """One stored plan, by its shape's id or its fingerprint; with `statement_id`, only a shape that statement was
+    planned with (another statement's plan of the same server is not its plan). LookupError when there is none."""
     found = PlanShape.objects.filter(server_id=server_id)
     found = found.filter(pk=shape_id) if shape_id is not None else found.filter(fingerprint=fingerprint)
+    if statement_id is not None:
+        planned = StatementPlan.objects.filter(server_id=server_id, statement_id=statement_id)
+        found = found.filter(pk__in=planned.values("shape_id"))
     shape = found.first()
     if shape is None:
-        raise LookupError("no such plan on this server")
+        whose = "of this statement" if statement_id is not None else "on this server"
+        raise LookupError(f"no such plan {whose}")
     return PlanDetail(
         shape.pk, shape.fingerprint, shape.plan, shape.access_paths, shape.node_count, shape.first_seen_at
     )

@@ -100,12 +100,10 @@ class PlanView(APIView):
     @extend_schema(operation_id="statement_plan_read", responses=PlanOut)
     def get(self, request, statement_id: int, fingerprint: str):
         owner, _ = statement_of(request, statement_id, statement_owner)
-        mine = {
-            p.fingerprint for p in statement_plans(server_id=owner.server_id, statement_id=owner.statement_id).plans
-        }
-        if fingerprint not in mine:  # a shape of the server that this statement was never planned with: not its
-            raise Http404("no such plan of this statement")
-        detail = plan_detail(server_id=owner.server_id, fingerprint=fingerprint)
+        try:
+            detail = plan_detail(server_id=owner.server_id, fingerprint=fingerprint, statement_id=owner.statement_id)
+        except LookupError as exc:
+            raise Http404(str(exc)) from None
         return Response(
             {
                 "statement_id": owner.statement_id,

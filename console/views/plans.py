@@ -32,15 +32,19 @@ def _statement(request: HttpRequest, statement_id: int):
     return detail, server_for(request.user, detail.server_id)
 
 
-def _shown(found: StatementPlans, server_id: int, fingerprint: str | None):
-    """The plan asked for (?plan=), else the current one; a fingerprint this statement never had is a 404."""
-    if fingerprint is None:
-        fingerprint = found.current.fingerprint if found.current else None
-    if fingerprint is None:
-        return None
-    if fingerprint not in {p.fingerprint for p in found.plans}:
-        raise Http404("no such plan of this statement")
-    return plan_detail(server_id=server_id, fingerprint=fingerprint)
+def _plan_of(server_id: int, statement_id: int, fingerprint: str):
+    """One plan of the statement by fingerprint; a fingerprint this statement never had is a 404."""
+    try:
+        return plan_detail(server_id=server_id, fingerprint=fingerprint, statement_id=statement_id)
+    except LookupError as exc:
+        raise Http404(str(exc)) from None
+
+
+def _shown(found: StatementPlans, server_id: int, statement_id: int, fingerprint: str | None):
+    """The plan asked for (?plan=), else the current one (None: never planned)."""
+    if fingerprint is None and found.current is not None:
+        fingerprint = found.current.fingerprint
+    return None if fingerprint is None else _plan_of(server_id, statement_id, fingerprint)
 
 
 def _asked(request: HttpRequest, server_id: int) -> dict | None:
@@ -57,7 +61,7 @@ def _asked(request: HttpRequest, server_id: int) -> dict | None:
 def statement_plan(request: HttpRequest, statement_id: int) -> HttpResponse:
     detail, server = _statement(request, statement_id)
     found = statement_plans(server_id=server.pk, statement_id=detail.statement_id)
-    shown = _shown(found, server.pk, request.GET.get("plan") or None)
+    shown = _shown(found, server.pk, detail.statement_id, request.GET.get("plan") or None)
     nodes = plan_nodes(shown.plan) if shown else []
     context = {
         **server_header(server),
@@ -89,7 +93,7 @@ def statement_plan_now(request: HttpRequest, statement_id: int) -> HttpResponse:
 
 def _download(request: HttpRequest, statement_id: int, fingerprint: str, kind: str) -> HttpResponse:
     detail, server = _statement(request, statement_id)
-    shown = _shown(statement_plans(server_id=server.pk, statement_id=detail.statement_id), server.pk, fingerprint)
+    shown = _plan_of(server.pk, detail.statement_id, fingerprint)
     if kind == "json":
         body, content_type = json.dumps(shown.plan, indent=2) + "\n", "application/json"
     else:

@@ -51,6 +51,20 @@ def test_a_statement_never_explained_has_no_plan_and_no_attempt(statement):
         plan_detail(server_id=statement.server_id, fingerprint="0" * 32)
 
 
+def test_a_plan_by_fingerprint_is_a_statements_own_only_when_asked_for_its(statement):
+    """A shape of the server another statement was planned with is not this statement's plan (its page and the API
+    answer 404), though the server has it."""
+    server_id = statement.server_id
+    keys = {"userid": statement.userid, "dbid": statement.dbid, "queryid": statement.queryid + 1}
+    other = Statement.objects.create(server_id=server_id, first_seen_at=T0, **keys)
+    new = one_node_plan("Seq Scan", 4100.0, 10)
+    plans.record_plan(server_id, other.pk, new, at=T0)
+    assert plan_detail(server_id=server_id, fingerprint=new.fingerprint).fingerprint == new.fingerprint
+    assert plan_detail(server_id=server_id, fingerprint=new.fingerprint, statement_id=other.pk).node_count == 1
+    with pytest.raises(LookupError, match="no such plan of this statement"):
+        plan_detail(server_id=server_id, fingerprint=new.fingerprint, statement_id=statement.pk)
+
+
 def test_a_change_of_joins_alone_is_named_so():
     paths = ["Seq Scan on orders", "Index Scan using customers_pkey on customers"]
     change = PlanChangeRow(1, T0, paths, list(reversed(paths)), "a" * 32, "b" * 32)
