@@ -9,8 +9,8 @@ PostgreSQL 17 on port 57017 (bench/env.py), both stopped at the end.
 The fleet scale (bench/scale.py, `--only scale` alone) runs beat and celery workers as docker-compose.yml
 starts them over N servers on 3 more clusters, N stepped up (100, 250, 500, 1,000, then 1,500 while it keeps
 up; --scale-levels or BENCH_SCALE_LEVELS), BENCH_SCALE_MINUTES (5) measured per level, once with one
-collection worker and again with two: 60 to 75 minutes. It writes its own section of
-docs/benchmarks.md (any whole run that is not --quick, alone or in a `make bench`).
+collection worker and again with two (BENCH_SCALE_WORKERS=1: the first alone): 60 to 75 minutes. It writes its
+own section of docs/benchmarks.md (any whole run that is not --quick, alone or in a `make bench`).
 
 The alert evaluation (bench/alerts.py, `--only alerts` alone: about 15 minutes) times every default rule over
 an organization of 500 servers with 8 days of history, as the workers evaluate it, and the regression rule's
@@ -187,7 +187,8 @@ def _run(args, only: set[str], clusters: list, started: float, command: str) -> 
         if "scale" in only:
             levels, minutes = _scale_size(args)
             sizes = ", ".join(map(str, levels))
-            print(f"[5/7] fleet scale: {sizes} servers, {minutes:g} min each, one then two workers", flush=True)
+            workers = " then ".join(str(n) for n in scale.WORKER_COUNTS)
+            print(f"[5/7] fleet scale: {sizes} servers, {minutes:g} min each, {workers} collection workers", flush=True)
             history = next((c for c in clusters if c.name == env.HISTORY_CLUSTER), None)
             results["scale"] = scale.run(
                 levels=levels, minutes=minutes, history=history, keep=args.keep, command=command

@@ -7,6 +7,8 @@ waiting out a connection timeout for each of its top statements; neither counts 
 
 from __future__ import annotations
 
+import threading
+import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -68,11 +70,35 @@ def plan_fresh(server_id: int, statement_id: int, fresh_s: float) -> bool:
     )
 
 
+class Pace:
+    """At most `per_s` EXPLAINs a second in this process, whichever of its threads asks: each waits its turn. The
+    plans worker shares the console's host with the collection workers; paced, its rounds never take the CPU the
+    collections need, however many servers' rounds a tick sends."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._next = 0.0
+
+    def wait(self, per_s: float) -> None:
+        if per_s <= 0:
+            return
+        with self._lock:
+            now = time.monotonic()
+            turn = max(now, self._next)
+            self._next = turn + 1.0 / per_s
+        time.sleep(turn - now)
+
+
+PACE = Pace()
+
+
 def plan_top_statements(server_id: int, *, now: datetime | None = None) -> Round:
-    """Plan the server's due top statements, one after the other, until they are done or the budget refuses."""
+    """Plan the server's due top statements, one after the other at the worker's pace (PLANS_WORKER_EXPLAINS_PER_S),
+    until they are done or the budget refuses."""
     candidates, due = due_statements(server_id, now=now)
     outcomes: dict[int, Outcome] = {}
     for statement_id in due:
+        PACE.wait(settings.PLANS["WORKER_EXPLAINS_PER_S"])
         outcomes[statement_id] = outcome = statement_plan(server_id=server_id, statement_id=statement_id)
         if outcome.code == plans.BUDGET or outcome.server_failed:
             break

@@ -2,9 +2,12 @@
 read tier's own ranking) planned the costliest first, each once per PLANS_INTERVAL_S, within the server's budget,
 which stops a round at its first refusal and cuts an EXPLAIN's timeout to what is left of the hour."""
 
+import threading
+import time
 from datetime import timedelta
 
 import pytest
+from django.db import connection
 
 from history import plans
 from history.models import PlanAttempt, PlanSpend, StatementPlan
@@ -157,3 +160,36 @@ def test_a_server_that_cannot_be_read_stops_its_round_at_its_first_statement(ser
     assert done.stopped_by_server and outcome.code == plans.SERVER and not outcome.planned, outcome
     assert outcome.reason.startswith("the server could not be read: ") and str(closed) not in outcome.reason
     assert set(_ours(server)) <= set(due_statements(server.pk)[1])
+
+
+def test_the_rounds_of_a_worker_take_their_turns_at_its_pace_whatever_its_threads(pg_clusters, settings, monkeypatch):
+    """Two servers' rounds in two threads of one worker, at 5 EXPLAINs a second: every EXPLAIN of either round
+    starts at least 0.2 s after the one before, so a tick's thousand rounds never take the CPU the collections
+    need. (Unpaced in the other tests: tests/settings.py; the product's default, 2 a second, is the settings'.)"""
+    from readings.plans import auto
+
+    settings.PLANS = {**settings.PLANS, "WORKER_EXPLAINS_PER_S": 5.0}
+    servers = [_served(pg_clusters[15]), _served(pg_clusters[16])]
+    started: list[float] = []
+    plan = auto.statement_plan
+
+    def timed(**kwargs):
+        started.append(time.monotonic())
+        return plan(**kwargs)
+
+    def round_of(server_id: int) -> None:  # as a thread of the worker, with its own connection to the store
+        try:
+            plan_top_statements(server_id)
+        finally:
+            connection.close()
+
+    monkeypatch.setattr(auto, "statement_plan", timed)
+    rounds = [threading.Thread(target=round_of, args=(s.pk,)) for s in servers]
+    for r in rounds:
+        r.start()
+    for r in rounds:
+        r.join(60)
+    assert len(started) >= 6, started  # three statements of ours each, the console's own left out
+    gaps = [b - a for a, b in zip(sorted(started), sorted(started)[1:], strict=False)]
+    assert min(gaps) >= 0.2 - 0.01, gaps
+    assert all(StatementPlan.objects.filter(server_id=s.pk).exists() for s in servers)
