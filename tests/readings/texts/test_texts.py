@@ -106,6 +106,22 @@ def _storm_tables(c) -> list[str]:
     return [f"SELECT count(*) FROM storm_{i}" for i in range(STORM_TABLES)]
 
 
+def _storm_evicts_before_texts(c, monkeypatch) -> None:
+    """The storm's evictions, between the counters' read and the texts': the storm tables' entries removed just
+    before every read of texts."""
+    read_texts = texts.read_texts
+
+    def remove_then_read(*args, **kwargs):
+        run(
+            c,
+            "SELECT pg_stat_statements_reset(0, 0, queryid) FROM pg_stat_statements "
+            "WHERE query LIKE 'SELECT count(*) FROM storm_%'",
+        )
+        return read_texts(*args, **kwargs)
+
+    monkeypatch.setattr(texts, "read_texts", remove_then_read)
+
+
 @contextlib.contextmanager
 def _storming(c, statements: list[str]) -> Iterator[None]:
     """Four clients running the statements at random for the duration of the block."""
@@ -382,16 +398,7 @@ def test_entries_evicted_since_the_last_snapshot_mean_churning_though_it_saw_no_
     burst = random.Random(7).sample(statements, 150)  # more than pg_stat_statements.max: entries evicted
     run(c, ";".join(burst))
 
-    def remove_then_read(*args, **kwargs):  # the storm's evictions, between the counters' read and the texts'
-        run(
-            c,
-            "SELECT pg_stat_statements_reset(0, 0, queryid) FROM pg_stat_statements "
-            "WHERE query LIKE 'SELECT count(*) FROM storm_%'",
-        )
-        return read_texts(*args, **kwargs)
-
-    read_texts = texts.read_texts
-    monkeypatch.setattr(texts, "read_texts", remove_then_read)
+    _storm_evicts_before_texts(c, monkeypatch)
     result = collect(server)
     assert result.new_entries >= 50 and result.dealloc_delta, (result.new_entries, result.dealloc_delta)
     burst_seen = Statement.objects.filter(server=server, first_seen_at__gte=result.taken_at)
@@ -418,16 +425,7 @@ def test_a_first_snapshot_of_a_server_already_churning_reads_its_keys_texts_with
     ]
     assert len(storm) == 60
 
-    def remove_then_read(*args, **kwargs):  # the storm's evictions, between the counters' read and the texts'
-        run(
-            c,
-            "SELECT pg_stat_statements_reset(0, 0, queryid) FROM pg_stat_statements "
-            "WHERE query LIKE 'SELECT count(*) FROM storm_%'",
-        )
-        return read_texts(*args, **kwargs)
-
-    read_texts = texts.read_texts
-    monkeypatch.setattr(texts, "read_texts", remove_then_read)
+    _storm_evicts_before_texts(c, monkeypatch)
     server = register(c)
     assert collect(server).kind == "baseline"
     seen = Statement.objects.filter(server=server, queryid__in=storm)
