@@ -9,8 +9,9 @@ PostgreSQL 17 on port 57017 (bench/env.py), both stopped at the end.
 The fleet scale (bench/scale.py, `--only scale` alone) runs beat and celery workers as docker-compose.yml
 starts them over N servers on 3 more clusters, N stepped up (100, 250, 500, 1,000, then 1,500 while it keeps
 up; --scale-levels or BENCH_SCALE_LEVELS), BENCH_SCALE_MINUTES (5) measured per level, once with one
-collection worker and again with two (BENCH_SCALE_WORKERS=1: the first alone): 60 to 75 minutes. It writes its
-own section of docs/benchmarks.md (any whole run that is not --quick, alone or in a `make bench`).
+collection worker and again with two (BENCH_SCALE_WORKERS=1: the first alone), then 1,000 servers with plans off
+and on again, back to back (BENCH_SCALE_PLANS_OFF=0: not): 75 to 90 minutes. It writes its own section of
+docs/benchmarks.md (any whole run that is not --quick, alone or in a `make bench`).
 
 The alert evaluation (bench/alerts.py, `--only alerts` alone: about 15 minutes) times every default rule over
 an organization of 500 servers with 8 days of history, as the workers evaluate it, and the regression rule's

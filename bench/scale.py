@@ -1,6 +1,8 @@
 """python -m bench --only scale: N monitored servers collected every 60 s by beat and celery workers started as
 docker-compose.yml starts them, N stepped up (100, 250, 500, 1,000, then 1,500 while the level before kept up),
-once with one collection worker and again with two, as two hosts would run them. Per level: snapshot lag
+once with one collection worker and again with two, as two hosts would run them, compose's plans worker among the
+processes (beat's plans rounds every minute); then the one-worker 1,000 servers twice more, back to back, with plans
+off and on again: the plans' rounds are judged by the two (issue 37: they never delay a collection). Per level: lag
 against the due times, missed intervals, CPU per snapshot of every part, the history store's writes, Redis
 traffic and the workers' memory (bench/scale_report.py judges and reports).
 
@@ -30,7 +32,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -69,6 +71,10 @@ MINUTES = 5.0
 QUICK_MINUTES = 2.0
 # One collection worker, then two as two hosts would run them (BENCH_SCALE_WORKERS=1 for the first alone).
 WORKER_COUNTS = tuple(int(n) for n in os.environ.get("BENCH_SCALE_WORKERS", "1,2").split(","))
+# The plans worker's rounds every minute (PLANS_TICK_S; 15 minutes by default), so that every window holds some;
+# then the one-worker target level with plans off and on again (BENCH_SCALE_PLANS_OFF=0 leaves those two out).
+PLANS_TICK_S = os.environ.get("PLANS_TICK_S", "60")
+PLANS_OFF_BASELINE = os.environ.get("BENCH_SCALE_PLANS_OFF", "1") != "0"
 SAMPLE_EVERY_S = 5.0
 WARMUP_MAX_S = 2.0 * INTERVAL_S
 SETTLE_S = 15.0
@@ -142,6 +148,12 @@ def run(
         for workers in WORKER_COUNTS:
             if not world.stop.is_set():
                 steps += _curve(world, workers, levels, minutes * 60)
+        target = scale_report.TARGET_SERVERS
+        if PLANS_OFF_BASELINE and target in levels and 1 in WORKER_COUNTS:
+            # Plans off then on again, back to back, both as warm (the curves' first windows ran cold).
+            for plans in (False, True):
+                if not world.stop.is_set():
+                    steps += [replace(s, again=plans) for s in _curve(world, 1, (target,), minutes * 60, plans=plans)]
     except KeyboardInterrupt:
         print(f"\n{world.ended} while starting: stopping what was started", flush=True)
     finally:
@@ -381,19 +393,22 @@ def compose_processes(workers: int, schedule: Path, path: Path = COMPOSE) -> lis
     return out
 
 
-def _start_processes(world: World, workers: int) -> None:
+def _start_processes(world: World, workers: int, *, plans: bool = True) -> None:
     from devenv.demo import Children
 
-    schedule = world.tmp / f"beat-{workers}" / "celerybeat-schedule"
+    tag = f"{workers}w" + ("" if plans else "-plans-off")
+    tag += f"-{n}" if (n := len(list(world.tmp.glob(f"beat-{tag}*")))) else ""  # a curve run again: its own
+    schedule = world.tmp / f"beat-{tag}" / "celerybeat-schedule"
     schedule.parent.mkdir()
     child_env = {k: v for k, v in os.environ.items() if k not in _TIMED_ONLY}
-    child_env.update(REDIS_URL=REDIS_URL, PYTHONUNBUFFERED="1")
+    child_env.update(REDIS_URL=REDIS_URL, PYTHONUNBUFFERED="1", PLANS_TICK_S=PLANS_TICK_S)
+    child_env["PLANS_ENABLED"] = child_env.get("PLANS_ENABLED", "true") if plans else "false"
     world.children = Children()
     world.processes = compose_processes(workers, schedule)
     world.commands = {}  # the last curve's, which starts every process of the ones before
     logs = {}
     for p in world.processes:
-        logs[p.name] = LOG_DIR / f"{p.name}-{workers}w.log"
+        logs[p.name] = LOG_DIR / f"{p.name}-{tag}.log"
         # sh execs the program (same pid, same process group) with its output in the log file.
         argv = ["/bin/sh", "-c", f'exec "$@" >{shlex.quote(str(logs[p.name]))} 2>&1', "sh", *p.argv]
         p.pid = world.children.start(p.name, argv, env=child_env, cwd=env.REPO).proc.pid
@@ -429,12 +444,14 @@ def _exited(world: World) -> bool:
 # --------------------------------------------------------------------------
 
 
-def _curve(world: World, workers: int, levels: tuple[int, ...], window_s: float) -> list[Step]:
-    """Every level with ``workers`` collection workers; above TARGET_SERVERS only while the level before kept up."""
+def _curve(world: World, workers: int, levels: tuple[int, ...], window_s: float, *, plans: bool = True) -> list[Step]:
+    """Every level with ``workers`` collection workers; above TARGET_SERVERS only while the level before kept up.
+    `plans`: compose's plans worker and beat's plans rounds on (off: PLANS_ENABLED=false, the baseline)."""
     from inventory.models import Server
 
-    print(f"      {workers} collection worker{'s' if workers > 1 else ''}: starting beat and the workers", flush=True)
-    _start_processes(world, workers)
+    what = f"{workers} collection worker{'s' if workers > 1 else ''}" + ("" if plans else ", plans off")
+    print(f"      {what}: starting beat and the workers", flush=True)
+    _start_processes(world, workers, plans=plans)
     steps: list[Step] = []
     try:
         for n in levels:
@@ -443,7 +460,7 @@ def _curve(world: World, workers: int, levels: tuple[int, ...], window_s: float)
             if n > scale_report.TARGET_SERVERS and steps and not steps[-1].kept_up:
                 print(f"      {n:,} servers not run: {steps[-1].servers:,} did not keep up", flush=True)
                 break
-            steps.append(_level(world, n, workers, window_s))
+            steps.append(_level(world, n, workers, window_s, plans=plans))
     finally:
         _stop_processes(world)
         Server.objects.filter(pk__in=world.server_ids).update(enabled=False, next_collect_at=None)
@@ -451,13 +468,13 @@ def _curve(world: World, workers: int, levels: tuple[int, ...], window_s: float)
     return steps
 
 
-def _level(world: World, n: int, workers: int, window_s: float) -> Step:
+def _level(world: World, n: int, workers: int, window_s: float, *, plans: bool = True) -> Step:
     from django.db.models import Count
 
     from history.models import Snapshot
     from inventory.models import Server
 
-    label = f"[{n:,} servers, {workers} worker{'s' if workers > 1 else ''}]"
+    label = f"[{n:,} servers, {workers} worker{'s' if workers > 1 else ''}{'' if plans else ', plans off'}]"
     new = list(Server.objects.filter(pk__in=world.server_ids[:n], enabled=False).values_list("pk", flat=True))
     since = datetime.now(UTC)
     Server.objects.filter(pk__in=new).update(enabled=True)
@@ -467,7 +484,7 @@ def _level(world: World, n: int, workers: int, window_s: float) -> Step:
         warm = Snapshot.objects.filter(server_id__in=new, taken_at__gte=since).values("server_id")
         if warm.annotate(n=Count("id")).filter(n__gte=2).count() == len(new):
             break
-    step = _measure(world, world.server_ids[:n], workers, window_s, label)
+    step = replace(_measure(world, world.server_ids[:n], workers, window_s, label), plans=plans)
     print(f"      {label} {scale_report.summary(step)}", flush=True)
     return step
 
