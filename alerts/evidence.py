@@ -28,7 +28,7 @@ from readtier import (
     config_changes,
     floor_hour,
     hourly_sums,
-    plan_changes,
+    plan_changes_by_statement,
     server_series,
     server_status,
     top_statements,
@@ -143,7 +143,6 @@ def _regressions(rule: Rule, server: Server, now: datetime) -> list[Condition]:
     # Only for a server with a regression: what changed in its configuration, and in the plans of the statements
     # that regressed, since the baseline began.
     since = Window(first_start, now)
-    planned: dict[int, list] = {}
-    for change in plan_changes(server_id=server.pk, window=since, statement_ids=[c.statement_id for c in regressed]):
-        planned.setdefault(change.statement_id, []).append(change)
+    ids = [c.statement_id for c in regressed]
+    planned = plan_changes_by_statement(server_id=server.pk, window=since, statement_ids=ids)
     return found(config_changes(server_id=server.pk, window=since), planned)

@@ -18,6 +18,7 @@ from readtier.plans import (
     StatementPlanRow,
     StatementPlans,
     plan_changes,
+    plan_changes_by_statement,
     plan_detail,
     statement_plans,
 )
@@ -113,6 +114,7 @@ __all__ = [
     "hourly_sums",
     "latest_snapshot",
     "plan_changes",
+    "plan_changes_by_statement",
     "plan_detail",
     "recent_errors",
     "same_queryid_elsewhere",

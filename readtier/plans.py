@@ -167,6 +167,18 @@ def plan_changes(*, server_id: int, window: Window, statement_ids: list[int] | N
     ]
 
 
+def plan_changes_by_statement(
+    *, server_id: int, window: Window, statement_ids: list[int]
+) -> dict[int, list[PlanChangeRow]]:
+    """The plan changes of the given statements within the window, by statement id, each oldest first (the last
+    is the likeliest cause of a regression); no query for no statement."""
+    out: dict[int, list[PlanChangeRow]] = {}
+    if statement_ids:
+        for change in plan_changes(server_id=server_id, window=window, statement_ids=statement_ids):
+            out.setdefault(change.statement_id, []).append(change)
+    return out
+
+
 def _shapes(server_id: int, ids: set[int]) -> dict[int, PlanShape]:
     if not ids:
         return {}

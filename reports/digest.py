@@ -22,7 +22,7 @@ from readtier import (
     collection_coverage,
     compare_windows,
     fleet_summary,
-    plan_changes,
+    plan_changes_by_statement,
     server_series,
     version_text,
     wait_events,
@@ -151,22 +151,14 @@ def server_digest(
         new_count=len(new),
         regressions=comparison.regressions[:LISTED],
         regression_count=len(comparison.regressions),
-        plan_changes=_plan_changes(server.pk, window, comparison.regressions[:LISTED]),
+        plan_changes=plan_changes_by_statement(
+            server_id=server.pk, window=window, statement_ids=[c.statement_id for c in comparison.regressions[:LISTED]]
+        ),
         waits=wait_events(server_id=server.pk, window=window, top=TOP_WAITS),
         coverage=collection_coverage(server_id=server.pk, window=window),
         activity=activity,
         series=server_series(server_id=server.pk, window=window, resolution="hourly", top_events=TOP_WAITS),
     )
-
-
-def _plan_changes(server_id: int, window, regressions: list[StatementChange]) -> dict[int, list[PlanChangeRow]]:
-    if not regressions:
-        return {}
-    out: dict[int, list[PlanChangeRow]] = {}
-    ids = [c.statement_id for c in regressions]
-    for change in plan_changes(server_id=server_id, window=window, statement_ids=ids):
-        out.setdefault(change.statement_id, []).append(change)
-    return out
 
 
 def organization_digest(

@@ -7,7 +7,8 @@ import pytest
 
 from history import plans
 from history.models import Statement
-from readtier import PlanChangeRow, Window, plan_changes, plan_detail, statement_plans
+from readtier import PlanChangeRow, Window, plan_changes, plan_changes_by_statement, plan_detail, statement_plans
+from readtier.db import counting
 from tests.plans_world import a_statement, one_node_plan
 
 pytestmark = pytest.mark.django_db
@@ -33,6 +34,13 @@ def test_a_plan_that_changes_shape_and_back_is_two_changes_each_named_by_what_it
     assert changes[0].described == "the plan changed from Index Scan on orders to Seq Scan on orders"
     assert plan_changes(server_id=server_id, window=Window(T0, T0 + timedelta(hours=2))) == []  # the end is open
     assert plan_changes(server_id=server_id, window=Window(T0, T0 + timedelta(days=1)), statement_ids=[sid + 1]) == []
+    # By statement, for the regression alert and the weekly report: each statement's changes, oldest first; no
+    # query at all for no statement.
+    day = Window(T0, T0 + timedelta(days=1))
+    assert plan_changes_by_statement(server_id=server_id, window=day, statement_ids=[sid, sid + 1]) == {sid: changes}
+    with counting() as c:
+        assert plan_changes_by_statement(server_id=server_id, window=day, statement_ids=[]) == {}
+    assert c.queries == 0
 
     found = statement_plans(server_id=server_id, statement_id=sid)
     assert [p.access_paths for p in found.plans] == [["Index Scan on orders"], ["Seq Scan on orders"]]

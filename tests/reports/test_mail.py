@@ -172,7 +172,7 @@ def test_a_regression_names_its_plan_change_of_the_week(known_history):
     """A statement three times slower whose plan changed this week (recorded through the plans' writer): its line
     says so, with the day and time, and the digest reads only the listed regressions' changes."""
     from history.models import Statement
-    from reports.digest import _plan_changes
+    from readtier import plan_changes_by_statement
     from tests.plans_world import report_plan, store
 
     week = known_history.week
@@ -183,9 +183,11 @@ def test_a_regression_names_its_plan_change_of_the_week(known_history):
     changed = week.window.start + timedelta(days=2, hours=3)
     store(statement.server_id, statement.pk, report_plan(indexed=True), week.window.start - timedelta(days=3))
     store(statement.server_id, statement.pk, report_plan(indexed=False), changed)
-    planned = _plan_changes(statement.server_id, week.window, [slower])
+    planned = plan_changes_by_statement(
+        server_id=statement.server_id, window=week.window, statement_ids=[slower.statement_id]
+    )
     assert list(planned) == [statement.pk] and planned[statement.pk][0].at == changed
-    assert _plan_changes(statement.server_id, week.window, []) == {}
+    assert plan_changes_by_statement(server_id=statement.server_id, window=week.window, statement_ids=[]) == {}
 
     section = server_section(
         replace(d, regressions=[slower], regression_count=1, plan_changes=planned), week, charts=False
