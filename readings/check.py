@@ -21,6 +21,7 @@ from inventory import tls
 from inventory.endpoint import Endpoint
 from readings.connection import CHECK_APPLICATION_NAME, MonitoredConnection, Target
 from readings.errors import CollectionError, OutOfTime, RefusedByPolicy, ServerSilent, Unreachable
+from readings.plans.explain import HELPER_USABLE_SQL
 from readings.settings.instance import MIN_SERVER_VERSION
 from readings.sql_names import quote_ident
 
@@ -53,7 +54,8 @@ VERSION_SQL = "SELECT current_setting('server_version_num')::int, current_settin
 
 # Superuser-only settings (shared_preload_libraries) are simply absent from pg_settings for a role
 # without pg_read_all_settings: NULL here, not an error.
-META_SQL = r"""
+META_SQL = (
+    r"""
 SELECT current_database(),
        current_user,
        (SELECT setting FROM pg_settings WHERE name = 'shared_preload_libraries'),
@@ -67,10 +69,10 @@ SELECT current_database(),
        (SELECT pg_has_role(current_user, oid, 'USAGE') FROM pg_roles WHERE rolname = 'pg_read_all_data'),
        (SELECT coalesce(json_object_agg(name, setting), '{}'::json) FROM pg_settings
          WHERE name LIKE 'pg\_stat\_statements.%'),
-       EXISTS (SELECT FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
-               WHERE n.nspname = 'pgconsole' AND p.proname = 'explain_generic' AND p.proargtypes = '25 25'::oidvector
-                 AND has_schema_privilege(n.oid, 'USAGE') AND has_function_privilege(p.oid, 'EXECUTE'))
-"""
+       """
+    + HELPER_USABLE_SQL
+    + "\n"
+)
 
 
 @dataclass(frozen=True)

@@ -109,13 +109,10 @@ def statement_plans(*, server_id: int, statement_id: int) -> StatementPlans:
     )
 
 
-def plan_detail(
-    *, server_id: int, shape_id: int | None = None, fingerprint: str | None = None, statement_id: int | None = None
-) -> PlanDetail:
-    """One stored plan, by its shape's id or its fingerprint; with `statement_id`, only a shape that statement was
-    planned with (another statement's plan of the same server is not its plan). LookupError when there is none."""
-    found = PlanShape.objects.filter(server_id=server_id)
-    found = found.filter(pk=shape_id) if shape_id is not None else found.filter(fingerprint=fingerprint)
+def plan_detail(*, server_id: int, fingerprint: str, statement_id: int | None = None) -> PlanDetail:
+    """One stored plan, by its fingerprint; with `statement_id`, only a shape that statement was planned with
+    (another statement's plan of the same server is not its plan). LookupError when there is none."""
+    found = PlanShape.objects.filter(server_id=server_id, fingerprint=fingerprint)
     if statement_id is not None:
         planned = StatementPlan.objects.filter(server_id=server_id, statement_id=statement_id)
         found = found.filter(pk__in=planned.values("shape_id"))

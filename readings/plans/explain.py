@@ -83,17 +83,18 @@ def role_search_path(conn: psycopg.Connection, role: str) -> str:
     return ", ".join(quote_ident(role) if part in ("$user", '"$user"') else part for part in _split(path))
 
 
+# Whether this database has the EXPLAIN helper and the session's role may call it, as a SQL expression ("test
+# connection" asks it too): looked up in the catalogs, as a schema the role may not use makes to_regprocedure fail
+# rather than answer.
+HELPER_USABLE_SQL = """EXISTS (
+    SELECT FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+    WHERE n.nspname = 'pgconsole' AND p.proname = 'explain_generic' AND p.proargtypes = '25 25'::oidvector
+      AND has_schema_privilege(n.oid, 'USAGE') AND has_function_privilege(p.oid, 'EXECUTE'))"""
+
+
 def helper_usable(conn: psycopg.Connection) -> bool:
-    """Whether this database has the EXPLAIN helper and the session's role may call it (looked up in the catalogs:
-    a schema the role may not use makes to_regprocedure fail rather than answer)."""
-    return conn.execute(
-        """
-        SELECT EXISTS (
-            SELECT FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
-            WHERE n.nspname = 'pgconsole' AND p.proname = 'explain_generic' AND p.proargtypes = '25 25'::oidvector
-              AND has_schema_privilege(n.oid, 'USAGE') AND has_function_privilege(p.oid, 'EXECUTE'))
-        """
-    ).fetchone()[0]
+    """Whether this database has the EXPLAIN helper and the session's role may call it."""
+    return conn.execute(f"SELECT {HELPER_USABLE_SQL}").fetchone()[0]
 
 
 def _split(path: str) -> list[str]:
