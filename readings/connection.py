@@ -16,11 +16,13 @@ certificate and key, no Kerberos ticket, no service file, no PG* variable (the c
 start: isolate_libpq_environment). What a connection uses is what the server's form says.
 """
 
+import contextlib
 import logging
+import math
 import os
 import threading
 import time
-from collections.abc import Generator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -124,6 +126,23 @@ def limits(interval_s: int | None = None) -> Limits:
         keepalives_interval_s=cfg["KEEPALIVES_INTERVAL_S"],
         keepalives_count=cfg["KEEPALIVES_COUNT"],
     )
+
+
+@contextlib.contextmanager
+def read_only(conn: psycopg.Connection, timeout_s: float) -> Iterator[psycopg.Connection]:
+    """A read-only transaction under a statement_timeout of `timeout_s`, its BEGIN and its end sent as the console's
+    own statements (psycopg's transaction() sends them unmarked, and pg_stat_statements would list them as the
+    application's). A connection lost in it is left as it is: its owner discards it."""
+    conn.execute("BEGIN READ ONLY")
+    try:
+        conn.execute("SELECT set_config('statement_timeout', %s, true)", (f"{max(1, round(timeout_s * 1000))}ms",))
+        yield conn
+    except BaseException:
+        if not conn.closed and getattr(conn, "lost", None) is None:
+            with contextlib.suppress(psycopg.Error):
+                conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
 
 
 class MonitoredConnection(psycopg.Connection):
@@ -306,9 +325,13 @@ def monitoring_target(server: Server) -> Target:
     return Target(server_id=server.pk, endpoint=server.endpoint, password=password, interval_s=server.interval_s)
 
 
-def connect(target: Target) -> MonitoredConnection:
-    """A fresh autocommit connection, or a clear CollectionError."""
-    conninfo = target.dial_conninfo()
+def connect(target: Target, *, within_s: float | None = None) -> MonitoredConnection:
+    """A fresh autocommit connection, or a clear CollectionError. `within_s`: what is left of the caller's time,
+    which bounds the connection's own timeout too (libpq's least is 2 s)."""
+    extra = {}
+    if within_s is not None:
+        extra["connect_timeout"] = max(2, min(settings.COLLECTOR["CONNECT_TIMEOUT_S"], math.ceil(within_s)))
+    conninfo = target.dial_conninfo(**extra)
     try:
         conn = MonitoredConnection.connect(conninfo, autocommit=True, prepare_threshold=None)
     except psycopg.Error as exc:

@@ -36,6 +36,7 @@ from history.deltas import Entries
 from history.models import ServerState
 from history.tables import HistoryTable
 from inventory.models import Server
+from readings.connection import read_only
 from readings.errors import CollectionError, from_query_error
 
 EVERY_SNAPSHOT = None
@@ -157,11 +158,7 @@ def _within_budget(snap: Snapshot, reading: Reading) -> Any:
     if seconds is None:
         return reading.read(snap)
     try:
-        with snap.conn.transaction():
-            snap.conn.execute(
-                "SELECT set_config('statement_timeout', %s, true), set_config('transaction_read_only', 'on', true)",
-                (f"{round(seconds * 1000)}ms",),
-            )
+        with read_only(snap.conn, seconds):
             return reading.read(snap)
     except psycopg.Error as exc:
         raise from_query_error(exc, f"reading {reading.what}") from exc
