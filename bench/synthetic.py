@@ -33,6 +33,7 @@ import numpy as np
 from history.columns import COUNTER_NAMES, FACT_GAUGE_NAMES, GAUGE_NAMES
 from history.deltas import Entries, match_keys
 from readings import connection as monitored
+from readings.schema import catalog as schema_catalog
 from readings.settings import instance
 from readings.statements import lineage, pgss
 from readings.texts import texts
@@ -319,6 +320,9 @@ class _NoConnection:
     def limit_to(self, deadline: float, budget_s: float) -> None:
         pass
 
+    def execute(self, query, params=None) -> None:
+        """A reading's read-only transaction (BEGIN, its statement_timeout, COMMIT): nothing to run."""
+
 
 @contextlib.contextmanager
 def reading_from(synth: SyntheticServer):
@@ -342,6 +346,8 @@ def reading_from(synth: SyntheticServer):
         (texts, "read_texts", lambda conn, meta, cmap, keys, **_: synth.read_texts(keys)),
         (lineage, "read_identity", lambda conn, meta: synth.identity()),
         (waits, "read_wait_sampling", lambda conn, meta: synth.current_waits),
+        # No database to read tables and indexes in: a synthetic server has statements only.
+        (schema_catalog, "read_databases", lambda conn, sql: ([], schema_catalog.Server(False, 0))),
     ]
     saved = [(module, name, getattr(module, name)) for module, name, _ in patches]
     for module, name, fn in patches:

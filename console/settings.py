@@ -397,6 +397,14 @@ COLLECTOR = {
     "KEEPALIVES_IDLE_S": env.int("COLLECTOR_KEEPALIVES_IDLE_S", default=10),
     "KEEPALIVES_INTERVAL_S": env.int("COLLECTOR_KEEPALIVES_INTERVAL_S", default=5),
     "KEEPALIVES_COUNT": env.int("COLLECTOR_KEEPALIVES_COUNT", default=3),
+    # The schema reading (readings/schema/): every database's tables and indexes, every SCHEMA_INTERVAL_S, within
+    # SCHEMA_SECONDS of the server's time all told (and the snapshot's deadline); at most SCHEMA_MAX_DATABASES
+    # databases, SCHEMA_MAX_TABLES tables (the largest) and SCHEMA_MAX_INDEXES of their indexes per server.
+    "SCHEMA_INTERVAL_S": env.int("COLLECTOR_SCHEMA_INTERVAL_S", default=600),
+    "SCHEMA_SECONDS": env.float("COLLECTOR_SCHEMA_SECONDS", default=5.0),
+    "SCHEMA_MAX_DATABASES": env.int("COLLECTOR_SCHEMA_MAX_DATABASES", default=20),
+    "SCHEMA_MAX_TABLES": env.int("COLLECTOR_SCHEMA_MAX_TABLES", default=10_000),
+    "SCHEMA_MAX_INDEXES": env.int("COLLECTOR_SCHEMA_MAX_INDEXES", default=30_000),
 }
 
 # --- Plans (readings/plans/) ----------------------------------------------------

@@ -216,6 +216,84 @@ class PlanSpend(models.Model):
         constraints = [models.UniqueConstraint(fields=["server", "hour"], name="plan_spend_unique")]
 
 
+class SchemaTable(models.Model):
+    """One table of one database of a server (readings/schema/), as last read: its statistics' cumulative counters
+    (what the next reading's deltas subtract), its sizes and upkeep, and since when its counters have been watched
+    without a reset (the evidence the index advice weighs). A table dropped keeps its row, with when it went."""
+
+    server = models.ForeignKey(Server, on_delete=models.CASCADE, related_name="+")
+    database = models.CharField(max_length=63)
+    relid = models.BigIntegerField()  # pg_class.oid in its database
+    schema_name = models.CharField(max_length=63)
+    name = models.CharField(max_length=63)
+    kind = models.CharField(max_length=1)  # pg_class.relkind: r table, p partitioned, m materialized view, t TOAST
+    partition = models.BooleanField(default=False)  # a partition of a partitioned table
+    first_seen_at = models.DateTimeField()
+    gone_at = models.DateTimeField(null=True)  # not found by a whole reading of its database
+    stats_since = models.DateTimeField()  # its counters watched without a reset since (first sight, or a reset)
+    seq_scan = models.BigIntegerField(default=0)
+    seq_tup_read = models.BigIntegerField(default=0)
+    idx_scan = models.BigIntegerField(default=0)
+    idx_tup_fetch = models.BigIntegerField(default=0)
+    n_tup_ins = models.BigIntegerField(default=0)
+    n_tup_upd = models.BigIntegerField(default=0)
+    n_tup_hot_upd = models.BigIntegerField(default=0)
+    n_tup_del = models.BigIntegerField(default=0)
+    n_live_tup = models.BigIntegerField(default=0)
+    n_dead_tup = models.BigIntegerField(default=0)
+    size_bytes = models.BigIntegerField(default=0)
+    last_vacuum_at = models.DateTimeField(null=True)
+    last_analyze_at = models.DateTimeField(null=True)
+
+    class Meta:
+        db_table = tables.SCHEMA_TABLE.name
+        constraints = [
+            models.UniqueConstraint(fields=["server", "database", "relid"], name="schema_table_unique"),
+        ]
+
+
+class SchemaIndex(models.Model):
+    """One index of one database of a server, as last read: what it is (its definition, keys, operator classes,
+    predicate, what constraint it backs, whether valid), its size, and its scans: cumulative, since when they have
+    been watched without a reset and how many there were then, and when one was last seen. Its predicate's and
+    expressions' texts are compared by their digests (a duplicate is found even where redaction hides them)."""
+
+    server = models.ForeignKey(Server, on_delete=models.CASCADE, related_name="+")
+    database = models.CharField(max_length=63)
+    relid = models.BigIntegerField()  # the index's pg_class.oid
+    table_relid = models.BigIntegerField()
+    schema_name = models.CharField(max_length=63)
+    name = models.CharField(max_length=63)
+    table_name = models.CharField(max_length=63)
+    definition = models.TextField()  # pg_get_indexdef, redacted as query texts are
+    method = models.CharField(max_length=63)  # pg_am.amname
+    key_attnums = models.JSONField(default=list)  # pg_index.indkey's key columns (0 for an expression)
+    key_columns = models.JSONField(default=list)  # their names (None for an expression)
+    include_count = models.IntegerField(default=0)  # INCLUDE columns, after the keys
+    opclasses = models.JSONField(default=list)  # pg_index.indclass, as oids of its database
+    predicate_md5 = models.CharField(max_length=32, blank=True, default="")
+    expressions_md5 = models.CharField(max_length=32, blank=True, default="")
+    is_unique = models.BooleanField(default=False)
+    is_primary = models.BooleanField(default=False)
+    constraint = models.CharField(max_length=63, blank=True, default="")  # the constraint it backs, if any
+    is_valid = models.BooleanField(default=True)
+    size_bytes = models.BigIntegerField(default=0)
+    first_seen_at = models.DateTimeField()
+    gone_at = models.DateTimeField(null=True)  # not found by a whole reading of its database
+    stats_since = models.DateTimeField()
+    scans_at_since = models.BigIntegerField(default=0)  # idx_scan when stats_since began
+    last_scan_at = models.DateTimeField(null=True)  # a reading saw its scans grow (or pg_stat_user_indexes said, 16+)
+    idx_scan = models.BigIntegerField(default=0)
+    idx_tup_read = models.BigIntegerField(default=0)
+    idx_tup_fetch = models.BigIntegerField(default=0)
+
+    class Meta:
+        db_table = tables.SCHEMA_INDEX.name
+        constraints = [
+            models.UniqueConstraint(fields=["server", "database", "relid"], name="schema_index_unique"),
+        ]
+
+
 class FailedCollection(models.Model):
     """One failed collection of a server (the last KEEP_ERRORS per server; the Server row keeps only the
     last one, which says nothing of a server that fails one collection in ten)."""

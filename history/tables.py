@@ -34,6 +34,11 @@ STATEMENT_PLAN = HistoryTable("collectors_statement_plan")
 PLAN_ATTEMPT = HistoryTable("collectors_plan_attempt")
 PLAN_CHANGE = HistoryTable("collectors_plan_change")  # a statement's plan changing shape, when
 PLAN_SPEND = HistoryTable("collectors_plan_spend")  # each hour's EXPLAINs, planning time, bytes: the budget
+# The schema reading (readings/schema/): each table and index as last read, and the deltas of each reading of a
+# database (one row: the changed relations' ids and counters as arrays).
+SCHEMA_TABLE = HistoryTable("collectors_schema_table")
+SCHEMA_INDEX = HistoryTable("collectors_schema_index")
+SCHEMA_DELTA = HistoryTable("collectors_schema_delta", "day", "RAW_RETENTION_DAYS")
 
 PARTITIONED: tuple[HistoryTable, ...] = (
     SNAPSHOT,
@@ -44,6 +49,7 @@ PARTITIONED: tuple[HistoryTable, ...] = (
     STATEMENT_DAILY,
     WAIT_EVENT_HOURLY,
     WAIT_EVENT_DAILY,
+    SCHEMA_DELTA,
 )
 # Everything a server owns in the history store (a server's delete empties each of them).
 PER_SERVER: tuple[HistoryTable, ...] = (
@@ -56,4 +62,6 @@ PER_SERVER: tuple[HistoryTable, ...] = (
     PLAN_ATTEMPT,
     PLAN_CHANGE,
     PLAN_SPEND,
+    SCHEMA_TABLE,
+    SCHEMA_INDEX,
 )

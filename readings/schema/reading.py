@@ -1,0 +1,213 @@
+"""The schema reading: every database's tables and indexes with their statistics, every SCHEMA_INTERVAL_S
+(catalog.py holds its SQL). What the index advice weighs: scans, writes, sizes, definitions.
+
+Each database the monitoring role may connect to (templates and databases that refuse connections left out) is
+read on a connection of its own, the snapshot's database on the snapshot's, each in a read-only transaction under
+the reading's statement_timeout, all within the reading's time (SCHEMA_SECONDS, and never past the snapshot's
+deadline). Caps bound what one reading takes: databases (SCHEMA_MAX_DATABASES), tables per server (the largest
+first, SCHEMA_MAX_TABLES) and their indexes (SCHEMA_MAX_INDEXES). A database left unread, refused or capped is
+said in the reading's status; the others are stored. It runs after the other readings, so that its time never
+takes theirs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass, field
+
+import psycopg
+from django.conf import settings
+
+from history import schema as stored
+from history import tables
+from readings import connection as monitored
+from readings.errors import CollectionError, from_query_error
+from readings.schema import catalog
+from readings.unit import Budget, Failure, Reading, Snapshot
+
+# What the reading leaves of the snapshot's time, at least, for the snapshot to end in.
+RESERVE_S = 1.0
+
+
+@dataclass
+class Outcome:
+    """One database: what was read of it, or why nothing was."""
+
+    name: str
+    read: catalog.DatabaseRead | None = None
+    code: str = ""
+    error: str = ""
+
+
+@dataclass
+class SchemaRead:
+    outcomes: list[Outcome]
+    previous: dict[str, stored.DatabaseState]
+    replication: catalog.Server
+    spent_s: float
+
+
+def _deadline(snap: Snapshot) -> tuple[float, float]:
+    budget_s = float(settings.COLLECTOR["SCHEMA_SECONDS"])
+    deadline = time.monotonic() + budget_s
+    snapshot_deadline = getattr(snap.conn, "deadline", None)
+    if snapshot_deadline is not None:
+        deadline = min(deadline, snapshot_deadline - RESERVE_S)
+    return deadline, budget_s
+
+
+def _read_elsewhere(target, database: catalog.Database, sql: dict, deadline: float, caps: dict) -> catalog.DatabaseRead:
+    """One database other than the snapshot's, on a short connection of its own within the reading's time."""
+    left_s = deadline - time.monotonic()
+    there = dataclasses.replace(target, endpoint=dataclasses.replace(target.endpoint, database=database.name))
+    conn = monitored.connect(there, within_s=left_s)
+    try:
+        conn.limit_to(deadline, settings.COLLECTOR["SCHEMA_SECONDS"])
+        try:
+            with monitored.read_only(conn, deadline - time.monotonic()):
+                return catalog.read_database(conn, sql, database, **caps)
+        except psycopg.Error as exc:
+            raise from_query_error(exc, f"reading the tables and indexes of database {database.name}") from exc
+    finally:
+        conn.close()
+
+
+def read(snap: Snapshot) -> SchemaRead:
+    cfg = settings.COLLECTOR
+    started = time.monotonic()
+    deadline, budget_s = _deadline(snap)
+    sql = catalog.SQL.at(snap.meta.server_version_num)
+    try:
+        databases, replication = catalog.read_databases(snap.conn, sql)
+    except psycopg.Error as exc:
+        raise from_query_error(exc, "listing the server's databases") from exc
+    previous = stored.load_state(snap.server.pk)
+    target = None
+    tables_left, indexes_left = cfg["SCHEMA_MAX_TABLES"], cfg["SCHEMA_MAX_INDEXES"]
+    outcomes = []
+    for n, database in enumerate(databases):
+        outcome = Outcome(database.name)
+        outcomes.append(outcome)
+        if n >= cfg["SCHEMA_MAX_DATABASES"]:
+            outcome.code, outcome.error = "cap", f"beyond the {cfg['SCHEMA_MAX_DATABASES']} databases a reading takes"
+            continue
+        if not database.may_connect:
+            outcome.code, outcome.error = (
+                "privilege",
+                "the monitoring role may not connect to it (no CONNECT privilege)",
+            )
+            continue
+        if tables_left <= 0:
+            outcome.code, outcome.error = "cap", f"the server's cap of {cfg['SCHEMA_MAX_TABLES']} tables was reached"
+            continue
+        if time.monotonic() >= deadline:
+            outcome.code, outcome.error = "time", f"not reached within the reading's {budget_s:g} s"
+            continue
+        caps = {"max_tables": tables_left, "max_indexes": indexes_left}
+        try:
+            if database.current:
+                try:
+                    outcome.read = catalog.read_database(snap.conn, sql, database, **caps)
+                except psycopg.Error as exc:
+                    raise from_query_error(exc, f"reading the tables and indexes of database {database.name}") from exc
+            else:
+                target = target or monitored.monitoring_target(snap.server)
+                outcome.read = _read_elsewhere(target, database, sql, deadline, caps)
+        except CollectionError as exc:
+            outcome.code, outcome.error = exc.code, exc.message
+            if database.current:
+                raise  # the snapshot's own transaction is over: the reading fails as a whole
+            continue
+        tables_left -= len(outcome.read.tables)
+        indexes_left -= len(outcome.read.indexes)
+    return SchemaRead(outcomes, previous, replication, time.monotonic() - started)
+
+
+@dataclass
+class Computed:
+    databases: list[stored.DatabaseRows] = field(default_factory=list)
+
+
+def compute(snap: Snapshot, got: SchemaRead) -> Computed:
+    taken_at, at_us = snap.taken_at, snap.meta.taken_at_us
+    before = ((snap.previous.state.readings or {}).get("schema") or {}) if snap.previous.state else {}
+    seen_before = before.get("databases") or {}
+    computed, databases = Computed(), {}
+    for outcome in got.outcomes:
+        earlier = seen_before.get(outcome.name) or {}
+        if outcome.read is None:
+            databases[outcome.name] = {
+                "ok": False,
+                "code": outcome.code,
+                "error": outcome.error,
+                "last_ok_at_us": earlier.get("last_ok_at_us"),
+                "complete": earlier.get("complete", False),
+            }
+            continue
+        last_us = earlier.get("last_ok_at_us")
+        reset = outcome.read.database.stats_reset
+        reset_iso = None if reset is None else reset.isoformat()
+        rows = stored.rows_for_database(
+            outcome.read,
+            got.previous.get(outcome.name),
+            taken_at=taken_at,
+            interval_s=None if last_us is None else (at_us - last_us) / 1e6,
+            new_counted=bool(earlier.get("complete")),
+            reset_at=reset if last_us is not None and reset_iso not in (None, earlier.get("stats_reset")) else None,
+            strict_redaction=settings.COLLECTOR["REDACT_STRICT"],
+        )
+        computed.databases.append(rows)
+        read = outcome.read
+        databases[outcome.name] = {
+            "ok": True,
+            "last_ok_at_us": at_us,
+            "complete": not read.capped,
+            "tables": len(read.tables),
+            "tables_total": read.tables_total,
+            "indexes": len(read.indexes),
+            "indexes_total": read.indexes_total,
+            "stats_reset": reset_iso,
+        }
+    snap.status["schema"] = snap.status.get("schema", {}) | {
+        "databases": databases,
+        "in_recovery": got.replication.in_recovery,
+        "standbys": got.replication.standbys,
+        "spent_ms": round(got.spent_s * 1000, 1),
+    }
+    unread = [f"{name} ({d['error']})" for name, d in databases.items() if not d["ok"]]
+    if unread:
+        snap.notes.append(f"tables and indexes not read in {len(unread)} database(s): " + "; ".join(unread))
+    capped = [
+        f"{name} ({d['tables']} of {d['tables_total']} tables)"
+        for name, d in databases.items()
+        if d["ok"] and not d["complete"]
+    ]
+    if capped:
+        snap.notes.append("the largest tables kept, the reading's cap reached: " + "; ".join(capped))
+    return computed
+
+
+def persist(snap: Snapshot, computed: Computed) -> None:
+    for rows in computed.databases:
+        stored.save_database(snap.server.pk, snap.taken_at, rows)
+
+
+READING = Reading(
+    name="schema",
+    what="tables and indexes",
+    sql=catalog.SQL,
+    tables=(tables.SCHEMA_TABLE, tables.SCHEMA_INDEX, tables.SCHEMA_DELTA),
+    delta_rules=(
+        "per table and index: now − before; now for one whose counter went back or whose database's statistics "
+        "were reset, and for one new since a whole reading of its database; none at a database's first reading "
+        "or for a relation first seen after a capped one"
+    ),
+    failure=Failure.OWN,
+    read=read,
+    compute=compute,
+    persist=persist,
+    after=("statements", "texts", "waits"),  # last: its time never takes theirs
+    cadence="SCHEMA_INTERVAL_S",
+    budget=Budget(seconds="SCHEMA_SECONDS", rows="SCHEMA_MAX_TABLES"),
+)

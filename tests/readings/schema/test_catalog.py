@@ -1,0 +1,82 @@
+"""readings/schema/catalog.py against real servers: the databases listed, a database's tables and indexes as each
+major's statistics views give them, the caps, and the odd relations (invalid, partitioned, never analyzed)."""
+
+import psycopg
+import pytest
+
+from readings.schema import catalog
+
+OTHER_DB = "catalog_other"
+
+
+def _conn(c, dbname="app"):
+    return psycopg.connect(c.dsn(dbname), autocommit=True)
+
+
+def _world(c):
+    c.execute(
+        "DROP TABLE IF EXISTS cat_big, cat_small, cat_dup, cat_parted CASCADE; "
+        "CREATE TABLE cat_big (id int PRIMARY KEY, v int); "
+        "INSERT INTO cat_big SELECT g, g FROM generate_series(1, 20000) g; "
+        "CREATE INDEX cat_big_v ON cat_big (v) INCLUDE (id); "
+        "CREATE TABLE cat_small (id int); "
+        "CREATE TABLE cat_dup (k int); INSERT INTO cat_dup VALUES (1), (1); "
+        "CREATE TABLE cat_parted (at date, n int) PARTITION BY RANGE (at); "
+        "CREATE INDEX cat_parted_n ON cat_parted (n); "
+        "ANALYZE cat_big",
+        dbname="app",
+    )
+    # A unique index built concurrently over duplicates fails and stays, invalid.
+    with pytest.raises(psycopg.errors.UniqueViolation), _conn(c) as conn:
+        conn.execute("CREATE UNIQUE INDEX CONCURRENTLY cat_dup_k ON cat_dup (k)")
+
+
+@pytest.mark.parametrize("major", [13, 16])
+def test_a_databases_tables_and_indexes_as_its_majors_views_give_them(pg_clusters, major):
+    c = pg_clusters[major]
+    _world(c)
+    c.execute("SELECT count(*) FROM cat_big WHERE id = 3", dbname="app")
+    c.execute("SELECT pg_stat_force_next_flush()" if major >= 15 else "SELECT 1", dbname="app")
+    sql = catalog.SQL.at(major * 10000)
+    with _conn(c) as conn:
+        databases, replication = catalog.read_databases(conn, sql)
+        assert databases[0].name == "app" and databases[0].current
+        assert replication == catalog.Server(in_recovery=False, standbys=0)
+        assert {"postgres", "app"} <= {d.name for d in databases} and "template1" not in {d.name for d in databases}
+        read = catalog.read_database(conn, sql, databases[0], max_tables=1000, max_indexes=1000)
+    tables = {t.name: t for t in read.tables}
+    assert read.tables[0].name == "cat_big"  # the largest first
+    assert tables["cat_big"].size_bytes >= 8192 * 50 and tables["cat_big"].last_analyze_at is not None
+    assert tables["cat_small"].last_analyze_at is None and tables["cat_small"].size_bytes == 0
+    indexes = {i.name: i for i in read.indexes}
+    covering = indexes["cat_big_v"]
+    assert (covering.key_columns, covering.include_count, covering.is_valid) == (["v"], 1, True)
+    assert not indexes["cat_dup_k"].is_valid and indexes["cat_dup_k"].is_unique
+    assert indexes["cat_big_pkey"].constraint == "cat_big_pkey" and indexes["cat_big_pkey"].is_primary
+    if major >= 16:  # pg_stat_user_indexes.last_idx_scan
+        assert indexes["cat_big_pkey"].last_scan_at is not None
+    else:
+        assert indexes["cat_big_pkey"].last_scan_at is None
+    assert not read.capped
+
+
+def test_the_caps_keep_the_largest_tables_and_say_how_many_there_were(pg_clusters):
+    c = pg_clusters[15]
+    _world(c)
+    sql = catalog.SQL.at(150000)
+    with _conn(c) as conn:
+        (app, *_), _ = catalog.read_databases(conn, sql)
+        read = catalog.read_database(conn, sql, app, max_tables=1, max_indexes=1)
+    assert [t.name for t in read.tables] == ["cat_big"] and read.tables_total >= 4
+    assert len(read.indexes) == 1 and read.indexes_total == 2 and read.capped
+
+
+def test_a_database_the_role_may_not_connect_to_is_listed_as_such(pg_clusters):
+    c = pg_clusters[15]
+    c.execute(f"DROP DATABASE IF EXISTS {OTHER_DB}")
+    c.execute(f"CREATE DATABASE {OTHER_DB}")
+    c.execute(f"REVOKE CONNECT ON DATABASE {OTHER_DB} FROM PUBLIC")
+    with psycopg.connect(c.dsn("app", "monitor", "monitor-pw"), autocommit=True) as conn:
+        databases, _ = catalog.read_databases(conn, catalog.SQL.at(150000))
+    found = {d.name: d.may_connect for d in databases}
+    assert found[OTHER_DB] is False and found["app"] is True

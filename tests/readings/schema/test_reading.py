@@ -1,0 +1,190 @@
+"""The schema reading (readings/schema/) through real collections of real servers: every database's tables and
+indexes with their statistics, stored as deltas, each database on its own; caps, refusals and resets said."""
+
+import time
+
+import pytest
+from django.db import connection
+
+from history.models import SchemaIndex, SchemaTable, ServerState
+from tests.world import collect, register, run
+
+pytestmark = pytest.mark.django_db(transaction=True)
+OTHER_DB = "schema_other"
+
+
+@pytest.fixture
+def every_reading(settings):
+    """The schema read at every collection (its cadence is 10 minutes by default)."""
+    settings.COLLECTOR = {**settings.COLLECTOR, "SCHEMA_INTERVAL_S": 0}
+    return settings
+
+
+def _world(c):
+    """Tables of the app database: orders (a primary key, a selective index, an unused one, a redundant one, a
+    unique constraint, a partial and an expression index), a partitioned table, and a second database."""
+    c.execute(
+        "DROP TABLE IF EXISTS sr_orders, sr_events, sr_fresh CASCADE; "
+        "CREATE TABLE sr_orders (id int PRIMARY KEY, customer int, status text, code text UNIQUE, note text); "
+        "INSERT INTO sr_orders SELECT g, g % 500, (ARRAY['new','paid','sent'])[g % 3 + 1], 'c' || g, 'n' "
+        "FROM generate_series(1, 5000) g; "
+        "CREATE INDEX sr_orders_customer ON sr_orders (customer); "
+        "CREATE INDEX sr_orders_customer_status ON sr_orders (customer, status); "
+        "CREATE INDEX sr_orders_note ON sr_orders (note); "
+        "CREATE INDEX sr_orders_open ON sr_orders (customer) WHERE status = 'new'; "
+        "CREATE INDEX sr_orders_lower_code ON sr_orders (lower(code)); "
+        "CREATE TABLE sr_events (at date, n int) PARTITION BY RANGE (at); "
+        "CREATE TABLE sr_events_2026 PARTITION OF sr_events FOR VALUES FROM ('2026-01-01') TO ('2027-01-01'); "
+        "CREATE INDEX sr_events_n ON sr_events (n); "
+        "ANALYZE sr_orders",
+        dbname="app",
+    )
+    c.execute(f"DROP DATABASE IF EXISTS {OTHER_DB}")
+    c.execute(f"CREATE DATABASE {OTHER_DB}")
+    c.execute("CREATE TABLE elsewhere (id int PRIMARY KEY)", dbname=OTHER_DB)
+
+
+def _table(server, name, database="app"):
+    return SchemaTable.objects.get(server_id=server.pk, database=database, name=name)
+
+
+def _index(server, name, database="app"):
+    return SchemaIndex.objects.get(server_id=server.pk, database=database, name=name)
+
+
+def _deltas(server, database="app"):
+    """Each stored reading of the database: {table name: {counter: delta}}, {index name: idx_scan delta}."""
+    names = dict(SchemaTable.objects.filter(server_id=server.pk).values_list("id", "name"))
+    index_names = dict(SchemaIndex.objects.filter(server_id=server.pk).values_list("id", "name"))
+    with connection.cursor() as cur:
+        cur.execute(
+            "SELECT table_ids, seq_scan, n_tup_ins, n_tup_upd, n_tup_del, index_ids, index_scan "
+            "FROM collectors_schema_delta WHERE server_id = %s AND database = %s ORDER BY taken_at",
+            [server.pk, database],
+        )
+        found = []
+        for ids, seq, ins, upd, dele, iids, iscan in cur.fetchall():
+            tables = {
+                names[i]: {"seq_scan": s, "n_tup_ins": a, "n_tup_upd": u, "n_tup_del": d}
+                for i, s, a, u, d in zip(ids, seq, ins, upd, dele, strict=True)
+            }
+            found.append((tables, {index_names[i]: n for i, n in zip(iids, iscan, strict=True)}))
+    return found
+
+
+def _settled(c, sql: str, expected) -> None:
+    """Until the server's statistics show what the workload did (on 13 and 14 a backend's counts reach the
+    statistics collector a moment after it ends)."""
+    for _ in range(100):
+        if c.execute(sql, dbname="app")[0][0] == expected:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"{sql} never gave {expected!r}")
+
+
+def _status(server):
+    return ServerState.objects.get(server_id=server.pk).readings["schema"]
+
+
+@pytest.mark.parametrize("major", [13, 15, 18])
+def test_every_database_is_read_and_a_second_reading_stores_what_moved(pg_clusters, every_reading, major):
+    c = pg_clusters[major]
+    _world(c)
+    server = register(c)
+    collect(server)
+    status = _status(server)
+    assert status["ok"] and status["databases"]["app"]["ok"] and status["databases"][OTHER_DB]["ok"]
+    assert "template0" not in status["databases"] and "template1" not in status["databases"]
+    assert _table(server, "elsewhere", OTHER_DB).kind == "r"  # the other database, on its own connection
+    orders = _table(server, "sr_orders")
+    assert orders.n_live_tup == 5000 and orders.size_bytes >= 5000 * 20 and orders.last_analyze_at is not None
+    assert _table(server, "sr_events_2026").partition
+    pkey, code = _index(server, "sr_orders_pkey"), _index(server, "sr_orders_code_key")
+    assert pkey.is_primary and pkey.constraint == "sr_orders_pkey" and pkey.key_columns == ["id"]
+    assert code.is_unique and code.constraint == "sr_orders_code_key"
+    pair = _index(server, "sr_orders_customer_status")
+    assert pair.key_columns == ["customer", "status"] and pair.method == "btree" and not pair.constraint
+    assert (
+        pair.definition == "CREATE INDEX sr_orders_customer_status ON public.sr_orders USING btree (customer, status)"
+    )
+    partial, expression = _index(server, "sr_orders_open"), _index(server, "sr_orders_lower_code")
+    assert partial.predicate_md5 and not partial.expressions_md5
+    assert expression.expressions_md5 and expression.key_columns == [None] and expression.key_attnums == [0]
+    assert all(
+        i.is_valid and i.size_bytes > 0
+        for i in SchemaIndex.objects.filter(server_id=server.pk, database="app")
+        if i.name.startswith("sr_orders")
+    )
+    assert _deltas(server) == []  # the first reading of a database: its counters hold time from before
+
+    run(c, "SELECT count(*) FROM sr_orders WHERE note = 'x'", 3)  # uses sr_orders_note (or scans)
+    run(c, "SET enable_indexscan = off; SET enable_bitmapscan = off; SELECT count(*) FROM sr_orders", 4)
+    run(c, "INSERT INTO sr_orders VALUES (6001, 1, 'new', 'c6001', 'n')")
+    run(c, "UPDATE sr_orders SET note = 'm' WHERE id <= 10")
+    run(c, "DELETE FROM sr_orders WHERE id = 6001")
+    _settled(c, "SELECT n_tup_del FROM pg_stat_user_tables WHERE relname = 'sr_orders'", 1)
+    collect(server)
+    ((tables, indexes),) = _deltas(server)
+    assert tables["sr_orders"]["seq_scan"] >= 4
+    assert (tables["sr_orders"]["n_tup_ins"], tables["sr_orders"]["n_tup_upd"], tables["sr_orders"]["n_tup_del"]) == (
+        1,
+        10,
+        1,
+    )
+    assert "elsewhere" not in tables  # nothing moved there
+    assert "sr_orders_customer_status" not in indexes  # never scanned
+    stored = _table(server, "sr_orders")
+    assert stored.n_tup_ins == 5001 and stored.n_tup_upd == 10
+
+
+def test_a_database_the_role_may_not_connect_to_is_said_and_the_others_stored(pg_clusters, every_reading):
+    c = pg_clusters[15]
+    _world(c)
+    c.execute(f"REVOKE CONNECT ON DATABASE {OTHER_DB} FROM PUBLIC")
+    server = register(c)
+    result = collect(server)
+    databases = _status(server)["databases"]
+    assert databases[OTHER_DB] == {
+        "ok": False,
+        "code": "privilege",
+        "error": "the monitoring role may not connect to it (no CONNECT privilege)",
+        "last_ok_at_us": None,
+        "complete": False,
+    }
+    assert databases["app"]["ok"] and _table(server, "sr_orders")
+    assert any(OTHER_DB in note and "CONNECT" in note for note in result.notes)
+    assert not SchemaTable.objects.filter(server_id=server.pk, database=OTHER_DB).exists()
+
+
+def test_the_largest_tables_are_kept_under_the_cap_and_the_cap_is_said(pg_clusters, every_reading):
+    c = pg_clusters[15]
+    _world(c)
+    every_reading.COLLECTOR = {**every_reading.COLLECTOR, "SCHEMA_MAX_TABLES": 1}
+    server = register(c)
+    result = collect(server)
+    app = _status(server)["databases"]["app"]
+    assert (app["tables"], app["complete"]) == (1, False) and app["tables_total"] >= 3
+    assert list(SchemaTable.objects.filter(server_id=server.pk).values_list("name", flat=True)) == ["sr_orders"]
+    assert _status(server)["databases"][OTHER_DB]["code"] == "cap"
+    assert any("cap" in note and "1 of" in note for note in result.notes)
+
+
+def test_a_reset_a_new_table_and_a_dropped_one(pg_clusters, every_reading):
+    c = pg_clusters[15]
+    _world(c)
+    server = register(c)
+    collect(server)
+    before = _index(server, "sr_orders_pkey")
+    run(c, "SELECT pg_stat_reset()")
+    run(c, "CREATE TABLE sr_fresh (id int); INSERT INTO sr_fresh SELECT generate_series(1, 7)")
+    run(c, "DROP INDEX sr_orders_note")
+    run(c, "SELECT count(*) FROM sr_orders WHERE id = 5", 2)
+    _settled(c, "SELECT idx_scan FROM pg_stat_user_indexes WHERE indexrelname = 'sr_orders_pkey'", 2)
+    collect(server)
+    ((tables, indexes),) = _deltas(server)
+    assert tables["sr_fresh"]["n_tup_ins"] == 7  # created in the interval: counted from zero
+    assert indexes["sr_orders_pkey"] == 2  # counted from the reset, not against the counters before it
+    after = _index(server, "sr_orders_pkey")
+    assert after.stats_since > before.stats_since and after.scans_at_since == 0 and after.last_scan_at is not None
+    assert _index(server, "sr_orders_note").gone_at is not None
+    assert _index(server, "sr_orders_customer").gone_at is None
