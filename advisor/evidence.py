@@ -39,6 +39,40 @@ class StatementFact:
 
 
 @dataclass(frozen=True)
+class IndexFact:
+    """One index of the server as the schema reading last found it, and its scans since it has been watched
+    without a reset (readtier.schema.IndexRow)."""
+
+    database: str
+    schema_name: str
+    name: str
+    table_name: str
+    table_relid: int
+    definition: str
+    method: str = "btree"
+    key_attnums: tuple[int, ...] = ()  # 0: an expression
+    key_columns: tuple[str | None, ...] = ()
+    include_count: int = 0
+    opclasses: tuple[int, ...] = ()
+    predicate_md5: str = ""  # "": no predicate
+    expressions_md5: str = ""  # "": no expression
+    is_unique: bool = False
+    is_primary: bool = False
+    constraint: str = ""  # the constraint it backs ("": none)
+    is_valid: bool = True
+    size_bytes: int = 0
+    watched_since: datetime | None = None
+    scans_since: int = 0
+    last_scan_at: datetime | None = None  # a scan seen (or, from 16, pg_stat_user_indexes.last_idx_scan)
+    table_writes_per_day: float | None = None  # its table's inserts and non-HOT updates a day (None: not known)
+
+    @property
+    def enforces(self) -> bool:
+        """Unique, primary or backing a constraint: never proposed for removal."""
+        return self.is_unique or self.is_primary or bool(self.constraint)
+
+
+@dataclass(frozen=True)
 class Evidence:
     """Everything the rules may look at for one server."""
 
@@ -71,3 +105,8 @@ class Evidence:
     spindelay_on_hot_statements: bool = False
     server_db_time_ms: float = 0.0
     statements: tuple[StatementFact, ...] = ()
+    # The schema reading's last look at the server's indexes (None: never read), and its place in replication.
+    schema_read_at: datetime | None = None
+    indexes: tuple[IndexFact, ...] = ()
+    in_recovery: bool = False
+    standbys: int | None = None

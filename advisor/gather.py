@@ -11,12 +11,14 @@ from datetime import datetime, timedelta
 
 from django.conf import settings as django_settings
 
-from advisor.evidence import Evidence, Settings, StatementFact
+from advisor.evidence import Evidence, IndexFact, Settings, StatementFact
 from inventory.models import Server
 from readtier import (
+    IndexRow,
     Window,
     all_statements,
     fleet_summary,
+    schema_overview,
     server_facts,
     server_series,
     server_settings,
@@ -139,6 +141,9 @@ def server_evidence(*, server: Server, now: datetime) -> Gathered:
     sampled = waits.span_s > 0  # sampled, even if no session was active in the samples
     if not sampled:
         notes.append("No wait events sampled in the last day: lock contention cannot be judged.")
+    schema = schema_overview(server_id=server.pk, window=w["24h"])
+    if schema.read_at is None:
+        notes.append("No reading of the server's tables and indexes yet: indexes cannot be judged.")
 
     evidence = Evidence(
         server=server.name,
@@ -173,5 +178,36 @@ def server_evidence(*, server: Server, now: datetime) -> Gathered:
         spindelay_on_hot_statements=spindelay_hot,
         server_db_time_ms=sum(s.exec_ms + (s.plan_ms or 0.0) for s in statements_day),
         statements=facts,
+        schema_read_at=schema.read_at,
+        indexes=tuple(_index_fact(i) for i in schema.indexes),
+        in_recovery=schema.in_recovery,
+        standbys=schema.standbys,
     )
     return Gathered(evidence, notes, partial=not sees_all)
+
+
+def _index_fact(index: IndexRow) -> IndexFact:
+    return IndexFact(
+        database=index.database,
+        schema_name=index.schema_name,
+        name=index.name,
+        table_name=index.table_name,
+        table_relid=index.table_relid,
+        definition=index.definition,
+        method=index.method,
+        key_attnums=tuple(index.key_attnums),
+        key_columns=tuple(index.key_columns),
+        include_count=index.include_count,
+        opclasses=tuple(index.opclasses),
+        predicate_md5=index.predicate_md5,
+        expressions_md5=index.expressions_md5,
+        is_unique=index.is_unique,
+        is_primary=index.is_primary,
+        constraint=index.constraint,
+        is_valid=index.is_valid,
+        size_bytes=index.size_bytes,
+        watched_since=index.stats_since,
+        scans_since=index.scans_since,
+        last_scan_at=index.last_scan_at,
+        table_writes_per_day=index.table_index_writes_per_day,
+    )

@@ -40,6 +40,23 @@ PG18_RELEASE_NOTES = (
     "PostgreSQL 18 release notes (pg_stat_statements: lists of constants squashed, tables jumbled by name), "
     + PG18_RELEASE_URL
 )
+PG_DOCS_INDEX_USAGE = (
+    'PostgreSQL documentation, "Examining Index Usage", https://www.postgresql.org/docs/current/indexes-examine.html'
+)
+PG_DOCS_INDEX_STATS = (
+    'PostgreSQL documentation, "The Cumulative Statistics System" (pg_stat_all_indexes), '
+    "https://www.postgresql.org/docs/current/monitoring-stats.html"
+)
+PG_DOCS_MULTICOLUMN = (
+    'PostgreSQL documentation, "Multicolumn Indexes", https://www.postgresql.org/docs/current/indexes-multicolumn.html'
+)
+PG_DOCS_CREATE_INDEX = (
+    'PostgreSQL documentation, "CREATE INDEX" (Building Indexes Concurrently), '
+    "https://www.postgresql.org/docs/current/sql-createindex.html"
+)
+PG_DOCS_DROP_INDEX = (
+    'PostgreSQL documentation, "DROP INDEX", https://www.postgresql.org/docs/current/sql-dropindex.html'
+)
 CITATIONS = (
     DALIBO_SLOW_COMMIT,
     HACKERS_COMMIT_PREPARED,
@@ -48,6 +65,11 @@ CITATIONS = (
     PGSS_DOCS,
     PG17_RELEASE_NOTES,
     PG18_RELEASE_NOTES,
+    PG_DOCS_INDEX_USAGE,
+    PG_DOCS_INDEX_STATS,
+    PG_DOCS_MULTICOLUMN,
+    PG_DOCS_CREATE_INDEX,
+    PG_DOCS_DROP_INDEX,
 )
 
 # What stored recommendations of earlier versions named, and what they cite now.

@@ -66,6 +66,9 @@ class Thresholds:
     # Rule 7: plan share above 50% (issue 8) with material total time: ≥ 1% of the server's db time.
     plan_share: float = 0.5
     material_time_share: float = 0.01
+    # Rule 9: an index never scanned over at least a week of watching (DESIGN.md's catalogue, issue 38: a weekly
+    # job's or report's index is scanned within a week; a shorter watch would propose dropping it).
+    unused_index_watch: timedelta = timedelta(days=7)
     # Lifecycle (no public figure: the console's choice): a recommendation whose condition has not been seen
     # for this long is resolved automatically; a user's "resolved" is reopened only after it (the change
     # needs time to show in windows of an hour and more).

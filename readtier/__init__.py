@@ -22,6 +22,7 @@ from readtier.plans import (
     plan_detail,
     statement_plans,
 )
+from readtier.schema import DatabaseStatus, IndexRow, SchemaOverview, TableRow, schema_overview
 from readtier.series import (
     RESOLUTIONS,
     STATEMENT_RESOLUTIONS,
@@ -78,6 +79,8 @@ __all__ = [
     "NOT_TRACKED",
     "NO_DATA",
     "ORDERS",
+    "DatabaseStatus",
+    "IndexRow",
     "Page",
     "PlanChangeRow",
     "PlanDetail",
@@ -85,6 +88,7 @@ __all__ = [
     "RESOLUTIONS",
     "SORT_KEYS",
     "STATEMENT_RESOLUTIONS",
+    "SchemaOverview",
     "ServerPoint",
     "ServerSeries",
     "ServerSettings",
@@ -94,6 +98,7 @@ __all__ = [
     "StatementPlans",
     "StatementPoint",
     "StatementSeries",
+    "TableRow",
     "StatementTotals",
     "TopStatements",
     "WaitEventRow",
@@ -118,6 +123,7 @@ __all__ = [
     "plan_detail",
     "recent_errors",
     "same_queryid_elsewhere",
+    "schema_overview",
     "server_facts",
     "server_series",
     "server_settings",

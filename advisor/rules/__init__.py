@@ -16,10 +16,23 @@ from advisor.rules import (
     r6_resets,
     r7_planning,
     r8_scope,
+    r9_unused_indexes,
+    r10_redundant_indexes,
 )
 from advisor.thresholds import Thresholds
 
-MODULES = (r1_max, r2_track_planning, r3_sample_rate, r4_lwlock, r5_families, r6_resets, r7_planning, r8_scope)
+MODULES = (
+    r1_max,
+    r2_track_planning,
+    r3_sample_rate,
+    r4_lwlock,
+    r5_families,
+    r6_resets,
+    r7_planning,
+    r8_scope,
+    r9_unused_indexes,
+    r10_redundant_indexes,
+)
 _RANK = {m.CODE: i for i, m in enumerate(MODULES)}  # the rule about a setting comes before those that touch it
 
 RULES: tuple[Callable[[Evidence, Thresholds], list[Advice]], ...] = tuple(m.check for m in MODULES)

@@ -31,3 +31,73 @@ def partial_note(evidence: Evidence) -> str:
     if evidence.sees_all_statements:
         return ""
     return " The monitoring role lacks pg_read_all_stats, so other roles' statements are hidden: this is partial."
+
+
+# SQL's reserved key words (PostgreSQL's appendix C, "reserved" in PostgreSQL): a name among them is quoted.
+_RESERVED = frozenset(
+    "all analyse analyze and any array as asc asymmetric authorization binary both case cast check collate "
+    "collation column concurrently constraint create cross current_catalog current_date current_role "
+    "current_schema current_time current_timestamp current_user default deferrable desc distinct do else end "
+    "except false fetch for foreign freeze from full grant group having ilike in initially inner intersect into is "
+    "isnull join lateral leading left like limit localtime localtimestamp natural not notnull null offset on only "
+    "or order outer overlaps placing primary references returning right select session_user similar some "
+    "symmetric system_user table tablesample then to trailing true union unique user using variadic verbose when "
+    "where window with".split()
+)
+
+
+def identifier(name: str) -> str:
+    """A name as SQL must spell it: bare when it reads back as itself, else double-quoted."""
+    simple = name and (name[0].isascii() and (name[0].islower() or name[0] == "_"))
+    if (
+        simple
+        and all(c.isascii() and (c.islower() or c.isdigit() or c in "_$") for c in name)
+        and name not in _RESERVED
+    ):
+        return name
+    return '"' + name.replace('"', '""') + '"'
+
+
+def drop_index(index) -> str:
+    """The exact DDL that drops an index without blocking its table's writes, in the database it lives in
+    (`index`: an advisor.evidence.IndexFact)."""
+    return (
+        f"-- in database {identifier(index.database)} (DROP INDEX CONCURRENTLY runs outside a transaction block)\n"
+        f"DROP INDEX CONCURRENTLY {identifier(index.schema_name)}.{identifier(index.name)};"
+    )
+
+
+def index_subject(index) -> str:
+    return f"index:{index.database}/{index.schema_name}.{index.name}"
+
+
+def size(n_bytes: int) -> str:
+    for unit, scale in (("GB", 2**30), ("MB", 2**20), ("kB", 2**10)):
+        if n_bytes >= scale:
+            return f"{n_bytes / scale:.1f} {unit}"
+    return f"{n_bytes} bytes"
+
+
+def write_cost(index) -> str:
+    """What keeping the index costs its table's writes, in a sentence."""
+    if index.table_writes_per_day is None:
+        return "Its table's writes are not measured yet (the schema reading needs two readings of its database)."
+    return (
+        f"Its table takes about {index.table_writes_per_day:,.0f} inserts and non-HOT updates a day, each of which "
+        "also writes this index."
+    )
+
+
+def standby_note(evidence: Evidence) -> str:
+    """Where the server's scans are not all the index's scans: a standby's queries are counted on the standby."""
+    if evidence.in_recovery:
+        return (
+            " This server is a standby: its statistics count its own queries only, not the primary's or other "
+            "standbys'."
+        )
+    if evidence.standbys:
+        return (
+            f" This server has {evidence.standbys} standby(s): queries run there scan indexes there, and those "
+            "scans are not counted here. Check pg_stat_user_indexes on each standby before dropping it."
+        )
+    return ""

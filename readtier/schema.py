@@ -1,0 +1,246 @@
+"""A server's tables and indexes as the schema reading keeps them (history/schema.py): each as last read, with its
+scans and writes summed over a window from the readings' deltas, and what the last reading of each database said
+(read, refused, capped). The Indexes page, the advisor's index rules, the API and the reports read them here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from history import tables
+from history.models import SchemaIndex, SchemaTable, ServerState
+from readtier import db
+from readtier.windows import Window
+
+DAY_S = 86400.0
+
+
+@dataclass(frozen=True)
+class DatabaseStatus:
+    name: str
+    ok: bool
+    read_at: datetime | None  # its last whole or capped reading
+    complete: bool  # every table and index read (not capped)
+    tables: int = 0
+    tables_total: int = 0
+    indexes: int = 0
+    indexes_total: int = 0
+    error: str = ""
+    code: str = ""
+
+
+@dataclass(frozen=True)
+class TableRow:
+    id: int
+    database: str
+    schema_name: str
+    name: str
+    kind: str
+    partition: bool
+    size_bytes: int
+    n_live_tup: int
+    n_dead_tup: int
+    last_vacuum_at: datetime | None
+    last_analyze_at: datetime | None
+    first_seen_at: datetime
+    # Summed over the window's readings (None: the window holds no reading of its database after its first).
+    seq_scan: int | None
+    idx_scan: int | None
+    n_tup_ins: int | None
+    n_tup_upd: int | None
+    n_tup_hot_upd: int | None
+    n_tup_del: int | None
+    observed_s: float  # the window's seconds covered by its database's readings
+    indexes: int  # its indexes, as last read
+
+    @property
+    def index_writes(self) -> int | None:
+        """Rows written to each of its indexes: inserts and non-HOT updates (a HOT update writes no index)."""
+        if self.n_tup_ins is None:
+            return None
+        return self.n_tup_ins + self.n_tup_upd - self.n_tup_hot_upd
+
+    def per_day(self, value: int | None) -> float | None:
+        return None if value is None or self.observed_s <= 0 else value * DAY_S / self.observed_s
+
+
+@dataclass(frozen=True)
+class IndexRow:
+    id: int
+    database: str
+    schema_name: str
+    name: str
+    table_name: str
+    table_relid: int
+    definition: str
+    method: str
+    key_attnums: list[int]
+    key_columns: list[str | None]
+    include_count: int
+    opclasses: list[int]
+    predicate_md5: str
+    expressions_md5: str
+    is_unique: bool
+    is_primary: bool
+    constraint: str
+    is_valid: bool
+    size_bytes: int
+    first_seen_at: datetime
+    stats_since: datetime
+    scans_since: int  # scans since stats_since (the cumulative counter less its value then)
+    last_scan_at: datetime | None
+    scans: int | None  # over the window (None: no reading of its database in it after its first)
+    table_index_writes_per_day: float | None  # its table's inserts and non-HOT updates a day: each writes here
+
+    @property
+    def enforces(self) -> bool:
+        """Unique, primary or backing a constraint: never proposed for removal."""
+        return self.is_unique or self.is_primary or bool(self.constraint)
+
+
+@dataclass(frozen=True)
+class SchemaOverview:
+    databases: list[DatabaseStatus]
+    read_at: datetime | None  # the last reading (None: never read)
+    in_recovery: bool
+    standbys: int | None
+    tables: list[TableRow]  # the largest first
+    indexes: list[IndexRow]  # the largest first
+
+
+def _us(value) -> datetime | None:
+    return None if value is None else datetime.fromtimestamp(value / 1e6, tz=UTC)
+
+
+def schema_status(*, server_id: int) -> tuple[list[DatabaseStatus], dict]:
+    """What the last schema reading of each database said, and the reading's own status."""
+    state = ServerState.objects.filter(server_id=server_id).values_list("readings", flat=True).first() or {}
+    reading = state.get("schema") or {}
+    found = [
+        DatabaseStatus(
+            name=name,
+            ok=bool(d.get("ok")),
+            read_at=_us(d.get("last_ok_at_us")),
+            complete=bool(d.get("complete")),
+            tables=d.get("tables", 0),
+            tables_total=d.get("tables_total", 0),
+            indexes=d.get("indexes", 0),
+            indexes_total=d.get("indexes_total", 0),
+            error=d.get("error", ""),
+            code=d.get("code", ""),
+        )
+        for name, d in sorted((reading.get("databases") or {}).items())
+    ]
+    return found, reading
+
+
+_SUMS = f"""
+WITH spans AS (
+    SELECT database, sum(interval_s) AS observed_s FROM {tables.SCHEMA_DELTA.name}
+    WHERE server_id = %(server)s AND taken_at > %(start)s AND taken_at <= %(end)s GROUP BY database
+), t AS (
+    SELECT d.id, sum(d.seq) AS seq, sum(d.idx) AS idx, sum(d.ins) AS ins, sum(d.upd) AS upd, sum(d.hot) AS hot,
+           sum(d.del) AS del
+    FROM {tables.SCHEMA_DELTA.name} s,
+         unnest(s.table_ids, s.seq_scan, s.idx_scan, s.n_tup_ins, s.n_tup_upd, s.n_tup_hot_upd, s.n_tup_del)
+           AS d(id, seq, idx, ins, upd, hot, del)
+    WHERE s.server_id = %(server)s AND s.taken_at > %(start)s AND s.taken_at <= %(end)s
+    GROUP BY d.id
+), i AS (
+    SELECT d.id, sum(d.scans) AS scans
+    FROM {tables.SCHEMA_DELTA.name} s, unnest(s.index_ids, s.index_scan) AS d(id, scans)
+    WHERE s.server_id = %(server)s AND s.taken_at > %(start)s AND s.taken_at <= %(end)s
+    GROUP BY d.id
+)
+SELECT 's', database, NULL, observed_s, NULL, NULL, NULL, NULL, NULL FROM spans
+UNION ALL SELECT 't', NULL, id, seq, idx, ins, upd, hot, del FROM t
+UNION ALL SELECT 'i', NULL, id, scans, NULL, NULL, NULL, NULL, NULL FROM i
+"""
+
+
+def schema_overview(*, server_id: int, window: Window) -> SchemaOverview:
+    """Every table and index of the server not gone, as last read, with its scans and writes over `window`."""
+    databases, reading = schema_status(server_id=server_id)
+    spans, table_sums, index_sums = {}, {}, {}
+    for kind, database, rid, *values in db.fetchall(
+        _SUMS, {"server": server_id, "start": window.start, "end": window.end}
+    ):
+        if kind == "s":
+            spans[database] = float(values[0] or 0.0)
+        elif kind == "t":
+            table_sums[rid] = [int(v or 0) for v in values]
+        else:
+            index_sums[rid] = int(values[0] or 0)
+    index_rows = list(
+        SchemaIndex.objects.filter(server_id=server_id, gone_at__isnull=True).order_by("-size_bytes", "name").values()
+    )
+    counts: dict[tuple[str, int], int] = {}
+    for row in index_rows:
+        key = (row["database"], row["table_relid"])
+        counts[key] = counts.get(key, 0) + 1
+    found_tables, writes = [], {}
+    for t in SchemaTable.objects.filter(server_id=server_id, gone_at__isnull=True).order_by("-size_bytes", "name"):
+        observed = spans.get(t.database, 0.0)
+        sums = table_sums.get(t.pk, [0] * 6) if t.database in spans else [None] * 6
+        row = TableRow(
+            id=t.pk,
+            database=t.database,
+            schema_name=t.schema_name,
+            name=t.name,
+            kind=t.kind,
+            partition=t.partition,
+            size_bytes=t.size_bytes,
+            n_live_tup=t.n_live_tup,
+            n_dead_tup=t.n_dead_tup,
+            last_vacuum_at=t.last_vacuum_at,
+            last_analyze_at=t.last_analyze_at,
+            first_seen_at=t.first_seen_at,
+            seq_scan=sums[0],
+            idx_scan=sums[1],
+            n_tup_ins=sums[2],
+            n_tup_upd=sums[3],
+            n_tup_hot_upd=sums[4],
+            n_tup_del=sums[5],
+            observed_s=observed,
+            indexes=counts.get((t.database, t.relid), 0),
+        )
+        found_tables.append(row)
+        writes[(t.database, t.relid)] = row.per_day(row.index_writes)
+    found_indexes = [
+        IndexRow(
+            id=r["id"],
+            database=r["database"],
+            schema_name=r["schema_name"],
+            name=r["name"],
+            table_name=r["table_name"],
+            table_relid=r["table_relid"],
+            definition=r["definition"],
+            method=r["method"],
+            key_attnums=r["key_attnums"],
+            key_columns=r["key_columns"],
+            include_count=r["include_count"],
+            opclasses=r["opclasses"],
+            predicate_md5=r["predicate_md5"],
+            expressions_md5=r["expressions_md5"],
+            is_unique=r["is_unique"],
+            is_primary=r["is_primary"],
+            constraint=r["constraint"],
+            is_valid=r["is_valid"],
+            size_bytes=r["size_bytes"],
+            first_seen_at=r["first_seen_at"],
+            stats_since=r["stats_since"],
+            scans_since=r["idx_scan"] - r["scans_at_since"],
+            last_scan_at=r["last_scan_at"],
+            scans=index_sums.get(r["id"], 0) if r["database"] in spans else None,
+            table_index_writes_per_day=writes.get((r["database"], r["table_relid"])),
+        )
+        for r in index_rows
+    ]
+    return SchemaOverview(
+        databases=databases,
+        read_at=_us(reading.get("at_us")),
+        in_recovery=bool(reading.get("in_recovery")),
+        standbys=reading.get("standbys"),
+        tables=found_tables,
+        indexes=found_indexes,
+    )
