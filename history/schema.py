@@ -34,6 +34,8 @@ TABLE_COUNTERS = (
     "n_tup_del",
 )
 INDEX_COUNTERS = ("idx_scan", "idx_tup_read", "idx_tup_fetch")
+# What a reading may leave undescribed for an index it knows (readings.schema.catalog): kept as stored.
+DESCRIBED = ("definition", "key_columns", "predicate_md5", "expressions_md5")
 TABLE_FIELDS = (
     "schema_name",
     "name",
@@ -191,30 +193,39 @@ def rows_for_database(
             last_scan_at = taken_at  # scanned since the last reading (the server's own time, below, when it says)
         if i.last_scan_at is not None and (last_scan_at is None or i.last_scan_at > last_scan_at or deltas):
             last_scan_at = i.last_scan_at
-        row = dict(zip(INDEX_COUNTERS, i.counters, strict=True)) | {
-            "table_relid": i.table_relid,
-            "schema_name": i.schema_name,
-            "name": i.name,
-            "table_name": i.table_name,
-            "definition": redact(i.definition, strict=strict_redaction),
-            "method": i.method,
-            "key_attnums": i.key_attnums,
-            "key_columns": i.key_columns,
-            "include_count": i.include_count,
-            "opclasses": i.opclasses,
-            "predicate_md5": i.predicate_md5,
-            "expressions_md5": i.expressions_md5,
-            "is_unique": i.is_unique,
-            "is_primary": i.is_primary,
-            "constraint": i.constraint,
-            "is_valid": i.is_valid,
-            "size_bytes": i.size_bytes,
-            "first_seen_at": taken_at if before is None else before["first_seen_at"],
-            "gone_at": None,
-            "stats_since": since,
-            "scans_at_since": scans_at_since,
-            "last_scan_at": last_scan_at,
-        }
+        if i.described or before is None:
+            described = {
+                "definition": redact(i.definition or "", strict=strict_redaction),
+                "key_columns": i.key_columns or [],
+                "predicate_md5": i.predicate_md5 or "",
+                "expressions_md5": i.expressions_md5 or "",
+            }
+        else:  # known by oid and name: described as stored
+            described = {name: before[name] for name in DESCRIBED}
+        row = (
+            dict(zip(INDEX_COUNTERS, i.counters, strict=True))
+            | described
+            | {
+                "table_relid": i.table_relid,
+                "schema_name": i.schema_name,
+                "name": i.name,
+                "table_name": i.table_name,
+                "method": i.method,
+                "key_attnums": i.key_attnums,
+                "include_count": i.include_count,
+                "opclasses": i.opclasses,
+                "is_unique": i.is_unique,
+                "is_primary": i.is_primary,
+                "constraint": i.constraint,
+                "is_valid": i.is_valid,
+                "size_bytes": i.size_bytes,
+                "first_seen_at": taken_at if before is None else before["first_seen_at"],
+                "gone_at": None,
+                "stats_since": since,
+                "scans_at_since": scans_at_since,
+                "last_scan_at": last_scan_at,
+            }
+        )
         rows.index_relids.append(i.relid)
         if _changed(row, before):
             rows.indexes[i.relid] = row

@@ -38,24 +38,35 @@ LIMIT %(limit)s
 """
 
 # Indexes of the tables kept, at most %(limit)s. The constraint an index backs is its table's own (a foreign key
-# of another table names the unique index it references in conindid too: that one is the referenced table's).
+# of another table names the unique index it references in conindid too: that one is the referenced table's);
+# joined, not looked up per index: pg_constraint has no index on conindid (a lookup per index scanned it whole,
+# 135 ms for 1,000 tables). An index the console already knows by oid and name (`known`) is not described
+# again: its definition, key names and expressions are over half the read's cost (reading.py describes every
+# index again once a day, for what a column's rename changes).
 _INDEXES_SQL = """
+WITH known(oid, name) AS (SELECT * FROM unnest(%(known_oids)s::oid[], %(known_names)s::name[]))
 SELECT s.indexrelid, s.relid, s.schemaname, s.indexrelname, s.relname,
        s.idx_scan, s.idx_tup_read, s.idx_tup_fetch, {last_idx_scan},
-       pg_get_indexdef(s.indexrelid), am.amname, i.indkey::int2[], i.indnkeyatts, i.indclass::oid[],
-       (SELECT array_agg(a.attname ORDER BY k.n) FROM unnest(i.indkey::int2[]) WITH ORDINALITY k(attnum, n)
-          LEFT JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum AND k.attnum > 0
-          WHERE k.n <= i.indnkeyatts),
-       pg_get_expr(i.indpred, i.indrelid), pg_get_expr(i.indexprs, i.indrelid),
+       kn.oid IS NULL,
+       CASE WHEN kn.oid IS NULL THEN pg_get_indexdef(s.indexrelid) END,
+       am.amname, i.indkey::int2[], i.indnkeyatts, i.indclass::oid[],
+       CASE WHEN kn.oid IS NULL THEN
+         (SELECT array_agg(a.attname ORDER BY k.n) FROM unnest(i.indkey::int2[]) WITH ORDINALITY k(attnum, n)
+            LEFT JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum AND k.attnum > 0
+            WHERE k.n <= i.indnkeyatts) END,
+       CASE WHEN kn.oid IS NULL THEN pg_get_expr(i.indpred, i.indrelid) END,
+       CASE WHEN kn.oid IS NULL THEN pg_get_expr(i.indexprs, i.indrelid) END,
        i.indisunique, i.indisprimary, i.indisvalid,
-       (SELECT k.conname FROM pg_constraint k
-          WHERE k.conindid = i.indexrelid AND k.conrelid = i.indrelid AND k.contype IN ('p', 'u', 'x') LIMIT 1),
+       k.conname,
        CASE WHEN c.relkind = 'I' THEN 0 ELSE pg_relation_size(s.indexrelid) END,
        count(*) OVER ()
 FROM pg_stat_user_indexes s
 JOIN pg_index i ON i.indexrelid = s.indexrelid
 JOIN pg_class c ON c.oid = s.indexrelid
 JOIN pg_am am ON am.oid = c.relam
+LEFT JOIN pg_constraint k
+  ON k.conindid = i.indexrelid AND k.conrelid = i.indrelid AND k.contype IN ('p', 'u', 'x')
+LEFT JOIN known kn ON kn.oid = s.indexrelid AND kn.name = s.indexrelname
 WHERE s.relid = ANY(%(tables)s::oid[])
 ORDER BY s.relid, s.indexrelid
 LIMIT %(limit)s
@@ -116,14 +127,15 @@ class IndexRead:
     table_name: str
     counters: tuple[int, ...]  # history.schema.INDEX_COUNTERS
     last_scan_at: datetime | None  # pg_stat_user_indexes.last_idx_scan (16+)
-    definition: str
+    described: bool  # False: known to the console, its definition, key names and digests not read again (None)
+    definition: str | None
     method: str
     key_attnums: list[int]
-    key_columns: list[str | None]
+    key_columns: list[str | None] | None
     include_count: int
     opclasses: list[int]
-    predicate_md5: str
-    expressions_md5: str
+    predicate_md5: str | None
+    expressions_md5: str | None
     is_unique: bool
     is_primary: bool
     constraint: str
@@ -165,9 +177,12 @@ def read_databases(conn, sql: dict) -> tuple[list[Database], Server]:
     return databases, Server(bool(rows[0][4]), int(rows[0][5])) if rows else Server(False, 0)
 
 
-def read_database(conn, sql: dict, database: Database, *, max_tables: int, max_indexes: int) -> DatabaseRead:
+def read_database(
+    conn, sql: dict, database: Database, *, max_tables: int, max_indexes: int, known: dict[int, str] | None = None
+) -> DatabaseRead:
     """The database's tables (the largest max_tables) and their indexes (at most max_indexes), on a connection to
-    it in a read-only transaction."""
+    it in a read-only transaction. `known`: index oid -> name of the indexes not to describe again (their
+    definition, key names and expressions come back None, `described` False)."""
     rows = conn.execute(sql["tables"], {"limit": max_tables}).fetchall()
     tables = [
         TableRead(
@@ -186,11 +201,14 @@ def read_database(conn, sql: dict, database: Database, *, max_tables: int, max_i
         for r in rows
     ]
     tables_total = rows[0][18] if rows else 0
-    rows = (
-        conn.execute(sql["indexes"], {"tables": [t.relid for t in tables], "limit": max_indexes}).fetchall()
-        if tables and max_indexes > 0
-        else []
-    )
+    known = known or {}
+    params = {
+        "tables": [t.relid for t in tables],
+        "limit": max_indexes,
+        "known_oids": list(known),
+        "known_names": list(known.values()),
+    }
+    rows = conn.execute(sql["indexes"], params).fetchall() if tables and max_indexes > 0 else []
     indexes = [
         IndexRead(
             relid=r[0],
@@ -200,21 +218,22 @@ def read_database(conn, sql: dict, database: Database, *, max_tables: int, max_i
             table_name=r[4],
             counters=(int(r[5] or 0), int(r[6] or 0), int(r[7] or 0)),
             last_scan_at=r[8],
-            definition=r[9],
-            method=r[10],
-            key_attnums=list(r[11][: r[12]]),
-            key_columns=list(r[14] or []),
-            include_count=len(r[11]) - r[12],
-            opclasses=[int(o) for o in r[13]],
-            predicate_md5=_md5(r[15]),
-            expressions_md5=_md5(r[16]),
-            is_unique=r[17],
-            is_primary=r[18],
-            constraint=r[20] or "",
-            is_valid=r[19],
-            size_bytes=r[21] or 0,
+            described=r[9],
+            definition=r[10],
+            method=r[11],
+            key_attnums=list(r[12][: r[13]]),
+            key_columns=list(r[15] or []) if r[9] else None,
+            include_count=len(r[12]) - r[13],
+            opclasses=[int(o) for o in r[14]],
+            predicate_md5=_md5(r[16]) if r[9] else None,
+            expressions_md5=_md5(r[17]) if r[9] else None,
+            is_unique=r[18],
+            is_primary=r[19],
+            is_valid=r[20],
+            constraint=r[21] or "",
+            size_bytes=r[22] or 0,
         )
         for r in rows
     ]
-    indexes_total = rows[0][22] if rows else 0
+    indexes_total = rows[0][23] if rows else 0
     return DatabaseRead(database, tables, indexes, tables_total, indexes_total)

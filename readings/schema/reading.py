@@ -28,6 +28,9 @@ from readings.unit import Budget, Failure, Reading, Snapshot
 
 # What the reading leaves of the snapshot's time, at least, for the snapshot to end in.
 RESERVE_S = 1.0
+# Every index of a database is described again (definition, key names, expressions) at least this often; in
+# between, an index known by oid and name is not (catalog.py): a renamed column shows within a day.
+DESCRIBE_EVERY_US = 86_400 * 1_000_000
 
 
 @dataclass
@@ -38,6 +41,7 @@ class Outcome:
     read: catalog.DatabaseRead | None = None
     code: str = ""
     error: str = ""
+    described_all: bool = False  # every index described, none taken as known
 
 
 @dataclass
@@ -83,6 +87,8 @@ def read(snap: Snapshot) -> SchemaRead:
     except psycopg.Error as exc:
         raise from_query_error(exc, "listing the server's databases") from exc
     previous = stored.load_state(snap.server.pk)
+    status = ((snap.previous.state.readings or {}).get("schema") or {}) if snap.previous.state else {}
+    before = status.get("databases") or {}
     target = None
     tables_left, indexes_left = cfg["SCHEMA_MAX_TABLES"], cfg["SCHEMA_MAX_INDEXES"]
     outcomes = []
@@ -105,6 +111,9 @@ def read(snap: Snapshot) -> SchemaRead:
             outcome.code, outcome.error = "time", f"not reached within the reading's {budget_s:g} s"
             continue
         caps = {"max_tables": tables_left, "max_indexes": indexes_left}
+        known = _known(previous.get(database.name), before.get(database.name) or {}, snap.meta.taken_at_us)
+        outcome.described_all = known is None
+        caps["known"] = known
         try:
             if database.current:
                 try:
@@ -122,6 +131,15 @@ def read(snap: Snapshot) -> SchemaRead:
         tables_left -= len(outcome.read.tables)
         indexes_left -= len(outcome.read.indexes)
     return SchemaRead(outcomes, previous, replication, time.monotonic() - started)
+
+
+def _known(state: stored.DatabaseState | None, earlier: dict, at_us: int) -> dict[int, str] | None:
+    """The database's indexes not to describe again (oid -> name), or None: describe them all (none known yet,
+    or a day since they all were)."""
+    described = earlier.get("described_at_us")
+    if state is None or described is None or at_us - described >= DESCRIBE_EVERY_US:
+        return None
+    return {relid: row["name"] for relid, row in state.indexes.items() if row["gone_at"] is None}
 
 
 @dataclass
@@ -168,6 +186,7 @@ def compute(snap: Snapshot, got: SchemaRead) -> Computed:
             "indexes": len(read.indexes),
             "indexes_total": read.indexes_total,
             "stats_reset": reset_iso,
+            "described_at_us": at_us if outcome.described_all else earlier.get("described_at_us"),
         }
     snap.status["schema"] = snap.status.get("schema", {}) | {
         "databases": databases,

@@ -21,9 +21,13 @@ def _table(relid=10, *, counters=(1, 100, 2, 20, 5, 3, 1, 0), live=100):
 
 
 def _index(relid=20, *, scans=4, last_scan_at=None, definition="CREATE INDEX i ON public.t10 USING btree (a)"):
+    described = definition is not None
     return IndexRead(
-        relid, 10, "public", f"i{relid}", "t10", (scans, scans * 2, scans), last_scan_at, definition, "btree", [2],
-        ["a"], 0, [1978], "", "", False, False, "", True, 16384,
+        relid=relid, table_relid=10, schema_name="public", name=f"i{relid}", table_name="t10",
+        counters=(scans, scans * 2, scans), last_scan_at=last_scan_at, described=described, definition=definition,
+        method="btree", key_attnums=[2], key_columns=["a"] if described else None, include_count=0, opclasses=[1978],
+        predicate_md5="" if described else None, expressions_md5="" if described else None, is_unique=False,
+        is_primary=False, constraint="", is_valid=True, size_bytes=16384,
     )  # fmt: skip
 
 
@@ -107,6 +111,15 @@ def test_a_scan_seen_sets_when_and_the_servers_own_time_wins_where_it_says():
         _read([], [_index(scans=5, last_scan_at=said)]), _state(first), taken_at=T1, interval_s=600.0, new_counted=True
     )
     assert rows.indexes[20]["last_scan_at"] == said
+
+
+def test_an_index_known_and_not_described_again_keeps_its_stored_description():
+    first = schema.rows_for_database(_read([], [_index()]), None, taken_at=T0, interval_s=None, new_counted=False)
+    rows = schema.rows_for_database(
+        _read([], [_index(scans=9, definition=None)]), _state(first), taken_at=T1, interval_s=600.0, new_counted=True
+    )
+    assert rows.indexes[20]["definition"] == "CREATE INDEX i ON public.t10 USING btree (a)"
+    assert rows.indexes[20]["key_columns"] == ["a"] and rows.indexes[20]["idx_scan"] == 9
 
 
 def test_an_index_definition_is_redacted_as_texts_are():

@@ -1,6 +1,8 @@
 """readings/schema/catalog.py against real servers: the databases listed, a database's tables and indexes as each
 major's statistics views give them, the caps, and the odd relations (invalid, partitioned, never analyzed)."""
 
+import time
+
 import psycopg
 import pytest
 
@@ -26,6 +28,10 @@ def _world(c):
         "ANALYZE cat_big",
         dbname="app",
     )
+    for _ in range(100):  # on 13 and 14 the statistics collector hears of the ANALYZE a moment later
+        if c.execute("SELECT last_analyze FROM pg_stat_user_tables WHERE relname = 'cat_big'", dbname="app")[0][0]:
+            break
+        time.sleep(0.05)
     # A unique index built concurrently over duplicates fails and stays, invalid.
     with pytest.raises(psycopg.errors.UniqueViolation), _conn(c) as conn:
         conn.execute("CREATE UNIQUE INDEX CONCURRENTLY cat_dup_k ON cat_dup (k)")
@@ -71,6 +77,27 @@ def test_the_caps_keep_the_largest_tables_and_say_how_many_there_were(pg_cluster
     assert len(read.indexes) == 1 and read.indexes_total == 2 and read.capped
 
 
+def test_an_index_known_by_oid_and_name_is_not_described_again_and_a_renamed_one_is(pg_clusters):
+    c = pg_clusters[15]
+    _world(c)
+    sql = catalog.SQL.at(150000)
+    with _conn(c) as conn:
+        (app, *_), _ = catalog.read_databases(conn, sql)
+        first = catalog.read_database(conn, sql, app, max_tables=1000, max_indexes=1000)
+        ids = {i.name: i.relid for i in first.indexes}
+        known = {ids["cat_big_v"]: "cat_big_v", ids["cat_big_pkey"]: "cat_big_pkey"}
+        c.execute("ALTER INDEX cat_big_pkey RENAME TO cat_big_pk", dbname="app")
+        read = catalog.read_database(conn, sql, app, max_tables=1000, max_indexes=1000, known=known)
+        again = {i.name: i for i in read.indexes}
+    c.execute("ALTER INDEX cat_big_pk RENAME TO cat_big_pkey", dbname="app")
+    kept = again["cat_big_v"]
+    assert not kept.described and kept.definition is None and kept.key_columns is None and kept.predicate_md5 is None
+    assert kept.counters is not None and kept.size_bytes > 0 and kept.is_valid  # its statistics, read as always
+    renamed = again["cat_big_pk"]
+    assert renamed.described and renamed.definition.startswith("CREATE UNIQUE INDEX cat_big_pk ON")
+    assert again["cat_dup_k"].described  # not known: described
+
+
 def test_a_database_the_role_may_not_connect_to_is_listed_as_such(pg_clusters):
     c = pg_clusters[15]
     c.execute(f"DROP DATABASE IF EXISTS {OTHER_DB}")
@@ -78,5 +105,6 @@ def test_a_database_the_role_may_not_connect_to_is_listed_as_such(pg_clusters):
     c.execute(f"REVOKE CONNECT ON DATABASE {OTHER_DB} FROM PUBLIC")
     with psycopg.connect(c.dsn("app", "monitor", "monitor-pw"), autocommit=True) as conn:
         databases, _ = catalog.read_databases(conn, catalog.SQL.at(150000))
+    c.execute(f"DROP DATABASE {OTHER_DB}")
     found = {d.name: d.may_connect for d in databases}
     assert found[OTHER_DB] is False and found["app"] is True
