@@ -36,7 +36,7 @@ from pathlib import Path
 
 from bench import env, report, scale, scale_report, soak
 
-NAMES = ("collection", "footprint", "ingest", "readtier", "scale", "alerts", "plans")
+NAMES = ("collection", "footprint", "ingest", "readtier", "scale", "alerts", "plans", "schema")
 # Synthetic days (UTC) of the footprint and ingest runs: far from "now", so that their partitions
 # are theirs alone (the collection benchmark writes today's).
 FOOTPRINT_DAY = datetime(2025, 1, 15, tzinfo=UTC)
@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     from devenv.fleet import start_many, stop_many
 
     specs = [] if os.environ.get("BENCH_DATABASE_URL") else [env.history_spec()]
-    if only & {"collection", "plans"}:
+    if only & {"collection", "plans", "schema"}:
         specs.append(env.monitored_spec())
     clusters = list(start_many(specs).values())
     print(f"clusters up in {time.perf_counter() - started:.1f}s: {', '.join(c.name for c in clusters)}", flush=True)
@@ -149,7 +149,7 @@ def _run(args, only: set[str], clusters: list, started: float, command: str) -> 
             cluster = next(c for c in clusters if c.name == env.BENCH_CLUSTER)
             results["machine"].postgres_monitored = cluster.execute("SELECT version()")[0][0]
             print(
-                f"[1/7] collection time: monitored {cluster.name} (PostgreSQL {cluster.major}, port {cluster.port})",
+                f"[1/8] collection time: monitored {cluster.name} (PostgreSQL {cluster.major}, port {cluster.port})",
                 flush=True,
             )
             if args.quick:
@@ -162,7 +162,7 @@ def _run(args, only: set[str], clusters: list, started: float, command: str) -> 
         if "footprint" in only:
             from bench import footprint
 
-            print("[2/7] history footprint: 1,440 synthetic 1-minute snapshots of 5,000 entries", flush=True)
+            print("[2/8] history footprint: 1,440 synthetic 1-minute snapshots of 5,000 entries", flush=True)
             results["footprint"] = footprint.run(day=FOOTPRINT_DAY)
             if not args.skip_uniform_footprint and not args.quick:
                 print("      again with a uniform 10% per minute", flush=True)
@@ -171,7 +171,7 @@ def _run(args, only: set[str], clusters: list, started: float, command: str) -> 
         if "ingest" in only:
             from bench import ingest
 
-            print("[3/7] ingest throughput of the delta writer at 5,000 entries", flush=True)
+            print("[3/8] ingest throughput of the delta writer at 5,000 entries", flush=True)
             if args.quick:
                 results["ingest"] = ingest.run(day=INGEST_DAY, snapshots=30, warmup=3, all_changed=5, breakdown=5)
             else:
@@ -181,7 +181,7 @@ def _run(args, only: set[str], clusters: list, started: float, command: str) -> 
             from bench import readtier
 
             print(
-                "[4/7] read tier: selectors over 30 days of one 5,000-statement server and a fleet of 200", flush=True
+                "[4/8] read tier: selectors over 30 days of one 5,000-statement server and a fleet of 200", flush=True
             )
             results["readtier"] = readtier.run(size=readtier.QUICK if args.quick else readtier.FULL)
             print(f"      done at {time.perf_counter() - started:.0f}s", flush=True)
@@ -189,7 +189,7 @@ def _run(args, only: set[str], clusters: list, started: float, command: str) -> 
             levels, minutes = _scale_size(args)
             sizes = ", ".join(map(str, levels))
             workers = " then ".join(str(n) for n in scale.WORKER_COUNTS)
-            print(f"[5/7] fleet scale: {sizes} servers, {minutes:g} min each, {workers} collection workers", flush=True)
+            print(f"[5/8] fleet scale: {sizes} servers, {minutes:g} min each, {workers} collection workers", flush=True)
             history = next((c for c in clusters if c.name == env.HISTORY_CLUSTER), None)
             results["scale"] = scale.run(
                 levels=levels, minutes=minutes, history=history, keep=args.keep, command=command
@@ -199,7 +199,7 @@ def _run(args, only: set[str], clusters: list, started: float, command: str) -> 
             from bench import alerts
 
             size = alerts.QUICK if args.quick else alerts.FULL
-            print(f"[6/7] alert evaluation: {size.servers} servers, {size.days} days of history", flush=True)
+            print(f"[6/8] alert evaluation: {size.servers} servers, {size.days} days of history", flush=True)
             results["alerts"] = alerts.run(size=size)
             print(f"      done at {time.perf_counter() - started:.0f}s", flush=True)
         if "plans" in only:
@@ -208,11 +208,23 @@ def _run(args, only: set[str], clusters: list, started: float, command: str) -> 
             cluster = next(c for c in clusters if c.name == env.BENCH_CLUSTER)
             results["machine"].postgres_monitored = cluster.execute("SELECT version()")[0][0]
             print(
-                f"[7/7] plans of the top statements: monitored {cluster.name} (PostgreSQL {cluster.major}), "
+                f"[7/8] plans of the top statements: monitored {cluster.name} (PostgreSQL {cluster.major}), "
                 "a day of rounds at the defaults, a worst case for storage, a locked table",
                 flush=True,
             )
             results["plans"] = plans.run(cluster, quick=args.quick)
+            print(f"      done at {time.perf_counter() - started:.0f}s", flush=True)
+        if "schema" in only:
+            from bench import schema
+
+            cluster = next(c for c in clusters if c.name == env.BENCH_CLUSTER)
+            results["machine"].postgres_monitored = cluster.execute("SELECT version()")[0][0]
+            print(
+                f"[8/8] schema reading: monitored {cluster.name} (PostgreSQL {cluster.major}), databases of "
+                "1,000 and 12,000 tables",
+                flush=True,
+            )
+            results["schema"] = schema.run(cluster, quick=args.quick)
             print(f"      done at {time.perf_counter() - started:.0f}s", flush=True)
         from django.db import connection
 

@@ -75,6 +75,10 @@ def checks(r: dict) -> list[tuple[str, str, str, bool | None]]:
         from bench import plans_report
 
         out += plans_report.checks(r["plans"])
+    if r.get("schema"):
+        from bench import schema_report
+
+        out += schema_report.checks(r["schema"])
     return out
 
 
@@ -136,6 +140,10 @@ def text(r: dict) -> str:
         from bench import plans_report
 
         lines += plans_report.summary_lines(r["plans"])
+    if r.get("schema"):
+        from bench import schema_report
+
+        lines += schema_report.summary_lines(r["schema"])
     lines.append(f"  elapsed {r.get('elapsed_s', 0):.0f}s")
     return "\n".join(lines)
 
@@ -445,6 +453,10 @@ def markdown(r: dict) -> str:
         from bench import plans_report
 
         L += plans_report.markdown(r["plans"], _table)
+    if r.get("schema"):
+        from bench import schema_report
+
+        L += schema_report.markdown(r["schema"], _table)
     method = METHOD.strip()
     if r.get("readtier"):
         from bench import readtier_report
@@ -456,6 +468,11 @@ def markdown(r: dict) -> str:
 
         stats = method.index("- **Statistics.**")
         method = method[:stats] + plans_report.METHOD + "\n" + method[stats:]
+    if r.get("schema"):
+        from bench import schema_report
+
+        stats = method.index("- **Statistics.**")
+        method = method[:stats] + schema_report.METHOD + "\n" + method[stats:]
     L += ["", method, ""]
     return "\n".join(L)
 
