@@ -13,6 +13,9 @@ from readtier import db
 from readtier.windows import Window
 
 DAY_S = 86400.0
+# A rate a day is given from at least this much of its database's readings: from a few minutes it would be a
+# burst's, not the table's (tens of inserts in a minute are not millions a day).
+MIN_OBSERVED_S = 3600.0
 
 
 @dataclass(frozen=True)
@@ -61,7 +64,10 @@ class TableRow:
         return self.n_tup_ins + self.n_tup_upd - self.n_tup_hot_upd
 
     def per_day(self, value: int | None) -> float | None:
-        return None if value is None or self.observed_s <= 0 else value * DAY_S / self.observed_s
+        """`value` over the window, a day's worth (None: not known, or fewer than MIN_OBSERVED_S of readings)."""
+        if value is None or self.observed_s < MIN_OBSERVED_S:
+            return None
+        return value * DAY_S / self.observed_s
 
 
 @dataclass(frozen=True)

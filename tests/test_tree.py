@@ -37,6 +37,7 @@ DECLARATIONS = {
     "history/tables.py",
     "console/settings.py",
     "console/urls.py",
+    "console/api/urls.py",
     "exports/models.py",
     "inventory/models.py",
     "reports/models.py",

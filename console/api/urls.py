@@ -4,7 +4,17 @@ their own authentication (token or session), so the console's login redirect doe
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
-from console.api import alerts, exports, fleet, organizations, plans, recommendations, servers, statements
+from console.api import (
+    alerts,
+    exports,
+    fleet,
+    indexes,
+    organizations,
+    plans,
+    recommendations,
+    servers,
+    statements,
+)
 from console.api.common import api
 
 urlpatterns = [
@@ -16,6 +26,7 @@ urlpatterns = [
     path("api/v1/", include(servers.urlpatterns)),
     path("api/v1/", include(statements.urlpatterns)),
     path("api/v1/", include(plans.urlpatterns)),
+    path("api/v1/", include(indexes.urlpatterns)),
     path("api/v1/", include(recommendations.urlpatterns)),
     path("api/v1/", include(exports.urlpatterns)),
     path("api/v1/", include(alerts.urlpatterns)),
