@@ -137,7 +137,7 @@ def markdown(run: SchemaRun, table) -> list[str]:
         f"collection with the {b.tables:,}-table database too took {c.capped_ms:.0f} ms, "
         f"{c.capped_status.get('spent_ms', 0.0):.0f} ms of it reading (every database, round trips and the "
         "history's state included; the rest: storing the first reading of every table and index in the history "
-        "store); it kept {large.get('tables', 0):,} of its "
+        f"store); it kept {large.get('tables', 0):,} of its "
         f"{large.get('tables_total', 0):,} tables (the largest; the server's cap of "
         f"{run.schema_settings.get('SCHEMA_MAX_TABLES', 0):,}, the other database's tables counted) and said so "
         f'("{"; ".join(n for n in c.capped_notes if "cap" in n) or "nothing said"}"). The collections after it: '
