@@ -83,6 +83,8 @@ MATRIX = [
     Call("api-server-snapshots"),
     Call("api-server-snapshot-latest"),
     Call("api-server-errors"),
+    Call("api-server-tables"),
+    Call("api-server-indexes"),
     Call("api-task"),
     Call("api-check", viewer=403),  # a viewer may not test a connection, nor read what a test found
     Call("api-server-statements"),
