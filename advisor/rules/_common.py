@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from advisor.evidence import Evidence
 from advisor.thresholds import Thresholds
+from readings.sql_names import quote_ident
 
 
 def cliff_calls_per_s(evidence: Evidence, thresholds: Thresholds, *, track_planning: bool) -> float | None:
@@ -33,37 +34,12 @@ def partial_note(evidence: Evidence) -> str:
     return " The monitoring role lacks pg_read_all_stats, so other roles' statements are hidden: this is partial."
 
 
-# SQL's reserved key words (PostgreSQL's appendix C, "reserved" in PostgreSQL): a name among them is quoted.
-_RESERVED = frozenset(
-    "all analyse analyze and any array as asc asymmetric authorization binary both case cast check collate "
-    "collation column concurrently constraint create cross current_catalog current_date current_role "
-    "current_schema current_time current_timestamp current_user default deferrable desc distinct do else end "
-    "except false fetch for foreign freeze from full grant group having ilike in initially inner intersect into is "
-    "isnull join lateral leading left like limit localtime localtimestamp natural not notnull null offset on only "
-    "or order outer overlaps placing primary references returning right select session_user similar some "
-    "symmetric system_user table tablesample then to trailing true union unique user using variadic verbose when "
-    "where window with".split()
-)
-
-
-def identifier(name: str) -> str:
-    """A name as SQL must spell it: bare when it reads back as itself, else double-quoted."""
-    simple = name and (name[0].isascii() and (name[0].islower() or name[0] == "_"))
-    if (
-        simple
-        and all(c.isascii() and (c.islower() or c.isdigit() or c in "_$") for c in name)
-        and name not in _RESERVED
-    ):
-        return name
-    return '"' + name.replace('"', '""') + '"'
-
-
 def drop_index(index) -> str:
     """The exact DDL that drops an index without blocking its table's writes, in the database it lives in
     (`index`: an advisor.evidence.IndexFact)."""
     return (
-        f"-- in database {identifier(index.database)} (DROP INDEX CONCURRENTLY runs outside a transaction block)\n"
-        f"DROP INDEX CONCURRENTLY {identifier(index.schema_name)}.{identifier(index.name)};"
+        f"-- in database {quote_ident(index.database)} (DROP INDEX CONCURRENTLY runs outside a transaction block)\n"
+        f"DROP INDEX CONCURRENTLY {quote_ident(index.schema_name)}.{quote_ident(index.name)};"
     )
 
 
