@@ -64,6 +64,12 @@ def _preload(major: int) -> list[str]:
     return preload
 
 
+def _extensions(major: int) -> list[str]:
+    """Extensions created beside the preloaded ones: hypopg on 15 (Debian's postgresql-15-hypopg), for index
+    advice costed by the planner; the other majors have none, for the estimated path."""
+    return ["hypopg"] if major == 15 and library_available(15, "hypopg") else []
+
+
 def setup_monitored(extensions: list[str]):
     """ClusterSpec.setup: database app with ``extensions``, role monitor (SCRAM password)."""
     return monitored_setup(
@@ -86,7 +92,7 @@ def monitored_spec(
         preload=preload,
         hba=MONITOR_HBA,
         fresh=True,
-        setup=setup_monitored(preload),
+        setup=setup_monitored(preload + _extensions(major)),
     )
 
 

@@ -90,6 +90,7 @@ def test_cluster_version_and_preload(pg_clusters, major):
     if major == 15:
         assert "pg_wait_sampling" in preload, "install postgresql-15-pg-wait-sampling"
         assert "pg_wait_sampling" in exts
+        assert "hypopg" in exts, "install postgresql-15-hypopg (index advice costed by the planner)"
 
 
 @pytest.mark.parametrize("major", MONITORED)

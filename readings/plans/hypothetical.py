@@ -1,0 +1,185 @@
+"""Candidate indexes for a statement's filtered scans (candidates.py), judged on its server: with hypopg where the
+statement's database has it (the plan's cost with and without the hypothetical index, as the planner itself
+weighs it: "cost-verified"), else from pg_stats alone ("estimated", PgHero's way).
+
+A candidate's columns: the filter's equality columns, the most selective first by pg_stats (the share of rows one
+value keeps: (1 − null_frac) / distinct values), then its most selective range column. A table smaller than
+MIN_ROWS rows, or a filter that keeps more than MAX_SELECTIVITY of the table's rows (a status of three values
+spread evenly keeps a third), gets no index, and the candidate says why.
+
+Everything runs on the caller's connection to the statement's database, read-only: hypopg's hypothetical
+indexes live in that session only (hypopg_reset() drops them before it returns, and closing the connection
+would), and no DDL is ever sent.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import psycopg
+
+from readings.plans import candidates
+from readings.plans.explain import Plan, Unexplained, explain
+from readings.sql_names import quote_ident
+
+MIN_ROWS = 10_000  # a smaller table is read whole in a moment: no index is advised for it
+MAX_SELECTIVITY = 0.05  # a filter keeping more of the table than this is read as fast without an index
+RANGE_SELECTIVITY = 1 / 3  # what the planner assumes of a range on an unknown value (DEFAULT_INEQ_SEL)
+VERIFIED, ESTIMATED = "cost-verified", "estimated"
+RANDOM_PAGE_COST = 4.0  # the planner's default: a row fetched through an index, against a page read in order
+
+HYPOPG_SQL = """
+SELECT n.nspname, e.extversion FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
+WHERE e.extname = 'hypopg'
+"""
+TABLE_SQL = """
+SELECT c.oid, n.nspname, c.relname, c.reltuples::float8
+FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE c.oid = to_regclass(%s)
+"""
+STATS_SQL = """
+SELECT attname, null_frac, n_distinct, avg_width FROM pg_stats
+WHERE schemaname = %s AND tablename = %s AND attname = ANY(%s::name[]) AND NOT inherited
+"""
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One index for one scan of one statement, or why none."""
+
+    schema: str
+    table: str
+    columns: tuple[str, ...]  # in the index's order ((): none advised)
+    method: str  # cost-verified | estimated
+    reltuples: float
+    selectivity: float | None  # the share of the table's rows the indexed filter keeps (None: not known)
+    cost_before: float  # the statement's plan's total cost now
+    cost_after: float | None  # with the index (the planner's, or the estimate's); None: no index advised
+    size_bytes: int | None  # hypopg's estimate, or from pg_stats' widths
+    reason: str = ""  # why no index, when none
+    plan_after: dict | None = field(default=None, repr=False)  # the plan with the hypothetical index (hypopg)
+
+    @property
+    def advised(self) -> bool:
+        return bool(self.columns) and self.cost_after is not None and self.cost_after < self.cost_before
+
+    def ddl(self, name: str) -> str:
+        cols = ", ".join(quote_ident(c) for c in self.columns)
+        table = f"{quote_ident(self.schema)}.{quote_ident(self.table)}"
+        return f"CREATE INDEX CONCURRENTLY {quote_ident(name)} ON {table} ({cols});"
+
+
+def hypopg_schema(conn: psycopg.Connection) -> str | None:
+    """The schema hypopg is installed in, in this database (None: not installed here)."""
+    row = conn.execute(HYPOPG_SQL).fetchone()
+    return None if row is None else row[0]
+
+
+def _selectivity(stats: dict, column: str, reltuples: float) -> float | None:
+    found = stats.get(column)
+    if found is None:
+        return None
+    null_frac, n_distinct = found
+    distinct = n_distinct if n_distinct > 0 else -n_distinct * max(reltuples, 1.0)
+    return (1.0 - null_frac) / max(distinct, 1.0)
+
+
+def _table(conn, scan: candidates.Scan, search_path: str):
+    with conn.transaction():
+        conn.execute("SET TRANSACTION READ ONLY")
+        conn.execute("SELECT set_config('search_path', %s, true)", (search_path,))
+        return conn.execute(TABLE_SQL, (quote_ident(scan.relation),)).fetchone()
+
+
+def candidate(conn: psycopg.Connection, scan: candidates.Scan, plan: Plan) -> Candidate:
+    """The index this scan asks for, judged from pg_stats (without cost: the caller costs it)."""
+    cost_before = float(plan.plan["Plan"]["Total Cost"])
+    found = _table(conn, scan, plan.search_path)
+    if found is None:
+        return Candidate("", scan.relation, (), ESTIMATED, 0.0, None, cost_before, None, None, "the table is gone")
+    _, schema, table, reltuples = found
+
+    def refused(reason: str, selectivity: float | None = None) -> Candidate:
+        return Candidate(schema, table, (), ESTIMATED, reltuples, selectivity, cost_before, None, None, reason)
+
+    if reltuples < 0:
+        return refused("the table was never analyzed: without its statistics no index can be judged")
+    if reltuples < MIN_ROWS:
+        return refused(f"the table holds about {reltuples:,.0f} rows (under {MIN_ROWS:,}): read whole in a moment")
+    wanted = [*scan.equality, *scan.ranges]
+    rows = conn.execute(STATS_SQL, (schema, table, wanted)).fetchall()
+    stats = {name: (float(null_frac), float(n_distinct)) for name, null_frac, n_distinct, _ in rows}
+    widths = {name: int(width or 8) for name, _, _, width in rows}
+    if not stats:
+        return refused(
+            "pg_stats has no row for its columns: the table was never analyzed, or the monitoring role may not "
+            "read them (pg_stats shows only the columns a role may select)"
+        )
+    equality = sorted((c for c in scan.equality if c in stats), key=lambda c: _selectivity(stats, c, reltuples) or 1.0)
+    ranges = [c for c in scan.ranges if c in stats]
+    selectivity = 1.0
+    for c in equality:
+        selectivity *= _selectivity(stats, c, reltuples) or 1.0
+    columns = list(equality)
+    if ranges:
+        columns.append(ranges[0])
+        selectivity *= RANGE_SELECTIVITY
+    if selectivity > MAX_SELECTIVITY:
+        described = ", ".join(
+            f"{c} ({(_selectivity(stats, c, reltuples) or 1.0):.0%} of the rows per value)" for c in equality
+        )
+        return refused(
+            f"the filter keeps about {selectivity:.0%} of the table's {reltuples:,.0f} rows"
+            + (f" ({described})" if described else "")
+            + f": above {MAX_SELECTIVITY:.0%}, the table read in order is as fast as an index",
+            selectivity,
+        )
+    width = sum(widths.get(c, 8) for c in columns)
+    size = int(reltuples * (width + 16) / 0.9)  # a leaf tuple per row: its keys, header and pointer; 90% full
+    share = scan.total_cost / cost_before if cost_before else 1.0
+    kept = min(1.0, selectivity * RANDOM_PAGE_COST)
+    estimate = cost_before * (1 - share) + scan.total_cost * kept
+    return Candidate(schema, table, tuple(columns), ESTIMATED, reltuples, selectivity, cost_before, estimate, size)
+
+
+def verify(
+    conn: psycopg.Connection, found: Candidate, text: str, *, server_version_num: int, role: str, timeouts: dict,
+    hypopg: str,
+) -> Candidate:  # fmt: skip
+    """The candidate costed by the planner with a hypothetical index (hypopg in schema `hypopg`), in this session
+    only; the estimate kept, and why, when the statement cannot be planned again."""
+    columns = ", ".join(quote_ident(c) for c in found.columns)
+    create = f"CREATE INDEX ON {quote_ident(found.schema)}.{quote_ident(found.table)} ({columns})"
+    schema = quote_ident(hypopg)
+    try:
+        oid = conn.execute(f"SELECT indexrelid FROM {schema}.hypopg_create_index(%s)", (create,)).fetchone()[0]
+        try:
+            after = explain(conn, text, server_version_num=server_version_num, role=role, **timeouts)
+            size = conn.execute(f"SELECT {schema}.hypopg_relation_size(%s)", (oid,)).fetchone()[0]
+        finally:
+            conn.execute(f"SELECT {schema}.hypopg_reset()")
+    except psycopg.Error as exc:
+        return replace(found, reason=f"hypopg could not cost it ({str(exc).splitlines()[0]}): estimated")
+    if isinstance(after, Unexplained):
+        return replace(found, reason=f"not planned again with the index ({after.reason}): estimated")
+    return Candidate(
+        found.schema, found.table, found.columns, VERIFIED, found.reltuples, found.selectivity, found.cost_before,
+        float(after.plan["Plan"]["Total Cost"]), int(size), plan_after=after.plan,
+    )  # fmt: skip
+
+
+def statement_candidates(
+    conn: psycopg.Connection, text: str, plan: Plan, *, server_version_num: int, role: str, timeouts: dict
+) -> list[Candidate]:
+    """Each filtered scan of the statement's plan, its candidate index judged, and costed with hypopg where the
+    database has it."""
+    hypopg = hypopg_schema(conn)
+    out = []
+    for scan in candidates.scans(plan.plan):
+        found = candidate(conn, scan, plan)
+        if found.columns and hypopg is not None:
+            found = verify(
+                conn, found, text, server_version_num=server_version_num, role=role, timeouts=timeouts, hypopg=hypopg
+            )
+        out.append(found)
+    return out

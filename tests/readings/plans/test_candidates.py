@@ -1,0 +1,61 @@
+"""readings/plans/candidates.py: the columns a plan's filters compare, from EXPLAIN's own texts, and nothing from
+what no single index serves (an OR, a function of a column); linear in the filter's length."""
+
+import time
+
+from readings.plans import candidates
+
+
+def test_equality_and_range_columns_of_a_filter():
+    assert candidates.columns("((customer = $1) AND (status = ANY ($2)))") == (("customer", "status"), ())
+    assert candidates.columns("((o.customer = $1) AND (o.created_at >= $2))", "o") == (("customer",), ("created_at",))
+    assert candidates.columns("((status)::text = 'new'::text)") == (("status",), ())
+    assert candidates.columns('("Order Ref" = $1)') == (("Order Ref",), ())
+    assert candidates.columns("((deleted_at IS NULL) AND (total > 100))") == (("deleted_at",), ("total",))
+    assert candidates.columns("(a = $1) AND (a = $2)") == (("a",), ())  # once
+
+
+def test_what_no_single_index_serves_gives_nothing():
+    assert candidates.columns("((customer = $1) OR (status = $2))") == ((), ())
+    assert candidates.columns("(lower(email) = $1)") == ((), ())
+    assert candidates.columns("(a = b)") == ((), ())  # two columns: a join's condition
+    assert candidates.columns("(x.customer = $1)", "o") == ((), ())  # another relation's column
+    assert candidates.columns("(note ~~ 'abc%'::text)") == ((), ())
+    assert candidates.columns("") == ((), ())
+
+
+def test_scans_of_a_plan_that_filter_a_relation():
+    plan = {
+        "Plan": {
+            "Node Type": "Aggregate",
+            "Total Cost": 1200.0,
+            "Plans": [
+                {
+                    "Node Type": "Seq Scan",
+                    "Relation Name": "orders",
+                    "Alias": "orders",
+                    "Total Cost": 1190.0,
+                    "Plan Rows": 12,
+                    "Filter": "((customer = $1) AND (status = $2))",
+                },
+                {"Node Type": "Seq Scan", "Relation Name": "small", "Alias": "small", "Total Cost": 1.0},
+            ],
+        }
+    }
+    (scan,) = candidates.scans(plan)
+    assert (scan.relation, scan.equality, scan.node_type, scan.plan_rows) == (
+        "orders",
+        ("customer", "status"),
+        "Seq Scan",
+        12.0,
+    )
+
+
+def test_a_huge_or_hostile_filter_is_read_in_linear_time_or_not_at_all():
+    hostile = "(" * 4000 + "'" * 4000  # unbalanced parentheses and quotes
+    started = time.perf_counter()
+    for _ in range(20):
+        candidates.columns(hostile)
+        candidates.tokens("'" + "''" * 50_000)
+    assert time.perf_counter() - started < 2.0
+    assert candidates.columns("(a = $1) AND " * 2000) == ((), ())  # beyond MAX_FILTER: not read
