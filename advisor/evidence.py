@@ -73,6 +73,45 @@ class IndexFact:
 
 
 @dataclass(frozen=True)
+class HelpedStatement:
+    """A statement whose last plan scans a table an index would serve: its cost with and without the index."""
+
+    statement_id: int
+    query: str
+    time_per_day_ms: float  # execution and planning over the last day
+    cost_before: float
+    cost_after: float
+
+    @property
+    def saved_per_day_ms(self) -> float:
+        """Its time a day, cut as its plan's cost would be (the planner's cost as a proxy for time)."""
+        if self.cost_before <= 0:
+            return 0.0
+        return self.time_per_day_ms * max(0.0, 1.0 - self.cost_after / self.cost_before)
+
+
+@dataclass(frozen=True)
+class MissingIndexFact:
+    """One index some statements' plans ask for: every statement it helps, how it was costed."""
+
+    database: str
+    schema_name: str
+    table_name: str
+    columns: tuple[str, ...]
+    method: str  # cost-verified (hypopg) | estimated (pg_stats)
+    size_bytes: int | None
+    reltuples: float
+    selectivity: float | None
+    statements: tuple[HelpedStatement, ...]
+    table_writes_per_day: float | None = None  # its table's inserts and non-HOT updates a day
+    table_indexes: int | None = None  # the table's indexes now
+
+    @property
+    def saved_per_day_ms(self) -> float:
+        return sum(s.saved_per_day_ms for s in self.statements)
+
+
+@dataclass(frozen=True)
 class Evidence:
     """Everything the rules may look at for one server."""
 
@@ -110,3 +149,4 @@ class Evidence:
     indexes: tuple[IndexFact, ...] = ()
     in_recovery: bool = False
     standbys: int | None = None
+    missing_indexes: tuple[MissingIndexFact, ...] = ()

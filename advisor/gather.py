@@ -11,13 +11,15 @@ from datetime import datetime, timedelta
 
 from django.conf import settings as django_settings
 
-from advisor.evidence import Evidence, IndexFact, Settings, StatementFact
+from advisor.evidence import Evidence, HelpedStatement, IndexFact, MissingIndexFact, Settings, StatementFact
 from inventory.models import Server
 from readtier import (
     IndexRow,
+    SchemaOverview,
     Window,
     all_statements,
     fleet_summary,
+    index_candidates,
     schema_overview,
     server_facts,
     server_series,
@@ -182,8 +184,45 @@ def server_evidence(*, server: Server, now: datetime) -> Gathered:
         indexes=tuple(_index_fact(i) for i in schema.indexes),
         in_recovery=schema.in_recovery,
         standbys=schema.standbys,
+        missing_indexes=_missing_indexes(server.pk, statements_day, schema),
     )
     return Gathered(evidence, notes, partial=not sees_all)
+
+
+def _missing_indexes(server_id: int, statements_day, schema: SchemaOverview) -> tuple[MissingIndexFact, ...]:
+    """The indexes the statements' last plans ask for, each once with every statement it helps (their time of
+    the last day), and its table's writes a day from the schema reading."""
+    time_of = {s.statement_id: (s.exec_ms + (s.plan_ms or 0.0), s.query or "") for s in statements_day}
+    tables = {(t.database, t.schema_name, t.name): t for t in schema.tables}
+    groups: dict[tuple, list] = {}
+    for c in index_candidates(server_id=server_id):
+        if c.columns and c.cost_after is not None:
+            groups.setdefault((c.database, c.schema_name, c.table_name, tuple(c.columns)), []).append(c)
+    found = []
+    for (database, schema_name, table, columns), rows in sorted(groups.items()):
+        helped = tuple(
+            HelpedStatement(r.statement_id, time_of.get(r.statement_id, (0.0, ""))[1],
+                            time_of.get(r.statement_id, (0.0, ""))[0], r.cost_before, r.cost_after)
+            for r in rows
+        )  # fmt: skip
+        first = rows[0]
+        t = tables.get((database, schema_name, table))
+        found.append(
+            MissingIndexFact(
+                database=database,
+                schema_name=schema_name,
+                table_name=table,
+                columns=columns,
+                method=min(r.method for r in rows),  # cost-verified before estimated: the planner's own word
+                size_bytes=first.size_bytes,
+                reltuples=first.reltuples,
+                selectivity=first.selectivity,
+                statements=helped,
+                table_writes_per_day=None if t is None else t.per_day(t.index_writes),
+                table_indexes=None if t is None else t.indexes,
+            )
+        )
+    return tuple(found)
 
 
 def _index_fact(index: IndexRow) -> IndexFact:

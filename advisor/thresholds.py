@@ -69,6 +69,10 @@ class Thresholds:
     # Rule 9: an index never scanned over at least a week of watching (DESIGN.md's catalogue, issue 38: a weekly
     # job's or report's index is scanned within a week; a shorter watch would propose dropping it).
     unused_index_watch: timedelta = timedelta(days=7)
+    # Rule 11 (no public figure: the console's choice): an index that saves less than a second a day is not worth
+    # its writes and disk; from a minute a day it is a warning.
+    missing_index_min_saved_ms_per_day: float = 1_000.0
+    missing_index_warning_saved_ms_per_day: float = 60_000.0
     # Lifecycle (no public figure: the console's choice): a recommendation whose condition has not been seen
     # for this long is resolved automatically; a user's "resolved" is reopened only after it (the change
     # needs time to show in windows of an hour and more).

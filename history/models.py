@@ -294,6 +294,31 @@ class SchemaIndex(models.Model):
         ]
 
 
+class IndexCandidate(models.Model):
+    """An index one of a statement's filtered scans asks for, as its last plan was judged (readings/plans/
+    hypothetical.py): the columns, how it was costed and what it would cost the statement, or why none. Replaced
+    at each plan of the statement; the missing-index advice sums them over the statements of one index."""
+
+    server = models.ForeignKey(Server, on_delete=models.CASCADE, related_name="+")
+    statement_id = models.BigIntegerField()
+    at = models.DateTimeField()
+    database = models.CharField(max_length=63)
+    schema_name = models.CharField(max_length=63)
+    table_name = models.CharField(max_length=63)
+    columns = models.JSONField(default=list)  # the index's columns in order ([]: none advised)
+    method = models.CharField(max_length=16)  # cost-verified | estimated
+    reltuples = models.FloatField()
+    selectivity = models.FloatField(null=True)
+    cost_before = models.FloatField()
+    cost_after = models.FloatField(null=True)
+    size_bytes = models.BigIntegerField(null=True)
+    reason = models.TextField(blank=True, default="")
+
+    class Meta:
+        db_table = tables.INDEX_CANDIDATE.name
+        indexes = [models.Index(fields=["server", "statement_id"], name="index_candidate_statement")]
+
+
 class FailedCollection(models.Model):
     """One failed collection of a server (the last KEEP_ERRORS per server; the Server row keeps only the
     last one, which says nothing of a server that fails one collection in ten)."""

@@ -15,7 +15,7 @@ from django.db import connection, transaction
 from django.db.models import F
 
 from history import tables
-from history.models import PlanAttempt, PlanChange, PlanShape, PlanSpend, StatementPlan
+from history.models import IndexCandidate, PlanAttempt, PlanChange, PlanShape, PlanSpend, StatementPlan
 from history.redact import redact
 
 PLANNED = "planned"
@@ -204,3 +204,29 @@ def prune_orphans(server_id: int) -> int:
         )
         removed += cur.rowcount
     return removed
+
+
+def record_candidates(server_id: int, statement_id: int, database: str, found: list, *, at: datetime) -> None:
+    """The index candidates of a statement's plan (readings.plans.hypothetical.Candidate), in place of its last
+    plan's."""
+    with transaction.atomic():
+        IndexCandidate.objects.filter(server_id=server_id, statement_id=statement_id).delete()
+        IndexCandidate.objects.bulk_create(
+            IndexCandidate(
+                server_id=server_id,
+                statement_id=statement_id,
+                at=at,
+                database=database,
+                schema_name=c.schema,
+                table_name=c.table,
+                columns=list(c.columns) if c.advised else [],
+                method=c.method,
+                reltuples=c.reltuples,
+                selectivity=c.selectivity,
+                cost_before=c.cost_before,
+                cost_after=c.cost_after if c.advised else None,
+                size_bytes=c.size_bytes if c.advised else None,
+                reason=c.reason if c.advised else (c.reason or "its cost is not lower with the index"),
+            )
+            for c in found
+        )

@@ -39,6 +39,7 @@ PLAN_SPEND = HistoryTable("collectors_plan_spend")  # each hour's EXPLAINs, plan
 SCHEMA_TABLE = HistoryTable("collectors_schema_table")
 SCHEMA_INDEX = HistoryTable("collectors_schema_index")
 SCHEMA_DELTA = HistoryTable("collectors_schema_delta", "day", "RAW_RETENTION_DAYS")
+INDEX_CANDIDATE = HistoryTable("collectors_index_candidate")  # what each statement's last plan asks of an index
 
 PARTITIONED: tuple[HistoryTable, ...] = (
     SNAPSHOT,
@@ -64,4 +65,5 @@ PER_SERVER: tuple[HistoryTable, ...] = (
     PLAN_SPEND,
     SCHEMA_TABLE,
     SCHEMA_INDEX,
+    INDEX_CANDIDATE,
 )

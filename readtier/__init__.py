@@ -22,7 +22,15 @@ from readtier.plans import (
     plan_detail,
     statement_plans,
 )
-from readtier.schema import DatabaseStatus, IndexRow, SchemaOverview, TableRow, schema_overview
+from readtier.schema import (
+    CandidateRow,
+    DatabaseStatus,
+    IndexRow,
+    SchemaOverview,
+    TableRow,
+    index_candidates,
+    schema_overview,
+)
 from readtier.series import (
     RESOLUTIONS,
     STATEMENT_RESOLUTIONS,
@@ -79,6 +87,7 @@ __all__ = [
     "NOT_TRACKED",
     "NO_DATA",
     "ORDERS",
+    "CandidateRow",
     "DatabaseStatus",
     "IndexRow",
     "Page",
@@ -116,6 +125,7 @@ __all__ = [
     "floor_hour",
     "history_coverage",
     "history_older_than",
+    "index_candidates",
     "hourly_sums",
     "latest_snapshot",
     "plan_changes",

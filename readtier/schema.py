@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from history import tables
-from history.models import SchemaIndex, SchemaTable, ServerState
+from history.models import IndexCandidate, SchemaIndex, SchemaTable, ServerState
 from readtier import db
 from readtier.windows import Window
 
@@ -250,3 +250,33 @@ def schema_overview(*, server_id: int, window: Window) -> SchemaOverview:
         tables=found_tables,
         indexes=found_indexes,
     )
+
+
+@dataclass(frozen=True)
+class CandidateRow:
+    """An index one statement's last plan asks for (history/plans.py's IndexCandidate), or why none."""
+
+    statement_id: int
+    at: datetime
+    database: str
+    schema_name: str
+    table_name: str
+    columns: list[str]  # []: none advised (reason says why)
+    method: str  # cost-verified | estimated
+    reltuples: float
+    selectivity: float | None
+    cost_before: float
+    cost_after: float | None
+    size_bytes: int | None
+    reason: str
+
+
+def index_candidates(*, server_id: int, statement_id: int | None = None) -> list[CandidateRow]:
+    """The index candidates of the server's statements' last plans (of one statement when given)."""
+    found = IndexCandidate.objects.filter(server_id=server_id)
+    if statement_id is not None:
+        found = found.filter(statement_id=statement_id)
+    return [
+        CandidateRow(**{f: getattr(c, f) for f in CandidateRow.__dataclass_fields__})
+        for c in found.order_by("statement_id", "schema_name", "table_name")
+    ]

@@ -18,6 +18,7 @@ from advisor.rules import (
     r8_scope,
     r9_unused_indexes,
     r10_redundant_indexes,
+    r11_missing_indexes,
 )
 from advisor.thresholds import Thresholds
 
@@ -32,6 +33,7 @@ MODULES = (
     r8_scope,
     r9_unused_indexes,
     r10_redundant_indexes,
+    r11_missing_indexes,
 )
 _RANK = {m.CODE: i for i, m in enumerate(MODULES)}  # the rule about a setting comes before those that touch it
 

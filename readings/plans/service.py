@@ -22,7 +22,7 @@ from history.models import Statement
 from inventory.models import Server
 from readings import connection as monitored
 from readings.errors import CollectionError, from_query_error, summary
-from readings.plans import shape
+from readings.plans import hypothetical, shape
 from readings.plans.explain import Unexplained, explain
 from readings.settings import instance
 
@@ -109,6 +109,7 @@ class _Spent:
 
 def _plan(server: Server, statement: Statement, at, grant: plans.Grant, spent: _Spent) -> Outcome:
     server_id, statement_id = server.pk, statement.pk
+    indexes = None
     try:
         target = monitored.monitoring_target(server)
         budget_s = target.limits().snapshot_s
@@ -132,15 +133,11 @@ def _plan(server: Server, statement: Statement, at, grant: plans.Grant, spent: _
         database = replace(target.endpoint, database=statement.database_name or target.endpoint.database)
         with _connected(replace(target, endpoint=database), deadline, budget_s) as conn:
             started = time.monotonic()
+            timeouts = {"statement_timeout_ms": grant.timeout_ms, "lock_timeout_ms": settings.PLANS["LOCK_TIMEOUT_MS"]}
             try:
-                found = explain(
-                    conn,
-                    text,
-                    server_version_num=meta.server_version_num,
-                    role=role,
-                    statement_timeout_ms=grant.timeout_ms,
-                    lock_timeout_ms=settings.PLANS["LOCK_TIMEOUT_MS"],
-                )
+                found = explain(conn, text, server_version_num=meta.server_version_num, role=role, **timeouts)
+                if not isinstance(found, Unexplained):
+                    indexes = _candidates(conn, text, found, meta.server_version_num, role, timeouts)
             finally:
                 spent.ms = (time.monotonic() - started) * 1000.0
     except CollectionError as exc:
@@ -159,7 +156,20 @@ def _plan(server: Server, statement: Statement, at, grant: plans.Grant, spent: _
     )
     stored = plans.record_plan(server_id, statement_id, new, at=at, strict=settings.COLLECTOR["REDACT_STRICT"])
     spent.bytes = stored.new_bytes
+    if indexes is not None:
+        plans.record_candidates(server_id, statement_id, database.database, indexes, at=at)
     return Outcome(True, plans.PLANNED, shape_id=stored.shape_id, access_paths=paths, fingerprint=new.fingerprint)
+
+
+def _candidates(conn, text: str, plan, version: int, role: str, timeouts: dict) -> list | None:
+    """The indexes the plan's filtered scans ask for, judged on the same connection and within the same grant
+    (hypopg's EXPLAINs count as planning); None when they could not be judged (the plan is stored regardless)."""
+    try:
+        return hypothetical.statement_candidates(
+            conn, text, plan, server_version_num=version, role=role, timeouts=timeouts
+        )
+    except psycopg.Error:
+        return None
 
 
 def _allowed(grant: plans.Grant) -> str:

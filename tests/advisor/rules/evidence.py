@@ -22,6 +22,10 @@ ALTER = re.compile(
 GRANT = re.compile(r"^GRANT pg_read_all_stats TO (\w+|\"[^\"]+\");$")
 
 _NAME = r'([a-z_][a-z0-9_$]*|"([^"]|"")+")'
+CREATE_INDEX = re.compile(
+    rf"^-- in database {_NAME} \(CREATE INDEX CONCURRENTLY runs outside a transaction block\)\n"
+    rf"CREATE INDEX CONCURRENTLY {_NAME} ON {_NAME}\.{_NAME} \({_NAME}(, {_NAME})*\);$"
+)
 DROP_INDEX = re.compile(
     rf"^-- in database {_NAME} \(DROP INDEX CONCURRENTLY runs outside a transaction block\)\n"
     rf"DROP INDEX CONCURRENTLY {_NAME}\.{_NAME};$"
@@ -50,7 +54,7 @@ def assert_sane(recs: list[Advice]) -> None:
         if r.change.apply == "client":
             assert text.startswith("--"), text
             continue
-        assert ALTER.match(text) or GRANT.match(text) or DROP_INDEX.match(text), text
+        assert ALTER.match(text) or GRANT.match(text) or DROP_INDEX.match(text) or CREATE_INDEX.match(text), text
         assert len(sqlparse.split(text)) == 1
 
 
