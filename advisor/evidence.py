@@ -112,6 +112,26 @@ class MissingIndexFact:
 
 
 @dataclass(frozen=True)
+class StatementEffect:
+    """A statement whose current plan reads an index made lately: its mean time before the index and since."""
+
+    statement_id: int
+    query: str
+    mean_before_ms: float | None  # over the week before the index was first seen (None: it did not run then)
+    mean_after_ms: float | None
+    calls_after: int
+
+
+@dataclass(frozen=True)
+class MadeIndexFact:
+    """An index first seen by the schema reading after its database's first reading: made lately."""
+
+    index: IndexFact
+    made_at: datetime  # the reading that first found it (it was made since the one before)
+    statements: tuple[StatementEffect, ...]  # those whose current plan reads it
+
+
+@dataclass(frozen=True)
 class Evidence:
     """Everything the rules may look at for one server."""
 
@@ -150,3 +170,4 @@ class Evidence:
     in_recovery: bool = False
     standbys: int | None = None
     missing_indexes: tuple[MissingIndexFact, ...] = ()
+    made_indexes: tuple[MadeIndexFact, ...] = ()

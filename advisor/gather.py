@@ -11,7 +11,16 @@ from datetime import datetime, timedelta
 
 from django.conf import settings as django_settings
 
-from advisor.evidence import Evidence, HelpedStatement, IndexFact, MissingIndexFact, Settings, StatementFact
+from advisor.evidence import (
+    Evidence,
+    HelpedStatement,
+    IndexFact,
+    MadeIndexFact,
+    MissingIndexFact,
+    Settings,
+    StatementEffect,
+    StatementFact,
+)
 from inventory.models import Server
 from readtier import (
     IndexRow,
@@ -25,6 +34,7 @@ from readtier import (
     server_series,
     server_settings,
     statement_series,
+    statements_using,
     wait_events,
 )
 
@@ -185,6 +195,7 @@ def server_evidence(*, server: Server, now: datetime) -> Gathered:
         in_recovery=schema.in_recovery,
         standbys=schema.standbys,
         missing_indexes=_missing_indexes(server.pk, statements_day, schema),
+        made_indexes=_made_indexes(server.pk, schema, now),
     )
     return Gathered(evidence, notes, partial=not sees_all)
 
@@ -250,3 +261,34 @@ def _index_fact(index: IndexRow) -> IndexFact:
         last_scan_at=index.last_scan_at,
         table_writes_per_day=index.table_index_writes_per_day,
     )
+
+
+def _made_indexes(server_id: int, schema: SchemaOverview, now: datetime) -> tuple[MadeIndexFact, ...]:
+    """The indexes made in the last week (first seen after their database's first reading), with the statements
+    whose current plan reads each and their mean time the week before it and since."""
+    first_read: dict[str, datetime] = {}
+    for i in schema.indexes:
+        first_read[i.database] = min(first_read.get(i.database, i.first_seen_at), i.first_seen_at)
+    made = [i for i in schema.indexes if i.first_seen_at > first_read[i.database] and now - i.first_seen_at <= WEEK]
+    if not made:
+        return ()
+    using = statements_using(server_id=server_id, index_names={i.name for i in made})
+    found = []
+    for i in made:
+        ids = set(using.get(i.name, []))
+        before, _ = all_statements(server_id=server_id, window=Window(i.first_seen_at - WEEK, i.first_seen_at))
+        after, _ = all_statements(server_id=server_id, window=Window(i.first_seen_at, now))
+        mean_before = {s.statement_id: s.exec_ms / s.calls for s in before if s.statement_id in ids and s.calls}
+        since = {s.statement_id: s for s in after if s.statement_id in ids}
+        effects = tuple(
+            StatementEffect(
+                statement_id=sid,
+                query=(since[sid].query or "") if sid in since else "",
+                mean_before_ms=mean_before.get(sid),
+                mean_after_ms=since[sid].exec_ms / since[sid].calls if sid in since and since[sid].calls else None,
+                calls_after=since[sid].calls if sid in since else 0,
+            )
+            for sid in sorted(ids)
+        )
+        found.append(MadeIndexFact(index=_index_fact(i), made_at=i.first_seen_at, statements=effects))
+    return tuple(found)

@@ -21,6 +21,7 @@ from readtier.plans import (
     plan_changes_by_statement,
     plan_detail,
     statement_plans,
+    statements_using,
 )
 from readtier.schema import (
     CandidateRow,
@@ -144,6 +145,7 @@ __all__ = [
     "statement_names_across",
     "statement_owner",
     "statement_plans",
+    "statements_using",
     "statement_series",
     "statements_across",
     "statements_in",

@@ -180,3 +180,21 @@ def _shapes(server_id: int, ids: set[int]) -> dict[int, PlanShape]:
     if not ids:
         return {}
     return {s.pk: s for s in PlanShape.objects.filter(server_id=server_id, pk__in=ids).defer("plan")}
+
+
+def statements_using(*, server_id: int, index_names: set[str]) -> dict[str, list[int]]:
+    """Per index name, the statements whose current plan (their last seen) reads that index."""
+    latest: dict[int, StatementPlan] = {}
+    for row in StatementPlan.objects.filter(server_id=server_id).order_by("statement_id", "-last_seen_at"):
+        latest.setdefault(row.statement_id, row)
+    shapes = _shapes(server_id, {r.shape_id for r in latest.values()})
+    found: dict[str, list[int]] = {name: [] for name in index_names}
+    for statement_id, row in sorted(latest.items()):
+        shape = shapes.get(row.shape_id)
+        if shape is None:
+            continue
+        for path in shape.access_paths:
+            for name in index_names:
+                if f" using {name} on " in path or path.endswith(f" on {name}"):
+                    found[name].append(statement_id)
+    return {name: sorted(set(ids)) for name, ids in found.items()}

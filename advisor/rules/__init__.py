@@ -19,6 +19,7 @@ from advisor.rules import (
     r9_unused_indexes,
     r10_redundant_indexes,
     r11_missing_indexes,
+    r12_index_effects,
 )
 from advisor.thresholds import Thresholds
 
@@ -34,6 +35,7 @@ MODULES = (
     r9_unused_indexes,
     r10_redundant_indexes,
     r11_missing_indexes,
+    r12_index_effects,
 )
 _RANK = {m.CODE: i for i, m in enumerate(MODULES)}  # the rule about a setting comes before those that touch it
 

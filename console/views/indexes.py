@@ -18,7 +18,7 @@ from presentation.formatting import DASH, bytes_text, count_text, number_text
 from readtier import IndexRow, TableRow, history_coverage, schema_overview
 
 SHOWN = 100  # tables and indexes listed, the largest first
-INDEX_RULES = ("unused_index", "redundant_index")
+INDEX_RULES = ("missing_index", "index_effect", "unused_index", "redundant_index")
 DEFINITION_CHARS = 160
 
 

@@ -22,7 +22,10 @@ def _advice(server):
     return [r for r in recommendations(server_ids=[server.pk]) if r.rule == "missing_index"]
 
 
-def test_a_selective_filter_gets_its_index_an_unselective_one_says_why(pg_clusters):
+def test_a_selective_filter_gets_its_index_an_unselective_one_says_why_and_the_made_index_is_followed(
+    pg_clusters, settings
+):
+    settings.COLLECTOR = {**settings.COLLECTOR, "SCHEMA_INTERVAL_S": 0}  # the schema read at every collection
     c = pg_clusters[15]
     c.execute(
         "DROP TABLE IF EXISTS mi_orders; "
@@ -59,8 +62,17 @@ def test_a_selective_filter_gets_its_index_an_unselective_one_says_why(pg_cluste
     ddl = rec.change_text.split("\n", 1)[1]
     c.execute(ddl, dbname="app")  # as a DBA runs it
     c.execute("ANALYZE mi_orders", dbname="app")
+    collect(server)  # the schema reading finds the index made
+    run(c, SELECTIVE.replace("$1", "%s").replace("$2", "%s"), 50, params=(7, "new"))
+    collect(server)
     assert statement_plan(server_id=server.pk, statement_id=ids[SELECTIVE]).planned
     assert index_candidates(server_id=server.pk, statement_id=ids[SELECTIVE]) == []  # its plan filters no scan now
     server_advise(server_id=server.pk, now=timezone.now() + timedelta(hours=3))  # past the clear time
     assert _advice(server) == []
+    # The advice checks itself: the index made, and the statement's mean before it and since.
+    (followed,) = [r for r in recommendations(server_ids=[server.pk]) if r.rule == "index_effect"]
+    assert followed.title.startswith("Index mi_orders_customer_status_idx (made ")
+    before, after = (float(x.split(" ")[0]) for x in followed.title.split("mean fell from ")[1].split(" to "))
+    assert after < before / 5, followed.title
+    assert f"statement {ids[SELECTIVE]} " in followed.explanation and "50 calls" in followed.explanation
     c.execute("DROP INDEX mi_orders_customer_status_idx", dbname="app")
