@@ -86,6 +86,8 @@ def main(argv: list[str] | None = None) -> int:
     specs = [] if os.environ.get("BENCH_DATABASE_URL") else [env.history_spec()]
     if only & {"collection", "plans", "schema"}:
         specs.append(env.monitored_spec())
+    if "schema" in only:
+        specs.append(env.advice_spec())
     clusters = list(start_many(specs).values())
     print(f"clusters up in {time.perf_counter() - started:.1f}s: {', '.join(c.name for c in clusters)}", flush=True)
     try:
@@ -224,7 +226,8 @@ def _run(args, only: set[str], clusters: list, started: float, command: str) -> 
                 "1,000 and 12,000 tables",
                 flush=True,
             )
-            results["schema"] = schema.run(cluster, quick=args.quick)
+            advice = next(c for c in clusters if c.name == env.ADVICE_CLUSTER)
+            results["schema"] = schema.run(cluster, advice, quick=args.quick)
             print(f"      done at {time.perf_counter() - started:.0f}s", flush=True)
         from django.db import connection
 

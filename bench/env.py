@@ -127,6 +127,32 @@ def monitored_spec():
     )
 
 
+ADVICE_MAJOR = 15  # Debian's PostgreSQL, the one with a hypopg package (postgresql-15-hypopg)
+ADVICE_CLUSTER = f"bench-pg{ADVICE_MAJOR}"
+
+
+def advice_spec():
+    """PostgreSQL 15 with hypopg in its app database, for the index advice costed by the planner (bench/schema.py)."""
+    from devenv.fleet import ClusterSpec, monitored_setup
+
+    setup = monitored_setup(
+        dbname=APP_DB,
+        monitor_user=MONITOR_USER,
+        monitor_password=MONITOR_PASSWORD,
+        extensions=("pg_stat_statements", "hypopg"),
+    )
+    return ClusterSpec(
+        name=ADVICE_CLUSTER,
+        major=ADVICE_MAJOR,
+        port=BENCH_PORT_BASE + ADVICE_MAJOR,
+        settings={"pg_stat_statements.max": 10000},
+        preload=["pg_stat_statements"],
+        hba=[f"host all {MONITOR_USER} 127.0.0.1/32 scram-sha-256"],
+        fresh=True,
+        setup=setup,
+    )
+
+
 @dataclass
 class Machine:
     nproc: int
