@@ -6,6 +6,7 @@ import itertools
 import os
 import shutil
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -56,6 +57,18 @@ def run(cluster: Cluster, statement: str, times: int = 1, params: tuple = (), db
     with psycopg.connect(cluster.dsn(dbname), autocommit=True, prepare_threshold=None) as conn:
         for _ in range(times):
             conn.execute(statement, params or None)
+
+
+def settled(cluster: Cluster, sql: str, expected, dbname: str = APP_DB, *, within_s: float = 5.0) -> None:
+    """Until `sql`'s one value is `expected`: the server's statistics show what a workload did (on 13 and 14 a
+    backend's counts reach the statistics collector a moment after it ends; from 15 as it ends)."""
+    deadline = time.monotonic() + within_s
+    while True:
+        if cluster.execute(sql, dbname=dbname)[0][0] == expected:
+            return
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"{sql} never gave {expected!r} within {within_s:g} s")
+        time.sleep(0.05)
 
 
 @contextmanager

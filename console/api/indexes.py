@@ -104,6 +104,15 @@ def _databases(overview) -> list[dict]:
     return [{f: getattr(d, f) for f in DatabaseOut().fields} for d in overview.databases]
 
 
+def _paged(request, server_id: int, rows_of, out):
+    """A page of the server's tables or indexes over the request's window, with each database's last reading."""
+    server = server_for(request.user, server_id)
+    overview = schema_overview(server_id=server.pk, window=window_params(request))
+    response = page_of(rows_of(overview), request, out=out)
+    response.data = {**response.data, "read_at": overview.read_at, "databases": _databases(overview)}
+    return response
+
+
 class Tables(APIView):
     renderer_classes = TABLE_RENDERERS
 
@@ -114,11 +123,7 @@ class Tables(APIView):
         description="The server's tables, the largest first, with their scans and writes over the window.",
     )
     def get(self, request, server_id: int):
-        server = server_for(request.user, server_id)
-        overview = schema_overview(server_id=server.pk, window=window_params(request))
-        response = page_of(overview.tables, request, out=_table)
-        response.data = {**response.data, "read_at": overview.read_at, "databases": _databases(overview)}
-        return response
+        return _paged(request, server_id, lambda overview: overview.tables, _table)
 
 
 class Indexes(APIView):
@@ -131,11 +136,7 @@ class Indexes(APIView):
         description="The server's indexes, the largest first, with their scans over the window and since watched.",
     )
     def get(self, request, server_id: int):
-        server = server_for(request.user, server_id)
-        overview = schema_overview(server_id=server.pk, window=window_params(request))
-        response = page_of(overview.indexes, request, out=_index)
-        response.data = {**response.data, "read_at": overview.read_at, "databases": _databases(overview)}
-        return response
+        return _paged(request, server_id, lambda overview: overview.indexes, _index)
 
 
 urlpatterns = [

@@ -3,14 +3,13 @@ and writes summed over a window and scaled to a day by the time its database's r
 last reading said."""
 
 import dataclasses
-import time
 from datetime import timedelta
 
 import pytest
 from django.utils import timezone
 
 from readtier import Window, schema_overview
-from tests.world import collect, register, run
+from tests.world import collect, register, run, settled
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -18,14 +17,6 @@ pytestmark = pytest.mark.django_db(transaction=True)
 @pytest.fixture
 def every_reading(settings):
     settings.COLLECTOR = {**settings.COLLECTOR, "SCHEMA_INTERVAL_S": 0}
-
-
-def _settled(c, sql, expected):
-    for _ in range(100):
-        if c.execute(sql, dbname="app")[0][0] == expected:
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"{sql} never gave {expected!r}")
 
 
 def test_a_servers_tables_and_indexes_with_their_window_of_scans_and_writes(pg_clusters, every_reading):
@@ -50,7 +41,7 @@ def test_a_servers_tables_and_indexes_with_their_window_of_scans_and_writes(pg_c
     run(c, "INSERT INTO rs_items SELECT g, g FROM generate_series(1001, 1300) g")
     run(c, "UPDATE rs_items SET v = v + 1 WHERE id <= 50")
     run(c, "SELECT * FROM rs_items WHERE id = 7", 3)
-    _settled(c, "SELECT n_tup_upd FROM pg_stat_user_tables WHERE relname = 'rs_items'", 50)
+    settled(c, "SELECT n_tup_upd FROM pg_stat_user_tables WHERE relname = 'rs_items'", 50)
     scans_sql = "SELECT idx_scan FROM pg_stat_user_indexes WHERE indexrelname = 'rs_items_pkey'"
     (scanned,) = c.execute(scans_sql, dbname="app")[0]
     collect(server)

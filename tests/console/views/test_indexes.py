@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import html as htmllib
 import re
-import time
 from datetime import timedelta
 
 import pytest
@@ -17,7 +16,7 @@ from django.urls import reverse
 from advisor.services import server_advise
 from history.models import SchemaIndex
 from inventory.models import Membership
-from tests.world import collect, register, run
+from tests.world import collect, register, run, settled
 
 pytestmark = pytest.mark.django_db(transaction=True)
 REFUSED_DB = "ixpage_refused"
@@ -26,14 +25,6 @@ REFUSED_DB = "ixpage_refused"
 @pytest.fixture
 def every_reading(settings):
     settings.COLLECTOR = {**settings.COLLECTOR, "SCHEMA_INTERVAL_S": 0}
-
-
-def _settled(c, sql, expected):
-    for _ in range(100):
-        if c.execute(sql, dbname="app")[0][0] == expected:
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"{sql} never gave {expected!r}")
 
 
 @pytest.fixture
@@ -53,7 +44,7 @@ def world(pg_clusters, every_reading):
     collect(server)
     run(c, "INSERT INTO ixp_orders SELECT g, 'm' FROM generate_series(3001, 3040) g")
     run(c, "SELECT * FROM ixp_orders WHERE id = 3", 2)
-    _settled(c, "SELECT n_tup_ins FROM pg_stat_user_tables WHERE relname = 'ixp_orders'", 3040)
+    settled(c, "SELECT n_tup_ins FROM pg_stat_user_tables WHERE relname = 'ixp_orders'", 3040)
     collect(server)
     SchemaIndex.objects.filter(server_id=server.pk, name="ixp_orders_note").update(
         stats_since=F("stats_since") - timedelta(days=8)

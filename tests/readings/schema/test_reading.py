@@ -1,13 +1,11 @@
 """The schema reading (readings/schema/) through real collections of real servers: every database's tables and
 indexes with their statistics, stored as deltas, each database on its own; caps, refusals and resets said."""
 
-import time
-
 import pytest
 from django.db import connection
 
 from history.models import SchemaIndex, SchemaTable, ServerState
-from tests.world import collect, register, run
+from tests.world import collect, register, run, settled
 
 pytestmark = pytest.mark.django_db(transaction=True)
 OTHER_DB = "schema_other"
@@ -39,7 +37,7 @@ def _world(c):
         "ANALYZE sr_orders",
         dbname="app",
     )
-    _settled(c, "SELECT last_analyze IS NOT NULL FROM pg_stat_user_tables WHERE relname = 'sr_orders'", True)
+    settled(c, "SELECT last_analyze IS NOT NULL FROM pg_stat_user_tables WHERE relname = 'sr_orders'", True)
     c.execute(f"DROP DATABASE IF EXISTS {OTHER_DB}")
     c.execute(f"CREATE DATABASE {OTHER_DB}")
     c.execute("CREATE TABLE elsewhere (id int PRIMARY KEY)", dbname=OTHER_DB)
@@ -71,16 +69,6 @@ def _deltas(server, database="app"):
             }
             found.append((tables, {index_names[i]: n for i, n in zip(iids, iscan, strict=True)}))
     return found
-
-
-def _settled(c, sql: str, expected) -> None:
-    """Until the server's statistics show what the workload did (on 13 and 14 a backend's counts reach the
-    statistics collector a moment after it ends)."""
-    for _ in range(100):
-        if c.execute(sql, dbname="app")[0][0] == expected:
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"{sql} never gave {expected!r}")
 
 
 def _status(server):
@@ -123,7 +111,7 @@ def test_every_database_is_read_and_a_second_reading_stores_what_moved(pg_cluste
     run(c, "INSERT INTO sr_orders VALUES (6001, 1, 'new', 'c6001', 'n')")
     run(c, "UPDATE sr_orders SET note = 'm' WHERE id <= 10")
     run(c, "DELETE FROM sr_orders WHERE id = 6001")
-    _settled(c, "SELECT n_tup_del FROM pg_stat_user_tables WHERE relname = 'sr_orders'", 1)
+    settled(c, "SELECT n_tup_del FROM pg_stat_user_tables WHERE relname = 'sr_orders'", 1)
     collect(server)
     ((tables, indexes),) = _deltas(server)
     assert tables["sr_orders"]["seq_scan"] >= 4
@@ -185,7 +173,7 @@ def test_a_reset_a_new_table_and_a_dropped_one(pg_clusters, every_reading):
     run(c, "CREATE TABLE sr_fresh (id int); INSERT INTO sr_fresh SELECT generate_series(1, 7)")
     run(c, "DROP INDEX sr_orders_note")
     run(c, "SELECT count(*) FROM sr_orders WHERE id = 5", 2)
-    _settled(c, "SELECT idx_scan FROM pg_stat_user_indexes WHERE indexrelname = 'sr_orders_pkey'", 2)
+    settled(c, "SELECT idx_scan FROM pg_stat_user_indexes WHERE indexrelname = 'sr_orders_pkey'", 2)
     collect(server)
     ((tables, indexes),) = _deltas(server)
     assert tables["sr_fresh"]["n_tup_ins"] == 7  # created in the interval: counted from zero
