@@ -22,7 +22,7 @@ from django.conf import settings
 from history import schema as stored
 from history import tables
 from readings import connection as monitored
-from readings.errors import CollectionError, from_query_error
+from readings.errors import CollectionError, SnapshotTimeout, from_query_error
 from readings.schema import catalog
 from readings.unit import Budget, Failure, Reading, Snapshot
 
@@ -127,6 +127,8 @@ def read(snap: Snapshot) -> SchemaRead:
             outcome.code, outcome.error = exc.code, exc.message
             if database.current:
                 raise  # the snapshot's own transaction is over: the reading fails as a whole
+            if isinstance(exc, SnapshotTimeout):  # the reading's time, not the snapshot's, was what ran out
+                outcome.error = f"not read within the reading's {budget_s:g} s: it was given up there"
             continue
         tables_left -= len(outcome.read.tables)
         indexes_left -= len(outcome.read.indexes)

@@ -1,11 +1,13 @@
 """The schema reading (readings/schema/) through real collections of real servers: every database's tables and
 indexes with their statistics, stored as deltas, each database on its own; caps, refusals and resets said."""
 
+import time
+
 import pytest
 from django.db import connection
 
 from history.models import SchemaIndex, SchemaTable, ServerState
-from tests.world import collect, register, run, settled
+from tests.world import collect, held_exclusive, register, run, settled
 
 pytestmark = pytest.mark.django_db(transaction=True)
 OTHER_DB = "schema_other"
@@ -143,6 +145,21 @@ def test_a_database_the_role_may_not_connect_to_is_said_and_the_others_stored(pg
     assert databases["app"]["ok"] and _table(server, "sr_orders")
     assert any(OTHER_DB in note and "CONNECT" in note for note in result.notes)
     assert not SchemaTable.objects.filter(server_id=server.pk, database=OTHER_DB).exists()
+
+
+def test_a_database_whose_table_is_held_under_an_exclusive_lock_is_given_up_and_said(pg_clusters, every_reading):
+    c = pg_clusters[15]
+    _world(c)
+    server = register(c)
+    with held_exclusive(c, "elsewhere", dbname=OTHER_DB):  # a migration's lock: the file's size cannot be read
+        started = time.monotonic()
+        result = collect(server)
+        took = time.monotonic() - started
+    databases = _status(server)["databases"]
+    assert databases[OTHER_DB]["ok"] is False and databases[OTHER_DB]["code"] == "timeout"
+    assert "timed out" in databases[OTHER_DB]["error"] and databases["app"]["ok"]
+    assert any(OTHER_DB in note for note in result.notes) and took < 10  # the lock timeout, not the holder's 30 s
+    assert _table(server, "sr_orders") and not SchemaTable.objects.filter(server_id=server.pk, database=OTHER_DB)
 
 
 def test_the_largest_tables_are_kept_under_the_cap_and_the_cap_is_said(pg_clusters, every_reading):
