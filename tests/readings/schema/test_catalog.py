@@ -82,9 +82,11 @@ def test_the_caps_keep_the_largest_tables_and_say_how_many_there_were(pg_cluster
     sql = catalog.SQL.at(150000)
     with _conn(c) as conn:
         (app, *_), _ = catalog.read_databases(conn, sql)
-        read = catalog.read_database(conn, sql, app, max_tables=1, max_indexes=1)
-    assert [t.name for t in read.tables] == [_largest(c)] and read.tables_total >= 4
-    assert len(read.indexes) == 1 and read.capped
+        read = catalog.read_database(conn, sql, app, max_tables=1, max_indexes=1000)
+        indexes_capped = catalog.read_database(conn, sql, app, max_tables=1000, max_indexes=1)
+    assert [t.name for t in read.tables] == [_largest(c)] and read.tables_total >= 4 and read.capped
+    assert all(i.table_relid == read.tables[0].relid for i in read.indexes)  # the indexes of the tables kept
+    assert len(indexes_capped.indexes) == 1 and indexes_capped.indexes_total >= 3 and indexes_capped.capped
 
 
 def test_an_index_known_by_oid_and_name_is_not_described_again_and_a_renamed_one_is(pg_clusters):
