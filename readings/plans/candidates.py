@@ -1,12 +1,12 @@
 """Where a plan reads a table to keep few of its rows, and on which columns: the places an index may help.
 
-From a stored plan (EXPLAIN (FORMAT JSON), generic: `$n` for the statement's parameters), each sequential scan of
-a relation that filters what it reads: the columns its filter compares to a parameter or a constant, by equality
-(`=`, `= ANY (...)`, `IS NULL`) or by range (`<`, `<=`, `>`, `>=`), among the filter's top-level AND; an OR at the
-top, or a function of a column, gives none. An index scan that filters beside its index condition is not judged
-yet (its better index leads with the condition's columns, which this does not read). The filter is text from a
-monitored server: it is read by a scanner that looks at each character once (no regular expression that could
-backtrack), and a filter longer than MAX_FILTER is not read at all.
+From a stored plan (EXPLAIN (FORMAT JSON), generic: `$n` for the statement's parameters), each scan of a relation
+that filters what it reads: a sequential scan's filter, or an index scan's (a bitmap heap scan's) filter beside its
+index condition, whose columns then come first. The columns are those compared to a parameter or a constant, by
+equality (`=`, `= ANY (...)`, `IS NULL`) or by range (`<`, `<=`, `>`, `>=`), among the top-level AND; an OR at the
+top, or a function of a column, gives none. The conditions are text from a monitored server: they are read by a
+scanner that looks at each character once (no regular expression that could backtrack), and one longer than
+MAX_FILTER is not read at all.
 """
 
 from __future__ import annotations
@@ -14,7 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 MAX_FILTER = 8_192
-SCANS = ("Seq Scan",)
+SCANS = ("Seq Scan", "Index Scan", "Index Only Scan", "Bitmap Heap Scan")
+# Where an index scan's own condition is in EXPLAIN's JSON (a bitmap heap scan rechecks its bitmap's).
+CONDITIONS = ("Index Cond", "Recheck Cond")
 EQUALITY, RANGE = ("=",), ("<", "<=", ">", ">=")
 _OPERATOR_CHARS = set("=<>!~*+-/%^&|#@")
 _WORD_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_$")
@@ -27,6 +29,7 @@ class Scan:
     schema: str
     relation: str
     node_type: str
+    index: str | None  # the index an index scan already uses (None: a sequential scan)
     plan_rows: float  # the rows it keeps, as estimated
     total_cost: float
     equality: tuple[str, ...]  # columns compared by equality, in the filter's order
@@ -167,19 +170,33 @@ def _nodes(node: dict):
         yield from _nodes(child)
 
 
+def _bitmap_index(node: dict) -> str | None:
+    """The index a bitmap heap scan's bitmap comes from (its child's), when there is one."""
+    child = next(iter(node.get("Plans", ())), {})
+    return child.get("Index Name")
+
+
 def scans(plan: dict) -> list[Scan]:
     """Every scan of the plan that filters a relation's rows on plain columns."""
     found = []
     for node in _nodes(plan["Plan"]):
         if node.get("Node Type") not in SCANS or "Relation Name" not in node or not node.get("Filter"):
             continue
-        equality, ranges = columns(node["Filter"], node.get("Alias"))
+        alias = node.get("Alias")
+        condition = next((node[key] for key in CONDITIONS if node.get(key)), "")
+        cond_equality, cond_ranges = columns(condition, alias)
+        equality, ranges = columns(node["Filter"], alias)
+        if node["Node Type"] != "Seq Scan" and not (equality or ranges):
+            continue  # nothing filtered beyond the index
+        equality = tuple(dict.fromkeys(cond_equality + equality))
+        ranges = tuple(c for c in dict.fromkeys(cond_ranges + ranges) if c not in equality)
         if equality or ranges:
             found.append(
                 Scan(
                     schema=node.get("Schema", "public"),
                     relation=node["Relation Name"],
                     node_type=node["Node Type"],
+                    index=node.get("Index Name") or _bitmap_index(node),
                     plan_rows=float(node.get("Plan Rows", 0.0)),
                     total_cost=float(node.get("Total Cost", 0.0)),
                     equality=equality,

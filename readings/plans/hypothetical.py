@@ -177,6 +177,15 @@ def statement_candidates(
     out = []
     for scan in candidates.scans(plan.plan):
         found = candidate(conn, scan, plan)
+        if found.columns and hypopg is None and scan.node_type != "Seq Scan":
+            # An index scan already reads few rows: what an index with more columns saves is the planner's to say.
+            found = replace(
+                found,
+                columns=(),
+                cost_after=None,
+                reason=f"an index scan's filter (beside {scan.index or 'its index'}) is judged only with hypopg, "
+                "which this database does not have",
+            )
         if found.columns and hypopg is not None:
             found = verify(
                 conn, found, text, server_version_num=server_version_num, role=role, timeouts=timeouts, hypopg=hypopg

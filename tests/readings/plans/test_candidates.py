@@ -59,3 +59,23 @@ def test_a_huge_or_hostile_filter_is_read_in_linear_time_or_not_at_all():
         candidates.tokens("'" + "''" * 50_000)
     assert time.perf_counter() - started < 2.0
     assert candidates.columns("(a = $1) AND " * 2000) == ((), ())  # beyond MAX_FILTER: not read
+
+
+def test_an_index_scan_that_filters_leads_with_its_conditions_columns():
+    node = {
+        "Node Type": "Index Scan",
+        "Relation Name": "orders",
+        "Alias": "orders",
+        "Index Name": "orders_customer_idx",
+        "Total Cost": 40.0,
+        "Plan Rows": 3,
+        "Index Cond": "(customer = $1)",
+        "Filter": "((status = $2) AND (total > $3))",
+    }
+    (scan,) = candidates.scans({"Plan": node})
+    assert (scan.equality, scan.ranges, scan.index) == (("customer", "status"), ("total",), "orders_customer_idx")
+    unfiltered = {**node, "Filter": None}
+    assert candidates.scans({"Plan": unfiltered}) == []  # nothing read beyond its index: nothing to judge
+    bitmap = {"Node Type": "Bitmap Heap Scan", "Relation Name": "orders", "Alias": "orders", "Total Cost": 9.0,
+              "Recheck Cond": "(customer = $1)", "Filter": "(status = $2)"}  # fmt: skip
+    assert candidates.scans({"Plan": bitmap})[0].equality == ("customer", "status")

@@ -90,3 +90,31 @@ def test_a_table_never_analyzed_and_statistics_the_role_may_not_read_are_said(pg
         (scan,) = candidates.scans(plan.plan)
         hidden = hypothetical.candidate(conn, scan, plan)
     assert not hidden.advised and "pg_stats has no row for its columns" in hidden.reason
+
+
+FILTERED = "SELECT * FROM hy_orders WHERE customer = $1 AND note = $2"
+
+
+def _filtered_world(c):
+    """hy_orders with an index on customer only, and notes of 1,000 values: an index scan on customer that
+    filters its rows by note."""
+    _world(c)
+    c.execute(
+        "UPDATE hy_orders SET note = 'n' || (id % 1000); CREATE INDEX hy_orders_customer ON hy_orders (customer); "
+        "ANALYZE hy_orders",
+        dbname="app",
+    )
+
+
+@pytest.mark.parametrize("major", [15, 16])
+def test_an_index_scan_that_filters_is_judged_with_hypopg_only(pg_clusters, major):
+    c = pg_clusters[major]
+    _filtered_world(c)
+    with _monitor(c) as conn:
+        (found,) = _judged(c, conn, FILTERED)
+    assert found.table == "hy_orders"
+    if major == 15:  # hypopg: the planner says what the index with both columns saves
+        assert found.method == "cost-verified" and set(found.columns) == {"customer", "note"}
+        assert found.cost_after is not None
+    else:
+        assert not found.advised and "judged only with hypopg" in found.reason and "hy_orders_customer" in found.reason
