@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 import psycopg
-from django.db import DatabaseError, InterfaceError, OperationalError, connection, transaction
+from django.db import DatabaseError, IntegrityError, InterfaceError, OperationalError, connection, transaction
 from django.utils import timezone
 
 from history import partitions, store
@@ -125,6 +125,19 @@ def _compute(snap: Snapshot) -> tuple[store.NewSnapshot, ServerState]:
 
 
 def _persist(snap: Snapshot, row: store.NewSnapshot, state: ServerState) -> None:
+    try:
+        _persist_once(snap, row, state)
+    except IntegrityError as exc:
+        if "no partition of relation" not in str(exc):
+            raise
+        # A partition this process knew of was dropped since (by hand, or by a migration run back and forth): the
+        # transaction rolled back whole; the partitions are looked at again and the snapshot stored once more.
+        log.warning("history partition missing, made again: %s", str(exc).splitlines()[0])
+        partitions.forget_cache()
+        _persist_once(snap, row, state)
+
+
+def _persist_once(snap: Snapshot, row: store.NewSnapshot, state: ServerState) -> None:
     ran = [reading for reading in registered() if reading.name in snap.computed]
     # Partitions are created outside the snapshot's transaction, so their DDL never waits on it.
     for table in {table for reading in ran for table in reading.tables if table.span}:

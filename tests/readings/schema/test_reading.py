@@ -5,7 +5,9 @@ import time
 
 import pytest
 from django.db import connection
+from django.utils import timezone
 
+from history import partitions
 from history.models import SchemaIndex, SchemaTable, ServerState
 from tests.world import collect, held_exclusive, register, run, settled
 
@@ -199,3 +201,19 @@ def test_a_reset_a_new_table_and_a_dropped_one(pg_clusters, every_reading):
     assert after.stats_since > before.stats_since and after.scans_at_since == 0 and after.last_scan_at is not None
     assert _index(server, "sr_orders_note").gone_at is not None
     assert _index(server, "sr_orders_customer").gone_at is None
+
+
+def test_a_partition_dropped_behind_the_workers_back_is_made_again(pg_clusters, every_reading):
+    """The deltas' partition of today dropped while this process remembers it (a migration run back and forth
+    does that): the snapshot's transaction rolls back, the partitions are looked at again, and it is stored."""
+    c = pg_clusters[15]
+    _world(c)
+    server = register(c)
+    collect(server)
+    with connection.cursor() as cur:
+        cur.execute(f'DROP TABLE IF EXISTS "{partitions.partition_name("collectors_schema_delta", timezone.now())}"')
+    run(c, "INSERT INTO sr_orders VALUES (7001, 1, 'new', 'c7001', 'n')")
+    settled(c, "SELECT n_tup_ins FROM pg_stat_user_tables WHERE relname = 'sr_orders'", 5001)
+    collect(server)
+    ((tables, _),) = _deltas(server)
+    assert tables["sr_orders"]["n_tup_ins"] == 1
