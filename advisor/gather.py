@@ -212,10 +212,10 @@ def _missing_indexes(server_id: int, statements_day, schema: SchemaOverview) -> 
     found = []
     for (database, schema_name, table, columns), rows in sorted(groups.items()):
         helped = tuple(
-            HelpedStatement(r.statement_id, time_of.get(r.statement_id, (0.0, ""))[1],
-                            time_of.get(r.statement_id, (0.0, ""))[0], r.cost_before, r.cost_after)
+            HelpedStatement(r.statement_id, query, spent_ms, r.cost_before, r.cost_after)
             for r in rows
-        )  # fmt: skip
+            for spent_ms, query in [time_of.get(r.statement_id, (0.0, ""))]
+        )
         first = rows[0]
         t = tables.get((database, schema_name, table))
         found.append(

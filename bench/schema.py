@@ -117,9 +117,13 @@ def _database_cost(cluster, target, dbname: str, n: int, *, reps: int) -> Databa
 
     def steady(conn):
         return catalog.read_database(
-            conn, sql, database, max_tables=cfg["SCHEMA_MAX_TABLES"], max_indexes=cfg["SCHEMA_MAX_INDEXES"],
+            conn,
+            sql,
+            database,
+            max_tables=cfg["SCHEMA_MAX_TABLES"],
+            max_indexes=cfg["SCHEMA_MAX_INDEXES"],
             known=known,
-        )  # fmt: skip
+        )
 
     steady_server, steady_wall, _ = _measure(cluster, target, dbname, steady, reps=reps)
     bare_server, bare_wall, _ = _measure(

@@ -149,14 +149,24 @@ def markdown(run: SchemaRun, table) -> list[str]:
     rows = []
     for d in (s, b):
         rows += [
-            [f"{d.tables:,} tables: the reading, every index described ({d.tables_read:,} tables, "
-             f"{d.indexes_read:,} indexes kept)", _ms(d.server_ms), _ms(d.wall_ms)],
-            [f"{d.tables:,} tables: the reading, every index known (between daily descriptions)",
-             _ms(d.steady_server_ms), _ms(d.steady_wall_ms)],
+            [
+                f"{d.tables:,} tables: the reading, every index described ({d.tables_read:,} tables, "
+                f"{d.indexes_read:,} indexes kept)",
+                _ms(d.server_ms),
+                _ms(d.wall_ms),
+            ],
+            [
+                f"{d.tables:,} tables: the reading, every index known (between daily descriptions)",
+                _ms(d.steady_server_ms),
+                _ms(d.steady_wall_ms),
+            ],
             [f"{d.tables:,} tables: baseline, the bare views", _ms(d.bare_server_ms), _ms(d.bare_wall_ms)],
-            [f"{d.tables:,} tables: baseline, the views with pg_table_size", _ms(d.sized_server_ms),
-             _ms(d.sized_wall_ms)],
-        ]  # fmt: skip
+            [
+                f"{d.tables:,} tables: baseline, the views with pg_table_size",
+                _ms(d.sized_server_ms),
+                _ms(d.sized_wall_ms),
+            ],
+        ]
     large = run.large_read
     return [
         "",

@@ -143,9 +143,15 @@ def candidate(conn: psycopg.Connection, scan: candidates.Scan, plan: Plan) -> Ca
 
 
 def verify(
-    conn: psycopg.Connection, found: Candidate, text: str, *, server_version_num: int, role: str, timeouts: dict,
+    conn: psycopg.Connection,
+    found: Candidate,
+    text: str,
+    *,
+    server_version_num: int,
+    role: str,
+    timeouts: dict,
     hypopg: str,
-) -> Candidate:  # fmt: skip
+) -> Candidate:
     """The candidate costed by the planner with a hypothetical index (hypopg in schema `hypopg`), in this session
     only; the estimate kept, and why, when the statement cannot be planned again."""
     columns = ", ".join(quote_ident(c) for c in found.columns)
@@ -163,9 +169,17 @@ def verify(
     if isinstance(after, Unexplained):
         return replace(found, reason=f"not planned again with the index ({after.reason}): estimated")
     return Candidate(
-        found.schema, found.table, found.columns, VERIFIED, found.reltuples, found.selectivity, found.cost_before,
-        float(after.plan["Plan"]["Total Cost"]), int(size), plan_after=after.plan,
-    )  # fmt: skip
+        found.schema,
+        found.table,
+        found.columns,
+        VERIFIED,
+        found.reltuples,
+        found.selectivity,
+        found.cost_before,
+        float(after.plan["Plan"]["Total Cost"]),
+        int(size),
+        plan_after=after.plan,
+    )
 
 
 def statement_candidates(

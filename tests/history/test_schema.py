@@ -23,12 +23,28 @@ def _table(relid=10, *, counters=(1, 100, 2, 20, 5, 3, 1, 0), live=100):
 def _index(relid=20, *, scans=4, last_scan_at=None, definition="CREATE INDEX i ON public.t10 USING btree (a)"):
     described = definition is not None
     return IndexRead(
-        relid=relid, table_relid=10, schema_name="public", name=f"i{relid}", table_name="t10",
-        counters=(scans, scans * 2, scans), last_scan_at=last_scan_at, described=described, definition=definition,
-        method="btree", key_attnums=[2], key_columns=["a"] if described else None, include_count=0, opclasses=[1978],
-        predicate_md5="" if described else None, expressions_md5="" if described else None, is_unique=False,
-        is_primary=False, constraint="", is_valid=True, size_bytes=16384,
-    )  # fmt: skip
+        relid=relid,
+        table_relid=10,
+        schema_name="public",
+        name=f"i{relid}",
+        table_name="t10",
+        counters=(scans, scans * 2, scans),
+        last_scan_at=last_scan_at,
+        described=described,
+        definition=definition,
+        method="btree",
+        key_attnums=[2],
+        key_columns=["a"] if described else None,
+        include_count=0,
+        opclasses=[1978],
+        predicate_md5="" if described else None,
+        expressions_md5="" if described else None,
+        is_unique=False,
+        is_primary=False,
+        constraint="",
+        is_valid=True,
+        size_bytes=16384,
+    )
 
 
 def _read(tables=(), indexes=(), *, total=None):
@@ -125,9 +141,13 @@ def test_an_index_known_and_not_described_again_keeps_its_stored_description():
 def test_an_index_definition_is_redacted_as_texts_are():
     hidden = "CREATE INDEX i ON public.t10 USING btree (a) WHERE (b <> 'secret-literal'::text)"
     rows = schema.rows_for_database(
-        _read([], [_index(definition=hidden)]), None, taken_at=T0, interval_s=None, new_counted=False,
+        _read([], [_index(definition=hidden)]),
+        None,
+        taken_at=T0,
+        interval_s=None,
+        new_counted=False,
         strict_redaction=True,
-    )  # fmt: skip
+    )
     assert "secret-literal" not in rows.indexes[20]["definition"] and "CREATE INDEX i" in rows.indexes[20]["definition"]
 
 

@@ -8,10 +8,16 @@ from tests.advisor.rules.evidence import TH, assert_sane, ev
 
 MADE = datetime(2026, 11, 27, 14, 2, tzinfo=UTC)
 INDEX = IndexFact(
-    database="app", schema_name="public", name="orders_customer_idx", table_name="orders", table_relid=1,
-    definition="CREATE INDEX orders_customer_idx ON public.orders USING btree (customer)", size_bytes=2 * 2**20,
-    watched_since=MADE, table_writes_per_day=4000.0,
-)  # fmt: skip
+    database="app",
+    schema_name="public",
+    name="orders_customer_idx",
+    table_name="orders",
+    table_relid=1,
+    definition="CREATE INDEX orders_customer_idx ON public.orders USING btree (customer)",
+    size_bytes=2 * 2**20,
+    watched_since=MADE,
+    table_writes_per_day=4000.0,
+)
 
 
 def test_the_statements_mean_before_and_since_the_index_was_made():

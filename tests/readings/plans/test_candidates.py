@@ -76,6 +76,12 @@ def test_an_index_scan_that_filters_leads_with_its_conditions_columns():
     assert (scan.equality, scan.ranges, scan.index) == (("customer", "status"), ("total",), "orders_customer_idx")
     unfiltered = {**node, "Filter": None}
     assert candidates.scans({"Plan": unfiltered}) == []  # nothing read beyond its index: nothing to judge
-    bitmap = {"Node Type": "Bitmap Heap Scan", "Relation Name": "orders", "Alias": "orders", "Total Cost": 9.0,
-              "Recheck Cond": "(customer = $1)", "Filter": "(status = $2)"}  # fmt: skip
+    bitmap = {
+        "Node Type": "Bitmap Heap Scan",
+        "Relation Name": "orders",
+        "Alias": "orders",
+        "Total Cost": 9.0,
+        "Recheck Cond": "(customer = $1)",
+        "Filter": "(status = $2)",
+    }
     assert candidates.scans({"Plan": bitmap})[0].equality == ("customer", "status")
