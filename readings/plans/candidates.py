@@ -4,9 +4,11 @@ From a stored plan (EXPLAIN (FORMAT JSON), generic: `$n` for the statement's par
 that filters what it reads: a sequential scan's filter, or an index scan's (a bitmap heap scan's) filter beside its
 index condition, whose columns then come first. The columns are those compared to a parameter or a constant, by
 equality (`=`, `= ANY (...)`, `IS NULL`) or by range (`<`, `<=`, `>`, `>=`), among the top-level AND; an OR at the
-top, or a function of a column, gives none. The conditions are text from a monitored server: they are read by a
-scanner that looks at each character once (no regular expression that could backtrack), and one longer than
-MAX_FILTER is not read at all.
+top, or a function of a column, gives none. A Sort right above the scan gives its keys (ORDER BY) when they are
+plain columns of the relation in one direction, as one B-tree read forwards or backwards serves them; keys in
+mixed directions, other NULLS placements, collations or expressions give none. The conditions are text from a
+monitored server: they are read by a scanner that looks at each character once (no regular expression that could
+backtrack), and one longer than MAX_FILTER is not read at all.
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ class Scan:
     total_cost: float
     equality: tuple[str, ...]  # columns compared by equality, in the filter's order
     ranges: tuple[str, ...]  # columns compared by a range
+    indexed: tuple[str, ...] = ()  # those of them the index scan's own condition compares
+    order: tuple[str, ...] = ()  # the keys of a Sort right above the scan, in order
 
 
 def tokens(text: str) -> list[str]:
@@ -164,10 +168,31 @@ def columns(text: str, alias: str | None = None) -> tuple[tuple[str, ...], tuple
     return tuple(equality), tuple(ranges)
 
 
-def _nodes(node: dict):
-    yield node
+# A sort key's tail that one B-tree serves (with its columns ascending, read forwards or backwards).
+_ORDER_TAILS = {(): "asc", ("DESC",): "desc", ("NULLS", "LAST"): "asc", ("DESC", "NULLS", "FIRST"): "desc"}
+
+
+def order_columns(keys: list[str], alias: str | None = None) -> tuple[str, ...]:
+    """A Sort's keys as columns, when each is a plain column and all go one way; () otherwise."""
+    found: list[str] = []
+    directions = set()
+    for key in keys:
+        if not isinstance(key, str) or len(key) > MAX_FILTER:
+            return ()
+        name, rest = _column(_unwrap(tokens(key)), alias)
+        direction = _ORDER_TAILS.get(tuple(t.upper() for t in rest))
+        if name is None or direction is None:
+            return ()
+        directions.add(direction)
+        if name not in found:
+            found.append(name)
+    return tuple(found) if len(directions) == 1 else ()
+
+
+def _nodes(node: dict, parent: dict | None = None):
+    yield node, parent
     for child in node.get("Plans", ()):
-        yield from _nodes(child)
+        yield from _nodes(child, node)
 
 
 def _bitmap_index(node: dict) -> str | None:
@@ -179,7 +204,7 @@ def _bitmap_index(node: dict) -> str | None:
 def scans(plan: dict) -> list[Scan]:
     """Every scan of the plan that filters a relation's rows on plain columns."""
     found = []
-    for node in _nodes(plan["Plan"]):
+    for node, parent in _nodes(plan["Plan"]):
         if node.get("Node Type") not in SCANS or "Relation Name" not in node or not node.get("Filter"):
             continue
         alias = node.get("Alias")
@@ -190,6 +215,9 @@ def scans(plan: dict) -> list[Scan]:
             continue  # nothing filtered beyond the index
         equality = tuple(dict.fromkeys(cond_equality + equality))
         ranges = tuple(c for c in dict.fromkeys(cond_ranges + ranges) if c not in equality)
+        order = ()
+        if parent is not None and parent.get("Node Type") == "Sort":
+            order = order_columns(parent.get("Sort Key") or [], alias)
         if equality or ranges:
             found.append(
                 Scan(
@@ -201,6 +229,8 @@ def scans(plan: dict) -> list[Scan]:
                     total_cost=float(node.get("Total Cost", 0.0)),
                     equality=equality,
                     ranges=ranges,
+                    indexed=tuple(dict.fromkeys(cond_equality + cond_ranges)),
+                    order=order,
                 )
             )
     return found

@@ -3,9 +3,16 @@ statement's database has it (the plan's cost with and without the hypothetical i
 weighs it: "cost-verified"), else from pg_stats alone ("estimated", PgHero's way).
 
 A candidate's columns: the filter's equality columns, the most selective first by pg_stats (the share of rows one
-value keeps: (1 − null_frac) / distinct values), then its most selective range column. A table smaller than
+value keeps: (1 − null_frac) / distinct values), then its most selective range column, then the keys of a sort
+right above the scan (ORDER BY) where the index can hand the rows over in that order: with no range column, or
+the range on the sort's first key (after another range, an index's order serves nothing). A table smaller than
 MIN_ROWS rows, or a filter that keeps more than MAX_SELECTIVITY of the table's rows (a status of three values
 spread evenly keeps a third), gets no index, and the candidate says why.
+
+Estimated, an index reads the rows its filter keeps at RANDOM_PAGE_COST each, against the scan's cost now: a
+sequential scan reads the whole table; an index scan that filters fetches the rows its own condition keeps, and
+the new index fetches only those the whole filter keeps. A sort the index would spare is not counted (the
+planner's own costing, with hypopg, counts it).
 
 Everything runs on the caller's connection to the statement's database, read-only: hypopg's hypothetical
 indexes live in that session only (hypopg_reset() drops them before it returns, and closing the connection
@@ -106,7 +113,7 @@ def candidate(conn: psycopg.Connection, scan: candidates.Scan, plan: Plan) -> Ca
         return refused("the table was never analyzed: without its statistics no index can be judged")
     if reltuples < MIN_ROWS:
         return refused(f"the table holds about {reltuples:,.0f} rows (under {MIN_ROWS:,}): read whole in a moment")
-    wanted = [*scan.equality, *scan.ranges]
+    wanted = list(dict.fromkeys([*scan.equality, *scan.ranges, *scan.order]))
     rows = conn.execute(STATS_SQL, (schema, table, wanted)).fetchall()
     stats = {name: (float(null_frac), float(n_distinct)) for name, null_frac, n_distinct, _ in rows}
     widths = {name: int(width or 8) for name, _, _, width in rows}
@@ -124,6 +131,9 @@ def candidate(conn: psycopg.Connection, scan: candidates.Scan, plan: Plan) -> Ca
     if ranges:
         columns.append(ranges[0])
         selectivity *= RANGE_SELECTIVITY
+    order = [c for c in scan.order if c not in equality]  # a column held to one value is in order already
+    if order and (not ranges or order[0] == ranges[0]):
+        columns.extend(c for c in order if c not in columns)
     if selectivity > MAX_SELECTIVITY:
         described = ", ".join(
             f"{c} ({(_selectivity(stats, c, reltuples) or 1.0):.0%} of the rows per value)" for c in equality
@@ -136,9 +146,14 @@ def candidate(conn: psycopg.Connection, scan: candidates.Scan, plan: Plan) -> Ca
         )
     width = sum(widths.get(c, 8) for c in columns)
     size = int(reltuples * (width + 16) / 0.9)  # a leaf tuple per row: its keys, header and pointer; 90% full
-    share = scan.total_cost / cost_before if cost_before else 1.0
+    scan_cost = min(scan.total_cost, cost_before)  # under a LIMIT the plan pays for part of the scan only
     kept = min(1.0, selectivity * RANDOM_PAGE_COST)
-    estimate = cost_before * (1 - share) + scan.total_cost * kept
+    if scan.node_type != "Seq Scan":  # it fetches what its index keeps; the new index, what the filter keeps
+        fetched = 1.0
+        for c in scan.indexed:
+            fetched *= (_selectivity(stats, c, reltuples) or 1.0) if c in equality else RANGE_SELECTIVITY
+        kept = min(1.0, selectivity / fetched) if fetched > 0 else 1.0
+    estimate = cost_before - scan_cost * (1 - kept)
     return Candidate(schema, table, tuple(columns), ESTIMATED, reltuples, selectivity, cost_before, estimate, size)
 
 
@@ -191,15 +206,6 @@ def statement_candidates(
     out = []
     for scan in candidates.scans(plan.plan):
         found = candidate(conn, scan, plan)
-        if found.columns and hypopg is None and scan.node_type != "Seq Scan":
-            # An index scan already reads few rows: what an index with more columns saves is the planner's to say.
-            found = replace(
-                found,
-                columns=(),
-                cost_after=None,
-                reason=f"an index scan's filter (beside {scan.index or 'its index'}) is judged only with hypopg, "
-                "which this database does not have",
-            )
         if found.columns and hypopg is not None:
             found = verify(
                 conn, found, text, server_version_num=server_version_num, role=role, timeouts=timeouts, hypopg=hypopg

@@ -1,5 +1,6 @@
-"""readings/plans/candidates.py: the columns a plan's filters compare, from EXPLAIN's own texts, and nothing from
-what no single index serves (an OR, a function of a column); linear in the filter's length."""
+"""readings/plans/candidates.py: the columns a plan's filters compare and the keys of the sort above them, from
+EXPLAIN's own texts, and nothing from what no single index serves (an OR, a function of a column, a sort in mixed
+directions); linear in the filter's length."""
 
 import time
 
@@ -74,6 +75,7 @@ def test_an_index_scan_that_filters_leads_with_its_conditions_columns():
     }
     (scan,) = candidates.scans({"Plan": node})
     assert (scan.equality, scan.ranges, scan.index) == (("customer", "status"), ("total",), "orders_customer_idx")
+    assert scan.indexed == ("customer",)
     unfiltered = {**node, "Filter": None}
     assert candidates.scans({"Plan": unfiltered}) == []  # nothing read beyond its index: nothing to judge
     bitmap = {
@@ -85,3 +87,31 @@ def test_an_index_scan_that_filters_leads_with_its_conditions_columns():
         "Filter": "(status = $2)",
     }
     assert candidates.scans({"Plan": bitmap})[0].equality == ("customer", "status")
+
+
+def test_the_keys_of_a_sort_right_above_a_scan_are_its_order():
+    scan = {
+        "Node Type": "Seq Scan",
+        "Relation Name": "orders",
+        "Alias": "o",
+        "Total Cost": 1190.0,
+        "Filter": "(customer = $1)",
+    }
+
+    def sorted_by(*keys):
+        plan = {"Node Type": "Limit", "Plans": [{"Node Type": "Sort", "Sort Key": list(keys), "Plans": [scan]}]}
+        (found,) = candidates.scans({"Plan": plan})
+        return found.order
+
+    assert sorted_by("o.created_at DESC") == ("created_at",)
+    assert sorted_by("created_at DESC", "id DESC") == ("created_at", "id")
+    assert sorted_by("created_at", "id NULLS LAST") == ("created_at", "id")  # NULLS LAST: ascending's own
+    assert sorted_by("created_at", "id DESC") == ()  # mixed directions: no index read one way serves them
+    assert sorted_by("created_at DESC NULLS LAST") == ()  # not a plain B-tree's order either way
+    assert sorted_by("(lower(note))") == ()  # an expression
+    assert sorted_by("x.created_at") == ()  # another relation's column (a join's sort)
+    assert sorted_by('note COLLATE "C"') == ()
+    # A sort that is not right above the scan (a join between) orders something else.
+    join = {"Node Type": "Hash Join", "Plans": [scan, {"Node Type": "Hash", "Plans": []}]}
+    plan = {"Node Type": "Sort", "Sort Key": ["o.created_at"], "Plans": [join]}
+    assert candidates.scans({"Plan": plan})[0].order == ()
