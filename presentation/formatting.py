@@ -5,7 +5,7 @@ functions and look for the result on the page, in the mail and in the PDF."""
 
 from __future__ import annotations
 
-from datetime import datetime, tzinfo
+from datetime import datetime, timedelta, tzinfo
 
 from history.public import TextStatus
 from readtier import NO_DATA, NOT_TRACKED
@@ -141,10 +141,10 @@ def when_text(at: datetime, tz: tzinfo) -> str:
 
 
 def week_span_text(start: datetime, end: datetime, tz: tzinfo) -> str:
-    """16–22 Nov 2026 (the last day is the one before the next week's Monday)."""
+    """16–22 Nov 2026: the days `start` to `end` (exclusive) touch; a whole week's last day is the one before
+    the next Monday, a week so far's is the day it ends in."""
     a = start.astimezone(tz)
-    b = end.astimezone(tz)
-    last = b.date().fromordinal(b.date().toordinal() - 1)
+    last = (end.astimezone(tz) - timedelta(microseconds=1)).date()
     if a.month == last.month:
         return f"{a.day}–{last.day} {last:%b %Y}"
     if a.year == last.year:

@@ -51,6 +51,13 @@ def test_changes_and_spans():
         f.week_span_text(datetime(2026, 11, 16, tzinfo=UTC), datetime(2026, 11, 23, tzinfo=UTC), UTC)
         == "16–22 Nov 2026"
     )
+    # A week so far ends on the day it was cut (a Sunday morning's report covers Sunday's hours too).
+    assert f.week_span_text(datetime(2026, 11, 23, tzinfo=UTC), datetime(2026, 11, 29, 9, tzinfo=UTC), UTC) == (
+        "23–29 Nov 2026"
+    )
+    assert f.week_span_text(datetime(2026, 11, 30, tzinfo=UTC), datetime(2026, 12, 2, 0, tzinfo=UTC), UTC) == (
+        "30 Nov–1 Dec 2026"
+    )
 
 
 @pytest.mark.parametrize(
