@@ -21,6 +21,8 @@ from advisor.models import (
 )
 
 ACTIVE = (Status.OPEN, Status.ACKNOWLEDGED)
+# The rules whose advice is about a server's indexes: the Indexes page and the weekly report's section list them.
+INDEX_RULES = ("missing_index", "index_effect", "unused_index", "redundant_index")
 _RANK = Case(
     When(severity=Severity.CRITICAL, then=Value(2)),
     When(severity=Severity.WARNING, then=Value(1)),
@@ -108,11 +110,17 @@ def _base(server_ids: Iterable[int]):
 
 
 def recommendations(
-    *, server_ids: Iterable[int], active: bool = True, limit: int | None = None
+    *,
+    server_ids: Iterable[int],
+    active: bool = True,
+    limit: int | None = None,
+    rules: Iterable[str] | None = None,
 ) -> list[RecommendationRow]:
     """Active ones (open and acknowledged) most severe first, newest first within a severity; or with
-    active=False the resolved ones, most recently resolved first."""
+    active=False the resolved ones, most recently resolved first; of the `rules` given, or of every rule."""
     qs = _base(server_ids)
+    if rules is not None:
+        qs = qs.filter(rule__in=list(rules))
     if active:
         qs = qs.filter(status__in=ACTIVE).annotate(rank=_RANK).order_by("-rank", "-opened_at", "server__name", "id")
     else:

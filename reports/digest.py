@@ -4,12 +4,12 @@ mail is the figure the console and the API show for that week. Rendering lives i
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.utils import timezone
 
-from advisor.selectors import ActivityRow, recommendation_activity
+from advisor.selectors import INDEX_RULES, ActivityRow, RecommendationRow, recommendation_activity, recommendations
 from inventory.models import Organization, Server
 from readings.public import shown
 from readtier import (
@@ -64,6 +64,9 @@ class ServerDigest:
     coverage: CollectionCoverage
     activity: list[ActivityRow]  # recommendations opened and resolved this week
     series: ServerSeries  # hourly, for the chart
+    # The index advice active when the report is made (missing, unused, redundant indexes, and the made ones'
+    # effect), most severe first: what the Indexes page lists.
+    index_advice: list[RecommendationRow] = field(default_factory=list)
 
     @property
     def db_time_change(self) -> float | None:
@@ -128,7 +131,13 @@ def summary_of(row) -> str:
 
 
 def server_digest(
-    *, server: Server, week: ReportWeek, status: str, error_message: str, activity: list[ActivityRow]
+    *,
+    server: Server,
+    week: ReportWeek,
+    status: str,
+    error_message: str,
+    activity: list[ActivityRow],
+    index_advice: list[RecommendationRow] | None = None,
 ) -> ServerDigest:
     window, previous = week.window, week.previous().window
     comparison = compare_windows(server_id=server.pk, window=window, previous=previous, hide_own=True)
@@ -158,6 +167,7 @@ def server_digest(
         coverage=collection_coverage(server_id=server.pk, window=window),
         activity=activity,
         series=server_series(server_id=server.pk, window=window, resolution="hourly", top_events=TOP_WAITS),
+        index_advice=index_advice or [],
     )
 
 
@@ -176,6 +186,9 @@ def organization_digest(
     activity: dict[int, list[ActivityRow]] = {}
     for a in recommendation_activity(server_ids=ids, start=window.start, end=window.end):
         activity.setdefault(a.server_id, []).append(a)
+    index_advice: dict[int, list[RecommendationRow]] = {}
+    for r in recommendations(server_ids=ids, rules=INDEX_RULES):
+        index_advice.setdefault(r.server_id, []).append(r)
     digests = [
         server_digest(
             server=s,
@@ -184,6 +197,7 @@ def organization_digest(
             # The mail goes to managers: the console's sentence for the failure, never libpq's words
             error_message=summary_of(status[s.pk]) if s.pk in status else "",
             activity=activity.get(s.pk, []),
+            index_advice=index_advice.get(s.pk, []),
         )
         for s in servers
     ]

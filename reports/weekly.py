@@ -15,7 +15,7 @@ from django.urls import reverse
 from presentation import formatting as f
 from presentation.charts import Line, chart_png
 from readtier import PlanChangeRow, StatementChange, StatementTotals
-from reports.digest import OrganizationDigest, ServerDigest, organization_digest
+from reports.digest import LISTED, OrganizationDigest, ServerDigest, organization_digest
 from reports.weeks import ReportWeek
 
 TEXT_CHARS = 160  # of a statement's text in the mail
@@ -94,6 +94,9 @@ class ServerSection:
     waits_note: str
     opened: list[AdviceLine]
     resolved: list[AdviceLine]
+    indexes_url: str = ""  # the server's Indexes page
+    indexes: list[AdviceLine] = field(default_factory=list)  # the index advice active now, the first LISTED
+    indexes_count: int = 0  # all of it
     charts: list[InlineImage] = field(default_factory=list)
     history: bool = True  # False: no snapshot this week, so the lists say nothing of what ran
     compared: bool = True  # False: no snapshot the week before, so nothing is new or slower
@@ -339,6 +342,16 @@ def server_section(d: ServerDigest, week: ReportWeek, *, charts: bool = True) ->
             )
             for a in d.resolved
         ],
+        indexes_url=console_url(reverse("server-indexes", args=[d.server_id])),
+        indexes=[
+            AdviceLine(
+                r.title,
+                console_url(reverse("advisor-recommendation", args=[r.id])),
+                f"{r.severity}, since {f.when_text(r.opened_at, tz)}",
+            )
+            for r in d.index_advice[:LISTED]
+        ],
+        indexes_count=len(d.index_advice),
         charts=_charts(d, tz) if charts else [],
         history=bool(d.week.snapshots),
         compared=bool(d.previous.snapshots),

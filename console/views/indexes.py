@@ -11,14 +11,13 @@ from django.http import HttpRequest, HttpResponse
 from django.urls import path, reverse
 
 from accounts.access import server_for
-from advisor.selectors import recommendations
+from advisor.selectors import INDEX_RULES, recommendations
 from console.ranges import parse_range
 from console.views.common import range_links, render_page, server_header
 from presentation.formatting import DASH, bytes_text, count_text, number_text
 from readtier import IndexRow, TableRow, history_coverage, schema_overview
 
 SHOWN = 100  # tables and indexes listed, the largest first
-INDEX_RULES = ("missing_index", "index_effect", "unused_index", "redundant_index")
 DEFINITION_CHARS = 160
 
 
@@ -120,7 +119,7 @@ def server_indexes(request: HttpRequest, server_id: int) -> HttpResponse:
     tr = parse_range(request.GET, history_from=history_coverage(server.pk).data_from)
     base = reverse("server-indexes", args=[server.pk])
     overview = schema_overview(server_id=server.pk, window=tr.window)
-    advice = [r for r in recommendations(server_ids=[server.pk]) if r.rule in INDEX_RULES]
+    advice = recommendations(server_ids=[server.pk], rules=INDEX_RULES)
     context = {
         **server_header(server),
         "range": tr,

@@ -4,16 +4,23 @@ finds the index gone and the advice resolves. A week of watching is stood in for
 start back (the clock of the evidence, as the regression tests move a snapshot's time)."""
 
 import time
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import psycopg
 import pytest
 from django.db.models import F
 from django.utils import timezone
+from django.utils.html import escape
 
-from advisor.selectors import recommendations
+from advisor.selectors import INDEX_RULES, recommendations
 from advisor.services import server_advise
+from exports.audit import audit_content
+from exports.audit_data import audit_json
 from history.models import SchemaIndex
+from readtier import Window
+from reports.mail import render, weekly_context
+from reports.weekly import weekly_report
+from reports.weeks import ReportWeek
 from tests.world import collect, register, run
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -50,6 +57,29 @@ def _run_ddl(c, text: str) -> None:
         conn.execute(text)
 
 
+def _in_the_weekly_report_and_the_audit_export(server, found: dict) -> None:
+    """The weekly mail's Indexes section lists the advice with the server's Indexes page; the audit export's
+    findings carry each recommendation with its DDL."""
+    now = datetime.now(UTC)
+    year, week, _ = now.isocalendar()
+    so_far = ReportWeek(year, week, "UTC", now + timedelta(seconds=1))
+    report = weekly_report(organization_id=server.organization_id, week=so_far, charts=False)
+    (section,) = [s for s in report.servers if s.name == server.name]
+    assert section.indexes_count == len(recommendations(server_ids=[server.pk], rules=INDEX_RULES)) >= len(found)
+    assert {a.title for a in section.indexes} >= {r.title for r in found.values()}
+    assert section.indexes_url.endswith(f"/servers/{server.pk}/indexes/")
+    _, text, html = render("weekly", weekly_context(report, unsubscribe_url="http://console.test/u"))
+    assert f"-- Indexes: {section.indexes_count} recommendations open ({section.indexes_url})" in text
+    assert "* Index ix_orders_note on ix_orders was not used in 8 days (warning, since " in text
+    assert ">Indexes page</a>" in html and escape(found["index:app/public.ix_orders_customer"].title) in html
+    window = Window(now - timedelta(hours=1), now + timedelta(seconds=1))
+    doc = audit_json(audit_content(organization_id=server.organization_id, server_ids=[server.pk], window=window))
+    exported = {f["subject"]: f for f in doc["findings"]}
+    for subject, rec in found.items():
+        assert exported[subject]["rule"] == rec.rule and exported[subject]["change"]["text"] == rec.change_text
+    assert "DROP INDEX CONCURRENTLY" in exported["index:app/public.ix_orders_note"]["change"]["text"]
+
+
 @pytest.mark.parametrize("major", [13, 16])
 def test_planted_indexes_are_found_their_ddl_runs_and_the_advice_resolves(pg_clusters, every_reading, major):
     c = pg_clusters[major]
@@ -84,6 +114,7 @@ def test_planted_indexes_are_found_their_ddl_runs_and_the_advice_resolves(pg_clu
     assert "the same keys as ix_orders_code_key" in copy.explanation
     # A constraint's index is never proposed, nor an index the workload used.
     assert not any(s.endswith(("_pkey", "_code_key", "ix_orders_customer_status")) for s in found)
+    _in_the_weekly_report_and_the_audit_export(server, found)
 
     for rec in (unused, redundant, copy, found["index:app/public.ix_dup_k"]):
         _run_ddl(c, rec.change_text)
