@@ -105,6 +105,10 @@ class MissingIndexFact:
     statements: tuple[HelpedStatement, ...]
     table_writes_per_day: float | None = None  # its table's inserts and non-HOT updates a day
     table_indexes: int | None = None  # the table's indexes now
+    # A partitioned table's: its tree, [schema, table, parent schema, parent table, relkind] parents first (the
+    # root's parent None); its partitions the plans read are `partitions_read` of them.
+    partition_tree: tuple[tuple, ...] = ()
+    partitions_read: int = 0
 
     @property
     def saved_per_day_ms(self) -> float:

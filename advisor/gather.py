@@ -208,16 +208,25 @@ def _missing_indexes(server_id: int, statements_day, schema: SchemaOverview) -> 
     groups: dict[tuple, list] = {}
     for c in index_candidates(server_id=server_id):
         if c.columns and c.cost_after is not None:
-            groups.setdefault((c.database, c.schema_name, c.table_name, tuple(c.columns)), []).append(c)
+            # A partition's index is its partitioned table's: one index of the root, made on each partition.
+            root = c.partition_of or {"schema": c.schema_name, "table": c.table_name}
+            groups.setdefault((c.database, root["schema"], root["table"], tuple(c.columns)), []).append(c)
     found = []
     for (database, schema_name, table, columns), rows in sorted(groups.items()):
+        per_statement: dict[int, list] = {}
+        for r in rows:
+            per_statement.setdefault(r.statement_id, []).append(r)
         helped = tuple(
-            HelpedStatement(r.statement_id, query, spent_ms, r.cost_before, r.cost_after)
-            for r in rows
-            for spent_ms, query in [time_of.get(r.statement_id, (0.0, ""))]
+            # Each of its scans the index serves (a partition each, say) saves what its own costing said.
+            HelpedStatement(sid, query, spent_ms, before, max(0.0, before - sum(before - r.cost_after for r in own)))
+            for sid, own in per_statement.items()
+            for spent_ms, query in [time_of.get(sid, (0.0, ""))]
+            for before in [max(r.cost_before for r in own)]
         )
+        read = {(r.schema_name, r.table_name): r for r in rows}  # the tables (partitions) the plans read
+        measured = [tables.get((database, *key)) for key in read]
+        writes = [t.per_day(t.index_writes) for t in measured if t is not None]
         first = rows[0]
-        t = tables.get((database, schema_name, table))
         found.append(
             MissingIndexFact(
                 database=database,
@@ -225,12 +234,14 @@ def _missing_indexes(server_id: int, statements_day, schema: SchemaOverview) -> 
                 table_name=table,
                 columns=columns,
                 method=min(r.method for r in rows),  # cost-verified before estimated: the planner's own word
-                size_bytes=first.size_bytes,
-                reltuples=first.reltuples,
+                size_bytes=sum(r.size_bytes or 0 for r in read.values()) or None,
+                reltuples=sum(r.reltuples for r in read.values()),
                 selectivity=first.selectivity,
                 statements=helped,
-                table_writes_per_day=None if t is None else t.per_day(t.index_writes),
-                table_indexes=None if t is None else t.indexes,
+                table_writes_per_day=None if not writes or None in writes else sum(writes),
+                table_indexes=None if measured[0] is None else measured[0].indexes,
+                partition_tree=tuple(tuple(x) for x in (first.partition_of or {}).get("tree", ())),
+                partitions_read=len(read) if first.partition_of else 0,
             )
         )
     return tuple(found)

@@ -313,6 +313,7 @@ class IndexCandidate(models.Model):
     cost_after = models.FloatField(null=True)
     size_bytes = models.BigIntegerField(null=True)
     reason = models.TextField(blank=True, default="")
+    partition_of = models.JSONField(null=True)  # the table's partition tree, when it is a partition
 
     class Meta:
         db_table = tables.INDEX_CANDIDATE.name

@@ -227,6 +227,7 @@ def record_candidates(server_id: int, statement_id: int, database: str, found: l
                 cost_after=c.cost_after if c.advised else None,
                 size_bytes=c.size_bytes if c.advised else None,
                 reason=c.reason if c.advised else (c.reason or "its cost is not lower with the index"),
+                partition_of=c.partition_of,
             )
             for c in found
         )

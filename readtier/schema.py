@@ -269,6 +269,7 @@ class CandidateRow:
     cost_after: float | None
     size_bytes: int | None
     reason: str
+    partition_of: dict | None  # readings.plans.hypothetical.Candidate.partition_of
 
 
 def index_candidates(*, server_id: int, statement_id: int | None = None) -> list[CandidateRow]:

@@ -17,17 +17,46 @@ NAME_MAX = 63  # PostgreSQL's identifiers
 SHOWN = 5  # statements named in the explanation (all are counted)
 
 
-def index_name(fact: MissingIndexFact) -> str:
-    return f"{fact.table_name}_{'_'.join(fact.columns)}_idx"[:NAME_MAX]
+def index_name(fact: MissingIndexFact, table: str | None = None) -> str:
+    return f"{table or fact.table_name}_{'_'.join(fact.columns)}_idx"[:NAME_MAX]
 
 
 def ddl(fact: MissingIndexFact) -> str:
     columns = ", ".join(quote_ident(c) for c in fact.columns)
+    if fact.partition_tree:
+        return _partitioned_ddl(fact, columns)
     return (
         f"-- in database {quote_ident(fact.database)} (CREATE INDEX CONCURRENTLY runs outside a transaction block)\n"
         f"CREATE INDEX CONCURRENTLY {quote_ident(index_name(fact))} "
         f"ON {quote_ident(fact.schema_name)}.{quote_ident(fact.table_name)} ({columns});"
     )
+
+
+def _partitioned_ddl(fact: MissingIndexFact, columns: str) -> str:
+    """PostgreSQL's way for a partitioned table ("Partition Maintenance"): CREATE INDEX CONCURRENTLY cannot build
+    its index, so the index is made on the partitioned tables only (at once, empty), then on each partition
+    concurrently, each attached to its parent's; the root's index is valid once every partition's is attached."""
+    lines = [
+        f"-- in database {quote_ident(fact.database)}: {fact.schema_name}.{fact.table_name} is partitioned, and "
+        "CREATE INDEX CONCURRENTLY cannot build a partitioned table's index;",
+        "-- its index is made on the partitioned table only, then on each partition without blocking its writes, "
+        "then attached. Run each statement on its own (psql does), outside a transaction block.",
+    ]
+    for schema, table, parent_schema, parent_table, relkind in fact.partition_tree:
+        name = quote_ident(index_name(fact, table))
+        relation = f"{quote_ident(schema)}.{quote_ident(table)}"
+        if relkind == "f":
+            lines.append(
+                f"-- {relation} is a foreign table: it takes no index, and the partitioned table's stays invalid"
+            )
+            continue
+        only = "ONLY " if relkind == "p" else ""
+        concurrently = "" if relkind == "p" else "CONCURRENTLY "
+        lines.append(f"CREATE INDEX {concurrently}{name} ON {only}{relation} ({columns});")
+        if parent_table is not None:
+            parent = f"{quote_ident(parent_schema)}.{quote_ident(index_name(fact, parent_table))}"
+            lines.append(f"ALTER INDEX {parent} ATTACH PARTITION {quote_ident(schema)}.{name};")
+    return "\n".join(lines)
 
 
 def _minutes(ms: float) -> str:
@@ -65,6 +94,13 @@ def check(evidence: Evidence, thresholds: Thresholds) -> list[Advice]:
             else "estimated from pg_stats (install hypopg in the database to have the planner cost it)"
         )
         kept = "" if fact.selectivity is None else f" (its filter keeps about {fact.selectivity:.2%} of the rows)"
+        partitions = ""
+        if fact.partition_tree:
+            leaves = sum(1 for *_, relkind in fact.partition_tree if relkind != "p")
+            partitions = (
+                f" It is partitioned: the plans read {fact.partitions_read} of its {leaves} partitions, and the index "
+                "is made on every one of them."
+            )
         found.append(
             Advice(
                 rule=CODE,
@@ -78,7 +114,7 @@ def check(evidence: Evidence, thresholds: Thresholds) -> list[Advice]:
                     f"{len(helped)} statement(s) scan {fact.schema_name}.{fact.table_name} (about "
                     f"{fact.reltuples:,.0f} rows) to keep few of them{kept}: {named}{more}. Their plans' cost with "
                     f"the index, {how}; the time saved is their time over the last day cut as their cost is."
-                    f"{partial_note(evidence)}"
+                    f"{partitions}{partial_note(evidence)}"
                 ),
                 change=Change(ddl(fact), "none"),
                 effect=f"About {_minutes(saved)} of database time a day less for these statements.",

@@ -14,6 +14,9 @@ sequential scan reads the whole table; an index scan that filters fetches the ro
 the new index fetches only those the whole filter keeps. A sort the index would spare is not counted (the
 planner's own costing, with hypopg, counts it).
 
+A partition's candidate names its partition tree (from pg_partition_tree, at most MAX_PARTITIONS relations): the
+advisor makes one index of the partitioned table from its partitions' candidates.
+
 Everything runs on the caller's connection to the statement's database, read-only: hypopg's hypothetical
 indexes live in that session only (hypopg_reset() drops them before it returns, and closing the connection
 would), and no DDL is ever sent.
@@ -40,10 +43,21 @@ SELECT n.nspname, e.extversion FROM pg_extension e JOIN pg_namespace n ON n.oid 
 WHERE e.extname = 'hypopg'
 """
 TABLE_SQL = """
-SELECT c.oid, n.nspname, c.relname, c.reltuples::float8
+SELECT c.oid, n.nspname, c.relname, c.reltuples::float8, c.relispartition
 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 WHERE c.oid = to_regclass(%s)
 """
+# A partition's whole tree from its root, parents before their partitions: an index for all of it is made on the
+# root only, then on each partition concurrently, then attached (PostgreSQL's "Partition Maintenance").
+PARTITIONS_SQL = """
+SELECT n.nspname, c.relname, pn.nspname, p.relname, c.relkind
+FROM pg_partition_tree(pg_partition_root(%s::oid)) t
+JOIN pg_class c ON c.oid = t.relid JOIN pg_namespace n ON n.oid = c.relnamespace
+LEFT JOIN pg_class p ON p.oid = t.parentrelid LEFT JOIN pg_namespace pn ON pn.oid = p.relnamespace
+ORDER BY t.level, n.nspname, c.relname
+LIMIT %s
+"""
+MAX_PARTITIONS = 500  # a larger tree's script is not written: each partition's index is advised on its own
 STATS_SQL = """
 SELECT attname, null_frac, n_distinct, avg_width FROM pg_stats
 WHERE schemaname = %s AND tablename = %s AND attname = ANY(%s::name[]) AND NOT inherited
@@ -65,6 +79,9 @@ class Candidate:
     size_bytes: int | None  # hypopg's estimate, or from pg_stats' widths
     reason: str = ""  # why no index, when none
     plan_after: dict | None = field(default=None, repr=False)  # the plan with the hypothetical index (hypopg)
+    # The table is a partition: {"schema", "table" (its root), "tree": [[schema, table, parent schema, parent
+    # table, relkind], ...] parents first (the root's parent None)}; None otherwise, or for a tree too large.
+    partition_of: dict | None = None
 
     @property
     def advised(self) -> bool:
@@ -98,13 +115,22 @@ def _table(conn, scan: candidates.Scan, search_path: str):
         return conn.execute(TABLE_SQL, (quote_ident(scan.relation),)).fetchone()
 
 
+def partition_tree(conn: psycopg.Connection, oid: int) -> dict | None:
+    """The partition tree `oid` belongs to (Candidate.partition_of); None beyond MAX_PARTITIONS relations."""
+    rows = conn.execute(PARTITIONS_SQL, (oid, MAX_PARTITIONS + 1)).fetchall()
+    if not rows or len(rows) > MAX_PARTITIONS:
+        return None
+    root = rows[0]
+    return {"schema": root[0], "table": root[1], "tree": [list(r) for r in rows]}
+
+
 def candidate(conn: psycopg.Connection, scan: candidates.Scan, plan: Plan) -> Candidate:
     """The index this scan asks for, judged from pg_stats (without cost: the caller costs it)."""
     cost_before = float(plan.plan["Plan"]["Total Cost"])
     found = _table(conn, scan, plan.search_path)
     if found is None:
         return Candidate("", scan.relation, (), ESTIMATED, 0.0, None, cost_before, None, None, "the table is gone")
-    _, schema, table, reltuples = found
+    oid, schema, table, reltuples, is_partition = found
 
     def refused(reason: str, selectivity: float | None = None) -> Candidate:
         return Candidate(schema, table, (), ESTIMATED, reltuples, selectivity, cost_before, None, None, reason)
@@ -154,7 +180,18 @@ def candidate(conn: psycopg.Connection, scan: candidates.Scan, plan: Plan) -> Ca
             fetched *= (_selectivity(stats, c, reltuples) or 1.0) if c in equality else RANGE_SELECTIVITY
         kept = min(1.0, selectivity / fetched) if fetched > 0 else 1.0
     estimate = cost_before - scan_cost * (1 - kept)
-    return Candidate(schema, table, tuple(columns), ESTIMATED, reltuples, selectivity, cost_before, estimate, size)
+    return Candidate(
+        schema,
+        table,
+        tuple(columns),
+        ESTIMATED,
+        reltuples,
+        selectivity,
+        cost_before,
+        estimate,
+        size,
+        partition_of=partition_tree(conn, oid) if is_partition else None,
+    )
 
 
 def verify(
@@ -183,16 +220,11 @@ def verify(
         return replace(found, reason=f"hypopg could not cost it ({str(exc).splitlines()[0]}): estimated")
     if isinstance(after, Unexplained):
         return replace(found, reason=f"not planned again with the index ({after.reason}): estimated")
-    return Candidate(
-        found.schema,
-        found.table,
-        found.columns,
-        VERIFIED,
-        found.reltuples,
-        found.selectivity,
-        found.cost_before,
-        float(after.plan["Plan"]["Total Cost"]),
-        int(size),
+    return replace(
+        found,
+        method=VERIFIED,
+        cost_after=float(after.plan["Plan"]["Total Cost"]),
+        size_bytes=int(size),
         plan_after=after.plan,
     )
 

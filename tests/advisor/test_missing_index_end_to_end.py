@@ -76,3 +76,55 @@ def test_a_selective_filter_gets_its_index_an_unselective_one_says_why_and_the_m
     assert after < before / 5, followed.title
     assert f"statement {ids[SELECTIVE]} " in followed.explanation and "50 calls" in followed.explanation
     c.execute("DROP INDEX mi_orders_customer_status_idx", dbname="app")
+
+
+PARTITIONED = "SELECT * FROM mp_orders WHERE customer = $1"
+
+
+def test_a_partitioned_tables_index_is_one_recommendation_made_on_every_partition(pg_clusters, settings):
+    """On 13 without hypopg (estimated): a table partitioned on two levels, its scans of three partitions one
+    index of the partitioned table; the printed statements, run one by one as psql does, leave its index valid
+    and the planner reads each partition through its own."""
+    settings.COLLECTOR = {**settings.COLLECTOR, "SCHEMA_INTERVAL_S": 0}
+    c = pg_clusters[13]
+    c.execute(
+        "DROP TABLE IF EXISTS mp_orders; "
+        "CREATE TABLE mp_orders (id int, region int, customer int, note text) PARTITION BY LIST (region); "
+        "CREATE TABLE mp_orders_1 PARTITION OF mp_orders FOR VALUES IN (1); "
+        "CREATE TABLE mp_orders_2 PARTITION OF mp_orders FOR VALUES IN (2) PARTITION BY RANGE (id); "
+        "CREATE TABLE mp_orders_2a PARTITION OF mp_orders_2 FOR VALUES FROM (MINVALUE) TO (40000); "
+        "CREATE TABLE mp_orders_2b PARTITION OF mp_orders_2 FOR VALUES FROM (40000) TO (MAXVALUE); "
+        "INSERT INTO mp_orders SELECT g, g % 2 + 1, g % 3000, 'n' FROM generate_series(1, 90000) g; "
+        "ANALYZE mp_orders; GRANT SELECT ON mp_orders, mp_orders_1, mp_orders_2, mp_orders_2a, mp_orders_2b "
+        "TO monitor",
+        dbname="app",
+    )
+    server = register(c)
+    collect(server)
+    run(c, PARTITIONED.replace("$1", "%s"), 400, params=(7,))
+    collect(server)
+    statement_id = server.statements.get(queryid=server_entry(c, "SELECT * FROM mp_orders WHERE%")["queryid"]).pk
+    assert statement_plan(server_id=server.pk, statement_id=statement_id).planned
+    asked = index_candidates(server_id=server.pk, statement_id=statement_id)
+    assert sorted(a.table_name for a in asked) == ["mp_orders_1", "mp_orders_2a", "mp_orders_2b"]
+    assert all(a.columns == ["customer"] and a.partition_of["table"] == "mp_orders" for a in asked)
+
+    server_advise(server_id=server.pk)
+    (rec,) = _advice(server)
+    assert rec.subject == "index:app/public.mp_orders(customer)"
+    assert rec.title.startswith("Index on mp_orders (customer) would save about")
+    assert "the plans read 3 of its 3 partitions" in rec.explanation and "estimated from pg_stats" in rec.explanation
+    statements = [line for line in rec.change_text.splitlines() if not line.startswith("--")]
+    assert statements[0] == "CREATE INDEX mp_orders_customer_idx ON ONLY public.mp_orders (customer);"
+    assert "CREATE INDEX CONCURRENTLY mp_orders_2a_customer_idx ON public.mp_orders_2a (customer);" in statements
+    for statement in statements:  # one by one, as psql sends them: CONCURRENTLY runs outside a transaction block
+        c.execute(statement, dbname="app")
+    try:
+        valid = c.execute(
+            "SELECT indisvalid FROM pg_index WHERE indexrelid = 'mp_orders_customer_idx'::regclass", dbname="app"
+        )
+        assert valid == [(True,)]  # every partition's index attached
+        shown = "\n".join(r[0] for r in c.execute("EXPLAIN SELECT * FROM mp_orders WHERE customer = 7", dbname="app"))
+        assert shown.count("mp_orders_2b_customer_idx") == 1 and "Seq Scan" not in shown, shown
+    finally:
+        c.execute("DROP TABLE mp_orders", dbname="app")
