@@ -284,11 +284,16 @@ def _made_indexes(server_id: int, schema: SchemaOverview, now: datetime) -> tupl
     if not made:
         return ()
     using = statements_using(server_id=server_id, index_names={i.name for i in made})
+    windows: dict[datetime, tuple] = {}  # indexes found by the same reading share their windows
     found = []
     for i in made:
         ids = set(using.get(i.name, []))
-        before, _ = all_statements(server_id=server_id, window=Window(i.first_seen_at - WEEK, i.first_seen_at))
-        after, _ = all_statements(server_id=server_id, window=Window(i.first_seen_at, now))
+        if i.first_seen_at not in windows:
+            windows[i.first_seen_at] = (
+                all_statements(server_id=server_id, window=Window(i.first_seen_at - WEEK, i.first_seen_at))[0],
+                all_statements(server_id=server_id, window=Window(i.first_seen_at, now))[0],
+            )
+        before, after = windows[i.first_seen_at]
         mean_before = {s.statement_id: s.exec_ms / s.calls for s in before if s.statement_id in ids and s.calls}
         since = {s.statement_id: s for s in after if s.statement_id in ids}
         effects = tuple(
