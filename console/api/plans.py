@@ -17,7 +17,7 @@ from console.api.servers import TaskOut, task_out
 from console.api.statements import statement_of
 from presentation.plans import plan_text
 from readings.public import plan_tracked, tracked
-from readtier import plan_detail, statement_owner, statement_plans
+from readtier import index_candidates, plan_detail, statement_owner, statement_plans
 
 
 class PlanRowOut(serializers.Serializer):
@@ -38,11 +38,49 @@ class AttemptOut(serializers.Serializer):
     reason = serializers.CharField(allow_blank=True)
 
 
+class CandidateOut(serializers.Serializer):
+    at = serializers.DateTimeField(help_text="when the plan it was judged from was read")
+    database = serializers.CharField()
+    schema = serializers.CharField()
+    table = serializers.CharField()
+    partition_of = serializers.CharField(allow_null=True, help_text="schema.table of its partitioned table, or null")
+    columns = serializers.ListField(child=serializers.CharField(), help_text="the index asked for; []: none")
+    method = serializers.ChoiceField(choices=["cost-verified", "estimated"], help_text="how it was costed")
+    selectivity = serializers.FloatField(allow_null=True, help_text="the share of the rows its filter keeps")
+    reltuples = serializers.FloatField(help_text="the table's rows, as the planner estimates them")
+    cost_before = serializers.FloatField(help_text="the plan's estimated cost now")
+    cost_after = serializers.FloatField(allow_null=True, help_text="with the index; null: none asked for")
+    size_bytes = serializers.IntegerField(allow_null=True, help_text="the index's estimated size")
+    reason = serializers.CharField(allow_blank=True, help_text="why no index, when none is asked for")
+
+
 class StatementPlansOut(serializers.Serializer):
     statement_id = serializers.IntegerField()
     server_id = serializers.IntegerField()
     plans = PlanRowOut(many=True, help_text="the most recently seen first: the first is the current plan")
     last_attempt = AttemptOut(allow_null=True, help_text="null: never EXPLAINed")
+    index_candidates = CandidateOut(
+        many=True, help_text="each scan of the current plan that filters a table: the index it asks for, or why none"
+    )
+
+
+def candidate_out(c) -> dict:
+    root = c.partition_of
+    return {
+        "at": c.at,
+        "database": c.database,
+        "schema": c.schema_name,
+        "table": c.table_name,
+        "partition_of": f"{root['schema']}.{root['table']}" if root else None,
+        "columns": list(c.columns),
+        "method": c.method,
+        "selectivity": c.selectivity,
+        "reltuples": c.reltuples,
+        "cost_before": c.cost_before,
+        "cost_after": c.cost_after,
+        "size_bytes": c.size_bytes,
+        "reason": c.reason,
+    }
 
 
 class PlanOut(serializers.Serializer):
@@ -75,6 +113,10 @@ class StatementPlansView(APIView):
                 "last_attempt": None
                 if attempt is None
                 else {"at": attempt.at, "code": attempt.code, "reason": attempt.reason},
+                "index_candidates": [
+                    candidate_out(c)
+                    for c in index_candidates(server_id=owner.server_id, statement_id=owner.statement_id)
+                ],
             }
         )
 

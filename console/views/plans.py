@@ -6,6 +6,7 @@ from monitored servers: escaped like every text."""
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
 from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
@@ -15,9 +16,10 @@ from django.views.decorators.http import require_POST
 
 from accounts.access import MANAGE_SERVERS, require_role, role_in, server_for, visible_organization_ids
 from console.views.common import render_page, server_header
+from presentation.formatting import DASH, bytes_text, number_text
 from presentation.plans import plan_nodes, plan_text
 from readings.public import plan_tracked, tracked
-from readtier import StatementPlans, plan_detail, statement_detail_of, statement_plans
+from readtier import CandidateRow, StatementPlans, index_candidates, plan_detail, statement_detail_of, statement_plans
 
 METHODS = {"generic_plan": "generic plan (16+)", "prepare": "prepared, NULL parameters (13–15)"}
 INDENTED = 16  # tree levels the page indents (deeper nodes stay at this indent, their level written beside)
@@ -47,6 +49,31 @@ def _shown(found: StatementPlans, server_id: int, statement_id: int, fingerprint
     return None if fingerprint is None else _plan_of(server_id, statement_id, fingerprint)
 
 
+@dataclass(frozen=True)
+class CandidateLine:
+    """One filtered scan of the current plan: the index it asks for, or why none."""
+
+    table: str
+    partition_of: str  # its partitioned table's name, when it is a partition
+    columns: str  # "" when none is asked for
+    judged: str  # how it was costed, or why no index
+    cost: str  # the plan's estimated cost now → with the index
+    size: str
+
+
+def candidate_line(c: CandidateRow) -> CandidateLine:
+    root = c.partition_of or {}
+    asked = bool(c.columns) and c.cost_after is not None
+    return CandidateLine(
+        table=f"{c.schema_name}.{c.table_name}",
+        partition_of=f"{root['schema']}.{root['table']}" if root else "",
+        columns=", ".join(c.columns) if asked else "",
+        judged=c.method if asked else c.reason,
+        cost=f"{number_text(c.cost_before, 0)} → {number_text(c.cost_after, 0)}" if asked else DASH,
+        size=bytes_text(c.size_bytes) if asked and c.size_bytes else DASH,
+    )
+
+
 def _asked(request: HttpRequest, server_id: int) -> dict | None:
     """The EXPLAIN this page asked for (?asked=, its task id) as the plans worker left it: queued, running,
     succeeded (its result: planned, or the reason there is no plan) or failed; None when unknown, more than an hour
@@ -74,6 +101,9 @@ def statement_plan(request: HttpRequest, statement_id: int) -> HttpResponse:
         "history": [(p, METHODS.get(p.method, p.method)) for p in found.plans],
         "can_plan": role_in(request.user, server.organization_id) in MANAGE_SERVERS,  # it costs the server
         "asked": _asked(request, server.pk),
+        "candidates": [
+            candidate_line(c) for c in index_candidates(server_id=server.pk, statement_id=detail.statement_id)
+        ],
     }
     if context["shown_row"] is not None:
         context["shown_method"] = METHODS.get(context["shown_row"].method, context["shown_row"].method)

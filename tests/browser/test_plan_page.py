@@ -16,7 +16,9 @@ import pytest
 from django.utils import timezone
 from playwright.sync_api import expect
 
+from history import plans
 from history.models import PlanShape
+from readings.plans.hypothetical import Candidate
 from tests.browser.conftest import assert_charts_drawn
 from tests.plans_world import report_plan, store
 from tests.processes import console_env, processes, wait_ready, worker_argv
@@ -31,6 +33,11 @@ def planned(synthetic_server):
     now = timezone.now()
     old = store(server.pk, statement.pk, report_plan(indexed=True), now - timedelta(hours=6))
     current = store(server.pk, statement.pk, report_plan(indexed=False), now - timedelta(hours=2))
+    # What the plans reading judged of the current plan's scan of orders: the index it asks for.
+    asked = Candidate(
+        "public", "orders", ("customer", "status"), "estimated", 250000.0, 0.0004, 18287.0, 95.0, 6_600_000
+    )
+    plans.record_candidates(server.pk, statement.pk, "app", [asked], at=now - timedelta(hours=2))
     return server, statement, old, current
 
 
@@ -60,6 +67,12 @@ def test_the_plan_tab_shows_the_tree_the_costliest_and_the_history(console_page,
     expect(scan.locator(".pct")).to_have_text(f"{18250.0 / 18287.0:.1%}")
     expect(scan.locator(".cond")).to_have_text(["Filter: ((customer = $1) AND (status = ANY ($2)))"])
     expect(rows.nth(4).locator(".badge.costly")).to_have_count(0)
+    # Why it costs, and what would help: the index that scan asks for, with the plan's cost with it.
+    asked = page.locator(".plan-indexes tbody tr")
+    expect(asked).to_have_count(1)
+    expect(asked.locator("td")).to_have_text(
+        ["public.orders", "(customer, status)", "estimated", "18,287 → 95", "6.3 MB"]
+    )
 
     history = page.locator(".plan-history tbody tr")
     expect(history).to_have_count(2)

@@ -55,6 +55,15 @@ def test_a_statements_plans_the_current_first_and_each_by_fingerprint(api_world,
     assert [p["fingerprint"] for p in body["plans"]] == [without.fingerprint, with_index.fingerprint]
     assert body["plans"][0]["access_paths"] == without.access_paths and body["plans"][0]["method"] == "generic_plan"
     assert body["last_attempt"]["code"] == "planned" and body["last_attempt"]["reason"] == ""
+    # The current plan (its index dropped) reads the table whole for one customer in 500: it asks for the index.
+    (asked,) = body["index_candidates"]
+    assert (asked["table"], asked["columns"], asked["method"], asked["partition_of"]) == (
+        statement.table,
+        ["customer"],
+        "estimated",
+        None,
+    )
+    assert asked["cost_after"] < asked["cost_before"] and asked["selectivity"] == pytest.approx(1 / 500, rel=0.3)
 
     one = viewer.get(body["plans"][1]["plan_url"]).json()
     stored = PlanShape.objects.get(server_id=statement.server_id, fingerprint=with_index.fingerprint)

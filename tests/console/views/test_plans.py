@@ -18,6 +18,7 @@ from history import plans
 from history.models import Statement
 from inventory.models import Membership, Organization, Server
 from presentation.plans import plan_text
+from readings.plans.hypothetical import Candidate
 from tests.plans_world import node, store
 
 pytestmark = pytest.mark.django_db
@@ -220,3 +221,69 @@ def test_explain_now_is_for_dbas_and_admins_and_the_tab_follows_it_to_its_outcom
     track(task_id, server.pk + 1000, "queued")
     assert "EXPLAIN asked:" not in page(client, statement.pk, asked=task_id)
     assert "EXPLAIN asked:" not in page(client, statement.pk, asked="no-such-task")
+
+
+def test_the_indexes_its_scans_ask_for_and_why_none(client, world):
+    """The current plan's candidates as the plans reading stored them: the index asked for (of a partition, its
+    partitioned table named), and a refusal's reason, escaped."""
+    server, statement, _ = world
+    store(server.pk, statement.pk, seq_plan(), T0)
+    asked = Candidate(
+        "public",
+        "orders_2026",
+        ("customer", "status"),
+        "cost-verified",
+        60000.0,
+        0.0005,
+        5000.0,
+        12.5,
+        2_506_752,
+        partition_of={"schema": "public", "table": "orders", "tree": []},
+    )
+    refused = Candidate(
+        "public",
+        "events",
+        (),
+        "estimated",
+        90000.0,
+        0.33,
+        5000.0,
+        None,
+        None,
+        reason=f"the filter keeps about 33% of the table's 90,000 rows ({HOSTILE})",
+    )
+    plans.record_candidates(server.pk, statement.pk, "app", [asked, refused], at=T0)
+    html = page(client, statement.pk)
+    rows = re.findall(r'<tr class="(asked|refused)">(.*?)</tr>', html, re.S)
+    cells = [
+        (
+            kind,
+            [
+                htmllib.unescape(re.sub(r"<[^>]+>", "", td)).strip()
+                for td in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)
+            ],
+        )
+        for kind, row in rows
+    ]
+    assert cells == [  # by table
+        (
+            "refused",
+            ["public.events", "none", f"the filter keeps about 33% of the table's 90,000 rows ({HOSTILE})", "–", "–"],
+        ),
+        (
+            "asked",
+            [
+                "public.orders_2026 (a partition of public.orders)",
+                "(customer, status)",
+                "cost-verified",
+                "5,000 → 12",
+                "2.4 MB",
+            ],
+        ),
+    ]
+    assert HOSTILE not in html
+    assert reverse("server-indexes", args=[server.pk]) in html
+    # A statement whose plan filters nothing has no such section.
+    other = Statement.objects.create(server=server, userid=10, dbid=5, queryid=4243, first_seen_at=T0, query="SELECT 1")
+    store(server.pk, other.pk, seq_plan(), T0)
+    assert "Indexes for this plan" not in page(client, other.pk)
