@@ -93,10 +93,16 @@ class Candidate:
         return f"CREATE INDEX CONCURRENTLY {quote_ident(name)} ON {table} ({cols});"
 
 
+def hypopg_installed(conn: psycopg.Connection) -> tuple[str, str] | None:
+    """(the schema hypopg is installed in, its version) in this database; None: not installed here."""
+    row = conn.execute(HYPOPG_SQL).fetchone()
+    return None if row is None else (row[0], row[1])
+
+
 def hypopg_schema(conn: psycopg.Connection) -> str | None:
     """The schema hypopg is installed in, in this database (None: not installed here)."""
-    row = conn.execute(HYPOPG_SQL).fetchone()
-    return None if row is None else row[0]
+    found = hypopg_installed(conn)
+    return None if found is None else found[0]
 
 
 def _selectivity(stats: dict, column: str, reltuples: float) -> float | None:
@@ -203,6 +209,7 @@ def verify(
     role: str,
     timeouts: dict,
     hypopg: str,
+    version: str = "",
 ) -> Candidate:
     """The candidate costed by the planner with a hypothetical index (hypopg in schema `hypopg`), in this session
     only; the estimate kept, and why, when the statement cannot be planned again."""
@@ -217,7 +224,9 @@ def verify(
         finally:
             conn.execute(f"SELECT {schema}.hypopg_reset()")
     except psycopg.Error as exc:
-        return replace(found, reason=f"hypopg could not cost it ({str(exc).splitlines()[0]}): estimated")
+        # Another version's functions, a privilege revoked: the statistics' estimate stands, and says why.
+        named = f"hypopg {version}".strip()
+        return replace(found, reason=f"{named} could not cost it ({str(exc).splitlines()[0]}): estimated")
     if isinstance(after, Unexplained):
         return replace(found, reason=f"not planned again with the index ({after.reason}): estimated")
     return replace(
@@ -234,13 +243,20 @@ def statement_candidates(
 ) -> list[Candidate]:
     """Each filtered scan of the statement's plan, its candidate index judged, and costed with hypopg where the
     database has it."""
-    hypopg = hypopg_schema(conn)
+    hypopg, version = hypopg_installed(conn) or (None, "")
     out = []
     for scan in candidates.scans(plan.plan):
         found = candidate(conn, scan, plan)
         if found.columns and hypopg is not None:
             found = verify(
-                conn, found, text, server_version_num=server_version_num, role=role, timeouts=timeouts, hypopg=hypopg
+                conn,
+                found,
+                text,
+                server_version_num=server_version_num,
+                role=role,
+                timeouts=timeouts,
+                hypopg=hypopg,
+                version=version,
             )
         out.append(found)
     return out

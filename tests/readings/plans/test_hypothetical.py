@@ -147,3 +147,30 @@ def test_the_order_by_of_a_sorted_scan_follows_its_equality_columns(pg_clusters,
             assert "Index Scan Backward using hy_orders_customer_status_idx" in shown and "Sort" not in shown
         finally:
             c.execute("DROP INDEX hy_orders_customer_status_idx", dbname="app")
+
+
+def test_a_hypopg_that_cannot_cost_the_index_leaves_the_estimate_and_says_why(pg_clusters):
+    """hypopg of another version (here: without hypopg_relation_size, as an older or altered install might be) or
+    a function the role may not run: the statistics' estimate stands, the reason names hypopg's version and its
+    error, and no hypothetical index is left in the session."""
+    c = pg_clusters[15]
+    c.execute("DROP DATABASE IF EXISTS hy_other")
+    c.execute("CREATE DATABASE hy_other")
+    try:
+        c.execute(
+            "CREATE EXTENSION hypopg; ALTER EXTENSION hypopg DROP FUNCTION hypopg_relation_size(oid); "
+            "DROP FUNCTION hypopg_relation_size(oid); "
+            "CREATE TABLE hy_orders (id int PRIMARY KEY, customer int, status text, note text); "
+            "INSERT INTO hy_orders SELECT g, g % 2000, 'new', 'n' FROM generate_series(1, 60000) g; "
+            f"ANALYZE hy_orders; GRANT SELECT ON hy_orders TO {MONITOR_USER}",
+            dbname="hy_other",
+        )
+        with psycopg.connect(c.dsn("hy_other", MONITOR_USER, MONITOR_PASSWORD), autocommit=True) as conn:
+            version = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'hypopg'").fetchone()[0]
+            (found,) = _judged(c, conn, "SELECT * FROM hy_orders WHERE customer = $1")
+            assert found.advised and found.method == "estimated" and found.columns == ("customer",)
+            assert found.reason.startswith(f"hypopg {version} could not cost it (function ")
+            assert "hypopg_relation_size" in found.reason and "does not exist" in found.reason
+            assert conn.execute("SELECT count(*) FROM hypopg()").fetchone()[0] == 0
+    finally:
+        c.execute("DROP DATABASE IF EXISTS hy_other")
