@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from django.db.models import Count
+
 from history import tables
 from history.models import IndexCandidate, SchemaIndex, SchemaTable, ServerState
 from readtier import db
@@ -110,8 +112,10 @@ class SchemaOverview:
     read_at: datetime | None  # the last reading (None: never read)
     in_recovery: bool
     standbys: int | None
-    tables: list[TableRow]  # the largest first
-    indexes: list[IndexRow]  # the largest first
+    tables: list[TableRow]  # the largest first (the first `limit` of them when asked so)
+    indexes: list[IndexRow]  # the largest first (likewise)
+    tables_total: int = 0  # all of them
+    indexes_total: int = 0
 
 
 def _us(value) -> datetime | None:
@@ -151,11 +155,13 @@ WITH spans AS (
          unnest(s.table_ids, s.seq_scan, s.idx_scan, s.n_tup_ins, s.n_tup_upd, s.n_tup_hot_upd, s.n_tup_del)
            AS d(id, seq, idx, ins, upd, hot, del)
     WHERE s.server_id = %(server)s AND s.taken_at > %(start)s AND s.taken_at <= %(end)s
+      AND (%(table_ids)s::bigint[] IS NULL OR d.id = ANY(%(table_ids)s::bigint[]))
     GROUP BY d.id
 ), i AS (
     SELECT d.id, sum(d.scans) AS scans
     FROM {tables.SCHEMA_DELTA.name} s, unnest(s.index_ids, s.index_scan) AS d(id, scans)
     WHERE s.server_id = %(server)s AND s.taken_at > %(start)s AND s.taken_at <= %(end)s
+      AND (%(index_ids)s::bigint[] IS NULL OR d.id = ANY(%(index_ids)s::bigint[]))
     GROUP BY d.id
 )
 SELECT 's', database, NULL, observed_s, NULL, NULL, NULL, NULL, NULL FROM spans
@@ -164,12 +170,52 @@ UNION ALL SELECT 'i', NULL, id, scans, NULL, NULL, NULL, NULL, NULL FROM i
 """
 
 
-def schema_overview(*, server_id: int, window: Window) -> SchemaOverview:
-    """Every table and index of the server not gone, as last read, with its scans and writes over `window`."""
+def schema_overview(*, server_id: int, window: Window, limit: int | None = None) -> SchemaOverview:
+    """Every table and index of the server not gone, as last read, with its scans and writes over `window`; with
+    `limit`, the largest `limit` tables and indexes only (and the count of all): a page of a server of 10,000
+    tables reads what it shows."""
     databases, reading = schema_status(server_id=server_id)
+    live_tables = SchemaTable.objects.filter(server_id=server_id, gone_at__isnull=True).order_by(
+        "-size_bytes", "name", "database", "id"
+    )
+    live_indexes = SchemaIndex.objects.filter(server_id=server_id, gone_at__isnull=True).order_by(
+        "-size_bytes", "name", "database", "id"
+    )
+    counts: dict[tuple[str, int], int] = {}
+    if limit is None:
+        table_objects, index_rows, also = list(live_tables), list(live_indexes.values()), []
+        tables_total, indexes_total = len(table_objects), len(index_rows)
+        for row in index_rows:
+            key = (row["database"], row["table_relid"])
+            counts[key] = counts.get(key, 0) + 1
+        table_ids = index_ids = None
+    else:
+        table_objects, index_rows = list(live_tables[:limit]), list(live_indexes.values()[:limit])
+        tables_total, indexes_total = live_tables.count(), live_indexes.count()
+        # The listed indexes' tables, for their write cost, when they are not listed themselves.
+        listed = {(t.database, t.relid) for t in table_objects}
+        wanted = {(r["database"], r["table_relid"]) for r in index_rows} - listed
+        also = [
+            t for t in live_tables.filter(relid__in={relid for _, relid in wanted}) if (t.database, t.relid) in wanted
+        ]
+        relids = {t.relid for t in table_objects} | {relid for _, relid in wanted}
+        for database, relid, n in (
+            SchemaIndex.objects.filter(server_id=server_id, gone_at__isnull=True, table_relid__in=relids)
+            .values_list("database", "table_relid")
+            .annotate(n=Count("id"))
+        ):
+            counts[(database, relid)] = n
+        table_ids, index_ids = [t.pk for t in (*table_objects, *also)], [r["id"] for r in index_rows]
     spans, table_sums, index_sums = {}, {}, {}
     for kind, database, rid, *values in db.fetchall(
-        _SUMS, {"server": server_id, "start": window.start, "end": window.end}
+        _SUMS,
+        {
+            "server": server_id,
+            "start": window.start,
+            "end": window.end,
+            "table_ids": table_ids,
+            "index_ids": index_ids,
+        },
     ):
         if kind == "s":
             spans[database] = float(values[0] or 0.0)
@@ -177,15 +223,8 @@ def schema_overview(*, server_id: int, window: Window) -> SchemaOverview:
             table_sums[rid] = [int(v or 0) for v in values]
         else:
             index_sums[rid] = int(values[0] or 0)
-    index_rows = list(
-        SchemaIndex.objects.filter(server_id=server_id, gone_at__isnull=True).order_by("-size_bytes", "name").values()
-    )
-    counts: dict[tuple[str, int], int] = {}
-    for row in index_rows:
-        key = (row["database"], row["table_relid"])
-        counts[key] = counts.get(key, 0) + 1
     found_tables, writes = [], {}
-    for t in SchemaTable.objects.filter(server_id=server_id, gone_at__isnull=True).order_by("-size_bytes", "name"):
+    for t in (*table_objects, *also):
         observed = spans.get(t.database, 0.0)
         sums = table_sums.get(t.pk, [0] * 6) if t.database in spans else [None] * 6
         row = TableRow(
@@ -212,6 +251,7 @@ def schema_overview(*, server_id: int, window: Window) -> SchemaOverview:
         )
         found_tables.append(row)
         writes[(t.database, t.relid)] = row.per_day(row.index_writes)
+    del found_tables[len(table_objects) :]  # the listed indexes' own tables: their writes only
     found_indexes = [
         IndexRow(
             id=r["id"],
@@ -249,6 +289,8 @@ def schema_overview(*, server_id: int, window: Window) -> SchemaOverview:
         standbys=reading.get("standbys"),
         tables=found_tables,
         indexes=found_indexes,
+        tables_total=tables_total,
+        indexes_total=indexes_total,
     )
 
 

@@ -118,7 +118,7 @@ def server_indexes(request: HttpRequest, server_id: int) -> HttpResponse:
     server = server_for(request.user, server_id)
     tr = parse_range(request.GET, history_from=history_coverage(server.pk).data_from)
     base = reverse("server-indexes", args=[server.pk])
-    overview = schema_overview(server_id=server.pk, window=tr.window)
+    overview = schema_overview(server_id=server.pk, window=tr.window, limit=SHOWN)
     advice = recommendations(server_ids=[server.pk], rules=INDEX_RULES)
     context = {
         **server_header(server),
@@ -129,10 +129,10 @@ def server_indexes(request: HttpRequest, server_id: int) -> HttpResponse:
         "statement_query": urlencode(tr.params),
         "overview": overview,
         "advice": advice,
-        "tables": [table_line(t) for t in overview.tables[:SHOWN]],
-        "tables_total": len(overview.tables),
-        "indexes": [index_line(i) for i in overview.indexes[:SHOWN]],
-        "indexes_total": len(overview.indexes),
+        "tables": [table_line(t) for t in overview.tables],
+        "tables_total": overview.tables_total,
+        "indexes": [index_line(i) for i in overview.indexes],
+        "indexes_total": overview.indexes_total,
         "shown": SHOWN,
         "definition_chars": DEFINITION_CHARS,
     }

@@ -45,7 +45,13 @@ def test_a_servers_tables_and_indexes_with_their_window_of_scans_and_writes(pg_c
     scans_sql = "SELECT idx_scan FROM pg_stat_user_indexes WHERE indexrelname = 'rs_items_pkey'"
     (scanned,) = c.execute(scans_sql, dbname="app")[0]
     collect(server)
-    now = schema_overview(server_id=server.pk, window=Window(timezone.now() - timedelta(hours=1), timezone.now()))
+    window = Window(timezone.now() - timedelta(hours=1), timezone.now())
+    now = schema_overview(server_id=server.pk, window=window)
+    # A page's overview (the largest few) is the whole one's first rows, counts and sums alike, with every total.
+    for k in (1, 3):
+        limited = schema_overview(server_id=server.pk, window=window, limit=k)
+        assert limited.tables == now.tables[:k] and limited.indexes == now.indexes[:k]
+        assert (limited.tables_total, limited.indexes_total) == (len(now.tables), len(now.indexes))
     items = next(t for t in now.tables if t.name == "rs_items")
     assert (items.n_tup_ins, items.n_tup_upd) == (300, 50) and items.index_writes == 350 - items.n_tup_hot_upd
     assert 0 < items.observed_s < 60
