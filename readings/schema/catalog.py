@@ -53,10 +53,6 @@ SELECT s.indexrelid, s.relid, s.schemaname, s.indexrelname, s.relname,
        s.describe,
        CASE WHEN s.describe THEN pg_get_indexdef(s.indexrelid) END,
        am.amname, i.indkey::int2[], i.indnkeyatts, i.indclass::oid[],
-       CASE WHEN s.describe THEN
-         (SELECT array_agg(a.attname ORDER BY k.n) FROM unnest(i.indkey::int2[]) WITH ORDINALITY k(attnum, n)
-            LEFT JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum AND k.attnum > 0
-            WHERE k.n <= i.indnkeyatts) END,
        CASE WHEN s.describe THEN pg_get_expr(i.indpred, i.indrelid) END,
        CASE WHEN s.describe THEN pg_get_expr(i.indexprs, i.indrelid) END,
        i.indisunique, i.indisprimary, i.indisvalid,
@@ -77,6 +73,13 @@ ORDER BY s.relid, s.indexrelid
 LIMIT %(limit)s
 """
 
+# The key columns' names of the indexes described, read once for their tables (a subquery per index cost a fifth
+# of the indexes' read for 1,000 tables).
+ATTRIBUTES_SQL = """
+SELECT attrelid, attnum, attname FROM pg_attribute
+WHERE attrelid = ANY(%(tables)s::oid[]) AND attnum > 0 AND NOT attisdropped
+"""
+
 SQL = Sql(
     (
         (
@@ -85,6 +88,7 @@ SQL = Sql(
                 "databases": DATABASES_SQL,
                 "tables": TABLES_SQL,
                 "indexes": _INDEXES_SQL.format(last_idx_scan="NULL::timestamptz"),
+                "attributes": ATTRIBUTES_SQL,
             },
         ),
         # pg_stat_user_indexes.last_idx_scan from 16: when the index was last scanned, whatever the reading saw.
@@ -94,6 +98,7 @@ SQL = Sql(
                 "databases": DATABASES_SQL,
                 "tables": TABLES_SQL,
                 "indexes": _INDEXES_SQL.format(last_idx_scan="s.last_idx_scan"),
+                "attributes": ATTRIBUTES_SQL,
             },
         ),
     )
@@ -209,6 +214,10 @@ def read_database(
     known = known or {}
     params = {"tables": [t.relid for t in tables], "limit": max_indexes, "known": Jsonb(known)}
     rows = conn.execute(sql["indexes"], params).fetchall() if tables and max_indexes > 0 else []
+    described = sorted({r[1] for r in rows if r[9]})
+    names = {}
+    if described:
+        names = {(rel, num): name for rel, num, name in conn.execute(sql["attributes"], {"tables": described})}
     indexes = [
         IndexRead(
             relid=r[0],
@@ -222,18 +231,19 @@ def read_database(
             definition=r[10],
             method=r[11],
             key_attnums=list(r[12][: r[13]]),
-            key_columns=list(r[15] or []) if r[9] else None,
+            # An expression's key (attnum 0) has no name.
+            key_columns=[names.get((r[1], n)) for n in r[12][: r[13]]] if r[9] else None,
             include_count=len(r[12]) - r[13],
             opclasses=[int(o) for o in r[14]],
-            predicate_md5=_md5(r[16]) if r[9] else None,
-            expressions_md5=_md5(r[17]) if r[9] else None,
-            is_unique=r[18],
-            is_primary=r[19],
-            is_valid=r[20],
-            constraint=r[21] or "",
-            size_bytes=r[22] or 0,
+            predicate_md5=_md5(r[15]) if r[9] else None,
+            expressions_md5=_md5(r[16]) if r[9] else None,
+            is_unique=r[17],
+            is_primary=r[18],
+            is_valid=r[19],
+            constraint=r[20] or "",
+            size_bytes=r[21] or 0,
         )
         for r in rows
     ]
-    indexes_total = rows[0][23] if rows else 0
+    indexes_total = rows[0][22] if rows else 0
     return DatabaseRead(database, tables, indexes, tables_total, indexes_total)
