@@ -13,6 +13,8 @@ a few rows each, analyzed):
    against not due, alternating, while only the 1,000-table database exists besides the application's; then
    one with the 12,000-table database too: the reading kept the 10,000 largest tables, said so, and stayed
    within its time (no timeout of the collection).
+   The Indexes page's read of that server (its largest 100 tables and indexes) against the whole overview the
+   advisor reads, alternated.
 3. What one reading stores with every table of the 1,000-table database written between two readings: the
    delta row's bytes, and the state rows'.
 4. The index advice of one server on Debian's PostgreSQL 15 with hypopg: 20 statements filtering four tables of
@@ -27,12 +29,14 @@ from __future__ import annotations
 import statistics
 import time
 from dataclasses import replace
+from datetime import timedelta
 
 from django.conf import settings
 from django.db import connection
 
 from bench import env
 from bench.schema_report import Advice, Collections, DatabaseCost, SchemaRun
+from console.views.indexes import SHOWN
 from history import tables
 from history.models import ServerState
 from inventory.connection import parse_dsn
@@ -41,6 +45,7 @@ from readings import connection as monitored
 from readings.plans import hypothetical, service
 from readings.schema import catalog
 from readings.services import server_collect
+from readtier import Window, schema_overview
 
 REPS = 7
 SMALL, LARGE = 1_000, 12_000
@@ -161,6 +166,21 @@ def _collect(server_id: int, *, due: bool) -> tuple[float, object]:
 
 ADVICE_TABLES = 4
 ADVICE_ROWS = 60_000
+
+
+def _overview_ms(server_id: int, *, reps: int) -> tuple[list[float], list[float], int]:
+    """The Indexes page's read of the server over a day (its largest SHOWN rows) and the whole overview, alternated:
+    console ms per call, and the tables held."""
+    window = Window.last(timedelta(days=1))
+    page_ms, whole_ms, held = [], [], 0
+    for _ in range(reps):
+        started = time.perf_counter()
+        held = schema_overview(server_id=server_id, window=window, limit=SHOWN).tables_total
+        page_ms.append((time.perf_counter() - started) * 1000)
+        started = time.perf_counter()
+        schema_overview(server_id=server_id, window=window)
+        whole_ms.append((time.perf_counter() - started) * 1000)
+    return page_ms, whole_ms, held
 
 
 def _advice_statements() -> list[tuple[str, tuple]]:
@@ -309,6 +329,9 @@ def run(cluster, advice_cluster=None, *, quick: bool = False, log=print) -> Sche
         steady_ms = [_collect(server.pk, due=True)[0] for _ in range(reps)]  # the readings after it
         steady_status = ServerState.objects.get(server_id=server.pk).readings["schema"]
         log(f"  the first collection with it {capped_ms:.0f} ms, the next ones {statistics.median(steady_ms):.0f} ms")
+        page_ms, whole_ms, held = _overview_ms(server.pk, reps=reps)
+        page, whole = statistics.median(page_ms), statistics.median(whole_ms)
+        log(f"  the Indexes page's read {page:.0f} ms, the whole overview {whole:.0f} ms")
         collections = Collections(
             due_ms=due_ms,
             not_due_ms=not_due_ms,
@@ -321,6 +344,9 @@ def run(cluster, advice_cluster=None, *, quick: bool = False, log=print) -> Sche
             delta_tables=delta_tables,
             table_state_bytes=table_state_bytes,
             index_state_bytes=index_state_bytes,
+            page_ms=page_ms,
+            whole_ms=whole_ms,
+            page_tables_total=held,
         )
         advice = _advice(advice_cluster, log=log) if advice_cluster is not None else None
     finally:

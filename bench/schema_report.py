@@ -40,6 +40,14 @@ class Collections:
     delta_tables: int
     table_state_bytes: int
     index_state_bytes: int
+    # The Indexes page's read of that server (readtier.schema_overview, the largest tables and indexes it lists)
+    # and, the baseline, the whole overview the advisor reads: console ms per call, and the tables held.
+    page_ms: list[float] = field(default_factory=list)
+    whole_ms: list[float] = field(default_factory=list)
+    page_tables_total: int = 0
+
+
+PAGE_MS = 500.0  # the Indexes page's read of a server at the tables' cap: a page, not a report
 
 
 @dataclass(frozen=True)
@@ -98,6 +106,14 @@ def checks(run: SchemaRun) -> list[tuple[str, str, str, bool]]:
             f"{large.get('tables', 0):,} of {large.get('tables_total', 0):,} tables kept"
             + ("; said" if capped_said else "; NOT said"),
             spent_s <= budget_s and c.capped_steady_spent_ms / 1000 <= budget_s and capped_said,
+        ),
+        (
+            f"the Indexes page's read of that server ({c.page_tables_total:,} tables held): the largest 100 tables "
+            "and indexes with their counts and the day's sums (median / max; the whole overview the advisor reads "
+            "beside)",
+            f"≤ {PAGE_MS:g} ms",
+            f"{_ms(c.page_ms)} ms (the whole overview {_ms(c.whole_ms)} ms)",
+            bool(c.page_ms) and max(c.page_ms) <= PAGE_MS,
         ),
     ] + _advice_checks(run.advice)
 
