@@ -60,11 +60,28 @@ def _waits(level: str, server_id: int, start: datetime, end: datetime) -> None:
         )
 
 
+# The tier tables each rebuild writes. Their partitions are made before its transaction: creating one takes an
+# exclusive lock on its parent, and a rebuild that had read the parent (its latest boundary) and then waited for
+# the partition's creator deadlocked with it (a creator waits for the parent while holding the partition's
+# advisory lock).
+_WRITES = {
+    "hourly": (tables.WAIT_EVENT_HOURLY, tables.STATEMENT_HOURLY, tables.SERVER_HOURLY),
+    "daily": (tables.WAIT_EVENT_DAILY, tables.STATEMENT_DAILY, tables.SERVER_DAILY),
+}
+
+
+def _partitions(level: str, *at: datetime) -> None:
+    for table in _WRITES[level]:
+        for moment in at:
+            partitions.ensure(table.name, moment)
+
+
 def rebuild_hours(server_id: int, from_hour: datetime, until: datetime) -> int:
     """Hours of from_hour's day, from it on: read tier and wait rollups, in one transaction. An hour that
     cannot be built raises tiers.BucketFailed once the hours before it are committed."""
     day = tiers.day_of(from_hour)
     end = min(day + tiers.DAY, until)
+    _partitions("hourly", from_hour, day + tiers.DAY)  # the day's last boundary is the next day's midnight
     failed = None
     with transaction.atomic(), connection.cursor() as cur:
         cur.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [f"rollup-hours:{server_id}:{day.isoformat()}"])
@@ -81,6 +98,7 @@ def rebuild_hours(server_id: int, from_hour: datetime, until: datetime) -> int:
 def rebuild_days(server_id: int, from_day: datetime, until: datetime) -> int:
     month = tiers.month_of(from_day)
     end = min(tiers.next_month(month), until)
+    _partitions("daily", from_day, tiers.next_month(month))
     with transaction.atomic(), connection.cursor() as cur:
         cur.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [f"rollup-days:{server_id}:{month.isoformat()}"])
         _waits("daily", server_id, from_day, end)
