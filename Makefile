@@ -16,7 +16,7 @@ SHELL := /bin/bash
 
 PYTHON := .venv/bin/python
 # WeasyPrint needs Pango (audit PDFs); the tests read PDFs with poppler-utils (pdftotext, pdftoppm).
-DEBIAN_PACKAGES := postgresql postgresql-contrib postgresql-15-pg-wait-sampling postgresql-15-hypopg redis-server chromium fonts-dejavu-core \
+DEBIAN_PACKAGES := postgresql postgresql-contrib postgresql-15-pg-wait-sampling postgresql-15-hypopg prometheus redis-server chromium fonts-dejavu-core \
 	libpango-1.0-0 libpangoft2-1.0-0 libharfbuzz-subset0 poppler-utils
 PYTEST_ARGS ?=
 

@@ -13,6 +13,7 @@ from accounts.models import ApiToken
 
 SCHEME = "pgc"
 MAX_EXPIRY_DAYS = 3650
+LAST_USED_EVERY = timedelta(minutes=1)  # last_used_at is written at most this often per token
 
 
 class TokenError(ValueError):
@@ -69,3 +70,10 @@ def token_check(token: str, *, now: datetime | None = None) -> ApiToken | None:
     if not row.user.is_active:
         return None
     return row
+
+
+def token_used(row: ApiToken, *, now: datetime | None = None) -> None:
+    """Notes the token's use (its list shows when it was last used), at most once every LAST_USED_EVERY."""
+    now = now or timezone.now()
+    if row.last_used_at is None or now - row.last_used_at > LAST_USED_EVERY:
+        ApiToken.objects.filter(pk=row.pk).update(last_used_at=now)

@@ -11,9 +11,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from urllib.parse import urlsplit
 
-from django.db.models import F, QuerySet, Window
+from django.db.models import Count, F, Q, QuerySet, Window
 from django.db.models.functions import RowNumber
 
+from advisor.models import Severity
 from alerts import rule_fields
 from alerts.models import Alert, Channel, Delivery, Rule
 from inventory.crypto import CredentialsError, decrypt_secret
@@ -294,3 +295,27 @@ def alert_detail(*, alert_id: int, organization_ids: Iterable[int] | None) -> Al
     qs = Alert.objects.filter(pk=alert_id).select_related("rule", "server", "acknowledged_by")
     found = _scoped(qs, "rule__organization_id", organization_ids).first()
     return None if found is None else _alert_row(found)
+
+
+def open_alert_counts(*, server_ids: Iterable[int]) -> dict[int, dict[str, int]]:
+    """Per server (every id asked for), its open alerts by severity, every severity present (0 where none)."""
+    ids = list(server_ids)
+    out = {sid: dict.fromkeys(Severity.values, 0) for sid in ids}
+    for server_id, severity, n in (
+        Alert.objects.filter(server_id__in=ids, state=Alert.State.OPEN)
+        .values_list("server_id", "severity")
+        .annotate(n=Count("id"))
+    ):
+        out[server_id][severity] = n
+    return out
+
+
+def failing_deliveries(*, since: datetime) -> dict[str, int]:
+    """Per channel kind (every kind, 0 where none): the deliveries failing now, waiting for a retry after a failed
+    attempt, or given up since `since`."""
+    out = dict.fromkeys(Channel.Kind.values, 0)
+    retrying = Q(status=Delivery.Status.PENDING, attempts__gt=0)
+    given_up = Q(status=Delivery.Status.FAILED, created_at__gte=since)
+    for kind, n in Delivery.objects.filter(retrying | given_up).values_list("channel__kind").annotate(n=Count("id")):
+        out[kind] = n
+    return out

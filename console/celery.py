@@ -1,6 +1,7 @@
 """The Celery application; the beat schedule lives in console/schedule.py."""
 
 import os
+import time
 
 from celery import Celery, signals
 from django.db import close_old_connections, connection
@@ -28,3 +29,14 @@ def _fresh_connections(sender=None, **_: object) -> None:
     if getattr(getattr(sender, "request", None), "is_eager", False) or connection.in_atomic_block:
         return
     close_old_connections()
+
+
+# A header every task carries from its publisher: when it was sent. /metrics reads it off the oldest message
+# waiting in each queue (console/queues.py): how long the queue's head has waited.
+SENT_AT_HEADER = "pgconsole_sent_at"
+
+
+@signals.before_task_publish.connect
+def _stamp_sent_at(headers=None, **_: object) -> None:
+    if headers is not None:
+        headers.setdefault(SENT_AT_HEADER, time.time())

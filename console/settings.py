@@ -407,6 +407,14 @@ COLLECTOR = {
     "SCHEMA_MAX_INDEXES": env.int("COLLECTOR_SCHEMA_MAX_INDEXES", default=30_000),
 }
 
+# --- /metrics (console/views/metrics.py) -----------------------------------------
+METRICS = {
+    # The rates' window: the last minutes, as a scrape every 15 s to 1 min reads them.
+    "WINDOW_S": env.int("METRICS_WINDOW_S", default=300),
+    # One answer per token's scope for this long: scrapers polling more often cost one selector pass.
+    "CACHE_S": env.int("METRICS_CACHE_S", default=15),
+}
+
 # --- Plans (readings/plans/) ----------------------------------------------------
 PLANS = {
     # Plans of each server's top statements, read by beat and the `plans` queue's worker (off: on demand only).

@@ -11,6 +11,7 @@ from console.views import (
     health,
     indexes,
     manage,
+    metrics,
     organizations,
     planning,
     plans,
@@ -22,6 +23,7 @@ from console.views import (
 
 urlpatterns = [
     path("", include(health.urlpatterns)),
+    path("", include(metrics.urlpatterns)),
     path("", account.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("preferences/", account.preferences, name="preferences"),

@@ -2,6 +2,7 @@
 
 import logging
 import random
+import time
 import uuid
 from datetime import UTC, datetime, timedelta
 
@@ -20,6 +21,7 @@ from readings.services import server_collect
 
 log = logging.getLogger(__name__)
 MAX_BACKOFF_S = 120
+DISPATCHED_AT_KEY = "pgconsole:dispatched_at"  # the collection dispatcher's last run (Unix time), for /metrics
 PUT_OFF_S = (1.0, 3.0)  # a collection over its organization's share runs again this many seconds later
 
 
@@ -111,8 +113,16 @@ def _enqueue(server_id: int, expires_s: float, countdown_s: float) -> None:
 
 @shared_task
 def dispatch_due_collections() -> int:
-    """Beat's, every DISPATCH_TICK_S: the servers due before the next tick, each sent to run at its due time."""
-    return len(servers_dispatch_due(enqueue=_enqueue, horizon_s=settings.DISPATCH_TICK_S))
+    """Beat's, every DISPATCH_TICK_S: the servers due before the next tick, each sent to run at its due time. Its
+    last run is kept (DISPATCHED_AT_KEY, in the cache): /metrics says when beat last had it run."""
+    sent = len(servers_dispatch_due(enqueue=_enqueue, horizon_s=settings.DISPATCH_TICK_S))
+    cache.set(DISPATCHED_AT_KEY, time.time(), None)
+    return sent
+
+
+def last_dispatched_at() -> float | None:
+    """When the collection dispatcher last ran (Unix time; None: never since the cache was emptied)."""
+    return cache.get(DISPATCHED_AT_KEY)
 
 
 @shared_task

@@ -9,7 +9,7 @@ from readtier.across import MAX_PAGES, SORT_KEYS, statement_names_across, statem
 from readtier.advisor import server_facts
 from readtier.baselines import hourly_sums
 from readtier.coverage import CollectionCoverage, WindowSummary, collection_coverage, window_summary
-from readtier.fleet import FleetRow, fleet_summary, server_status
+from readtier.fleet import FleetRow, collections_behind, fleet_summary, fleet_waits, server_status
 from readtier.parts import NO_DATA, NOT_TRACKED
 from readtier.plans import (
     LastAttempt,
@@ -122,7 +122,9 @@ __all__ = [
     "collection_coverage",
     "compare_windows",
     "config_changes",
+    "collections_behind",
     "fleet_summary",
+    "fleet_waits",
     "floor_hour",
     "history_coverage",
     "history_older_than",

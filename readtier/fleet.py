@@ -155,3 +155,25 @@ def fleet_summary(*, server_ids: list[int], window: Window, now: datetime | None
             )
         )
     return out
+
+
+def fleet_waits(*, server_ids: list[int], window: Window) -> dict[int, dict[str, float]]:
+    """Per server, the session-seconds sampled in each wait event type over a short window, from the raw samples
+    (the last minutes of /metrics; "CPU" for the samples without a wait event). Divided by the server's span over
+    the same window (FleetRow.span_s), they are its average active sessions by type."""
+    out: dict[int, dict[str, float]] = {}
+    for server_id, event_type, session_s in db.fetchall(
+        f"SELECT server_id, coalesce(event_type, 'CPU'), sum(session_s) FROM {tables.WAIT_EVENT.name} "
+        "WHERE server_id = ANY(%(ids)s) AND taken_at >= %(start)s AND taken_at < %(end)s GROUP BY 1, 2",
+        {"ids": list(server_ids), "start": window.start, "end": window.end},
+    ):
+        out.setdefault(server_id, {})[event_type] = float(session_s or 0.0)
+    return out
+
+
+def collections_behind(*, now: datetime | None = None) -> int:
+    """Enabled servers whose next collection is overdue by more than their interval: the collection workers are
+    behind (or stopped)."""
+    now = now or timezone.now()
+    due = Server.objects.filter(enabled=True, next_collect_at__lt=now).values_list("next_collect_at", "interval_s")
+    return sum(1 for at, interval_s in due if now - at > timedelta(seconds=interval_s))

@@ -2,16 +2,11 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
-
-from django.utils import timezone
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions, permissions
 
 from accounts.models import ApiToken
-from accounts.tokens import token_check
-
-LAST_USED_EVERY = timedelta(minutes=1)  # last_used_at is written at most this often per token
+from accounts.tokens import token_check, token_used
 
 
 class TokenAuthentication(authentication.BaseAuthentication):
@@ -26,9 +21,7 @@ class TokenAuthentication(authentication.BaseAuthentication):
         row = token_check(header[1])
         if row is None:
             raise exceptions.AuthenticationFailed("invalid, revoked or expired token")
-        now = timezone.now()
-        if row.last_used_at is None or now - row.last_used_at > LAST_USED_EVERY:
-            ApiToken.objects.filter(pk=row.pk).update(last_used_at=now)
+        token_used(row)
         return row.user, row
 
     def authenticate_header(self, request):

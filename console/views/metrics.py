@@ -1,0 +1,213 @@
+"""/metrics: the fleet's figures for Prometheus, in the OpenMetrics text format (or Prometheus' text format 0.0.4,
+as the scraper's Accept header asks), written by prometheus_client from the selectors the pages read.
+
+A personal API token is needed (`Authorization: Bearer pgc_…`); it sees the servers of its user's organizations,
+an operator's (who sees every organization) every server and the console's own health besides: the tasks waiting
+in each queue and the oldest one's age, the collections overdue, when beat last had them dispatched, the alert
+deliveries failing by channel kind, the history store's size. Per server, over
+the last METRICS["WINDOW_S"] seconds (the fleet page's selector, fleet_summary, over that window): up, the age of
+its last snapshot, calls, execution and planning time and deallocations per second, its entries against
+pg_stat_statements.max, average active sessions by wait event type, its open alerts and recommendations by
+severity. A figure the server does not give is an absent series, never 0: planning time where track_planning is
+off, deallocations before PostgreSQL 14, rates before any snapshot in the window. The answer is cached per token
+for METRICS["CACHE_S"] seconds: scrapers polling every 15 s cost one selector pass each interval.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.conf import settings
+from django.contrib.auth.decorators import login_not_required
+from django.core.cache import cache
+from django.db import connection
+from django.http import HttpRequest, HttpResponse
+from django.urls import path
+from django.utils import timezone
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_GET
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.exposition import choose_encoder
+from prometheus_client.registry import CollectorRegistry
+
+from accounts.access import sees_every_organization, visible_servers
+from accounts.tokens import token_check, token_used
+from advisor.selectors import recommendation_counts
+from alerts.selectors import failing_deliveries, open_alert_counts
+from console.queues import queue_depths
+from readings.public import last_dispatched_at
+from readtier import FleetRow, Window, collections_behind, fleet_summary, fleet_waits
+
+LABELS = ("organization", "server", "tags")
+TAGS_MAX = 200  # characters of a server's tags as one label value (sorted, comma-separated)
+SEVERITIES = ("critical", "warning", "info")
+
+
+def _labels(row: FleetRow) -> list[str]:
+    return [row.organization, row.name, ",".join(sorted(row.tags))[:TAGS_MAX]]
+
+
+def _gauge(name: str, documentation: str, unit: str = "", extra: tuple[str, ...] = ()) -> GaugeMetricFamily:
+    return GaugeMetricFamily(name, documentation, labels=[*LABELS, *extra], unit=unit)
+
+
+class FleetCollector:
+    """The families of one scrape, from figures read once (prometheus_client calls collect() to write them)."""
+
+    def __init__(self, rows, recommendations, alerts, waits, now, health: dict | None = None):
+        self.rows, self.recommendations, self.alerts, self.waits = rows, recommendations, alerts, waits
+        self.now, self.health = now, health
+
+    def collect(self):
+        up = _gauge("pgconsole_server_up", "1 when the server's last collection succeeded and is recent, else 0")
+        age = _gauge("pgconsole_server_last_snapshot_age", "Seconds since the server's last snapshot", "seconds")
+        calls = _gauge("pgconsole_server_calls_per_second", "Statement calls per second over the window")
+        execution = _gauge("pgconsole_server_execution_seconds_per_second", "Seconds of statement execution per second")
+        planning = _gauge(
+            "pgconsole_server_planning_seconds_per_second",
+            "Seconds of planning per second (absent where pg_stat_statements.track_planning is off)",
+        )
+        dealloc = _gauge(
+            "pgconsole_server_deallocations_per_second",
+            "pg_stat_statements entries deallocated per second (absent before PostgreSQL 14)",
+        )
+        entries = _gauge("pgconsole_server_statements", "pg_stat_statements entries (the window's peak)")
+        entries_max = _gauge("pgconsole_server_statements_max", "pg_stat_statements.max")
+        waits = _gauge(
+            "pgconsole_server_wait_active_sessions",
+            "Average active sessions by wait event type over the window (CPU: active without a wait event)",
+            extra=("wait_event_type",),
+        )
+        alerts = _gauge("pgconsole_server_open_alerts", "Open alerts by severity", extra=("severity",))
+        recommendations = _gauge(
+            "pgconsole_server_open_recommendations", "Open or acknowledged recommendations", extra=("severity",)
+        )
+        for row in self.rows:
+            labels = _labels(row)
+            up.add_metric(labels, 1.0 if row.status == "ok" else 0.0)
+            if row.last_snapshot_at is not None:
+                age.add_metric(labels, (self.now - row.last_snapshot_at).total_seconds())
+            if row.span_s:
+                for family, value in (
+                    (calls, row.calls_per_s),
+                    (execution, None if row.exec_ms_per_s is None else row.exec_ms_per_s / 1000),
+                    (planning, None if row.plan_ms_per_s is None else row.plan_ms_per_s / 1000),
+                    (dealloc, row.dealloc_per_s),
+                    (entries, row.entries_peak),
+                    (entries_max, row.entries_max),
+                ):
+                    if value is not None:
+                        family.add_metric(labels, float(value))
+                for event_type, session_s in sorted(self.waits.get(row.server_id, {}).items()):
+                    waits.add_metric([*labels, event_type], session_s / row.span_s)
+            counts = self.recommendations.get(row.server_id)
+            for severity in SEVERITIES:
+                alerts.add_metric([*labels, severity], float(self.alerts.get(row.server_id, {}).get(severity, 0)))
+                if counts is not None:
+                    recommendations.add_metric([*labels, severity], float(getattr(counts, severity)))
+        yield from (up, age, calls, execution, planning, dealloc, entries, entries_max, waits, alerts)
+        yield recommendations
+        servers = GaugeMetricFamily("pgconsole_scrape_servers", "Servers in this scrape (the token's scope)")
+        servers.add_metric([], float(len(self.rows)))
+        yield servers
+        if self.health is not None:
+            yield from _health_families(self.health)
+
+
+def _health_families(health: dict):
+    """The console's own figures (operators' tokens only)."""
+    size = GaugeMetricFamily("pgconsole_history_store_size", "The history store's database size", unit="bytes")
+    size.add_metric([], float(health["history_bytes"]))
+    waiting = GaugeMetricFamily("pgconsole_queue_waiting_tasks", "Tasks waiting in each queue", labels=["queue"])
+    oldest = GaugeMetricFamily(
+        "pgconsole_queue_oldest_task_age",
+        "Seconds the oldest task waiting in each queue has waited (absent: none waits)",
+        labels=["queue"],
+        unit="seconds",
+    )
+    for queue in health["queues"]:
+        waiting.add_metric([queue.name], float(queue.waiting))
+        if queue.oldest_age_s is not None:
+            oldest.add_metric([queue.name], queue.oldest_age_s)
+    behind = GaugeMetricFamily(
+        "pgconsole_collections_behind", "Enabled servers whose collection is overdue by more than their interval"
+    )
+    behind.add_metric([], float(health["behind"]))
+    dispatched = GaugeMetricFamily(
+        "pgconsole_collections_dispatched_timestamp",
+        "When beat last had the due collections dispatched (Unix time; absent: not since the cache was emptied)",
+        unit="seconds",
+    )
+    if health["dispatched_at"] is not None:
+        dispatched.add_metric([], float(health["dispatched_at"]))
+    failing = GaugeMetricFamily(
+        "pgconsole_deliveries_failing",
+        "Alert deliveries waiting for a retry after a failed attempt, or given up in the last day, by channel kind",
+        labels=["kind"],
+    )
+    for kind, n in sorted(health["failing"].items()):
+        failing.add_metric([kind], float(n))
+    yield from (size, waiting, oldest, behind, dispatched, failing)
+
+
+def _unauthorized(reason: str) -> HttpResponse:
+    response = HttpResponse(reason + "\n", status=401, content_type="text/plain; charset=utf-8")
+    response["WWW-Authenticate"] = 'Bearer realm="metrics"'
+    return response
+
+
+def _health(now) -> dict:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_database_size(current_database())")
+        history_bytes = cursor.fetchone()[0]
+    return {
+        "history_bytes": history_bytes,
+        "queues": queue_depths(now=now.timestamp()),
+        "behind": collections_behind(now=now),
+        "dispatched_at": last_dispatched_at(),
+        "failing": failing_deliveries(since=now - timedelta(days=1)),
+    }
+
+
+def scrape(user, *, now=None) -> CollectorRegistry:
+    """The registry of one scrape of what `user` may see."""
+    now = now or timezone.now()
+    operator = sees_every_organization(user)
+    servers = list(visible_servers(user).order_by("organization__name", "name").values_list("pk", flat=True))
+    window = Window(now - timedelta(seconds=settings.METRICS["WINDOW_S"]), now)
+    rows = fleet_summary(server_ids=servers, window=window, now=now)
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(
+        FleetCollector(
+            rows,
+            recommendation_counts(server_ids=servers),
+            open_alert_counts(server_ids=servers),
+            fleet_waits(server_ids=servers, window=window),
+            now,
+            health=_health(now) if operator else None,
+        )
+    )
+    return registry
+
+
+@login_not_required
+@require_GET
+@never_cache
+def metrics(request: HttpRequest) -> HttpResponse:
+    header = request.headers.get("Authorization", "").split()
+    if len(header) != 2 or header[0] != "Bearer":
+        return _unauthorized("a token is needed: Authorization: Bearer pgc_…")
+    token = token_check(header[1])
+    if token is None:
+        return _unauthorized("invalid, revoked or expired token")
+    token_used(token)
+    encoder, content_type = choose_encoder(request.headers.get("Accept", ""))
+    key = f"metrics:{token.prefix}:{'openmetrics' if 'openmetrics' in content_type else 'text'}"
+    body = cache.get(key)
+    if body is None:
+        body = encoder(scrape(token.user))
+        cache.set(key, body, settings.METRICS["CACHE_S"])
+    return HttpResponse(body, content_type=content_type)
+
+
+urlpatterns = [path("metrics", metrics, name="metrics")]

@@ -1,0 +1,238 @@
+"""/metrics: a token needed; an organization's token sees its servers only, an operator's every server and the
+console's health; each figure the fleet selector's over the window; what a server does not give (planning time
+with track_planning off) an absent series, never 0; OpenMetrics or Prometheus' text format as asked, each passing
+`promtool check metrics` (Debian's prometheus package); a real Prometheus scraping the console with the token
+finds the series through its query API."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import subprocess
+import time
+import urllib.parse
+import urllib.request
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+import redis
+from django.contrib.auth.models import User
+from django.test import Client
+from django.utils import timezone
+from kombu import Queue
+from prometheus_client.parser import text_string_to_metric_families
+
+from accounts.tokens import token_create
+from alerts.models import Delivery
+from alerts.services import channel_create
+from console.celery import app as celery_app
+from inventory.connection import parse_dsn
+from inventory.models import Membership
+from inventory.services import server_create
+from readtier import Window, fleet_summary
+from tests.world import collect, register, run
+
+pytestmark = pytest.mark.django_db(transaction=True)
+OPENMETRICS = "application/openmetrics-text; version=1.0.0; charset=utf-8"
+DASHBOARD = Path(__file__).resolve().parents[3] / "docs" / "grafana" / "pgconsole-dashboard.json"
+
+
+@pytest.fixture
+def world(pg_clusters, settings):
+    """A collected server of "acme" (PostgreSQL 16, track_planning off), a never collected one of "other", their
+    members' tokens and an operator's."""
+    settings.METRICS = {**settings.METRICS, "CACHE_S": 0}
+    c = pg_clusters[16]
+    ours = register(c, name="metrics-16", org="acme")
+    collect(ours)
+    run(c, "SELECT 1", 40)
+    collect(ours)
+    theirs = server_create(
+        name="metrics-theirs", connection=parse_dsn("postgresql://m:pw@127.0.0.1:1/app"), organization_name="other"
+    )
+    tokens = {}
+    for name, organization in (("metrics-acme", ours.organization), ("metrics-other", theirs.organization)):
+        user = User.objects.create_user(name, password="pw-metrics-1")
+        Membership.objects.create(user=user, organization=organization, role=Membership.Role.VIEWER)
+        tokens[name] = token_create(user=user, name="prometheus", read_only=True)[1]
+    operator = User.objects.create_superuser("metrics-operator", password="pw-metrics-2")
+    tokens["operator"] = token_create(user=operator, name="prometheus")[1]
+    return ours, theirs, tokens
+
+
+def scrape(token: str | None, accept: str = "") -> tuple[int, str, str]:
+    headers = {"HTTP_ACCEPT": accept} if accept else {}
+    if token is not None:
+        headers["HTTP_AUTHORIZATION"] = f"Bearer {token}"
+    response = Client().get("/metrics", **headers)
+    return response.status_code, response["Content-Type"], response.content.decode()
+
+
+def samples(text: str) -> dict[tuple[str, tuple], float]:
+    """{(sample name, sorted labels): value} of a Prometheus text exposition."""
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
+
+
+def of(found: dict, name: str, server: str) -> dict[tuple, float]:
+    return {labels: v for (n, labels), v in found.items() if n == name and ("server", server) in labels}
+
+
+def test_nothing_without_a_valid_token(world):
+    for token in (None, "pgc_nope_nope", "Basic abc"):
+        status, _, body = scrape(token)
+        assert status == 401 and "token" in body
+    response = Client().get("/metrics")
+    assert response["WWW-Authenticate"] == 'Bearer realm="metrics"'
+
+
+def test_an_organizations_token_sees_its_servers_with_the_selectors_figures(world):
+    ours, theirs, tokens = world
+    status, content_type, body = scrape(tokens["metrics-acme"])
+    assert status == 200 and content_type.startswith("text/plain; version=0.0.4")
+    found = samples(body)
+    assert not any(("server", "metrics-theirs") in labels for _, labels in found)  # the other organization's
+    assert ("pgconsole_history_store_size_bytes", ()) not in found  # the console's health: operators only
+    labels = (("organization", "acme"), ("server", "metrics-16"), ("tags", ""))
+    assert found[("pgconsole_server_up", labels)] == 1.0
+    now = timezone.now()
+    (truth,) = fleet_summary(server_ids=[ours.pk], window=Window(now - timedelta(minutes=5), now))
+    assert found[("pgconsole_server_calls_per_second", labels)] == pytest.approx(truth.calls_per_s, rel=1e-6)
+    assert truth.calls_per_s > 0
+    assert found[("pgconsole_server_statements_max", labels)] == truth.entries_max
+    assert 0 <= found[("pgconsole_server_last_snapshot_age_seconds", labels)] < 60
+    # track_planning is off: no planning series at all, never a 0.
+    assert of(found, "pgconsole_server_planning_seconds_per_second", "metrics-16") == {}
+    assert of(found, "pgconsole_server_execution_seconds_per_second", "metrics-16")
+    assert found[("pgconsole_server_open_alerts", (*labels[:2], ("severity", "critical"), labels[2]))] == 0.0
+
+    _, _, theirs_body = scrape(tokens["metrics-other"])
+    other = samples(theirs_body)
+    never = (("organization", "other"), ("server", "metrics-theirs"), ("tags", ""))
+    assert other[("pgconsole_server_up", never)] == 0.0  # never collected: down, and no rates at all
+    assert of(other, "pgconsole_server_calls_per_second", "metrics-theirs") == {}
+    assert not any(("server", "metrics-16") in labels for _, labels in other)
+
+
+def test_an_operator_sees_every_server_and_the_console(world, settings):
+    ours, _, tokens = world
+    # A task sent to a queue no worker reads: it waits there, stamped with its sending time by the publisher.
+    queue = f"metrics-probe-{os.getpid()}"
+    settings.CELERY_TASK_QUEUES = (*settings.CELERY_TASK_QUEUES, Queue(queue))
+    broker = redis.Redis.from_url(settings.CELERY_BROKER_URL)
+    celery_app.send_task("pgconsole.metrics_probe", queue=queue)
+    channel = channel_create(
+        organization=ours.organization, name="metrics-hook", kind="email", addresses=["ops@example.com"]
+    ).channel
+    Delivery.objects.create(channel=channel, event="open", title="t", attempts=1, status=Delivery.Status.PENDING)
+    try:
+        time.sleep(1.0)
+        found = samples(scrape(tokens["operator"])[2])
+    finally:
+        broker.delete(queue)
+    servers = {dict(labels)["server"] for name, labels in found if name == "pgconsole_server_up"}
+    assert {"metrics-16", "metrics-theirs"} <= servers
+    assert found[("pgconsole_history_store_size_bytes", ())] > 1_000_000
+    assert found[("pgconsole_queue_waiting_tasks", (("queue", queue),))] == 1.0
+    assert 1.0 <= found[("pgconsole_queue_oldest_task_age_seconds", (("queue", queue),))] < 30
+    assert ("pgconsole_queue_waiting_tasks", (("queue", "collection"),)) in found
+    assert found[("pgconsole_deliveries_failing", (("kind", "email"),))] == 1.0  # retrying after a failure
+    assert found[("pgconsole_deliveries_failing", (("kind", "webhook"),))] == 0.0
+    assert found[("pgconsole_collections_behind", ())] == 0.0  # the world's servers are not overdue
+
+
+def test_a_scrape_within_the_cache_time_reads_no_selector(world, settings, django_assert_max_num_queries):
+    _, _, tokens = world
+    settings.METRICS = {**settings.METRICS, "CACHE_S": 60}
+    first = scrape(tokens["operator"])[2]
+    with django_assert_max_num_queries(2):  # the token's lookup (and its last use, once a minute): no figure
+        again = scrape(tokens["operator"])[2]
+    assert again == first
+    assert scrape(tokens["metrics-acme"])[2] != first  # another token: its own scope, its own answer
+
+
+def test_both_formats_pass_promtool(world):
+    _, _, tokens = world
+    for accept, expected in (("", "text/plain; version=0.0.4"), (OPENMETRICS, "application/openmetrics-text")):
+        status, content_type, body = scrape(tokens["operator"], accept)
+        assert status == 200 and content_type.startswith(expected)
+        checked = subprocess.run(["promtool", "check", "metrics"], input=body, capture_output=True, text=True)
+        assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert body.endswith("# EOF\n")  # OpenMetrics' end marker
+
+
+def test_the_grafana_dashboard_reads_only_what_the_console_serves(world):
+    _, _, tokens = world
+    dashboard = json.loads(DASHBOARD.read_text())
+    queries = [t["expr"] for p in dashboard["panels"] for t in p.get("targets", [])]
+    queries += [v["query"]["query"] for v in dashboard["templating"]["list"]]
+    used = set(re.findall(r"\bpgconsole_[a-z_]+", " ".join(queries)))
+    served = {family.name for family in text_string_to_metric_families(scrape(tokens["operator"])[2])}
+    assert len(used) >= 10 and used <= served, used - served
+    ids = [p["id"] for p in dashboard["panels"]]
+    assert len(ids) == len(set(ids)) and all(p["gridPos"]["x"] + p["gridPos"]["w"] <= 24 for p in dashboard["panels"])
+    assert {r["title"] for r in dashboard["panels"] if r["type"] == "row"} == {"Fleet", "Server", "Console"}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_a_real_prometheus_scrapes_the_console_with_a_token(world, live_server, tmp_path):
+    ours, _, tokens = world
+    target = urllib.parse.urlsplit(live_server.url).netloc
+    port = _free_port()
+    config = tmp_path / "prometheus.yml"
+    config.write_text(
+        json.dumps(  # YAML's superset: JSON
+            {
+                "global": {"scrape_interval": "1s", "scrape_timeout": "1s"},
+                "scrape_configs": [
+                    {
+                        "job_name": "pgconsole",
+                        "metrics_path": "/metrics",
+                        "authorization": {"type": "Bearer", "credentials": tokens["metrics-acme"]},
+                        "static_configs": [{"targets": [target]}],
+                    }
+                ],
+            }
+        )
+    )
+    prometheus = subprocess.Popen(
+        [
+            "prometheus",
+            f"--config.file={config}",
+            f"--storage.tsdb.path={tmp_path / 'data'}",
+            f"--web.listen-address=127.0.0.1:{port}",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    query = urllib.parse.urlencode({"query": 'pgconsole_server_calls_per_second{server="metrics-16"}'})
+    try:
+        deadline, result = time.monotonic() + 30, []
+        while time.monotonic() < deadline and not result:
+            time.sleep(0.5)
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/query?{query}", timeout=2) as r:
+                    result = json.load(r)["data"]["result"]
+            except OSError:
+                continue
+        assert result, "Prometheus found no series of the console within 30 s"
+        (series,) = result
+        assert series["metric"]["organization"] == "acme" and series["metric"]["job"] == "pgconsole"
+        assert float(series["value"][1]) > 0
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/targets", timeout=2) as r:
+            (up,) = json.load(r)["data"]["activeTargets"]
+        assert up["health"] == "up" and up["lastError"] == ""
+    finally:
+        prometheus.terminate()
+        prometheus.wait(timeout=10)
