@@ -1,8 +1,9 @@
 """python -m bench [--quick] [--only NAME ...] [--keep] [--no-docs] [--markdown PATH] [--scale-levels N,N,...]
 [--soak DURATION]
 
-Runs the seven benchmarks (collection time, history footprint, ingest throughput, read tier, fleet scale, alert
-evaluation, plans of the top statements), prints the figures and writes docs/benchmarks.md. Starts its own history
+Runs the nine benchmarks (collection time, history footprint, ingest throughput, read tier, fleet scale, alert
+evaluation, plans of the top statements, the schema reading, a /metrics scrape of 1,000 servers), prints the
+figures and writes docs/benchmarks.md. Starts its own history
 store with production durability (PostgreSQL 17 on port 57100, database pgconsole_bench) and its own monitored
 PostgreSQL 17 on port 57017 (bench/env.py), both stopped at the end.
 
@@ -36,7 +37,7 @@ from pathlib import Path
 
 from bench import env, report, scale, scale_report, soak
 
-NAMES = ("collection", "footprint", "ingest", "readtier", "scale", "alerts", "plans", "schema")
+NAMES = ("collection", "footprint", "ingest", "readtier", "scale", "alerts", "plans", "schema", "metrics")
 # Synthetic days (UTC) of the footprint and ingest runs: far from "now", so that their partitions
 # are theirs alone (the collection benchmark writes today's).
 FOOTPRINT_DAY = datetime(2025, 1, 15, tzinfo=UTC)
@@ -151,7 +152,7 @@ def _run(args, only: set[str], clusters: list, started: float, command: str) -> 
             cluster = next(c for c in clusters if c.name == env.BENCH_CLUSTER)
             results["machine"].postgres_monitored = cluster.execute("SELECT version()")[0][0]
             print(
-                f"[1/8] collection time: monitored {cluster.name} (PostgreSQL {cluster.major}, port {cluster.port})",
+                f"[1/9] collection time: monitored {cluster.name} (PostgreSQL {cluster.major}, port {cluster.port})",
                 flush=True,
             )
             if args.quick:
@@ -164,7 +165,7 @@ def _run(args, only: set[str], clusters: list, started: float, command: str) -> 
         if "footprint" in only:
             from bench import footprint
 
-            print("[2/8] history footprint: 1,440 synthetic 1-minute snapshots of 5,000 entries", flush=True)
+            print("[2/9] history footprint: 1,440 synthetic 1-minute snapshots of 5,000 entries", flush=True)
             results["footprint"] = footprint.run(day=FOOTPRINT_DAY)
             if not args.skip_uniform_footprint and not args.quick:
                 print("      again with a uniform 10% per minute", flush=True)
@@ -173,7 +174,7 @@ def _run(args, only: set[str], clusters: list, started: float, command: str) -> 
         if "ingest" in only:
             from bench import ingest
 
-            print("[3/8] ingest throughput of the delta writer at 5,000 entries", flush=True)
+            print("[3/9] ingest throughput of the delta writer at 5,000 entries", flush=True)
             if args.quick:
                 results["ingest"] = ingest.run(day=INGEST_DAY, snapshots=30, warmup=3, all_changed=5, breakdown=5)
             else:
@@ -183,7 +184,7 @@ def _run(args, only: set[str], clusters: list, started: float, command: str) -> 
             from bench import readtier
 
             print(
-                "[4/8] read tier: selectors over 30 days of one 5,000-statement server and a fleet of 200", flush=True
+                "[4/9] read tier: selectors over 30 days of one 5,000-statement server and a fleet of 200", flush=True
             )
             results["readtier"] = readtier.run(size=readtier.QUICK if args.quick else readtier.FULL)
             print(f"      done at {time.perf_counter() - started:.0f}s", flush=True)
@@ -191,7 +192,7 @@ def _run(args, only: set[str], clusters: list, started: float, command: str) -> 
             levels, minutes = _scale_size(args)
             sizes = ", ".join(map(str, levels))
             workers = " then ".join(str(n) for n in scale.WORKER_COUNTS)
-            print(f"[5/8] fleet scale: {sizes} servers, {minutes:g} min each, {workers} collection workers", flush=True)
+            print(f"[5/9] fleet scale: {sizes} servers, {minutes:g} min each, {workers} collection workers", flush=True)
             history = next((c for c in clusters if c.name == env.HISTORY_CLUSTER), None)
             results["scale"] = scale.run(
                 levels=levels, minutes=minutes, history=history, keep=args.keep, command=command
@@ -201,7 +202,7 @@ def _run(args, only: set[str], clusters: list, started: float, command: str) -> 
             from bench import alerts
 
             size = alerts.QUICK if args.quick else alerts.FULL
-            print(f"[6/8] alert evaluation: {size.servers} servers, {size.days} days of history", flush=True)
+            print(f"[6/9] alert evaluation: {size.servers} servers, {size.days} days of history", flush=True)
             results["alerts"] = alerts.run(size=size)
             print(f"      done at {time.perf_counter() - started:.0f}s", flush=True)
         if "plans" in only:
@@ -210,7 +211,7 @@ def _run(args, only: set[str], clusters: list, started: float, command: str) -> 
             cluster = next(c for c in clusters if c.name == env.BENCH_CLUSTER)
             results["machine"].postgres_monitored = cluster.execute("SELECT version()")[0][0]
             print(
-                f"[7/8] plans of the top statements: monitored {cluster.name} (PostgreSQL {cluster.major}), "
+                f"[7/9] plans of the top statements: monitored {cluster.name} (PostgreSQL {cluster.major}), "
                 "a day of rounds at the defaults, a worst case for storage, a locked table",
                 flush=True,
             )
@@ -222,12 +223,18 @@ def _run(args, only: set[str], clusters: list, started: float, command: str) -> 
             cluster = next(c for c in clusters if c.name == env.BENCH_CLUSTER)
             results["machine"].postgres_monitored = cluster.execute("SELECT version()")[0][0]
             print(
-                f"[8/8] schema reading: monitored {cluster.name} (PostgreSQL {cluster.major}), databases of "
+                f"[8/9] schema reading: monitored {cluster.name} (PostgreSQL {cluster.major}), databases of "
                 "1,000 and 12,000 tables",
                 flush=True,
             )
             advice = next(c for c in clusters if c.name == env.ADVICE_CLUSTER)
             results["schema"] = schema.run(cluster, advice, quick=args.quick)
+            print(f"      done at {time.perf_counter() - started:.0f}s", flush=True)
+        if "metrics" in only:
+            from bench import metrics
+
+            print("[9/9] /metrics: a scrape of a fleet of 1,000 servers", flush=True)
+            results["metrics"] = metrics.run(quick=args.quick)
             print(f"      done at {time.perf_counter() - started:.0f}s", flush=True)
         from django.db import connection
 

@@ -79,6 +79,10 @@ def checks(r: dict) -> list[tuple[str, str, str, bool | None]]:
         from bench import schema_report
 
         out += schema_report.checks(r["schema"])
+    if r.get("metrics"):
+        from bench import metrics_report
+
+        out += metrics_report.checks(r["metrics"])
     return out
 
 
@@ -144,6 +148,10 @@ def text(r: dict) -> str:
         from bench import schema_report
 
         lines += schema_report.summary_lines(r["schema"])
+    if r.get("metrics"):
+        from bench import metrics_report
+
+        lines += metrics_report.summary_lines(r["metrics"])
     lines.append(f"  elapsed {r.get('elapsed_s', 0):.0f}s")
     return "\n".join(lines)
 
@@ -457,6 +465,10 @@ def markdown(r: dict) -> str:
         from bench import schema_report
 
         L += schema_report.markdown(r["schema"], _table)
+    if r.get("metrics"):
+        from bench import metrics_report
+
+        L += metrics_report.markdown(r["metrics"], _table)
     method = METHOD.strip()
     if r.get("readtier"):
         from bench import readtier_report
@@ -473,6 +485,11 @@ def markdown(r: dict) -> str:
 
         stats = method.index("- **Statistics.**")
         method = method[:stats] + schema_report.METHOD + "\n" + method[stats:]
+    if r.get("metrics"):
+        from bench import metrics_report
+
+        stats = method.index("- **Statistics.**")
+        method = method[:stats] + metrics_report.METHOD + "\n" + method[stats:]
     L += ["", method, ""]
     return "\n".join(L)
 
