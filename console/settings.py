@@ -413,6 +413,9 @@ METRICS = {
     "WINDOW_S": env.int("METRICS_WINDOW_S", default=300),
     # One answer per token's scope for this long: scrapers polling more often cost one selector pass.
     "CACHE_S": env.int("METRICS_CACHE_S", default=15),
+    # Per statement only on request (?statements=N): at most this many a server, for at most this many servers.
+    "STATEMENTS_TOP_N": env.int("METRICS_STATEMENTS_TOP_N", default=10),
+    "STATEMENTS_MAX_SERVERS": env.int("METRICS_STATEMENTS_MAX_SERVERS", default=100),
 }
 
 # --- Plans (readings/plans/) ----------------------------------------------------

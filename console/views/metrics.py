@@ -9,7 +9,9 @@ the last METRICS["WINDOW_S"] seconds (the fleet page's selector, fleet_summary, 
 its last snapshot, calls, execution and planning time and deallocations per second, its entries against
 pg_stat_statements.max, average active sessions by wait event type, its open alerts and recommendations by
 severity. A figure the server does not give is an absent series, never 0: planning time where track_planning is
-off, deallocations before PostgreSQL 14, rates before any snapshot in the window. The answer is cached per token
+off, deallocations before PostgreSQL 14, rates before any snapshot in the window. Per statement only on request
+(`?statements=N`, N at most METRICS["STATEMENTS_TOP_N"]): each server's top N by total time, for at most
+METRICS["STATEMENTS_MAX_SERVERS"] servers, the others counted as left out. The answer is cached per token
 for METRICS["CACHE_S"] seconds: scrapers polling every 15 s cost one selector pass each interval.
 """
 
@@ -36,7 +38,16 @@ from advisor.selectors import recommendation_counts
 from alerts.selectors import failing_deliveries, open_alert_counts
 from console.queues import queue_depths
 from readings.public import last_dispatched_at
-from readtier import FleetRow, Window, collections_behind, fleet_summary, fleet_waits
+from readtier import (
+    FleetRow,
+    Page,
+    StatementFilters,
+    Window,
+    collections_behind,
+    fleet_summary,
+    fleet_waits,
+    top_statements,
+)
 
 LABELS = ("organization", "server", "tags")
 TAGS_MAX = 200  # characters of a server's tags as one label value (sorted, comma-separated)
@@ -150,6 +161,62 @@ def _health_families(health: dict):
     yield from (size, waiting, oldest, behind, dispatched, failing)
 
 
+class StatementFamilies:
+    """Per statement, on request (?statements=N): each server's top N statements by total time over the window
+    (the top statements page's selector, the console's own left out), for at most STATEMENTS_MAX_SERVERS servers
+    of the scrape, the rest said (pgconsole_scrape_statement_servers_left_out). Labelled by queryid, database and
+    user, never the text: the series stay as many as N a server."""
+
+    def __init__(self, rows: list[FleetRow], top: dict[int, list], left_out: int):
+        self.rows, self.top, self.left_out = rows, top, left_out
+
+    def collect(self):
+        extra = ("queryid", "database", "user")
+        calls = _gauge("pgconsole_statement_calls_per_second", "A top statement's calls per second", extra=extra)
+        execution = _gauge(
+            "pgconsole_statement_execution_seconds_per_second",
+            "A top statement's seconds of execution per second",
+            extra=extra,
+        )
+        planning = _gauge(
+            "pgconsole_statement_planning_seconds_per_second",
+            "A top statement's seconds of planning per second (absent where planning is not tracked)",
+            extra=extra,
+        )
+        mean = _gauge(
+            "pgconsole_statement_mean_execution", "A top statement's mean execution time", "seconds", extra=extra
+        )
+        for row in self.rows:
+            for st in self.top.get(row.server_id, []):
+                labels = [*_labels(row), str(st.queryid), st.database, st.user]
+                calls.add_metric(labels, st.calls / row.span_s)
+                execution.add_metric(labels, st.exec_ms / 1000 / row.span_s)
+                if st.plan_ms is not None:
+                    planning.add_metric(labels, st.plan_ms / 1000 / row.span_s)
+                if st.calls:
+                    mean.add_metric(labels, st.exec_ms / 1000 / st.calls)
+        left = GaugeMetricFamily(
+            "pgconsole_scrape_statement_servers_left_out",
+            "Servers of this scrape whose statements were left out (over METRICS_STATEMENTS_MAX_SERVERS)",
+        )
+        left.add_metric([], float(self.left_out))
+        yield from (calls, execution, planning, mean, left)
+
+
+def _top_statements(rows: list[FleetRow], n: int, window: Window) -> tuple[dict[int, list], int]:
+    """Each server's top `n` statements by total time (those with snapshots in the window), at most
+    STATEMENTS_MAX_SERVERS servers; and how many servers were left out."""
+    with_data = [row for row in rows if row.span_s]
+    kept = with_data[: settings.METRICS["STATEMENTS_MAX_SERVERS"]]
+    top = {
+        row.server_id: top_statements(
+            server_id=row.server_id, window=window, filters=StatementFilters(hide_own=True), page=Page(1, n)
+        ).rows
+        for row in kept
+    }
+    return top, len(with_data) - len(kept)
+
+
 def _unauthorized(reason: str) -> HttpResponse:
     response = HttpResponse(reason + "\n", status=401, content_type="text/plain; charset=utf-8")
     response["WWW-Authenticate"] = 'Bearer realm="metrics"'
@@ -169,8 +236,8 @@ def _health(now) -> dict:
     }
 
 
-def scrape(user, *, now=None) -> CollectorRegistry:
-    """The registry of one scrape of what `user` may see."""
+def scrape(user, *, now=None, statements: int = 0) -> CollectorRegistry:
+    """The registry of one scrape of what `user` may see (with each server's top `statements` when asked)."""
     now = now or timezone.now()
     operator = sees_every_organization(user)
     servers = list(visible_servers(user).order_by("organization__name", "name").values_list("pk", flat=True))
@@ -187,7 +254,20 @@ def scrape(user, *, now=None) -> CollectorRegistry:
             health=_health(now) if operator else None,
         )
     )
+    if statements:
+        registry.register(StatementFamilies(rows, *_top_statements(rows, statements, window)))
     return registry
+
+
+def _statements_asked(request: HttpRequest) -> int:
+    """?statements=N: 0 when absent; ValueError with what to send otherwise."""
+    asked = request.GET.get("statements")
+    if asked is None:
+        return 0
+    cap = settings.METRICS["STATEMENTS_TOP_N"]
+    if not asked.isdigit() or not 1 <= int(asked) <= cap:
+        raise ValueError(f"statements must be a whole number from 1 to {cap} (each server's top statements by time)")
+    return int(asked)
 
 
 @login_not_required
@@ -201,11 +281,15 @@ def metrics(request: HttpRequest) -> HttpResponse:
     if token is None:
         return _unauthorized("invalid, revoked or expired token")
     token_used(token)
+    try:
+        statements = _statements_asked(request)
+    except ValueError as exc:
+        return HttpResponse(f"{exc}\n", status=400, content_type="text/plain; charset=utf-8")
     encoder, content_type = choose_encoder(request.headers.get("Accept", ""))
-    key = f"metrics:{token.prefix}:{'openmetrics' if 'openmetrics' in content_type else 'text'}"
+    key = f"metrics:{token.prefix}:{'openmetrics' if 'openmetrics' in content_type else 'text'}:{statements}"
     body = cache.get(key)
     if body is None:
-        body = encoder(scrape(token.user))
+        body = encoder(scrape(token.user, statements=statements))
         cache.set(key, body, settings.METRICS["CACHE_S"])
     return HttpResponse(body, content_type=content_type)
 

@@ -157,10 +157,40 @@ def test_a_scrape_within_the_cache_time_reads_no_selector(world, settings, djang
     assert scrape(tokens["metrics-acme"])[2] != first  # another token: its own scope, its own answer
 
 
+def test_statements_only_on_request_bounded_and_said(world, settings):
+    ours, _, tokens = world
+    plain = samples(scrape(tokens["metrics-acme"])[2])
+    assert not any(name.startswith("pgconsole_statement_") for name, _ in plain)
+    response = Client().get("/metrics", {"statements": "3"}, HTTP_AUTHORIZATION=f"Bearer {tokens['metrics-acme']}")
+    found = samples(response.content.decode())
+    calls = of(found, "pgconsole_statement_calls_per_second", "metrics-16")
+    assert 1 <= len(calls) <= 3
+    select = ours.statements.get(query="SELECT $1")  # the workload's, 40 calls between the two collections
+    (rate,) = [v for labels, v in calls.items() if ("queryid", str(select.queryid)) in labels]
+    now = timezone.now()
+    (row,) = fleet_summary(server_ids=[ours.pk], window=Window(now - timedelta(minutes=5), now))
+    assert rate == pytest.approx(40 / row.span_s, rel=1e-6)
+    assert of(found, "pgconsole_statement_planning_seconds_per_second", "metrics-16") == {}  # not tracked
+    assert found[("pgconsole_scrape_statement_servers_left_out", ())] == 0.0
+    assert not any("SELECT" in str(labels) for labels in calls)  # never the text
+    # Over the cap of servers: left out, and said.
+    settings.METRICS = {**settings.METRICS, "STATEMENTS_MAX_SERVERS": 0}
+    response = Client().get("/metrics", {"statements": "3"}, HTTP_AUTHORIZATION=f"Bearer {tokens['metrics-acme']}")
+    capped = samples(response.content.decode())
+    assert capped[("pgconsole_scrape_statement_servers_left_out", ())] == 1.0
+    assert of(capped, "pgconsole_statement_calls_per_second", "metrics-16") == {}
+    for bad in ("0", "11", "ten", ""):
+        refused = Client().get("/metrics", {"statements": bad}, HTTP_AUTHORIZATION=f"Bearer {tokens['operator']}")
+        assert refused.status_code == 400 and b"from 1 to 10" in refused.content
+
+
 def test_both_formats_pass_promtool(world):
     _, _, tokens = world
     for accept, expected in (("", "text/plain; version=0.0.4"), (OPENMETRICS, "application/openmetrics-text")):
-        status, content_type, body = scrape(tokens["operator"], accept)
+        response = Client().get(
+            "/metrics", {"statements": "5"}, HTTP_AUTHORIZATION=f"Bearer {tokens['operator']}", HTTP_ACCEPT=accept
+        )
+        status, content_type, body = response.status_code, response["Content-Type"], response.content.decode()
         assert status == 200 and content_type.startswith(expected)
         checked = subprocess.run(["promtool", "check", "metrics"], input=body, capture_output=True, text=True)
         assert checked.returncode == 0, checked.stdout + checked.stderr
