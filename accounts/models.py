@@ -35,6 +35,10 @@ class ApiToken(models.Model):
     prefix = models.CharField(max_length=12, unique=True)  # shown in lists, identifies the token
     secret_hash = models.CharField(max_length=64)  # sha256 hex of the whole token
     read_only = models.BooleanField(default=False)
+    # A metrics token: /metrics of this organization's servers only, never the API (accounts/tokens.py).
+    organization = models.ForeignKey(
+        "inventory.Organization", null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     expires_at = models.DateTimeField(null=True, blank=True)
     last_used_at = models.DateTimeField(null=True, blank=True)

@@ -1,4 +1,5 @@
-"""Personal API tokens: `pgc_<prefix>_<secret>`; the database keeps the prefix and a sha256 of the token."""
+"""Personal API tokens: `pgc_<prefix>_<secret>`; the database keeps the prefix and a sha256 of the token. A metrics
+token is scoped to one organization: /metrics of its servers, nothing else."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ from datetime import datetime, timedelta
 from django.contrib.auth.models import AbstractBaseUser
 from django.utils import timezone
 
+from accounts.access import visible_organizations
 from accounts.models import ApiToken
+from inventory.models import Organization
 
 SCHEME = "pgc"
 MAX_EXPIRY_DAYS = 3650
@@ -25,12 +28,20 @@ def token_hash(token: str) -> str:
 
 
 def token_create(
-    *, user: AbstractBaseUser, name: str, read_only: bool = False, expires_days: int | None = None
+    *,
+    user: AbstractBaseUser,
+    name: str,
+    read_only: bool = False,
+    expires_days: int | None = None,
+    organization: Organization | None = None,
 ) -> tuple[ApiToken, str]:
-    """A new token and its secret (returned once; only its hash is stored)."""
+    """A new token and its secret (returned once; only its hash is stored). With `organization`, a metrics
+    token: read-only, /metrics of that organization's servers only (one the user sees), never the API."""
     name = name.strip()
     if not name:
         raise TokenError("a token needs a name (what it is for, e.g. 'ci-checks')")
+    if organization is not None and not visible_organizations(user).filter(pk=organization.pk).exists():
+        raise TokenError(f"{user} is not a member of {organization.name}: a metrics token sees one of your own")
     if expires_days is not None and not 1 <= expires_days <= MAX_EXPIRY_DAYS:
         raise TokenError(f"expiry in days must be between 1 and {MAX_EXPIRY_DAYS}")
     prefix = secrets.token_hex(4)
@@ -41,8 +52,9 @@ def token_create(
         name=name[:100],
         prefix=prefix,
         secret_hash=token_hash(token),
-        read_only=read_only,
+        read_only=read_only or organization is not None,
         expires_at=expires_at,
+        organization=organization,
     )
     return row, token
 

@@ -21,6 +21,10 @@ class TokenAuthentication(authentication.BaseAuthentication):
         row = token_check(header[1])
         if row is None:
             raise exceptions.AuthenticationFailed("invalid, revoked or expired token")
+        if row.organization_id is not None:
+            raise exceptions.AuthenticationFailed(
+                "this is a metrics token (one organization's /metrics only): the API needs a personal token"
+            )
         token_used(row)
         return row.user, row
 

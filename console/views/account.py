@@ -15,12 +15,12 @@ from django.shortcuts import redirect
 from django.utils.decorators import method_decorator
 from django.views.decorators.http import require_POST
 
-from accounts.access import managed_organizations
+from accounts.access import managed_organizations, visible_organizations
 from accounts.models import ApiToken, UserPreference, validate_time_zone
 from accounts.tokens import MAX_EXPIRY_DAYS, TokenError, token_create, token_revoke
 from console import two_factor
 from console.views.common import render_page
-from inventory.models import Membership
+from inventory.models import Membership, Organization
 
 
 @method_decorator(login_not_required, name="dispatch")
@@ -121,11 +121,18 @@ class TokenForm(forms.Form):
     expires_days = forms.IntegerField(
         required=False, min_value=1, max_value=MAX_EXPIRY_DAYS, help_text="Empty: it never expires."
     )
+    # Empty: a personal API token. An organization: a metrics token, /metrics of its servers only, read-only.
+    metrics_organization = forms.ModelChoiceField(queryset=Organization.objects.none(), required=False)
+
+    def __init__(self, *args, user=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        if user is not None:
+            self.fields["metrics_organization"].queryset = visible_organizations(user).order_by("name")
 
 
 def tokens(request):
     """/preferences/tokens/: the user's API tokens; a new one's secret is shown in this response only."""
-    form = TokenForm(request.POST or None)
+    form = TokenForm(request.POST or None, user=request.user)
     created = None
     if request.method == "POST" and form.is_valid():
         try:
@@ -134,17 +141,19 @@ def tokens(request):
                 name=form.cleaned_data["name"],
                 read_only=form.cleaned_data["read_only"],
                 expires_days=form.cleaned_data["expires_days"],
+                organization=form.cleaned_data["metrics_organization"],
             )
         except TokenError as exc:
             form.add_error(None, str(exc))
         else:
             created = {"token": row, "secret": secret}
-            form = TokenForm()
-    rows = ApiToken.objects.filter(user=request.user).order_by("-created_at")
+            form = TokenForm(user=request.user)
+    rows = ApiToken.objects.filter(user=request.user).select_related("organization").order_by("-created_at")
+    organizations = form.fields["metrics_organization"].queryset
     response = render_page(
         request,
         "console/tokens.html",
-        {"form": form, "tokens": rows, "created": created},
+        {"form": form, "tokens": rows, "created": created, "organizations": organizations},
         status=400 if form.errors else 200,
     )
     response["Cache-Control"] = "no-store"  # the page may hold a secret

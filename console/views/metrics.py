@@ -1,7 +1,8 @@
 """/metrics: the fleet's figures for Prometheus, in the OpenMetrics text format (or Prometheus' text format 0.0.4,
 as the scraper's Accept header asks), written by prometheus_client from the selectors the pages read.
 
-A personal API token is needed (`Authorization: Bearer pgc_…`); it sees the servers of its user's organizations,
+A token is needed (`Authorization: Bearer pgc_…`): a metrics token sees its one organization's servers; a
+personal API token the servers of its user's organizations,
 an operator's (who sees every organization) every server and the console's own health besides: the tasks waiting
 in each queue and the oldest one's age, the collections overdue, when beat last had them dispatched, the alert
 deliveries failing by channel kind, the history store's size. Per server, over
@@ -236,11 +237,15 @@ def _health(now) -> dict:
     }
 
 
-def scrape(user, *, now=None, statements: int = 0) -> CollectorRegistry:
-    """The registry of one scrape of what `user` may see (with each server's top `statements` when asked)."""
+def scrape(user, *, now=None, statements: int = 0, organization_id: int | None = None) -> CollectorRegistry:
+    """The registry of one scrape of what `user` may see (with each server's top `statements` when asked); of one
+    organization's servers only for a metrics token (`organization_id`), without the console's health."""
     now = now or timezone.now()
-    operator = sees_every_organization(user)
-    servers = list(visible_servers(user).order_by("organization__name", "name").values_list("pk", flat=True))
+    operator = sees_every_organization(user) and organization_id is None
+    visible = visible_servers(user)
+    if organization_id is not None:
+        visible = visible.filter(organization_id=organization_id)
+    servers = list(visible.order_by("organization__name", "name").values_list("pk", flat=True))
     window = Window(now - timedelta(seconds=settings.METRICS["WINDOW_S"]), now)
     rows = fleet_summary(server_ids=servers, window=window, now=now)
     registry = CollectorRegistry(auto_describe=False)
@@ -289,7 +294,7 @@ def metrics(request: HttpRequest) -> HttpResponse:
     key = f"metrics:{token.prefix}:{'openmetrics' if 'openmetrics' in content_type else 'text'}:{statements}"
     body = cache.get(key)
     if body is None:
-        body = encoder(scrape(token.user, statements=statements))
+        body = encoder(scrape(token.user, statements=statements, organization_id=token.organization_id))
         cache.set(key, body, settings.METRICS["CACHE_S"])
     return HttpResponse(body, content_type=content_type)
 

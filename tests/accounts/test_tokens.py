@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from accounts.models import ApiToken
 from accounts.tokens import TokenError, token_create, token_hash, token_revoke
+from inventory.models import Organization
 from tests.api_world import assert_error
 
 ORGS = "/api/v1/organizations/"
@@ -50,3 +51,13 @@ def test_revocation_and_expiry_take_effect_at_once(api_world):
     api_world.users["admin"].is_active = False
     api_world.users["admin"].save()
     assert_error(Client(HTTP_AUTHORIZATION=f"Bearer {secret3}").get(ORGS), 401)
+
+
+def test_a_metrics_token_is_of_one_of_the_users_organizations_and_read_only(api_world):
+    viewer = api_world.users["viewer"]
+    row, _ = token_create(user=viewer, name="prometheus", organization=api_world.acme)
+    assert row.organization == api_world.acme and row.read_only
+    other = Organization.objects.create(name="tokens-elsewhere")
+    with pytest.raises(TokenError, match="not a member of tokens-elsewhere"):
+        token_create(user=viewer, name="prometheus", organization=other)
+    assert not ApiToken.objects.filter(organization=other).exists()

@@ -10,6 +10,7 @@ from django.test import Client
 
 from accounts.models import ApiToken
 from accounts.tokens import token_hash
+from inventory.models import Membership, Organization
 
 pytestmark = pytest.mark.django_db
 
@@ -53,3 +54,22 @@ def test_bad_input_and_other_users_tokens(alice):
     assert theirs.revoked_at is None
     assert c.get(f"/preferences/tokens/{theirs.prefix}/revoke/").status_code == 405
     assert "bob's" not in c.get("/preferences/tokens/").content.decode()
+
+
+def test_a_metrics_token_of_one_of_the_users_organizations_reads_metrics_only(alice):
+    user, c = alice
+    ours, theirs = Organization.objects.create(name="tok-ours"), Organization.objects.create(name="tok-theirs")
+    Membership.objects.create(user=user, organization=ours, role=Membership.Role.DBA)
+    page = c.get("/preferences/tokens/").content.decode()
+    assert "tok-ours: its servers on /metrics" in page and "tok-theirs" not in page  # only the user's own
+    # Another organization's id, posted by hand: refused by the form's choices, nothing created.
+    assert c.post("/preferences/tokens/", {"name": "sneaky", "metrics_organization": theirs.pk}).status_code == 400
+    r = c.post("/preferences/tokens/", {"name": "prometheus", "metrics_organization": ours.pk})
+    secret = re.search(r'id="token-secret">(pgc_[^<]+)<', r.content.decode()).group(1)
+    row = ApiToken.objects.get(user=user)
+    assert row.organization == ours and row.read_only  # read-only, whatever the box said
+    assert "/metrics of tok-ours" in c.get("/preferences/tokens/").content.decode()
+    bearer = Client(HTTP_AUTHORIZATION=f"Bearer {secret}")
+    refused = bearer.get("/api/v1/organizations/")
+    assert refused.status_code == 401 and "metrics token" in refused.content.decode()
+    assert bearer.get("/metrics").status_code == 200

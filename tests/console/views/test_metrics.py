@@ -157,6 +157,16 @@ def test_a_scrape_within_the_cache_time_reads_no_selector(world, settings, djang
     assert scrape(tokens["metrics-acme"])[2] != first  # another token: its own scope, its own answer
 
 
+def test_a_metrics_token_sees_its_one_organization_even_an_operators(world):
+    ours, theirs, _ = world
+    operator = User.objects.get(username="metrics-operator")
+    _, secret = token_create(user=operator, name="prometheus-other", organization=theirs.organization)
+    found = samples(scrape(secret)[2])
+    servers = {dict(labels)["server"] for name, labels in found if name == "pgconsole_server_up"}
+    assert servers == {"metrics-theirs"}
+    assert not any(name.startswith(("pgconsole_queue_", "pgconsole_history_")) for name, _ in found)
+
+
 def test_statements_only_on_request_bounded_and_said(world, settings):
     ours, _, tokens = world
     plain = samples(scrape(tokens["metrics-acme"])[2])

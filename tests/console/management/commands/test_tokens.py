@@ -32,3 +32,17 @@ def test_tokens_command_creates_lists_and_revokes(api_world):
         call_command("tokens", "create", "nobody")
     with pytest.raises(CommandError, match="no active token"):
         call_command("tokens", "revoke", "viewer", row.prefix)
+
+
+def test_a_metrics_token_from_the_command_line(api_world):
+    out, err = StringIO(), StringIO()
+    call_command("tokens", "create", "viewer", "--metrics", "acme", "--name", "prometheus", stdout=out, stderr=err)
+    secret = out.getvalue().strip()
+    assert "/metrics of acme" in err.getvalue()
+    listing = StringIO()
+    call_command("tokens", "list", "viewer", stdout=listing)
+    assert "/metrics of acme" in listing.getvalue()
+    assert Client(HTTP_AUTHORIZATION=f"Bearer {secret}").get("/metrics").status_code == 200
+    assert_error(Client(HTTP_AUTHORIZATION=f"Bearer {secret}").get(ORGS), 401)
+    with pytest.raises(CommandError, match="no organization 'nowhere'"):
+        call_command("tokens", "create", "viewer", "--metrics", "nowhere")
