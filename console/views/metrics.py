@@ -18,8 +18,10 @@ for METRICS["CACHE_S"] seconds: scrapers polling every 15 s cost one selector pa
 
 from __future__ import annotations
 
+import logging
 from datetime import timedelta
 
+import redis
 from django.conf import settings
 from django.contrib.auth.decorators import login_not_required
 from django.core.cache import cache
@@ -50,6 +52,7 @@ from readtier import (
     top_statements,
 )
 
+logger = logging.getLogger(__name__)
 LABELS = ("organization", "server", "tags")
 TAGS_MAX = 200  # characters of a server's tags as one label value (sorted, comma-separated)
 SEVERITIES = ("critical", "warning", "info")
@@ -137,7 +140,9 @@ def _health_families(health: dict):
         labels=["queue"],
         unit="seconds",
     )
-    for queue in health["queues"]:
+    broker = GaugeMetricFamily("pgconsole_broker_up", "1 when the broker (Redis) answered this scrape, else 0")
+    broker.add_metric([], 0.0 if health["queues"] is None else 1.0)
+    for queue in health["queues"] or []:
         waiting.add_metric([queue.name], float(queue.waiting))
         if queue.oldest_age_s is not None:
             oldest.add_metric([queue.name], queue.oldest_age_s)
@@ -159,7 +164,7 @@ def _health_families(health: dict):
     )
     for kind, n in sorted(health["failing"].items()):
         failing.add_metric([kind], float(n))
-    yield from (size, waiting, oldest, behind, dispatched, failing)
+    yield from (size, broker, waiting, oldest, behind, dispatched, failing)
 
 
 class StatementFamilies:
@@ -224,13 +229,22 @@ def _unauthorized(reason: str) -> HttpResponse:
     return response
 
 
+def _queues(now) -> list | None:
+    """The queues' depths; None when the broker does not answer (said by pgconsole_broker_up, never a 500)."""
+    try:
+        return queue_depths(now=now.timestamp())
+    except redis.RedisError as exc:
+        logger.warning("metrics: the broker did not answer: %s", exc)
+        return None
+
+
 def _health(now) -> dict:
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_database_size(current_database())")
         history_bytes = cursor.fetchone()[0]
     return {
         "history_bytes": history_bytes,
-        "queues": queue_depths(now=now.timestamp()),
+        "queues": _queues(now),
         "behind": collections_behind(now=now),
         "dispatched_at": last_dispatched_at(),
         "failing": failing_deliveries(since=now - timedelta(days=1)),

@@ -145,6 +145,14 @@ def test_an_operator_sees_every_server_and_the_console(world, settings):
     assert found[("pgconsole_deliveries_failing", (("kind", "email"),))] == 1.0  # retrying after a failure
     assert found[("pgconsole_deliveries_failing", (("kind", "webhook"),))] == 0.0
     assert found[("pgconsole_collections_behind", ())] == 0.0  # the world's servers are not overdue
+    assert found[("pgconsole_broker_up", ())] == 1.0
+    # The broker down: said, the rest served.
+    settings.CELERY_BROKER_URL = f"redis://127.0.0.1:{_free_port()}/0"
+    status, _, body = scrape(tokens["operator"])
+    down = samples(body)
+    assert status == 200 and down[("pgconsole_broker_up", ())] == 0.0
+    assert not any(name == "pgconsole_queue_waiting_tasks" for name, _ in down)
+    assert down[("pgconsole_history_store_size_bytes", ())] > 0
 
 
 def test_a_scrape_within_the_cache_time_reads_no_selector(world, settings, django_assert_max_num_queries):
