@@ -43,6 +43,9 @@ class FleetRow:
     entries_peak: int | None
     entries_max: int | None
     trend_calls_per_s: list[float | None]  # one per UTC hour of the window; None: no data that hour
+    # The last collection's time from its start to its snapshot stored, when it succeeded (None: the last attempt
+    # failed, is running, or none yet).
+    last_collection_s: float | None = None
 
 
 def server_status(server: Server, now: datetime) -> str:
@@ -56,6 +59,15 @@ def server_status(server: Server, now: datetime) -> str:
     if server.last_success_at is None or now - server.last_success_at > limit:
         return "stale"
     return "ok"
+
+
+def _collection_s(server: Server) -> float | None:
+    """The last attempt's duration when it succeeded: the collection sets last_attempt_at as it starts and
+    last_success_at in the snapshot's transaction."""
+    start, stored = server.last_attempt_at, server.last_success_at
+    if start is None or stored is None or stored < start:
+        return None
+    return (stored - start).total_seconds()
 
 
 def fleet_summary(*, server_ids: list[int], window: Window, now: datetime | None = None) -> list[FleetRow]:
@@ -152,6 +164,7 @@ def fleet_summary(*, server_ids: list[int], window: Window, now: datetime | None
                 entries_peak=total.entries_peak,
                 entries_max=total.entries_max,
                 trend_calls_per_s=[rate.get(h) for h in hours],
+                last_collection_s=_collection_s(s),
             )
         )
     return out

@@ -2,18 +2,20 @@
 as the scraper's Accept header asks), written by prometheus_client from the selectors the pages read.
 
 A token is needed (`Authorization: Bearer pgc_…`): a metrics token sees its one organization's servers; a
-personal API token the servers of its user's organizations,
-an operator's (who sees every organization) every server and the console's own health besides: the tasks waiting
-in each queue and the oldest one's age, the collections overdue, when beat last had them dispatched, the alert
-deliveries failing by channel kind, the history store's size. Per server, over
-the last METRICS["WINDOW_S"] seconds (the fleet page's selector, fleet_summary, over that window): up, the age of
-its last snapshot, calls, execution and planning time and deallocations per second, its entries against
-pg_stat_statements.max, average active sessions by wait event type, its open alerts and recommendations by
-severity. A figure the server does not give is an absent series, never 0: planning time where track_planning is
-off, deallocations before PostgreSQL 14, rates before any snapshot in the window. Per statement only on request
-(`?statements=N`, N at most METRICS["STATEMENTS_TOP_N"]): each server's top N by total time, for at most
-METRICS["STATEMENTS_MAX_SERVERS"] servers, the others counted as left out. The answer is cached per token
-for METRICS["CACHE_S"] seconds: scrapers polling every 15 s cost one selector pass each interval.
+personal API token the servers of its user's organizations, an operator's (who sees every organization) every
+server and the console's own health besides: the tasks waiting in each queue and the oldest one's age, the
+collections overdue, when beat last had them dispatched, the alert deliveries failing by channel kind, the
+history store's size.
+
+Per server, over the last METRICS["WINDOW_S"] seconds (the fleet page's selector, fleet_summary, over that
+window): up, the age of its last snapshot and how long its last collection took, calls, execution and planning
+time and deallocations per second, its entries against pg_stat_statements.max, average active sessions by wait
+event type, its open alerts and recommendations by severity. A figure the server does not give is an absent
+series, never 0: planning time where track_planning is off, deallocations before PostgreSQL 14, rates before any
+snapshot in the window. Per statement only on request (`?statements=N`, N at most METRICS["STATEMENTS_TOP_N"]):
+each server's top N by total time, for at most METRICS["STATEMENTS_MAX_SERVERS"] servers, the others counted as
+left out. The answer is cached per token for METRICS["CACHE_S"] seconds: scrapers polling every 15 s cost one
+selector pass each interval.
 """
 
 from __future__ import annotations
@@ -76,6 +78,11 @@ class FleetCollector:
     def collect(self):
         up = _gauge("pgconsole_server_up", "1 when the server's last collection succeeded and is recent, else 0")
         age = _gauge("pgconsole_server_last_snapshot_age", "Seconds since the server's last snapshot", "seconds")
+        duration = _gauge(
+            "pgconsole_server_collection_duration",
+            "The last collection's time, from its start to its snapshot stored (absent: the last attempt failed)",
+            "seconds",
+        )
         calls = _gauge("pgconsole_server_calls_per_second", "Statement calls per second over the window")
         execution = _gauge("pgconsole_server_execution_seconds_per_second", "Seconds of statement execution per second")
         planning = _gauge(
@@ -102,6 +109,8 @@ class FleetCollector:
             up.add_metric(labels, 1.0 if row.status == "ok" else 0.0)
             if row.last_snapshot_at is not None:
                 age.add_metric(labels, (self.now - row.last_snapshot_at).total_seconds())
+            if row.last_collection_s is not None:
+                duration.add_metric(labels, row.last_collection_s)
             if row.span_s:
                 for family, value in (
                     (calls, row.calls_per_s),
@@ -120,7 +129,7 @@ class FleetCollector:
                 alerts.add_metric([*labels, severity], float(self.alerts.get(row.server_id, {}).get(severity, 0)))
                 if counts is not None:
                     recommendations.add_metric([*labels, severity], float(getattr(counts, severity)))
-        yield from (up, age, calls, execution, planning, dealloc, entries, entries_max, waits, alerts)
+        yield from (up, age, duration, calls, execution, planning, dealloc, entries, entries_max, waits, alerts)
         yield recommendations
         servers = GaugeMetricFamily("pgconsole_scrape_servers", "Servers in this scrape (the token's scope)")
         servers.add_metric([], float(len(self.rows)))

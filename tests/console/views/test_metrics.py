@@ -107,6 +107,10 @@ def test_an_organizations_token_sees_its_servers_with_the_selectors_figures(worl
     assert truth.calls_per_s > 0
     assert found[("pgconsole_server_statements_max", labels)] == truth.entries_max
     assert 0 <= found[("pgconsole_server_last_snapshot_age_seconds", labels)] < 60
+    ours.refresh_from_db()
+    took = (ours.last_success_at - ours.last_attempt_at).total_seconds()
+    assert found[("pgconsole_server_collection_duration_seconds", labels)] == pytest.approx(took)
+    assert 0 < took < 30
     # track_planning is off: no planning series at all, never a 0.
     assert of(found, "pgconsole_server_planning_seconds_per_second", "metrics-16") == {}
     assert of(found, "pgconsole_server_execution_seconds_per_second", "metrics-16")
@@ -116,6 +120,7 @@ def test_an_organizations_token_sees_its_servers_with_the_selectors_figures(worl
     other = samples(theirs_body)
     never = (("organization", "other"), ("server", "metrics-theirs"), ("tags", ""))
     assert other[("pgconsole_server_up", never)] == 0.0  # never collected: down, and no rates at all
+    assert of(other, "pgconsole_server_collection_duration_seconds", "metrics-theirs") == {}
     assert of(other, "pgconsole_server_calls_per_second", "metrics-theirs") == {}
     assert not any(("server", "metrics-16") in labels for _, labels in other)
 
