@@ -43,15 +43,15 @@ SELECT n.nspname, e.extversion FROM pg_extension e JOIN pg_namespace n ON n.oid 
 WHERE e.extname = 'hypopg'
 """
 TABLE_SQL = """
-SELECT c.oid, n.nspname, c.relname, c.reltuples::float8, c.relispartition
+SELECT n.nspname, c.relname, c.reltuples::float8, CASE WHEN c.relispartition THEN pg_partition_root(c.oid)::oid END
 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 WHERE c.oid = to_regclass(%s)
 """
-# A partition's whole tree from its root, parents before their partitions: an index for all of it is made on the
-# root only, then on each partition concurrently, then attached (PostgreSQL's "Partition Maintenance").
+# A partitioned table's whole tree from its root, parents before their partitions: an index for all of it is made
+# on the root only, then on each partition concurrently, then attached (PostgreSQL's "Partition Maintenance").
 PARTITIONS_SQL = """
 SELECT n.nspname, c.relname, pn.nspname, p.relname, c.relkind
-FROM pg_partition_tree(pg_partition_root(%s::oid)) t
+FROM pg_partition_tree(%s::oid) t
 JOIN pg_class c ON c.oid = t.relid JOIN pg_namespace n ON n.oid = c.relnamespace
 LEFT JOIN pg_class p ON p.oid = t.parentrelid LEFT JOIN pg_namespace pn ON pn.oid = p.relnamespace
 ORDER BY t.level, n.nspname, c.relname
@@ -99,12 +99,6 @@ def hypopg_installed(conn: psycopg.Connection) -> tuple[str, str] | None:
     return None if row is None else (row[0], row[1])
 
 
-def hypopg_schema(conn: psycopg.Connection) -> str | None:
-    """The schema hypopg is installed in, in this database (None: not installed here)."""
-    found = hypopg_installed(conn)
-    return None if found is None else found[0]
-
-
 def _selectivity(stats: dict, column: str, reltuples: float) -> float | None:
     found = stats.get(column)
     if found is None:
@@ -121,22 +115,30 @@ def _table(conn, scan: candidates.Scan, search_path: str):
         return conn.execute(TABLE_SQL, (quote_ident(scan.relation),)).fetchone()
 
 
-def partition_tree(conn: psycopg.Connection, oid: int) -> dict | None:
-    """The partition tree `oid` belongs to (Candidate.partition_of); None beyond MAX_PARTITIONS relations."""
-    rows = conn.execute(PARTITIONS_SQL, (oid, MAX_PARTITIONS + 1)).fetchall()
+def partition_tree(conn: psycopg.Connection, root: int) -> dict | None:
+    """The partition tree of the partitioned table `root` (Candidate.partition_of); None beyond MAX_PARTITIONS
+    relations."""
+    rows = conn.execute(PARTITIONS_SQL, (root, MAX_PARTITIONS + 1)).fetchall()
     if not rows or len(rows) > MAX_PARTITIONS:
         return None
     root = rows[0]
     return {"schema": root[0], "table": root[1], "tree": [list(r) for r in rows]}
 
 
-def candidate(conn: psycopg.Connection, scan: candidates.Scan, plan: Plan) -> Candidate:
-    """The index this scan asks for, judged from pg_stats (without cost: the caller costs it)."""
+def _tree(conn: psycopg.Connection, root: int, trees: dict) -> dict | None:
+    if root not in trees:
+        trees[root] = partition_tree(conn, root)
+    return trees[root]
+
+
+def candidate(conn: psycopg.Connection, scan: candidates.Scan, plan: Plan, trees: dict | None = None) -> Candidate:
+    """The index this scan asks for, judged from pg_stats (without cost: the caller costs it). `trees` keeps the
+    partition trees read, by root: a plan scanning a table's 500 partitions reads its tree once."""
     cost_before = float(plan.plan["Plan"]["Total Cost"])
     found = _table(conn, scan, plan.search_path)
     if found is None:
         return Candidate("", scan.relation, (), ESTIMATED, 0.0, None, cost_before, None, None, "the table is gone")
-    oid, schema, table, reltuples, is_partition = found
+    schema, table, reltuples, root = found
 
     def refused(reason: str, selectivity: float | None = None) -> Candidate:
         return Candidate(schema, table, (), ESTIMATED, reltuples, selectivity, cost_before, None, None, reason)
@@ -196,7 +198,7 @@ def candidate(conn: psycopg.Connection, scan: candidates.Scan, plan: Plan) -> Ca
         cost_before,
         estimate,
         size,
-        partition_of=partition_tree(conn, oid) if is_partition else None,
+        partition_of=None if root is None else _tree(conn, root, {} if trees is None else trees),
     )
 
 
@@ -244,9 +246,10 @@ def statement_candidates(
     """Each filtered scan of the statement's plan, its candidate index judged, and costed with hypopg where the
     database has it."""
     hypopg, version = hypopg_installed(conn) or (None, "")
+    trees: dict[int, dict | None] = {}
     out = []
     for scan in candidates.scans(plan.plan):
-        found = candidate(conn, scan, plan)
+        found = candidate(conn, scan, plan, trees)
         if found.columns and hypopg is not None:
             found = verify(
                 conn,

@@ -43,7 +43,7 @@ def test_with_hypopg_the_selective_filter_gets_its_index_cost_verified_and_none_
     c = pg_clusters[15]
     _world(c)
     with _monitor(c) as conn:
-        assert hypothetical.hypopg_schema(conn) == "public"
+        assert hypothetical.hypopg_installed(conn)[0] == "public"
         (found,) = _judged(c, conn, SELECTIVE)
         assert found.method == "cost-verified" and found.advised
         assert found.columns == ("customer", "status")  # the most selective first
@@ -67,7 +67,7 @@ def test_without_hypopg_it_is_estimated_from_pg_stats(pg_clusters):
     c = pg_clusters[16]
     _world(c)
     with _monitor(c) as conn:
-        assert hypothetical.hypopg_schema(conn) is None
+        assert hypothetical.hypopg_installed(conn) is None
         (found,) = _judged(c, conn, SELECTIVE)
         assert found.method == "estimated" and found.advised and found.columns == ("customer", "status")
         assert found.cost_after < found.cost_before and found.selectivity == pytest.approx(1 / 2000 / 3, rel=0.3)
@@ -174,3 +174,30 @@ def test_a_hypopg_that_cannot_cost_the_index_leaves_the_estimate_and_says_why(pg
             assert conn.execute("SELECT count(*) FROM hypopg()").fetchone()[0] == 0
     finally:
         c.execute("DROP DATABASE IF EXISTS hy_other")
+
+
+def test_a_partitioned_tables_scans_name_its_tree_read_once(pg_clusters):
+    """Each partition's candidate names the partitioned table's tree; the plan's scans of its partitions read it
+    once (one object for all), not once a partition."""
+    c = pg_clusters[16]
+    c.execute(
+        "DROP TABLE IF EXISTS hy_parts; "
+        "CREATE TABLE hy_parts (id int, region int, customer int) PARTITION BY LIST (region); "
+        "CREATE TABLE hy_parts_1 PARTITION OF hy_parts FOR VALUES IN (1); "
+        "CREATE TABLE hy_parts_2 PARTITION OF hy_parts FOR VALUES IN (2); "
+        "CREATE TABLE hy_parts_3 PARTITION OF hy_parts FOR VALUES IN (3); "
+        "INSERT INTO hy_parts SELECT g, g % 3 + 1, g % 3000 FROM generate_series(1, 90000) g; ANALYZE hy_parts; "
+        f"GRANT SELECT ON hy_parts, hy_parts_1, hy_parts_2, hy_parts_3 TO {MONITOR_USER}",
+        dbname="app",
+    )
+    try:
+        with _monitor(c) as conn:
+            found = _judged(c, conn, "SELECT * FROM hy_parts WHERE customer = $1")
+        assert sorted(f.table for f in found) == ["hy_parts_1", "hy_parts_2", "hy_parts_3"]
+        assert all(f.advised and f.columns == ("customer",) for f in found)
+        tree = found[0].partition_of
+        assert all(f.partition_of is tree for f in found)
+        assert (tree["schema"], tree["table"]) == ("public", "hy_parts")
+        assert [row[1] for row in tree["tree"]] == ["hy_parts", "hy_parts_1", "hy_parts_2", "hy_parts_3"]
+    finally:
+        c.execute("DROP TABLE hy_parts", dbname="app")
