@@ -207,7 +207,7 @@ def _missing_indexes(server_id: int, statements_day, schema: SchemaOverview) -> 
     tables = {(t.database, t.schema_name, t.name): t for t in schema.tables}
     groups: dict[tuple, list] = {}
     for c in index_candidates(server_id=server_id):
-        if c.columns and c.cost_after is not None:
+        if c.asks:
             # A partition's index is its partitioned table's: one index of the root, made on each partition.
             root = c.partition_of or {"schema": c.schema_name, "table": c.table_name}
             groups.setdefault((c.database, root["schema"], root["table"], tuple(c.columns)), []).append(c)

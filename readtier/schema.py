@@ -313,6 +313,17 @@ class CandidateRow:
     reason: str
     partition_of: dict | None  # readings.plans.hypothetical.Candidate.partition_of
 
+    @property
+    def asks(self) -> bool:
+        """Whether the scan asks for an index (columns, and a cost with it); else `reason` says why not."""
+        return bool(self.columns) and self.cost_after is not None
+
+    @property
+    def partitioned_table(self) -> str | None:
+        """schema.table of the partitioned table it is a partition of (None: not a partition)."""
+        root = self.partition_of
+        return f"{root['schema']}.{root['table']}" if root else None
+
 
 def index_candidates(*, server_id: int, statement_id: int | None = None) -> list[CandidateRow]:
     """The index candidates of the server's statements' last plans (of one statement when given)."""

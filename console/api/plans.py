@@ -65,13 +65,12 @@ class StatementPlansOut(serializers.Serializer):
 
 
 def candidate_out(c) -> dict:
-    root = c.partition_of
     return {
         "at": c.at,
         "database": c.database,
         "schema": c.schema_name,
         "table": c.table_name,
-        "partition_of": f"{root['schema']}.{root['table']}" if root else None,
+        "partition_of": c.partitioned_table,
         "columns": list(c.columns),
         "method": c.method,
         "selectivity": c.selectivity,

@@ -62,11 +62,10 @@ class CandidateLine:
 
 
 def candidate_line(c: CandidateRow) -> CandidateLine:
-    root = c.partition_of or {}
-    asked = bool(c.columns) and c.cost_after is not None
+    asked = c.asks
     return CandidateLine(
         table=f"{c.schema_name}.{c.table_name}",
-        partition_of=f"{root['schema']}.{root['table']}" if root else "",
+        partition_of=c.partitioned_table or "",
         columns=", ".join(c.columns) if asked else "",
         judged=c.method if asked else c.reason,
         cost=f"{number_text(c.cost_before, 0)} → {number_text(c.cost_after, 0)}" if asked else DASH,
