@@ -9,7 +9,14 @@ from readtier.across import MAX_PAGES, SORT_KEYS, statement_names_across, statem
 from readtier.advisor import server_facts
 from readtier.baselines import hourly_sums
 from readtier.coverage import CollectionCoverage, WindowSummary, collection_coverage, window_summary
-from readtier.fleet import FleetRow, collections_behind, fleet_summary, fleet_waits, server_status
+from readtier.fleet import (
+    FleetRow,
+    collections_behind,
+    fleet_summary,
+    fleet_waits,
+    history_store_bytes,
+    server_status,
+)
 from readtier.parts import NO_DATA, NOT_TRACKED
 from readtier.plans import (
     LastAttempt,
@@ -125,6 +132,7 @@ __all__ = [
     "collections_behind",
     "fleet_summary",
     "fleet_waits",
+    "history_store_bytes",
     "floor_hour",
     "history_coverage",
     "history_older_than",

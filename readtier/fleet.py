@@ -190,3 +190,8 @@ def collections_behind(*, now: datetime | None = None) -> int:
     now = now or timezone.now()
     due = Server.objects.filter(enabled=True, next_collect_at__lt=now).values_list("next_collect_at", "interval_s")
     return sum(1 for at, interval_s in due if now - at > timedelta(seconds=interval_s))
+
+
+def history_store_bytes() -> int:
+    """The history store's database size."""
+    return int(db.fetchall("SELECT pg_database_size(current_database())")[0][0])

@@ -27,7 +27,6 @@ import redis
 from django.conf import settings
 from django.contrib.auth.decorators import login_not_required
 from django.core.cache import cache
-from django.db import connection
 from django.http import HttpRequest, HttpResponse
 from django.urls import path
 from django.utils import timezone
@@ -42,6 +41,7 @@ from accounts.tokens import token_check, token_used
 from advisor.selectors import recommendation_counts
 from alerts.selectors import failing_deliveries, open_alert_counts
 from console.queues import queue_depths
+from console.views.advisor import SEVERITIES
 from readings.public import last_dispatched_at
 from readtier import (
     FleetRow,
@@ -51,13 +51,13 @@ from readtier import (
     collections_behind,
     fleet_summary,
     fleet_waits,
+    history_store_bytes,
     top_statements,
 )
 
 logger = logging.getLogger(__name__)
 LABELS = ("organization", "server", "tags")
 TAGS_MAX = 200  # characters of a server's tags as one label value (sorted, comma-separated)
-SEVERITIES = ("critical", "warning", "info")
 
 
 def _labels(row: FleetRow) -> list[str]:
@@ -248,11 +248,8 @@ def _queues(now) -> list | None:
 
 
 def _health(now) -> dict:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_database_size(current_database())")
-        history_bytes = cursor.fetchone()[0]
     return {
-        "history_bytes": history_bytes,
+        "history_bytes": history_store_bytes(),
         "queues": _queues(now),
         "behind": collections_behind(now=now),
         "dispatched_at": last_dispatched_at(),
