@@ -93,6 +93,16 @@ class ServerState(models.Model):
     # Each reading's status at its last read (readings/unit.py): {name: {"at_us", "ok", and "code" and "error"
     # when it failed}}; a reading with a cadence is read again once its cadence has passed since "at_us".
     readings = models.JSONField(default=dict)
+    # Running totals of the server's snapshots since counted_since (its first snapshot in this history, or the
+    # first after an upgrade): the sums of every delta's booked calls, execution and planning microseconds and
+    # deallocations, continued across baselines (a baseline adds nothing), so that /metrics can serve them as
+    # counters that only grow. Planning stays None until a delta with track_planning on, deallocations until one
+    # knowing them (PostgreSQL 14+): a figure never read is absent, never 0.
+    counted_since = models.DateTimeField(null=True)
+    calls_total = models.BigIntegerField(null=True)
+    exec_us_total = models.BigIntegerField(null=True)
+    plan_us_total = models.BigIntegerField(null=True)
+    dealloc_total = models.BigIntegerField(null=True)
 
 
 def _snapshot_field(column: Column) -> models.Field:

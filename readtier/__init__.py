@@ -11,10 +11,12 @@ from readtier.baselines import hourly_sums
 from readtier.coverage import CollectionCoverage, WindowSummary, collection_coverage, window_summary
 from readtier.fleet import (
     FleetRow,
+    RunningTotals,
     collections_behind,
     fleet_summary,
     fleet_waits,
     history_store_bytes,
+    running_totals,
     server_status,
 )
 from readtier.parts import NO_DATA, NOT_TRACKED
@@ -88,6 +90,7 @@ __all__ = [
     "ConfigChange",
     "DAY",
     "FleetRow",
+    "RunningTotals",
     "HOUR",
     "LastAttempt",
     "MAX_PAGES",
@@ -133,6 +136,7 @@ __all__ = [
     "fleet_summary",
     "fleet_waits",
     "history_store_bytes",
+    "running_totals",
     "floor_hour",
     "history_coverage",
     "history_older_than",

@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from history import tables
 from history.columns import TOTAL_NAMES
+from history.models import ServerState
 from inventory.models import Server
 from readtier import db, windows
 from readtier.parts import BUCKET_FIGURES, ServerTotals, bucket_sums, bucket_totals
@@ -182,6 +183,30 @@ def fleet_waits(*, server_ids: list[int], window: Window) -> dict[int, dict[str,
     ):
         out.setdefault(server_id, {})[event_type] = float(session_s or 0.0)
     return out
+
+
+@dataclass(frozen=True)
+class RunningTotals:
+    """A server's totals since `since` (its first snapshot in this history): they only grow, baselines adding
+    nothing, so that a scraper's rate() over them is the server's spend. None: never read (planning while
+    track_planning was off, deallocations before PostgreSQL 14)."""
+
+    since: datetime
+    calls: int
+    exec_s: float
+    plan_s: float | None
+    deallocations: int | None
+
+
+def running_totals(*, server_ids: list[int]) -> dict[int, RunningTotals]:
+    """Per server with a snapshot, its running totals (ServerState's, kept by every collection)."""
+    rows = ServerState.objects.filter(server_id__in=server_ids, counted_since__isnull=False).values_list(
+        "server_id", "counted_since", "calls_total", "exec_us_total", "plan_us_total", "dealloc_total"
+    )
+    return {
+        sid: RunningTotals(since, calls or 0, (exec_us or 0) / 1e6, None if plan_us is None else plan_us / 1e6, dealloc)
+        for sid, since, calls, exec_us, plan_us, dealloc in rows
+    }
 
 
 def collections_behind(*, now: datetime | None = None) -> int:

@@ -7,7 +7,9 @@ server and the console's own health besides: the tasks waiting in each queue and
 collections overdue, when beat last had them dispatched, the alert deliveries failing by channel kind, the
 history store's size.
 
-Per server, over the last METRICS["WINDOW_S"] seconds (the fleet page's selector, fleet_summary, over that
+Per server, as counters: calls, execution and planning seconds and deallocations counted since its first snapshot
+(readtier.running_totals, kept by every collection), for PromQL's rate(). Per server, over the last
+METRICS["WINDOW_S"] seconds (the fleet page's selector, fleet_summary, over that
 window): up, the age of its last snapshot and how long its last collection took, calls, execution and planning
 time and deallocations per second, its entries against pg_stat_statements.max, average active sessions by wait
 event type, its open alerts and recommendations by severity. A figure the server does not give is an absent
@@ -32,7 +34,7 @@ from django.urls import path
 from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.registry import CollectorRegistry
 
@@ -52,6 +54,7 @@ from readtier import (
     fleet_summary,
     fleet_waits,
     history_store_bytes,
+    running_totals,
     top_statements,
 )
 
@@ -68,12 +71,40 @@ def _gauge(name: str, documentation: str, unit: str = "", extra: tuple[str, ...]
     return GaugeMetricFamily(name, documentation, labels=[*LABELS, *extra], unit=unit)
 
 
+def _counter(name: str, documentation: str, unit: str = "") -> CounterMetricFamily:
+    return CounterMetricFamily(name, documentation, labels=LABELS, unit=unit)
+
+
 class FleetCollector:
     """The families of one scrape, from figures read once (prometheus_client calls collect() to write them)."""
 
-    def __init__(self, rows, recommendations, alerts, waits, now, health: dict | None = None):
+    def __init__(self, rows, recommendations, alerts, waits, now, health: dict | None = None, totals=None):
         self.rows, self.recommendations, self.alerts, self.waits = rows, recommendations, alerts, waits
-        self.now, self.health = now, health
+        self.now, self.health, self.totals = now, health, totals or {}
+
+    def counters(self):
+        """The running totals as counters (rate() over them is the spend; _created: when the counting began)."""
+        calls = _counter("pgconsole_server_calls", "Statement calls counted since the server's first snapshot")
+        execution = _counter("pgconsole_server_execution_seconds", "Seconds of statement execution counted")
+        planning = _counter(
+            "pgconsole_server_planning_seconds",
+            "Seconds of planning counted while track_planning was on (absent: never tracked)",
+        )
+        dealloc = _counter(
+            "pgconsole_server_deallocations", "pg_stat_statements entries deallocated (absent before PostgreSQL 14)"
+        )
+        for row in self.rows:
+            total = self.totals.get(row.server_id)
+            if total is None:
+                continue
+            labels, created = _labels(row), total.since.timestamp()
+            calls.add_metric(labels, float(total.calls), created=created)
+            execution.add_metric(labels, total.exec_s, created=created)
+            if total.plan_s is not None:
+                planning.add_metric(labels, total.plan_s, created=created)
+            if total.deallocations is not None:
+                dealloc.add_metric(labels, float(total.deallocations), created=created)
+        yield from (calls, execution, planning, dealloc)
 
     def collect(self):
         up = _gauge("pgconsole_server_up", "1 when the server's last collection succeeded and is recent, else 0")
@@ -131,6 +162,7 @@ class FleetCollector:
                     recommendations.add_metric([*labels, severity], float(getattr(counts, severity)))
         yield from (up, age, duration, calls, execution, planning, dealloc, entries, entries_max, waits, alerts)
         yield recommendations
+        yield from self.counters()
         servers = GaugeMetricFamily("pgconsole_scrape_servers", "Servers in this scrape (the token's scope)")
         servers.add_metric([], float(len(self.rows)))
         yield servers
@@ -277,6 +309,7 @@ def scrape(user, *, now=None, statements: int = 0, organization_id: int | None =
             fleet_waits(server_ids=servers, window=window),
             now,
             health=_health(now) if operator else None,
+            totals=running_totals(server_ids=servers),
         )
     )
     if statements:

@@ -7,13 +7,16 @@ reading follows.
 """
 
 from dataclasses import dataclass
+from datetime import datetime
 
 import numpy as np
 from django.conf import settings
 
 from history import codec, store, tables
+from history.columns import TOTAL_NAMES, totals_of
 from history.deltas import DeltaResult, restarted_rows
 from history.deltas import compute as compute_deltas
+from history.models import ServerState
 from readings.errors import ClockWentBack
 from readings.settings import instance
 from readings.state_cache import state_cache
@@ -137,6 +140,13 @@ def compute(snap: Snapshot, got: Read) -> Computed:
         "stats_reset_at": instance.timestamp(got.stats_reset_us),
         "full_reset": continuity.full_reset,
     }
+    snap.state |= running_totals(
+        prev_state,
+        taken_at,
+        None if baseline else totals_of(d.deltas[booked]).sum(axis=0),
+        dealloc_delta=None if baseline else dealloc_delta,
+        planning=meta.flag("track_planning") is True,
+    )
     snap.state |= {
         "taken_at": taken_at,
         "stats_reset_at": instance.timestamp(got.stats_reset_us),
@@ -147,6 +157,40 @@ def compute(snap: Snapshot, got: Read) -> Computed:
         "new_entries": new_entries,
     }
     return Computed(d, booked)
+
+
+_CALLS, _EXEC, _PLAN = (TOTAL_NAMES.index(name) for name in ("calls", "exec_us", "plan_us"))
+
+
+def running_totals(
+    previous: ServerState | None,
+    taken_at: datetime,
+    sums: np.ndarray | None,
+    *,
+    dealloc_delta: int | None,
+    planning: bool,
+) -> dict:
+    """The server's running totals (ServerState's counted_since, calls_total, …) after a snapshot: the previous
+    ones plus this delta's `sums` (TOTAL_NAMES, its booked statements'; None for a baseline, which adds nothing).
+    Planning is added only while tracked and deallocations only where known: until then each stays None."""
+    if previous is None or previous.counted_since is None:
+        since, calls, exec_us, plan_us, dealloc = taken_at, 0, 0, None, None
+    else:
+        since, calls, exec_us = previous.counted_since, previous.calls_total or 0, previous.exec_us_total or 0
+        plan_us, dealloc = previous.plan_us_total, previous.dealloc_total
+    if sums is not None:
+        calls, exec_us = calls + int(sums[_CALLS]), exec_us + int(sums[_EXEC])
+        if planning:
+            plan_us = (plan_us or 0) + int(sums[_PLAN])
+        if dealloc_delta is not None:
+            dealloc = (dealloc or 0) + dealloc_delta
+    return {
+        "counted_since": since,
+        "calls_total": calls,
+        "exec_us_total": exec_us,
+        "plan_us_total": plan_us,
+        "dealloc_total": dealloc,
+    }
 
 
 def persist(snap: Snapshot, computed: Computed) -> None:

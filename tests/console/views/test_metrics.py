@@ -23,12 +23,14 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.utils import timezone
 from kombu import Queue
+from prometheus_client.openmetrics.parser import text_string_to_metric_families as openmetrics_families
 from prometheus_client.parser import text_string_to_metric_families
 
 from accounts.tokens import token_create
 from alerts.models import Delivery
 from alerts.services import channel_create
 from console.celery import app as celery_app
+from history.models import ServerState, Snapshot
 from inventory.connection import parse_dsn
 from inventory.models import Membership
 from inventory.services import server_create
@@ -115,6 +117,14 @@ def test_an_organizations_token_sees_its_servers_with_the_selectors_figures(worl
     assert of(found, "pgconsole_server_planning_seconds_per_second", "metrics-16") == {}
     assert of(found, "pgconsole_server_execution_seconds_per_second", "metrics-16")
     assert found[("pgconsole_server_open_alerts", (*labels[:2], ("severity", "critical"), labels[2]))] == 0.0
+    # The running totals as counters, each the stored deltas' sum since the first snapshot (its _created).
+    state = ServerState.objects.get(server_id=ours.pk)
+    first = Snapshot.objects.filter(server_id=ours.pk).earliest("taken_at")
+    assert found[("pgconsole_server_calls_total", labels)] == state.calls_total >= 40
+    assert found[("pgconsole_server_calls_created", labels)] == first.taken_at.timestamp()
+    assert found[("pgconsole_server_execution_seconds_total", labels)] == pytest.approx(state.exec_us_total / 1e6)
+    assert found[("pgconsole_server_deallocations_total", labels)] == state.dealloc_total  # PostgreSQL 16: known
+    assert of(found, "pgconsole_server_planning_seconds_total", "metrics-16") == {}  # never tracked: absent
 
     _, _, theirs_body = scrape(tokens["metrics-other"])
     other = samples(theirs_body)
@@ -122,6 +132,7 @@ def test_an_organizations_token_sees_its_servers_with_the_selectors_figures(worl
     assert other[("pgconsole_server_up", never)] == 0.0  # never collected: down, and no rates at all
     assert of(other, "pgconsole_server_collection_duration_seconds", "metrics-theirs") == {}
     assert of(other, "pgconsole_server_calls_per_second", "metrics-theirs") == {}
+    assert of(other, "pgconsole_server_calls_total", "metrics-theirs") == {}  # nothing counted yet: no counter
     assert not any(("server", "metrics-16") in labels for _, labels in other)
 
 
@@ -207,17 +218,31 @@ def test_statements_only_on_request_bounded_and_said(world, settings):
         assert refused.status_code == 400 and b"from 1 to 10" in refused.content
 
 
-def test_both_formats_pass_promtool(world):
+def test_both_formats_pass_their_checkers(world):
+    """Prometheus' text format through `promtool check metrics` (whose parser reads that format only: an
+    OpenMetrics counter's HELP names its family, not the _total sample); OpenMetrics through prometheus_client's
+    strict OpenMetrics parser, which refuses what the standard does not allow."""
     _, _, tokens = world
-    for accept, expected in (("", "text/plain; version=0.0.4"), (OPENMETRICS, "application/openmetrics-text")):
+
+    def get(accept: str) -> tuple[str, str]:
         response = Client().get(
             "/metrics", {"statements": "5"}, HTTP_AUTHORIZATION=f"Bearer {tokens['operator']}", HTTP_ACCEPT=accept
         )
-        status, content_type, body = response.status_code, response["Content-Type"], response.content.decode()
-        assert status == 200 and content_type.startswith(expected)
-        checked = subprocess.run(["promtool", "check", "metrics"], input=body, capture_output=True, text=True)
-        assert checked.returncode == 0, checked.stdout + checked.stderr
-    assert body.endswith("# EOF\n")  # OpenMetrics' end marker
+        assert response.status_code == 200
+        return response["Content-Type"], response.content.decode()
+
+    content_type, text = get("")
+    assert content_type.startswith("text/plain; version=0.0.4")
+    checked = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    content_type, body = get(OPENMETRICS)
+    assert content_type.startswith("application/openmetrics-text") and body.endswith("# EOF\n")
+    families = {f.name: f for f in openmetrics_families(body)}
+    assert families["pgconsole_server_calls"].type == "counter"
+    assert families["pgconsole_server_up"].type == "gauge"
+    assert families["pgconsole_server_last_snapshot_age_seconds"].unit == "seconds"
+    with pytest.raises(ValueError):  # the parser is strict: a counter without its _total is refused
+        list(openmetrics_families(body.replace("pgconsole_server_calls_total{", "pgconsole_server_calls{", 1)))
 
 
 def test_the_grafana_dashboard_reads_only_what_the_console_serves(world):
@@ -283,6 +308,13 @@ def test_a_real_prometheus_scrapes_the_console_with_a_token(world, live_server, 
         (series,) = result
         assert series["metric"]["organization"] == "acme" and series["metric"]["job"] == "pgconsole"
         assert float(series["value"][1]) > 0
+        # The running totals reach Prometheus as counters (their family's metadata says so), with the console's value.
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/metadata?metric=pgconsole_server_calls") as r:
+            assert [m["type"] for m in json.load(r)["data"]["pgconsole_server_calls"]] == ["counter"]
+        query = urllib.parse.urlencode({"query": 'pgconsole_server_calls_total{server="metrics-16"}'})
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/query?{query}", timeout=2) as r:
+            (series,) = json.load(r)["data"]["result"]
+        assert float(series["value"][1]) == ServerState.objects.get(server_id=ours.pk).calls_total
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/targets", timeout=2) as r:
             (up,) = json.load(r)["data"]["activeTargets"]
         assert up["health"] == "up" and up["lastError"] == ""
