@@ -38,6 +38,7 @@ from history.tables import HistoryTable
 from inventory.models import Server
 from readings.connection import read_only
 from readings.errors import CollectionError, from_query_error
+from readings.scheduling import spread
 
 EVERY_SNAPSHOT = None
 
@@ -95,11 +96,21 @@ class Reading:
     budget: Budget = Budget()
 
     def due(self, previous: ServerState | None, taken_at_us: int) -> bool:
-        """Whether this snapshot reads it: at every one, or once its cadence has passed since its last read."""
+        """Whether this snapshot reads it: at every one; or, with a cadence, at the server's first snapshot and then
+        once per cadence on the server's own phase of it (scheduling.spread, as its collections are due): from the
+        phase's first time at least half a cadence after the last read. Servers registered together, or all of
+        them after an outage, read it once together and then spread over the cadence: no wave every cadence."""
         if self.cadence is None or previous is None:
             return True
         last = (previous.readings or {}).get(self.name, {}).get("at_us")
-        return last is None or taken_at_us - last >= settings.COLLECTOR[self.cadence] * 1_000_000
+        every_us = settings.COLLECTOR[self.cadence] * 1_000_000
+        if last is None or every_us <= 0:
+            return True
+        phase_us = spread(previous.server_id) * every_us
+        following = ((last - phase_us) // every_us + 1) * every_us + phase_us  # the phase's first time after it
+        if following - last < every_us / 2:
+            following += every_us
+        return taken_at_us >= following
 
 
 @dataclass

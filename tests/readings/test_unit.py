@@ -199,6 +199,30 @@ def test_a_reading_with_a_cadence_is_read_once_it_has_passed(pg_clusters, with_r
     assert len(_stored(server)) == 2
 
 
+def test_a_cadence_is_kept_on_each_servers_phase_so_a_fleet_read_together_spreads_out(settings):
+    """1,000 servers read together (registered at once, or after an outage) read again each on its own phase of
+    the cadence: as many in every minute of the next ten, never again all at once; each at least half a cadence
+    after its read, and then exactly a cadence apart."""
+    settings.COLLECTOR = {**settings.COLLECTOR, "EXAMPLE_INTERVAL_S": 600}
+    reading = _example(cadence="EXAMPLE_INTERVAL_S")
+    minute, t0 = 60_000_000, 1_800_000_000_000_000  # a whole minute (epoch µs)
+    per_minute = [0] * 16
+    for server_id in range(1, 1001):
+        assert reading.due(None, t0)  # a first snapshot reads it
+        state = ServerState(server_id=server_id, taken_at=None, readings={"example": {"at_us": t0, "ok": True}})
+        assert reading.due(ServerState(server_id=server_id, taken_at=None), t0)  # never read: read now
+        times = [t for t in range(t0 + minute, t0 + 16 * minute, minute) if reading.due(state, t)]
+        first = times[0]
+        assert 5 * minute <= first - t0 <= 15 * minute  # half a cadence at least, a cadence and a half at most
+        per_minute[(first - t0) // minute] += 1
+        state.readings = {"example": {"at_us": first, "ok": True}}
+        following = next(t for t in range(first + minute, first + 12 * minute, minute) if reading.due(state, t))
+        assert following - first == 10 * minute  # then once a cadence, on its phase
+    assert sum(per_minute) == 1000 and max(per_minute) <= 150  # a tenth of the fleet a minute, give or take
+    settings.COLLECTOR = {**settings.COLLECTOR, "EXAMPLE_INTERVAL_S": 0}
+    assert reading.due(ServerState(server_id=1, taken_at=None, readings={"example": {"at_us": t0}}), t0 + 1)
+
+
 def test_texts_that_cannot_be_read_leave_their_statements_pending_and_come_with_a_later_snapshot(
     pg_clusters, monkeypatch
 ):
