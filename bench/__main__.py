@@ -11,7 +11,8 @@ The fleet scale (bench/scale.py, `--only scale` alone) runs beat and celery work
 starts them over N servers on 3 more clusters, N stepped up (100, 250, 500, 1,000, then 1,500 while it keeps
 up; --scale-levels or BENCH_SCALE_LEVELS), BENCH_SCALE_MINUTES (5) measured per level, once with one
 collection worker and again with two (BENCH_SCALE_WORKERS=1: the first alone), then 1,000 servers with plans off
-and on again, back to back (BENCH_SCALE_PLANS_OFF=0: not): 75 to 90 minutes. It writes its own section of
+and on again, back to back (BENCH_SCALE_PLANS_OFF=0: not), then once more with the web server asked for /metrics
+every 15 s (BENCH_SCALE_SCRAPE=0: not): 80 to 95 minutes. It writes its own section of
 docs/benchmarks.md (any whole run that is not --quick, alone or in a `make bench`).
 
 The alert evaluation (bench/alerts.py, `--only alerts` alone: about 15 minutes) times every default rule over

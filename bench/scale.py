@@ -2,7 +2,9 @@
 docker-compose.yml starts them, N stepped up (100, 250, 500, 1,000, then 1,500 while the level before kept up),
 once with one collection worker and again with two, as two hosts would run them, compose's plans worker among the
 processes (beat's plans rounds every minute); then the one-worker 1,000 servers twice more, back to back, with plans
-off and on again: the plans' rounds are judged by the two (issue 37: they never delay a collection). Per level: lag
+off and on again: the plans' rounds are judged by the two (issue 37: they never delay a collection); then once more
+with compose's web server and a scraper asking it for /metrics every 15 s, as Prometheus would, an operator's whole
+scrape each time, judged against the window before it (issue 39: the scrapes leave the lag unchanged). Per level: lag
 against the due times, missed intervals, CPU per snapshot of every part, the history store's writes, Redis
 traffic and the workers' memory (bench/scale_report.py judges and reports).
 
@@ -14,7 +16,8 @@ Its own world: the benchmark's durable history store (bench/env.py, port 57100, 
 migrated), BENCH_SCALE_CLUSTERS (default 3) PostgreSQL 17 clusters to monitor on ports 57140 + i (data under
 .run/bench-scale-*; inside the 57000-57199 range devenv/ports.py keeps for the benchmarks, where 57012-57018 are
 the other benchmarks' and the soak's monitored clusters, 57100 the history store and 57180 the soak's web
-server), Redis database 13 (flushed; the soak uses 12, the tests 5, 7 and 9), the processes' logs under
+server, 57181 this run's web server), Redis database 13 (flushed; the soak uses 12, the tests 5, 7 and 9), the
+processes' logs under
 .run/scale/. Everything it starts is stopped at the end, and on Ctrl-C or SIGTERM.
 """
 
@@ -31,6 +34,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -46,6 +50,7 @@ from bench.scale_report import (
     MONITORED,
     OTHER_WORKERS,
     SAMPLER,
+    WEB,
     ScaleRun,
     Step,
     Usage,
@@ -75,6 +80,12 @@ WORKER_COUNTS = tuple(int(n) for n in os.environ.get("BENCH_SCALE_WORKERS", "1,2
 # then the one-worker target level with plans off and on again (BENCH_SCALE_PLANS_OFF=0 leaves those two out).
 PLANS_TICK_S = os.environ.get("PLANS_TICK_S", "60")
 PLANS_OFF_BASELINE = os.environ.get("BENCH_SCALE_PLANS_OFF", "1") != "0"
+# Then the one-worker target level with /metrics scraped every SCRAPE_EVERY_S by an operator (BENCH_SCALE_SCRAPE=0:
+# not), against the warm window before it (the plans' "on again", or one run for it when those are left out).
+SCRAPE = os.environ.get("BENCH_SCALE_SCRAPE", "1") != "0"
+SCRAPE_EVERY_S = 15.0
+WEB_PORT = PORT_BASE + 41  # 57181, beside the soak's 57180
+OPENMETRICS = "application/openmetrics-text; version=1.0.0,text/plain;version=0.0.4;q=0.5"
 SAMPLE_EVERY_S = 5.0
 WARMUP_MAX_S = 2.0 * INTERVAL_S
 SETTLE_S = 15.0
@@ -125,6 +136,8 @@ class World:
     processes: list[Process] = field(default_factory=list)
     logs: LogWatch | None = None
     commands: dict[str, str] = field(default_factory=dict)
+    token: str = ""  # an operator's API token, for the scrapes
+    scraper: Scraper | None = None
 
 
 def run(
@@ -154,6 +167,13 @@ def run(
             for plans in (False, True):
                 if not world.stop.is_set():
                     steps += [replace(s, again=plans) for s in _curve(world, 1, (target,), minutes * 60, plans=plans)]
+        # Scraped at the target level, or the largest one below it that ran (a quick run's, a smoke test of it).
+        at = max((n for n in levels if n <= target), default=None)
+        if SCRAPE and at is not None and 1 in WORKER_COUNTS:
+            if not (PLANS_OFF_BASELINE and at == target) and not world.stop.is_set():  # a warm unscraped window
+                steps += [replace(s, again=True) for s in _curve(world, 1, (at,), minutes * 60)]
+            if not world.stop.is_set():
+                steps += _curve(world, 1, (at,), minutes * 60, scrape=True)
     except KeyboardInterrupt:
         print(f"\n{world.ended} while starting: stopping what was started", flush=True)
     finally:
@@ -316,7 +336,51 @@ def _start(world: World, max_servers: int) -> None:
     world.churn.seed()
     world.churn.start()
     world.server_ids = _register(world.clusters, max_servers)
+    world.token = _operator_token()
     LOG_DIR.mkdir(parents=True, exist_ok=True)
+
+
+def _operator_token() -> str:
+    """An API token of a user who sees every organization: the scrape with the console's health, the largest."""
+    from django.contrib.auth.models import User
+
+    from accounts.tokens import token_create
+
+    user = User.objects.create_superuser("scale-operator", password=None)
+    return token_create(user=user, name="prometheus", read_only=True)[1]
+
+
+class Scraper:
+    """GET /metrics every SCRAPE_EVERY_S with an operator's token, asking for OpenMetrics as Prometheus does; each
+    scrape's (start time, milliseconds to the whole answer, bytes, error or '')."""
+
+    def __init__(self, url: str, token: str) -> None:
+        self.url, self.token, self.ended = url, token, threading.Event()
+        self.done: list[tuple[float, float, int, str]] = []
+        self.thread = threading.Thread(target=self._loop, name="scraper", daemon=True)
+
+    def stop(self) -> None:
+        self.ended.set()
+        self.thread.join(SCRAPE_EVERY_S + 5)
+
+    def _loop(self) -> None:
+        next_at = time.monotonic()
+        while not self.ended.wait(max(0.0, next_at - time.monotonic())):
+            next_at += SCRAPE_EVERY_S
+            at, started = time.time(), time.perf_counter()
+            request = urllib.request.Request(
+                self.url, headers={"Authorization": f"Bearer {self.token}", "Accept": OPENMETRICS}
+            )
+            try:
+                with urllib.request.urlopen(request, timeout=scale_report.SCRAPE_TIMEOUT_S) as response:
+                    body = response.read()
+                error = "" if body.endswith(b"# EOF\n") else "no # EOF at the end"
+            except OSError as exc:
+                body, error = b"", f"{type(exc).__name__}: {exc}"
+            self.done.append((at, (time.perf_counter() - started) * 1000, len(body), error))
+
+    def between(self, start: float, end: float) -> list[tuple[float, float, int, str]]:
+        return [d for d in self.done if start <= d[0] < end]
 
 
 # --------------------------------------------------------------------------
@@ -357,10 +421,13 @@ def _replace_option(argv: list[str], names: tuple[str, ...], value: str) -> list
     return out if found else [*out, names[0], value]
 
 
-def compose_processes(workers: int, schedule: Path, path: Path = COMPOSE) -> list[Process]:
+def compose_processes(
+    workers: int, schedule: Path, path: Path = COMPOSE, *, web_port: int | None = None
+) -> list[Process]:
     """Beat and every celery worker of docker-compose.yml with its `command:`, the venv's celery, beat's
     schedule at ``schedule`` and a node name for each worker; the collection worker (the one consuming the
-    "collection" queue, or the only one) ``workers`` times, as that many hosts would run it."""
+    "collection" queue, or the only one) ``workers`` times, as that many hosts would run it. With `web_port`, the
+    web server too (the service whose command is gunicorn, the venv's), bound to 127.0.0.1 on that port."""
     import yaml
 
     services = yaml.safe_load(path.read_text())["services"]
@@ -388,23 +455,30 @@ def compose_processes(workers: int, schedule: Path, path: Path = COMPOSE) -> lis
         argv = _command(service.get("command"))
         if argv[:2] == ["python", "manage.py"] and service.get("restart") != "no" and name not in celery:
             out.append(Process(name, SAMPLER, [sys.executable, str(env.REPO / "manage.py"), *argv[2:]]))
+    if web_port is not None:
+        web = [(n, argv) for n, s in services.items() if (argv := _command(s.get("command"))) and argv[0] == "gunicorn"]
+        if not web:
+            raise SystemExit(f"{path}: no service runs gunicorn (the web server the scrapes ask)")
+        name, argv = web[0]
+        gunicorn = [str(CELERY.parent / "gunicorn"), *argv[1:]]
+        out.append(Process(name, WEB, _replace_option(gunicorn, ("--bind", "-b"), f"127.0.0.1:{web_port}")))
     if not any(p.role == COLLECTION for p in out) or not any(p.role == BEAT for p in out):
         raise SystemExit(f"{path}: no celery worker or no beat among the services' commands")
     return out
 
 
-def _start_processes(world: World, workers: int, *, plans: bool = True) -> None:
-    from devenv.demo import Children
+def _start_processes(world: World, workers: int, *, plans: bool = True, scrape: bool = False) -> None:
+    from devenv.demo import Children, wait_for_port
 
-    tag = f"{workers}w" + ("" if plans else "-plans-off")
+    tag = f"{workers}w" + ("" if plans else "-plans-off") + ("-scraped" if scrape else "")
     tag += f"-{n}" if (n := len(list(world.tmp.glob(f"beat-{tag}*")))) else ""  # a curve run again: its own
     schedule = world.tmp / f"beat-{tag}" / "celerybeat-schedule"
     schedule.parent.mkdir()
     child_env = {k: v for k, v in os.environ.items() if k not in _TIMED_ONLY}
-    child_env.update(REDIS_URL=REDIS_URL, PYTHONUNBUFFERED="1", PLANS_TICK_S=PLANS_TICK_S)
+    child_env.update(REDIS_URL=REDIS_URL, PYTHONUNBUFFERED="1", PLANS_TICK_S=PLANS_TICK_S, ALLOWED_HOSTS="127.0.0.1")
     child_env["PLANS_ENABLED"] = child_env.get("PLANS_ENABLED", "true") if plans else "false"
     world.children = Children()
-    world.processes = compose_processes(workers, schedule)
+    world.processes = compose_processes(workers, schedule, web_port=WEB_PORT if scrape else None)
     world.commands = {}  # the last curve's, which starts every process of the ones before
     logs = {}
     for p in world.processes:
@@ -420,9 +494,18 @@ def _start_processes(world: World, workers: int, *, plans: bool = True) -> None:
         waiting = [name for name in waiting if " ready." not in logs[name].read_text(errors="replace")]
     if waiting:
         print(f"      not ready after {READY_WAIT_S:.0f} s: {', '.join(waiting)} (going on)", flush=True)
+    if scrape:
+        web = next(c for c in world.children.items if c.name in {p.name for p in world.processes if p.role == WEB})
+        if not wait_for_port(WEB_PORT, web, timeout=READY_WAIT_S):
+            raise SystemExit(f"the web server did not listen on {WEB_PORT}: see {logs[web.name]}")
+        world.scraper = Scraper(f"http://127.0.0.1:{WEB_PORT}/metrics", world.token)
+        world.scraper.thread.start()
 
 
 def _stop_processes(world: World) -> None:
+    if world.scraper is not None:
+        world.scraper.stop()
+        world.scraper = None
     for c, rc in world.children.terminate():
         if rc is None:
             print(f"      {c.name} did not stop in time: killed", flush=True)
@@ -444,14 +527,18 @@ def _exited(world: World) -> bool:
 # --------------------------------------------------------------------------
 
 
-def _curve(world: World, workers: int, levels: tuple[int, ...], window_s: float, *, plans: bool = True) -> list[Step]:
+def _curve(
+    world: World, workers: int, levels: tuple[int, ...], window_s: float, *, plans: bool = True, scrape: bool = False
+) -> list[Step]:
     """Every level with ``workers`` collection workers; above TARGET_SERVERS only while the level before kept up.
-    `plans`: compose's plans worker and beat's plans rounds on (off: PLANS_ENABLED=false, the baseline)."""
+    `plans`: compose's plans worker and beat's plans rounds on (off: PLANS_ENABLED=false, the baseline). `scrape`:
+    the web server too, asked for /metrics every SCRAPE_EVERY_S."""
     from inventory.models import Server
 
     what = f"{workers} collection worker{'s' if workers > 1 else ''}" + ("" if plans else ", plans off")
-    print(f"      {what}: starting beat and the workers", flush=True)
-    _start_processes(world, workers, plans=plans)
+    what += f", /metrics every {SCRAPE_EVERY_S:g} s" if scrape else ""
+    print(f"      {what}: starting beat and the workers" + (" and the web server" if scrape else ""), flush=True)
+    _start_processes(world, workers, plans=plans, scrape=scrape)
     steps: list[Step] = []
     try:
         for n in levels:
@@ -474,7 +561,8 @@ def _level(world: World, n: int, workers: int, window_s: float, *, plans: bool =
     from history.models import Snapshot
     from inventory.models import Server
 
-    label = f"[{n:,} servers, {workers} worker{'s' if workers > 1 else ''}{'' if plans else ', plans off'}]"
+    label = f"[{n:,} servers, {workers} worker{'s' if workers > 1 else ''}{'' if plans else ', plans off'}"
+    label += ", scraped]" if world.scraper is not None else "]"
     new = list(Server.objects.filter(pk__in=world.server_ids[:n], enabled=False).values_list("pk", flat=True))
     since = datetime.now(UTC)
     Server.objects.filter(pk__in=new).update(enabled=True)
@@ -525,6 +613,7 @@ def _measure(world: World, ids: list[int], workers: int, window_s: float, label:
     looks = sampled["n"] / sampled["s"] * INTERVAL_S if sampled["s"] else None
     errors = FailedCollection.objects.filter(server_id__in=ids, at__gte=since, at__lt=until)
     lines = [f"{source}: {line.strip()}" for source, line in world.logs.errors()] if world.logs else []
+    scrapes = world.scraper.between(start, end) if world.scraper is not None else []
     return Step(
         servers=len(ids),
         workers=workers,
@@ -541,6 +630,10 @@ def _measure(world: World, ids: list[int], workers: int, window_s: float, label:
         failing_servers=Server.objects.filter(pk__in=ids, consecutive_failures__gt=0).count(),
         log_errors=lines + (world.churn.take_errors() if world.churn else []),
         interrupted=world.stop.is_set(),
+        scraped=world.scraper is not None,
+        scrape_ms=[ms for _, ms, _, error in scrapes if not error],
+        scrape_bytes_max=max((size for _, _, size, _ in scrapes), default=0),
+        scrape_errors=[error for *_, error in scrapes if error],
         sampler_looks=looks,
         sampler_looks_expected=_activity_samples(),
         sampler_redis_connections=_sampler_redis_connections(),

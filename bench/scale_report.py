@@ -24,6 +24,12 @@ SPEEDUP_TARGET = 1.7
 # Plans on against off (issue 37: the plan reading never delays a collection): the one-worker p95 lag at the target
 # level may grow by at most this much, the windows' own noise.
 PLANS_LAG_MARGIN_S = 2.0
+# /metrics scraped every 15 s against not (issue 39: the scrapes leave the collection lag unchanged): the same margin;
+# and every scrape answered whole within Prometheus' default scrape_timeout (10 s), past which Prometheus would count
+# it failed. A scrape's own cost, alone, is the /metrics benchmark's (bench/metrics.py, 500 ms of server time); here
+# it shares two cores with 1,000 servers' collections, and its times are shown, not judged against that.
+SCRAPE_LAG_MARGIN_S = PLANS_LAG_MARGIN_S
+SCRAPE_TIMEOUT_S = 10.0
 #: Below this share of the machine idle during the two-worker step, a speed-up short of the target is the
 #: machine's limit ("where CPU allows"), not the product's.
 CPU_BOUND_IDLE = 0.10
@@ -35,10 +41,11 @@ COLLECTION = "collection workers"
 OTHER_WORKERS = "other workers"
 SAMPLER = "wait sampler"
 BEAT = "beat"
+WEB = "console web"
 HISTORY = "history store"
 MONITORED = "monitored clusters"
 BENCH = "benchmark process"
-ROLES = (COLLECTION, OTHER_WORKERS, SAMPLER, BEAT, HISTORY, MONITORED, BENCH)
+ROLES = (COLLECTION, OTHER_WORKERS, SAMPLER, BEAT, WEB, HISTORY, MONITORED, BENCH)
 
 
 # --------------------------------------------------------------------------
@@ -135,6 +142,12 @@ class Step:
     interrupted: bool = False
     plans: bool = True  # compose's plans worker and beat's plans rounds on (off: PLANS_ENABLED=false, the baseline)
     again: bool = False  # the target level run once more right after the baseline, as warm as it
+    # The web server up and asked for /metrics every 15 s by an operator (the window before is its baseline): the
+    # answers' times in ms (those that came whole), the largest one's bytes, the failures.
+    scraped: bool = False
+    scrape_ms: list[float] = field(default_factory=list)
+    scrape_bytes_max: int = 0
+    scrape_errors: list[str] = field(default_factory=list)
     # The wait sampler's health: looks per interval the snapshots carried (ACTIVITY_SAMPLES when it keeps up), its
     # connections to Redis at the window's end, its warnings about Redis in the window (looks at risk), and the
     # servers it could not look at for a while (their connection failing). None: not measured.
@@ -146,7 +159,8 @@ class Step:
 
     @property
     def workers_label(self) -> str:
-        return str(self.workers) + ("" if self.plans else ", plans off") + (", plans on again" if self.again else "")
+        label = str(self.workers) + ("" if self.plans else ", plans off") + (", plans on again" if self.again else "")
+        return label + (", /metrics every 15 s" if self.scraped else "")
 
     @property
     def sampler_healthy(self) -> bool | None:
@@ -240,7 +254,7 @@ class ScaleRun:
 
 def _at_target(run: ScaleRun) -> tuple[Step | None, str]:
     """The one-worker step at TARGET_SERVERS; otherwise the largest one-worker step, with why it is not judged."""
-    one = [s for s in run.steps if s.workers == 1 and s.plans and not s.again and not s.interrupted]
+    one = [s for s in run.steps if s.workers == 1 and s.plans and not s.again and not s.scraped and not s.interrupted]
     for s in one:
         if s.servers == TARGET_SERVERS:
             return s, ""
@@ -252,7 +266,7 @@ def _at_target(run: ScaleRun) -> tuple[Step | None, str]:
 
 def speedup(run: ScaleRun) -> tuple[str, bool | None]:
     """Two collection workers against one, at the largest level both ran: (measured, passed)."""
-    steps = {(s.servers, s.workers): s for s in run.steps if s.plans and not s.interrupted}
+    steps = {(s.servers, s.workers): s for s in run.steps if s.plans and not s.scraped and not s.interrupted}
     common = sorted(n for n, w in steps if w == 1 and (n, 2) in steps)
     if not common:
         return "not run", None
@@ -283,6 +297,40 @@ def plans_effect(run: ScaleRun) -> tuple[str, bool | None]:
         f"{_pct(base.idle_share)} off"
     )
     return got, on.p95_s <= base.p95_s + PLANS_LAG_MARGIN_S
+
+
+def scrape_effect(run: ScaleRun) -> tuple[str, bool | None]:
+    """The one-worker p95 lag at the target level with /metrics scraped every 15 s against the warm window run
+    right before it without (`again`: the same level and workers, back to back; never a curve's first, cold
+    window), and the scrapes' own times: (measured, passed); None where not run."""
+    for i, on in enumerate(run.steps):
+        if not on.scraped or on.interrupted or i == 0:
+            continue
+        base = run.steps[i - 1]
+        if not base.again or base.interrupted or (base.servers, base.workers, base.plans) != (on.servers, 1, True):
+            continue
+        times = sorted(on.scrape_ms)
+        answered = (
+            f"{len(times)} scrapes answered in p50 {median(times):.0f} ms, max {times[-1]:.0f} ms, "
+            f"{on.scrape_bytes_max / 1e6:.2f} MB"
+            if times
+            else "no scrape answered"
+        )
+        failed = f", {len(on.scrape_errors)} failed ({on.scrape_errors[0][:120]})" if on.scrape_errors else ""
+        got = (
+            f"p95 {_s(on.p95_s)} s scraped, {_s(base.p95_s)} s not; {on.late.missed:,} missed; {answered}{failed}; "
+            f"web {_pct(on.share(WEB))} of the machine; machine {_pct(on.idle_share)} idle scraped, "
+            f"{_pct(base.idle_share)} not"
+        )
+        ok = (
+            on.p95_s <= base.p95_s + SCRAPE_LAG_MARGIN_S
+            and on.late.missed <= base.late.missed
+            and bool(times)
+            and not on.scrape_errors
+            and times[-1] <= SCRAPE_TIMEOUT_S * 1000
+        )
+        return got, ok
+    return "not run", None
 
 
 def checks(run: ScaleRun) -> list[tuple[str, str, str, bool | None]]:
@@ -338,6 +386,12 @@ def checks(run: ScaleRun) -> list[tuple[str, str, str, bool | None]]:
     got, ok = plans_effect(run)
     plans = (f"{fleet}: lag with the plans worker's rounds on, against off", f"p95 ≤ off's + {PLANS_LAG_MARGIN_S:g} s")
     out.append((*plans, got, ok))
+    got, ok = scrape_effect(run)
+    scraped = (
+        f"{fleet}: lag with /metrics scraped every 15 s (an operator's whole scrape), against not",
+        f"p95 ≤ not's + {SCRAPE_LAG_MARGIN_S:g} s, no more missed, every scrape whole within {SCRAPE_TIMEOUT_S:g} s",
+    )
+    out.append((*scraped, got, ok))
     return out
 
 
@@ -493,7 +547,9 @@ def markdown_section(run: ScaleRun) -> str:
         "minutes by default, so that every window holds some); the two-worker rows start the collection worker "
         'twice, as two hosts would; then the one-worker target level runs twice more, back to back and as warm: "1, '
         'plans off" with `PLANS_ENABLED=false`, and "1, plans on again", the two the plans worker\'s rounds are '
-        "judged by:",
+        'judged by; and once more, "1, /metrics every 15 s", with compose\'s web server (gunicorn on 127.0.0.1:57181) '
+        "and a thread of this process asking it for `/metrics` every 15 s with an operator's token (every server "
+        "and the console's health, OpenMetrics, as Prometheus asks), judged against the window before it:",
         "",
         *[f"- {name}: `{argv}`" for name, argv in one.items()],
         "",

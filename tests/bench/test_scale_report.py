@@ -6,9 +6,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from bench import report, scale_report
+from bench import report, scale, scale_report
 from bench.env import Machine
-from bench.scale_report import COLLECTION, HISTORY, Fleet, Lateness, ScaleRun, Step, Usage, lateness
+from bench.scale_report import COLLECTION, HISTORY, WEB, Fleet, Lateness, ScaleRun, Step, Usage, lateness
 
 INTERVAL = 60.0
 T0 = 1_800_000_000.0  # a multiple of 60: due times are T0 + k * 60 + phase
@@ -103,8 +103,8 @@ def test_the_targets_are_judged_at_a_thousand_servers_with_one_worker():
         ]
     )
     rows = scale_report.checks(run)
-    # The sampler not measured; nothing to split; no plans-off baseline run.
-    assert [ok for *_, ok in rows] == [True, True, True, None, None, None]
+    # The sampler not measured; nothing to split; no plans-off baseline run; no scraped window.
+    assert [ok for *_, ok in rows] == [True, True, True, None, None, None, None]
     assert "12.0 ms" in rows[2][2]
     assert scale_report.verdict(run) == "PASS"
 
@@ -142,7 +142,7 @@ def test_a_wait_sampler_that_falls_behind_or_warns_fails_the_run():
 def test_a_quick_run_is_shown_but_not_judged():
     run = _run([_step(servers=20), _step(servers=50)])
     rows = scale_report.checks(run)
-    assert [ok for *_, ok in rows] == [None, None, None, None, None, None]
+    assert [ok for *_, ok in rows] == [None] * 7
     assert "at 50 servers: 1,000 was not run" in rows[0][2]
     assert scale_report.verdict(run) == "INCOMPLETE"
 
@@ -175,6 +175,53 @@ def test_the_plans_rounds_are_judged_by_the_target_level_with_plans_off_then_on_
     assert scale_report.plans_effect(_run([cold, off]))[0] == "not run"
     table = scale_report.markdown_section(_run([cold, off, again]))
     assert "| 1,000 | 1, plans off |" in table and "| 1,000 | 1, plans on again |" in table
+
+
+def test_the_scrapes_are_judged_by_the_window_run_right_before_without():
+    """Issue 39: a scrape of /metrics every 15 s leaves the collection lag unchanged. The scraped window is judged
+    against the warm one-worker window just before it (the plans' "on again"): p95 within the noise (2 s), no
+    more intervals missed, every scrape answered whole within Prometheus' default scrape_timeout (10 s). Neither is
+    judged for the lag target."""
+    cold = _step(servers=1000, late=Lateness([6.7] * 5000, 4000, 0, 0))
+    base = replace(_step(servers=1000, late=Lateness([1.8] * 5000, 4000, 0, 0)), again=True)
+
+    def scraped(p95: float, *, missed: int = 0, ms=(120.0, 180.0, 240.0), errors=()) -> Step:
+        step = _step(servers=1000, late=Lateness([p95] * 5000, 4000, missed, missed), cpu={COLLECTION: 3.0, WEB: 6.0})
+        return replace(step, scraped=True, scrape_ms=list(ms), scrape_bytes_max=1_700_000, scrape_errors=list(errors))
+
+    for step, expected in [
+        (scraped(2.5), True),
+        (scraped(3.9), False),  # the lag grew past the noise
+        (scraped(2.0, missed=3), False),  # intervals missed that the window before did not
+        (scraped(2.0, ms=(120.0, 640.0)), True),  # slower than alone (bench/metrics.py's figure), shown, not judged
+        (scraped(2.0, ms=(120.0, 10_500.0)), False),  # past Prometheus' default scrape_timeout: a failed scrape
+        (scraped(2.0, errors=["TimeoutError: timed out"]), False),  # a scrape that did not come whole
+        (scraped(2.0, ms=()), False),  # nothing answered: nothing shown
+    ]:
+        got, ok = scale_report.scrape_effect(_run([cold, base, step]))
+        assert ok is expected, got
+    got, ok = scale_report.scrape_effect(_run([cold, base, scraped(2.5)]))
+    assert got.startswith("p95 2.5 s scraped, 1.8 s not; 0 missed; 3 scrapes answered in p50 180 ms, max 240 ms")
+    assert "1.70 MB" in got and "web 1% of the machine" in got
+    assert scale_report.scrape_effect(_run([cold, scraped(2.5)]))[0] == "not run"  # a cold window is no baseline
+    assert scale_report.scrape_effect(_run([cold, base]))[0] == "not run"
+    run = _run([cold, base, scraped(2.5)])
+    assert scale_report.checks(run)[0][2].startswith("6.7 s")  # the curve's own step stays the one judged
+    assert scale_report.checks(run)[-1][0].endswith(
+        "lag with /metrics scraped every 15 s (an operator's whole scrape), against not"
+    )
+    table = scale_report.markdown_section(run)
+    assert "| 1,000 | 1, plans on again, /metrics every 15 s |" not in table
+    assert "| 1,000 | 1, /metrics every 15 s |" in table and "console web" in table
+
+
+def test_the_web_server_joins_compose_processes_bound_to_the_bench_port(tmp_path):
+    schedule = tmp_path / "celerybeat-schedule"
+    plain = scale.compose_processes(1, schedule)
+    assert WEB not in {p.role for p in plain}
+    (web,) = [p for p in scale.compose_processes(1, schedule, web_port=57181) if p.role == WEB]
+    assert web.name == "web" and web.argv[0].endswith("/gunicorn") and web.argv[1] == "console.wsgi"
+    assert web.argv[web.argv.index("--bind") + 1] == "127.0.0.1:57181" and "0.0.0.0:8000" not in web.argv
 
 
 def test_text_and_markdown_render_every_step():
