@@ -24,7 +24,7 @@ import importlib.util
 import pkgutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import StrEnum
 from functools import cache
 from typing import Any
@@ -38,7 +38,8 @@ from history.tables import HistoryTable
 from inventory.models import Server
 from readings.connection import read_only
 from readings.errors import CollectionError, from_query_error
-from readings.scheduling import spread
+from readings.scheduling import next_due
+from readings.settings.instance import timestamp
 
 EVERY_SNAPSHOT = None
 
@@ -97,20 +98,20 @@ class Reading:
 
     def due(self, previous: ServerState | None, taken_at_us: int) -> bool:
         """Whether this snapshot reads it: at every one; or, with a cadence, at the server's first snapshot and then
-        once per cadence on the server's own phase of it (scheduling.spread, as its collections are due): from the
+        once per cadence on the server's own phase of it (scheduling.next_due, as its collections are due): from the
         phase's first time at least half a cadence after the last read. Servers registered together, or all of
         them after an outage, read it once together and then spread over the cadence: no wave every cadence."""
         if self.cadence is None or previous is None:
             return True
-        last = (previous.readings or {}).get(self.name, {}).get("at_us")
-        every_us = settings.COLLECTOR[self.cadence] * 1_000_000
-        if last is None or every_us <= 0:
+        last_us = (previous.readings or {}).get(self.name, {}).get("at_us")
+        every_s = settings.COLLECTOR[self.cadence]
+        if last_us is None or every_s <= 0:
             return True
-        phase_us = spread(previous.server_id) * every_us
-        following = ((last - phase_us) // every_us + 1) * every_us + phase_us  # the phase's first time after it
-        if following - last < every_us / 2:
-            following += every_us
-        return taken_at_us >= following
+        last, every = timestamp(last_us), timedelta(seconds=every_s)
+        following = next_due(previous.server_id, every_s, last)
+        if following - last < every / 2:
+            following += every
+        return timestamp(taken_at_us) >= following
 
 
 @dataclass
