@@ -13,7 +13,7 @@ from django.db import connection, transaction
 from psycopg import sql
 
 from history import binary_copy, codec, redact, tables
-from history.columns import COUNTER_NAMES, GAUGE_NAMES, TOTAL_NAMES, totals_of
+from history.columns import COUNTER_NAMES, GAUGE_NAMES, TOTAL_NAMES
 from history.deltas import Entries
 from history.models import ServerState
 from history.snapshot_facts import SNAPSHOT_FACTS, SnapshotFacts
@@ -312,11 +312,13 @@ def _server_state_sql() -> str:
 
 @dataclass
 class NewSnapshot:
-    """A snapshot to store: what was read of the server and, for a delta, the block of changed statements."""
+    """A snapshot to store: what was read of the server and, for a delta, the block of changed statements and
+    their sums."""
 
     server_id: int
     facts: SnapshotFacts
     block: codec.Block | None  # None for a baseline
+    totals: np.ndarray | None = None  # totals_of(block.counters) summed over its rows (TOTAL_NAMES)
 
 
 SNAPSHOT_FIELDS = ("server_id", *SNAPSHOT_FACTS, "statements", *TOTAL_NAMES)
@@ -335,12 +337,10 @@ _INSERT_SNAPSHOT_SQL = (
 
 def insert_snapshot(row: NewSnapshot) -> None:
     """Insert one snapshot row with its encoded block and the server totals of the interval (the sums
-    of its statements' deltas); its partition must exist (partitions.ensure, before the transaction)."""
-    if row.block is None:
-        payload, sums = None, [None] * len(TOTAL_NAMES)
-    else:
-        payload = codec.encode(row.block)
-        sums = totals_of(row.block.counters).sum(axis=0).tolist()
+    of its statements' deltas, as the statements reading summed them); its partition must exist (partitions.ensure,
+    before the transaction)."""
+    payload = None if row.block is None else codec.encode(row.block)
+    sums = [None] * len(TOTAL_NAMES) if row.totals is None else row.totals.tolist()
     values = [row.server_id, *(getattr(row.facts, f) for f in SNAPSHOT_FACTS), payload, *sums]
     with _raw_cursor() as cur:
         cur.execute(_INSERT_SNAPSHOT_SQL, values)

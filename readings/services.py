@@ -151,7 +151,7 @@ def _persist_once(snap: Snapshot, row: store.NewSnapshot, state: ServerState) ->
         for reading in ran:
             if reading.persist is not None:
                 reading.persist(snap, snap.computed[reading.name])
-        row.block = snap.block
+        row.block, row.totals = snap.block, snap.totals
         store.insert_snapshot(row)
         store.save_server_state(state)
         Server.objects.filter(pk=snap.server.pk).update(

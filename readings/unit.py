@@ -146,6 +146,7 @@ class Snapshot:
     state: dict[str, Any] = field(default_factory=dict)
     status: dict[str, dict] = field(default_factory=dict)  # reading -> its status, kept on the server's state
     block: Any = None  # the interval's statement deltas (history.codec.Block), set by the statements reading
+    totals: Any = None  # their sums (history.columns.TOTAL_NAMES; None for a baseline), set by it with them
 
     def read(self, reading: Reading) -> None:
         """Run one reading's read within its budget; its own failure is noted, a snapshot's failure raised."""

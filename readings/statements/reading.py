@@ -140,10 +140,12 @@ def compute(snap: Snapshot, got: Read) -> Computed:
         "stats_reset_at": instance.timestamp(got.stats_reset_us),
         "full_reset": continuity.full_reset,
     }
+    # The interval's server totals, once: the snapshot's row stores them and the running totals add them.
+    snap.totals = None if baseline else totals_of(d.deltas[booked]).sum(axis=0)
     snap.state |= running_totals(
         prev_state,
         taken_at,
-        None if baseline else totals_of(d.deltas[booked]).sum(axis=0),
+        snap.totals,
         dealloc_delta=None if baseline else dealloc_delta,
         planning=meta.flag("track_planning") is True,
     )
