@@ -71,8 +71,8 @@ def _gauge(name: str, documentation: str, unit: str = "", extra: tuple[str, ...]
     return GaugeMetricFamily(name, documentation, labels=[*LABELS, *extra], unit=unit)
 
 
-def _counter(name: str, documentation: str, unit: str = "") -> CounterMetricFamily:
-    return CounterMetricFamily(name, documentation, labels=LABELS, unit=unit)
+def _counter(name: str, documentation: str) -> CounterMetricFamily:
+    return CounterMetricFamily(name, documentation, labels=LABELS)
 
 
 class FleetCollector:
