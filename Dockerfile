@@ -21,11 +21,16 @@ RUN useradd --system --uid 10001 --user-group --create-home --home-dir /home/pgc
 ENV EXPORT_ROOT=/var/lib/pgconsole/exports
 WORKDIR /app
 # The dependencies first, from the lock alone, in layers of their own: rebuilt when the lock changes, not at every
-# change of the source. Every package, transitive ones too, pinned with its hashes: pip refuses anything else.
-# pyphen (WeasyPrint's hyphenation) is LGPL or MPL at our choice, but four of its dictionaries are GPL alone:
-# they go, so nothing GPL-only ships (pgconsole never hyphenates; make licenses, devenv/licenses.py).
+# change of the source. As make install does it (its Makefile says why): the installer pinned with its hashes in
+# place of the base image's pip, then every locked package with its hashes and without resolving a dependency
+# (--no-deps: a release published after the lock is never chosen), then pip check.
+# pyphen (WeasyPrint's hyphenation) is LGPL or MPL at our choice, but four of its dictionaries are GPL alone: they
+# go in the same layer, so nothing GPL-only ships (pgconsole never hyphenates; make licenses, devenv/licenses.py).
+COPY requirements/installer.txt requirements/installer.txt
 COPY requirements/runtime.txt requirements/runtime.txt
-RUN pip install --no-cache-dir --require-hashes -r requirements/runtime.txt \
+RUN pip install --no-cache-dir --require-hashes --no-deps -r requirements/installer.txt \
+    && pip install --no-cache-dir --require-hashes --no-deps -r requirements/runtime.txt \
+    && pip check \
     && cd "$(python -c 'import os, pyphen; print(os.path.dirname(pyphen.__file__))')/dictionaries" \
     && rm hyph_ca.dic hyph_kn_IN.dic hyph_ro_RO.dic hyph_te_IN.dic
 # The whole build context, so a new app cannot be forgotten; .dockerignore keeps out what is not the product.

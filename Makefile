@@ -50,28 +50,38 @@ system-packages:
 .venv/bin/python:
 	python3 -m venv .venv
 
-# Every package from the lock, each checked against its hashes (pip refuses one without), then the project itself,
-# editable, with nothing more: no dependency (all are in the lock) and no isolated build environment (setuptools,
-# its build backend, is in the lock too). Re-run only when a lock file or pyproject.toml is newer than the stamp.
-LOCKS := requirements/runtime.txt requirements/dev.txt
+# The lock, exactly as written and from nothing else, whatever the registry published since: first the installer,
+# pip, pinned with its hashes (requirements/installer.txt), in place of whatever pip `python3 -m venv` gave; then
+# every locked package with its hashes and --no-deps, so no dependency is ever resolved against the registry (an
+# older pip resolved `fonttools[woff]>=4.59.2` to a release newer than the lock's, then refused it for having no
+# pin: issue 51); then the project itself, editable, with nothing more (no isolated build environment either:
+# setuptools, its build backend, is in the lock); then pip check, since --no-deps trusts the lock to be complete.
+# Re-run only when a lock file or pyproject.toml is newer than the stamp.
+INSTALLER := requirements/installer.txt
+LOCKS := $(INSTALLER) requirements/runtime.txt requirements/dev.txt
 .venv/.installed: $(LOCKS) pyproject.toml | .venv/bin/python
-	$(PYTHON) -m pip install --require-hashes -r requirements/dev.txt
+	$(PYTHON) -m pip install --require-hashes --no-deps -r $(INSTALLER)
+	$(PYTHON) -m pip install --require-hashes --no-deps -r requirements/dev.txt
 	$(PYTHON) -m pip install --no-deps --no-build-isolation --check-build-dependencies -e .
 	$(PYTHON) -m pip check
 	touch $@
 
 # The lock files, for the image's platform: Linux x86_64, CPython 3.11 (3.11.0 up, so Debian 12's 3.11.2 too).
-# runtime.txt is what the image installs: pyproject.toml's dependencies and the build backend (build.in).
-# dev.txt adds the test extra, constrained to runtime.txt's versions so the two agree. Every package, transitive
-# ones too, is pinned with the sha256 of each of its files on PyPI. The pins already in the files are kept unless
-# pyproject.toml asks for others; UPGRADE=1 takes the newest versions pyproject.toml allows. uv comes from the
-# lock, alone: the rest of .venv may not match a pyproject.toml that was just changed (the point of locking again).
+# installer.txt is pip alone, which installs the other two (above, and in the Dockerfile). runtime.txt is what
+# the image installs: pyproject.toml's dependencies and the build backend (build.in). dev.txt adds the test extra,
+# constrained to the other two's versions so the three agree. Every package, transitive ones too, is pinned with
+# the sha256 of each of its files on PyPI; extras are not written (`fonttools`, not `fonttools[woff]`): what an
+# extra brings is locked as a package of its own, and --no-deps installs read no requirement but the lock's lines.
+# The pins already in the files are kept unless pyproject.toml asks for others; UPGRADE=1 takes the newest
+# versions pyproject.toml allows. uv comes from the lock, alone: the rest of .venv may not match a pyproject.toml
+# that was just changed (the point of locking again).
 LOCK_COMPILE := .venv/bin/uv pip compile --quiet --no-config --generate-hashes --python-version 3.11 \
 	--python-platform x86_64-manylinux_2_28 --custom-compile-command 'make lock' $(if $(UPGRADE),--upgrade)
 lock: | .venv/bin/python
 	$(PYTHON) -m pip install --quiet --require-hashes --no-deps -r <(awk '/^uv==/,!/\\$$/' requirements/dev.txt)
+	$(LOCK_COMPILE) requirements/installer.in -o $(INSTALLER)
 	$(LOCK_COMPILE) pyproject.toml requirements/build.in -o requirements/runtime.txt
-	$(LOCK_COMPILE) pyproject.toml requirements/build.in --extra test -c requirements/runtime.txt \
+	$(LOCK_COMPILE) pyproject.toml requirements/build.in --extra test -c requirements/runtime.txt -c $(INSTALLER) \
 	  -o requirements/dev.txt
 
 # Known vulnerabilities of the locked versions (PyPI's advisories, by name and version: nothing is installed).

@@ -1,11 +1,12 @@
 """The licence of everything pgconsole is built from, against pgconsole's own (pyproject.toml: the PostgreSQL
 Licence, a permissive one): every package of the lock files and the front-end libraries of static/vendor/.
 
-What the image ships (requirements/runtime.txt, static/vendor/) must let pgconsole stay permissively licensed:
-a permissive licence, or a weak copyleft one (LGPL, MPL) for a library shipped unmodified as files of its own
-that a user may replace. A strong copyleft licence (GPL, AGPL) is refused there, as is one that cannot be read.
-What only builds and tests pgconsole (requirements/dev.txt alone) is never distributed: it is listed, and only
-an unreadable licence fails. A choice (``OR``) takes its best term; a combination (``AND``) its worst.
+What the image ships (requirements/installer.txt and runtime.txt, static/vendor/) must let pgconsole stay
+permissively licensed: a permissive licence, or a weak copyleft one (LGPL, MPL) for a library shipped unmodified
+as files of its own that a user may replace. A strong copyleft licence (GPL, AGPL) is refused there, as is one
+that cannot be read. What only builds and tests pgconsole (requirements/dev.txt alone) is never distributed: it
+is listed, and only an unreadable licence fails. A choice (``OR``) takes its best term; a combination (``AND``)
+its worst.
 
 A package's licence is read from its installed metadata, in this order: a reading by hand (``READ_BY_HAND``,
 for one version: a new version is read again), its ``License-Expression`` (PEP 639), its ``License`` field when
@@ -29,6 +30,7 @@ from license_expression import ExpressionError, LicenseSymbol, get_spdx_licensin
 from devenv.locks import parse_lock
 
 ROOT = Path(__file__).resolve().parent.parent
+INSTALLER_LOCK = ROOT / "requirements" / "installer.txt"
 RUNTIME_LOCK = ROOT / "requirements" / "runtime.txt"
 DEV_LOCK = ROOT / "requirements" / "dev.txt"
 VENDOR_README = ROOT / "static" / "vendor" / "README.md"
@@ -241,6 +243,11 @@ def locked(path: Path) -> dict[str, str]:
     return {name: pin.version for name, pin in parse_lock(path.read_text()).pins.items()}
 
 
+def image_locked() -> dict[str, str]:
+    """What the image installs from the locks: the installer (pip, which stays in it), then the runtime lock."""
+    return locked(INSTALLER_LOCK) | locked(RUNTIME_LOCK)
+
+
 def vendored(readme: Path = VENDOR_README) -> list[tuple[str, str, str, str]]:
     """(library, version, SPDX licence, licence file) from static/vendor/README.md's table."""
     rows = []
@@ -260,7 +267,7 @@ def dependencies(
 ) -> list[Dependency]:
     """Every locked package (read from this environment: make install put exactly the lock there) and every
     vendored library, with its licence and verdict. A locked package missing here is unknown."""
-    runtime = locked(RUNTIME_LOCK) if runtime is None else runtime
+    runtime = image_locked() if runtime is None else runtime
     dev = locked(DEV_LOCK) if dev is None else dev
     out = []
     for name in sorted(set(runtime) | set(dev)):

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from console import settings as console_settings
+from devenv.locks import parse_lock
 from tests.dockerfile import (
     Instruction,
     apt_installed,
@@ -31,6 +32,7 @@ from tests.dockerfile import (
     ignore_patterns,
     pip_installs,
 )
+from tests.install_world import KEPT_DICTIONARY, LOCKED, install_world
 
 ROOT = Path(__file__).resolve().parent.parent
 APP_DIR = "/app"
@@ -97,9 +99,9 @@ def test_dockerignore_patterns_are_read_as_docker_reads_them():
         excluded("a", ["!"])
 
 
-# What may be copied before the whole context, to the same place in /app: the lock the dependency layers install
-# (tests/test_lock.py checks how), so a change of the source does not install them again.
-COPIED_AHEAD = {"requirements/runtime.txt"}
+# What may be copied before the whole context, to the same place in /app: the installer and the lock the dependency
+# layer installs (tests/test_lock.py checks how), so a change of the source does not install them again.
+COPIED_AHEAD = {"requirements/installer.txt", "requirements/runtime.txt"}
 
 
 def test_the_dockerfile_copies_the_whole_build_context_to_app_once():
@@ -122,6 +124,33 @@ def test_the_dockerfile_copies_the_whole_build_context_to_app_once():
     after = [ins.args for ins in instructions[instructions.index(whole[0]) :] if ins.keyword == "RUN"]
     editable = [args for run in after for args in pip_installs(run) if "-e" in args]
     assert editable and all(args[args.index("-e") + 1] == "." for args in editable), editable
+
+
+def test_the_images_install_lines_install_a_lock_as_written_never_a_newer_release(tmp_path):
+    """The Dockerfile's RUN that installs the lock, run as Docker runs it (`/bin/sh -c`, in /app's stand-in, with
+    the ENV set above it) on a fresh Python 3.11 with the pip it comes with, as the base image's is: offline, from a
+    folder that also holds a newer release of a dependency asked for with an extra (tests/install_world.py)."""
+    world = install_world(tmp_path / "app")
+    instructions = dockerfile()
+    whole = next(ins for ins in instructions if ins.keyword == "COPY" and copy_paths(instructions, ins)[0] == ["."])
+    ahead = instructions[: instructions.index(whole)]
+    run = next(ins.args for ins in ahead if ins.keyword == "RUN" and pip_installs(ins.args))
+    for copy in (ins for ins in ahead if ins.keyword == "COPY"):
+        assert (world.folder / copy_paths(instructions, copy)[0][0]).is_file(), copy.args  # the world has them
+    base = tmp_path / "base"
+    subprocess.run(["python3", "-m", "venv", str(base)], check=True, timeout=120)
+    env = world.env(**dockerfile_env(ahead), PATH=f"{base}/bin:{os.environ['PATH']}")
+    done = subprocess.run(
+        ["/bin/sh", "-c", run], cwd=world.folder, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
+    installed = world.installed(base / "bin" / "python")
+    assert installed["pgc-fonts"] == LOCKED, "the lock's release, not the newer one beside it"
+    assert installed["pip"] == parse_lock((ROOT / "requirements/installer.txt").read_text()).pins["pip"].version
+    assert "No broken requirements found." in done.stdout
+    # ... and in the same layer, the dictionaries that are GPL alone are gone, the others stay.
+    (dictionaries,) = base.glob("lib/python*/site-packages/pyphen/dictionaries")
+    assert sorted(path.name for path in dictionaries.iterdir()) == [KEPT_DICTIONARY]
 
 
 def test_every_package_app_and_resource_is_in_the_build_context():
