@@ -19,6 +19,8 @@ TEST_PORT_BASE = 55400
 TEST_EXTRA_PORT_BASE = 55500
 #: The extra PG 14 test cluster with a tiny pg_stat_statements.max (55514).
 TEST_EVICT_PORT = TEST_EXTRA_PORT_BASE + 14
+#: The throwaway cluster of tests/advisor/test_hostile_names_in_scripts.py (the advisor's scripts run by psql): 55520.
+TEST_SCRIPTS_PORT = TEST_EXTRA_PORT_BASE + 20
 #: The fault tests' own world (tests/production/fault_world.py): their history store, monitored clusters and
 #: Redis, which they stop, kill and fill without touching anything the other tests share: 55540 + n.
 TEST_FAULT_PORT_BASE = TEST_EXTRA_PORT_BASE + 40

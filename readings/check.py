@@ -23,7 +23,7 @@ from readings.connection import CHECK_APPLICATION_NAME, MonitoredConnection, Tar
 from readings.errors import CollectionError, OutOfTime, RefusedByPolicy, ServerSilent, Unreachable
 from readings.plans.explain import HELPER_USABLE_SQL
 from readings.settings.instance import MIN_SERVER_VERSION
-from readings.sql_names import quote_ident
+from readings.sql_names import in_comment, quote_ident
 
 Level = Literal["ok", "info", "warning", "problem"]
 
@@ -467,13 +467,6 @@ def _preload_findings(out: _Report, *, preloaded: bool, preload: str | None, com
         )
 
 
-def _in_comment(name: str) -> str:
-    """A database's name as a line of SQL comment may hold it, in a fix a superuser copies: quoted as an
-    identifier, with control characters written as escapes (a newline would end the comment, and what follows
-    it would run as a statement)."""
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in quote_ident(name))
-
-
 def _extension_findings(
     out: _Report, *, extversion: str | None, default_version: str | None, dbname: str, available: bool
 ) -> None:
@@ -489,7 +482,8 @@ def _extension_findings(
                 "missing): install it, then create the extension."
             )
         fix = (
-            f"-- in database {_in_comment(dbname)}, as a superuser:\nCREATE EXTENSION IF NOT EXISTS pg_stat_statements;"
+            f"-- in database {in_comment(quote_ident(dbname))}, as a superuser:\n"
+            "CREATE EXTENSION IF NOT EXISTS pg_stat_statements;"
         )
         out.findings.append(CheckFinding("problem", "Extension", text, fix))
         return
@@ -503,7 +497,7 @@ def _extension_findings(
                 "Extension",
                 f"The extension is at version {extversion}; this server ships {default_version}, with more columns "
                 "(the console reads the columns of the installed version).",
-                f"-- in database {_in_comment(dbname)}:\nALTER EXTENSION pg_stat_statements UPDATE;",
+                f"-- in database {in_comment(quote_ident(dbname))}:\nALTER EXTENSION pg_stat_statements UPDATE;",
             )
         )
 

@@ -1,6 +1,7 @@
 """Names in SQL written for a person to run (the fixes that a connection check and the advisor show): quoted
 as PostgreSQL's quote_ident() quotes them, so that a role or database named `user`, `Sales` or `a"b` gives a
-statement that runs as it reads."""
+statement that runs as it reads; and shown inside a comment so that no name can end the comment and have the rest
+of it run (a monitored server's users choose the names of what they create)."""
 
 import re
 
@@ -31,3 +32,22 @@ def quote_ident(name: str) -> str:
     if re.fullmatch(r"[a-z_][a-z0-9_]*", name) and name not in RESERVED:
         return name
     return '"' + name.replace('"', '""') + '"'
+
+
+# Where a comment ends or opens, in PostgreSQL's lexer and psql's: a -- comment at a line feed or a carriage
+# return; a /* comment at */, where /* nests another; and a slash that ends the text makes /* of the star of the
+# */ that closes its comment. A backslash between them keeps the two characters apart.
+_TOUCHING = re.compile(r"(?<=/)(?=\*)|(?<=\*)(?=/)|(?<=/)\Z")
+
+
+def _escape(char: str) -> str:
+    return "\\\\" if char == "\\" else char.encode("unicode_escape").decode("ascii")
+
+
+def in_comment(text: str) -> str:
+    r"""`text` as an SQL comment (-- or /* */) may hold it: every character that does not print written as Python
+    writes it (\n, \r, \x1b, \u2028: the DBA still sees which object is meant, and no line break, bidi override or
+    terminal escape hides anything), a backslash doubled so that those read one way, and a backslash between a star
+    and a slash that touch and after a slash that ends the text (*\/, /\*, a/\)."""
+    shown = "".join(char if char.isprintable() and char != "\\" else _escape(char) for char in text)
+    return _TOUCHING.sub(r"\\", shown)

@@ -34,7 +34,7 @@ NOT_QUERY_TEXTS = {
     "readings/check.py": "libpq's error messages",
     "history/partitions.py": "partition names of the history store",
     "console/management/commands/top.py": "a command-line duration",
-    "readings/sql_names.py": "role and database names (fullmatch)",
+    "readings/sql_names.py": "catalog names (quote_ident's fullmatch, in_comment's one-character look-arounds)",
     "readings/settings/instance.py": "the server's version string",
     "console/api/common.py": "a query-string duration",
     "inventory/network_policy.py": "host names",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from advisor.evidence import Evidence
 from advisor.thresholds import Thresholds
-from readings.sql_names import quote_ident
+from readings.sql_names import in_comment, quote_ident
 
 
 def cliff_calls_per_s(evidence: Evidence, thresholds: Thresholds, *, track_planning: bool) -> float | None:
@@ -38,7 +38,8 @@ def drop_index(index) -> str:
     """The exact DDL that drops an index without blocking its table's writes, in the database it lives in
     (`index`: an advisor.evidence.IndexFact)."""
     return (
-        f"-- in database {quote_ident(index.database)} (DROP INDEX CONCURRENTLY runs outside a transaction block)\n"
+        f"-- in database {in_comment(quote_ident(index.database))} (DROP INDEX CONCURRENTLY runs outside a "
+        "transaction block)\n"
         f"DROP INDEX CONCURRENTLY {quote_ident(index.schema_name)}.{quote_ident(index.name)};"
     )
 

@@ -10,7 +10,7 @@ from advisor.advice import Advice, Change
 from advisor.evidence import Evidence, MissingIndexFact
 from advisor.rules._common import partial_note, size
 from advisor.thresholds import Thresholds
-from readings.sql_names import quote_ident
+from readings.sql_names import in_comment, quote_ident
 
 CODE = "missing_index"
 NAME_MAX = 63  # PostgreSQL's identifiers
@@ -26,7 +26,8 @@ def ddl(fact: MissingIndexFact) -> str:
     if fact.partition_tree:
         return _partitioned_ddl(fact, columns)
     return (
-        f"-- in database {quote_ident(fact.database)} (CREATE INDEX CONCURRENTLY runs outside a transaction block)\n"
+        f"-- in database {in_comment(quote_ident(fact.database))} (CREATE INDEX CONCURRENTLY runs outside a "
+        "transaction block)\n"
         f"CREATE INDEX CONCURRENTLY {quote_ident(index_name(fact))} "
         f"ON {quote_ident(fact.schema_name)}.{quote_ident(fact.table_name)} ({columns});"
     )
@@ -36,9 +37,10 @@ def _partitioned_ddl(fact: MissingIndexFact, columns: str) -> str:
     """PostgreSQL's way for a partitioned table ("Partition Maintenance"): CREATE INDEX CONCURRENTLY cannot build
     its index, so the index is made on the partitioned tables only (at once, empty), then on each partition
     concurrently, each attached to its parent's; the root's index is valid once every partition's is attached."""
+    partitioned = in_comment(f"{quote_ident(fact.schema_name)}.{quote_ident(fact.table_name)}")
     lines = [
-        f"-- in database {quote_ident(fact.database)}: {fact.schema_name}.{fact.table_name} is partitioned, and "
-        "CREATE INDEX CONCURRENTLY cannot build a partitioned table's index;",
+        f"-- in database {in_comment(quote_ident(fact.database))}: {partitioned} is partitioned, and CREATE INDEX "
+        "CONCURRENTLY cannot build a partitioned table's index;",
         "-- its index is made on the partitioned table only, then on each partition without blocking its writes, "
         "then attached. Run each statement on its own (psql does), outside a transaction block.",
     ]
@@ -47,7 +49,8 @@ def _partitioned_ddl(fact: MissingIndexFact, columns: str) -> str:
         relation = f"{quote_ident(schema)}.{quote_ident(table)}"
         if relkind == "f":
             lines.append(
-                f"-- {relation} is a foreign table: it takes no index, and the partitioned table's stays invalid"
+                f"-- {in_comment(relation)} is a foreign table: it takes no index, and the partitioned table's stays "
+                "invalid"
             )
             continue
         only = "ONLY " if relkind == "p" else ""

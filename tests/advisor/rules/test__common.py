@@ -1,11 +1,13 @@
 """advisor.rules._common: the spinlock-cliff model (a per-vCPU rate, halved with track_planning), the headroom of
-the hottest queryid under it, and the note a partial view adds — each None when an input is unknown."""
+the hottest queryid under it, and the note a partial view adds — each None when an input is unknown; and the DDL
+that drops an index, whatever its database is named."""
 
 from dataclasses import replace
 
 import pytest
 
-from advisor.rules._common import cliff_calls_per_s, headroom, partial_note
+from advisor.evidence import IndexFact
+from advisor.rules._common import cliff_calls_per_s, drop_index, headroom, partial_note
 from advisor.thresholds import CLIFF_CALLS_PER_S, CLIFF_CPUS
 from tests.advisor.rules.evidence import TH, ev
 
@@ -60,3 +62,19 @@ def test_the_partial_note_only_where_the_role_cannot_see_everything():
     assert partial_note(ev()) == ""
     note = partial_note(ev(sees_all_statements=False))
     assert note.startswith(" ") and "pg_read_all_stats" in note and "partial" in note
+
+
+def test_the_database_a_drop_runs_in_is_escaped_in_its_comment_and_the_index_quoted():
+    index = IndexFact(
+        database="shop\nCREATE ROLE injected SUPERUSER;--",
+        schema_name="s\r",
+        name='ix"*/',
+        table_name="t",
+        table_relid=1,
+        definition="",
+    )
+    assert drop_index(index) == (
+        r'-- in database "shop\nCREATE ROLE injected SUPERUSER;--" (DROP INDEX CONCURRENTLY runs outside a '
+        "transaction block)\n"
+        'DROP INDEX CONCURRENTLY "s\r"."ix""*/";'
+    )

@@ -45,3 +45,23 @@ def test_estimated_is_said_and_a_negligible_saving_is_not_advised():
     tiny = _fact(statements=(HelpedStatement(11, "SELECT 1", 900.0, 100.0, 1.0),))
     assert rule.check(ev(missing_indexes=(tiny,)), TH) == []
     assert rule.check(ev(missing_indexes=(_fact(),), sees_all_statements=False), TH) == []
+
+
+def test_names_from_the_server_are_escaped_in_the_comments_and_quoted_in_the_statements():
+    """A line break in a name would end its comment and run what follows: in a comment it is written out, in a
+    statement the name is quoted (tests/advisor/test_hostile_names_in_scripts.py runs such scripts in psql)."""
+    plain = rule.ddl(_fact(database="app\r\nDROP DATABASE app;--", columns=("customer",)))
+    assert plain.startswith(r'-- in database "app\r\nDROP DATABASE app;--" (CREATE INDEX CONCURRENTLY runs outside')
+    assert plain.endswith("CREATE INDEX CONCURRENTLY orders_customer_idx ON public.orders (customer);")
+    tree = (
+        ("public", "ev\nx", None, None, "p"),
+        ("public", "ev 1", "public", "ev\nx", "r"),
+        ("s*/", "ev\rf", "public", "ev\nx", "f"),
+    )
+    partitioned = rule.ddl(_fact(table_name="ev\nx", columns=("customer",), partition_tree=tree, partitions_read=1))
+    assert partitioned.startswith(r'-- in database app: public."ev\nx" is partitioned, and CREATE INDEX CONCURRENTLY')
+    assert partitioned.endswith(
+        '-- "s*\\/"."ev\\rf" is a foreign table: it takes no index, and the partitioned table\'s stays invalid'
+    )
+    assert 'CREATE INDEX "ev\nx_customer_idx" ON ONLY public."ev\nx" (customer);\n' in partitioned
+    assert 'ALTER INDEX public."ev\nx_customer_idx" ATTACH PARTITION public."ev 1_customer_idx";' in partitioned
