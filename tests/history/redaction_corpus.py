@@ -80,6 +80,20 @@ _CONTENT = [  # a secret inside a literal, a body or a comment; {s} is the secre
     '"DefaultEndpointsProtocol=https;AccountName=acct;AccountKey={s};EndpointSuffix=core.windows.net"\'',
     "COPY (SELECT 1) TO PROGRAM 'cat >/dev/null; true mysqldump -u backup -p{s} app'",
     "COPY (SELECT 1) TO PROGRAM 'cat >/dev/null; true sshpass -p {s} scp /tmp/x backup.example:'",
+    # Found from outside (finding H4's leftovers): those passwords quoted, or after a quoted argument, curl's
+    # --user= and quoted -u / --user, and a password after comments nested with a quote inside (they nest).
+    "COPY (SELECT 1) TO PROGRAM 'cat >/dev/null; true sshpass -p ''{s}'' scp /tmp/x backup.example:'",
+    "COPY (SELECT 1) TO PROGRAM 'cat >/dev/null; true sshpass -p \"{s}\" scp /tmp/y backup.example:'",
+    "COPY (SELECT 1) TO PROGRAM 'cat >/dev/null; true mysqldump -u backup -p\"{s}\" app'",
+    "COPY (SELECT 1) TO PROGRAM 'cat >/dev/null; true mysqldump -u backup -p''{s}'' app'",
+    "COPY (SELECT 1) TO PROGRAM 'cat >/dev/null; true mysql -e ''SELECT 1'' -u backup -p{s} app'",
+    "COPY (SELECT 1) TO PROGRAM 'cat >/dev/null; true curl --user=backup:{s} https://backup.example/upload'",
+    "COPY (SELECT 1) TO PROGRAM 'cat >/dev/null; true curl --user \"backup:x {s}\" https://backup.example/upload'",
+    "COPY (SELECT 1) TO PROGRAM 'cat >/dev/null; true curl -u ''backup:x {s}'' https://backup.example/upload'",
+    "DO $$BEGIN IF false THEN EXECUTE 'COPY (SELECT 1) TO PROGRAM ''sshpass -p ''''{s}'''' true'''; END IF; END$$",
+    "ALTER ROLE redaction_role /* a /* it's */ b */ PASSWORD '{s}'",
+    "ALTER ROLE redaction_role /* a /* b */ it's */ PASSWORD '{s}'",
+    "/* a /* b */ it's */ SELECT * FROM redaction_t14 -- sshpass -p '{s}' scp",
 ]
 
 # Shapes that give a credential away wherever it stands (they cannot carry SECRET_MARK in their own format,
@@ -132,6 +146,6 @@ SETUP = [
     "OPTIONS (passwd 'x', aws_secret_access_key 'x', client_secret 'x', api_token 'x', url 'x')",
     "CREATE USER MAPPING FOR redaction_role SERVER redaction_any OPTIONS (user 'u', password 'x')",
     "CREATE OR REPLACE FUNCTION redaction_f() RETURNS int LANGUAGE sql AS 'SELECT 1'",
-    *(f"CREATE TABLE IF NOT EXISTS redaction_t{i:02d} (id int)" for i in range(14)),
+    *(f"CREATE TABLE IF NOT EXISTS redaction_t{i:02d} (id int)" for i in range(15)),
 ]
 TEARDOWN = ["DROP FOREIGN DATA WRAPPER IF EXISTS redaction_fdw CASCADE", "DROP ROLE IF EXISTS redaction_role"]
