@@ -7,7 +7,7 @@ from django.contrib import admin, messages
 from console.services import organization_delete, organizations_delete, server_delete, servers_delete
 from history.public import Statement
 from inventory.models import Membership, Organization, Server
-from inventory.services import CONNECTION_FIELDS, UPDATABLE_FIELDS, server_update
+from inventory.services import CONNECTION_FIELDS, PLANS_TRUST_FIELDS, UPDATABLE_FIELDS, server_update
 
 
 class ServerAdminForm(forms.ModelForm):
@@ -22,7 +22,7 @@ class ServerAdminForm(forms.ModelForm):
 
     class Meta:
         model = Server
-        fields = [*CONNECTION_FIELDS, "name", "enabled", "interval_s", "cpu_count", "tags"]
+        fields = [*CONNECTION_FIELDS, "name", "enabled", "interval_s", "cpu_count", "tags", *PLANS_TRUST_FIELDS]
 
     password_cleared = False  # set by save(): the connection changed and the password went with it
 

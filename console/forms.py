@@ -9,9 +9,21 @@ from django.db.models import QuerySet
 
 from advisor.thresholds import Thresholds
 from inventory import tls
+from inventory.catalog_names import clean_names
 from inventory.connection import Connection
 from inventory.models import Membership, Organization, Server
-from inventory.services import connection_moves
+from inventory.services import PLANS_TRUST_FIELDS, connection_moves
+
+PLANS_TRUST_HELP = (
+    "Planning a statement can run functions it calls. The console plans a statement only when every function, "
+    "operator, cast or check its planning could call is PostgreSQL's, an extension's or a superuser's, or belongs to "
+    "a role (or lies in a schema) named here. Name only roles whose code may safely run as the monitoring role."
+)
+# A name the comma-separated field cannot carry: the API and manage.py servers can.
+PLANS_TRUST_UNTYPABLE = (
+    " Comma-separated, as the catalog spells them (case matters, no quotes); a name holding a comma, or beginning or "
+    "ending with a blank, is set through the API or manage.py servers."
+)
 
 
 class ServerForm(forms.Form):
@@ -57,6 +69,14 @@ class ServerForm(forms.Form):
         help_text="Optional: the server's CPU count, to put database time per second in proportion.",
     )
     tags = forms.CharField(required=False, help_text="Comma-separated, e.g. prod, eu-west.")
+    plans_trusted_roles = forms.CharField(
+        required=False, label="Trusted roles (plans)", help_text=PLANS_TRUST_HELP + PLANS_TRUST_UNTYPABLE
+    )
+    plans_trusted_schemas = forms.CharField(
+        required=False,
+        label="Trusted schemas (plans)",
+        help_text="A schema named here is trusted whole, whoever owns what it holds." + PLANS_TRUST_UNTYPABLE,
+    )
     enabled = forms.BooleanField(required=False, initial=True, label="Collect (enabled)")
 
     def __init__(self, *args, organizations: QuerySet[Organization], server: Server | None = None, **kwargs):
@@ -81,9 +101,15 @@ class ServerForm(forms.Form):
                 },
                 organization=server.organization_id,
                 tags=", ".join(server.tags),
+                **{name: ", ".join(getattr(server, name)) for name in PLANS_TRUST_FIELDS},
             )
         super().__init__(*args, **kwargs)
         self.fields["organization"].queryset = organizations
+        for name in PLANS_TRUST_FIELDS:
+            if server is not None and not all(_typable(n) for n in getattr(server, name)):
+                # Shown joined, a stored name with a comma would come back as two names: it stays as stored.
+                self.fields[name].disabled = True
+                self.fields[name].help_text += " It holds such a name: change it there."
         if server is None:
             del self.fields["forget_password"]
             self.fields["password"].help_text = "Write-only: it is stored encrypted and never shown again."
@@ -98,6 +124,17 @@ class ServerForm(forms.Form):
     def clean_tags(self) -> list[str]:
         tags = [t.strip() for t in self.cleaned_data["tags"].split(",") if t.strip()]
         return list(dict.fromkeys(tags))
+
+    def clean_plans_trusted_roles(self) -> list[str]:
+        return self._trusted_names("plans_trusted_roles", kind="role")
+
+    def clean_plans_trusted_schemas(self) -> list[str]:
+        return self._trusted_names("plans_trusted_schemas", kind="schema")
+
+    def _trusted_names(self, name: str, *, kind: str) -> list[str]:
+        if self.fields[name].disabled:
+            return list(getattr(self.server, name))
+        return clean_names([n.strip() for n in self.cleaned_data[name].split(",") if n.strip()], kind=kind)
 
     def clean_name(self) -> str:
         return self.cleaned_data["name"].strip()
@@ -127,6 +164,11 @@ class ServerForm(forms.Form):
                 self.add_error(name if name in self.fields else None, errors)
         else:
             self.add_error(None, error)
+
+
+def _typable(name: str) -> bool:
+    """Whether the comma-separated field gives `name` back as it is."""
+    return "," not in name and name == name.strip()
 
 
 # The roles as the console names them everywhere (viewer, dba, admin), not the model's title-cased labels.

@@ -10,6 +10,7 @@ from django.db import models
 from django.views.decorators.debug import sensitive_variables
 
 from inventory import network_policy, tls
+from inventory.catalog_names import clean_names
 from inventory.crypto import decrypt_secret, encrypt_secret
 from inventory.endpoint import ENDPOINT_FIELDS, Endpoint
 
@@ -107,6 +108,22 @@ class Server(models.Model):
     interval_s = models.PositiveIntegerField(default=60, validators=[MinValueValidator(5)])
     cpu_count = models.PositiveIntegerField(null=True, blank=True)
     tags = models.JSONField(default=list, blank=True)
+    # Whose code the planner may run when the console plans this server's statements, besides PostgreSQL's, the
+    # extensions' and the superusers' (readings/plans/user_code.py): role and schema names as the catalog spells them.
+    plans_trusted_roles = models.JSONField(
+        default=list,
+        blank=True,
+        verbose_name="trusted roles (plans)",
+        help_text="Roles whose functions, operators, casts and checks may run while the console plans a statement "
+        "(a JSON list of names as the catalog spells them).",
+    )
+    plans_trusted_schemas = models.JSONField(
+        default=list,
+        blank=True,
+        verbose_name="trusted schemas (plans)",
+        help_text="Schemas whose functions, operators, casts and checks may run while the console plans a "
+        "statement, whoever owns them (a JSON list of names as the catalog spells them).",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     # Collection status, written by collectors only.
@@ -130,8 +147,20 @@ class Server(models.Model):
 
     def clean(self) -> None:
         """The console dials only where its network policy allows (checked again at every connection), and
-        verifies the server's certificate against a CA it can read."""
-        self.ssl_root_cert = tls.clean_root_cert(self.ssl_root_cert, sslmode=self.sslmode)
+        verifies the server's certificate against a CA it can read; the names it trusts for plans could be in
+        the catalog (each once)."""
+        errors: dict[str, list[str]] = {}
+        for field, kind in (("plans_trusted_roles", "role"), ("plans_trusted_schemas", "schema")):
+            try:
+                setattr(self, field, clean_names(getattr(self, field), kind=kind))
+            except ValidationError as exc:
+                errors[field] = exc.messages
+        try:
+            self.ssl_root_cert = tls.clean_root_cert(self.ssl_root_cert, sslmode=self.sslmode)
+        except ValidationError as exc:
+            raise ValidationError(exc.update_error_dict(errors)) from exc
+        if errors:
+            raise ValidationError(errors)
         if self.host and self.port:
             try:
                 network_policy.check(self.host, self.port)

@@ -15,13 +15,17 @@ from inventory.endpoint import ENDPOINT_FIELDS
 from inventory.models import Membership, Organization, Server
 
 DEFAULT_ORGANIZATION = "default"
-# What server_update may change (the collection status belongs to the collectors).
 # Where the password is sent, and how: a change to any of these without a new password clears the stored one
 # (sslmode, CA certificate, SCRAM: a password given for a verified TLS connection and SCRAM is never sent over
 # a weaker one nor to a server another CA vouches for; organization: it is never handed to another tenant).
 CONNECTION_FIELDS = ("organization", *ENDPOINT_FIELDS)
+# Whose code the planner may run when the console plans the server's statements (Server.clean checks the names):
+# not where the password goes, so a change keeps it.
+PLANS_TRUST_FIELDS = ("plans_trusted_roles", "plans_trusted_schemas")
 # What server_update may change (the collection status belongs to the collectors).
-UPDATABLE_FIELDS = frozenset({*CONNECTION_FIELDS, "name", "enabled", "interval_s", "cpu_count", "tags"})
+UPDATABLE_FIELDS = frozenset(
+    {*CONNECTION_FIELDS, "name", "enabled", "interval_s", "cpu_count", "tags", *PLANS_TRUST_FIELDS}
+)
 
 
 def connection_moves(server: Server, changes: Mapping[str, Any]) -> bool:
@@ -45,9 +49,13 @@ def server_create(
     tags: list[str] | None = None,
     ssl_root_cert: str = "",
     require_scram: bool = True,
+    plans_trusted_roles: list[str] | None = None,
+    plans_trusted_schemas: list[str] | None = None,
 ) -> Server:
     """A new server at `connection` (typed in, or inventory.connection.parse_dsn's reading of a DSN), with the TLS
-    and SCRAM settings a DSN cannot carry (libpq's sslrootcert is a file path; here the certificate itself)."""
+    and SCRAM settings a DSN cannot carry (libpq's sslrootcert is a file path; here the certificate itself), and
+    the roles and schemas whose code may run while its statements are planned (none: only PostgreSQL's, the
+    extensions' and the superusers')."""
     organization, _ = Organization.objects.get_or_create(name=organization_name)
     if Server.objects.filter(organization=organization, name=name).exists():
         raise ValidationError(f"a server named {name!r} already exists in organization {organization_name!r}")
@@ -60,6 +68,8 @@ def server_create(
         tags=tags or [],
         ssl_root_cert=ssl_root_cert,
         require_scram=require_scram,
+        plans_trusted_roles=plans_trusted_roles,  # None: none (Server.clean)
+        plans_trusted_schemas=plans_trusted_schemas,
         **connection.server_fields(),
     )
     server.set_password(connection.password)

@@ -42,6 +42,7 @@ from console.api.common import (
 from console.api.throttling import page_rate
 from console.services import server_delete
 from history.public import HELP, Column, SnapshotFacts, snapshot_columns
+from inventory.catalog_names import MAX_NAMES, NAME_MAX_BYTES
 from inventory.connection import Connection
 from inventory.crypto import CredentialsError
 from inventory.models import Server
@@ -50,6 +51,18 @@ from readings.public import CheckState, check_enqueue, check_queue, collect_trac
 from readtier import Page, latest_snapshot, recent_errors, server_status, snapshot_page, version_text
 
 SSLMODES = [c for c, _ in Server.SslMode.choices]
+_NAMES = (
+    "names as the catalog spells them: case-sensitive, not quoted, blanks kept; at most "
+    f"{MAX_NAMES}, each at most {NAME_MAX_BYTES} bytes in UTF-8; duplicates dropped"
+)
+TRUSTED_ROLES_HELP = (
+    "roles whose functions, operators, casts and checks may run while the console plans a statement, besides "
+    f"PostgreSQL's, the extensions' and the superusers' ({_NAMES})"
+)
+TRUSTED_SCHEMAS_HELP = (
+    "schemas whose functions, operators, casts and checks may run while the console plans a statement, whoever "
+    f"owns them ({_NAMES})"
+)
 
 
 class ServerOut(serializers.Serializer):
@@ -74,6 +87,8 @@ class ServerOut(serializers.Serializer):
     interval_s = serializers.IntegerField()
     cpu_count = serializers.IntegerField(allow_null=True)
     tags = serializers.ListField(child=serializers.CharField())
+    plans_trusted_roles = serializers.ListField(child=serializers.CharField(), help_text=TRUSTED_ROLES_HELP)
+    plans_trusted_schemas = serializers.ListField(child=serializers.CharField(), help_text=TRUSTED_SCHEMAS_HELP)
     status = serializers.ChoiceField(choices=["ok", "failing", "stale", "disabled", "never collected"])
     last_attempt_at = serializers.DateTimeField(allow_null=True)
     last_success_at = serializers.DateTimeField(allow_null=True)
@@ -113,6 +128,18 @@ class ServerIn(serializers.Serializer):
     interval_s = serializers.IntegerField(min_value=5, default=60)
     cpu_count = serializers.IntegerField(min_value=1, allow_null=True, required=False)
     tags = serializers.ListField(child=serializers.CharField(max_length=50), required=False)
+    # Checked by inventory.catalog_names (through the services), so that every writer says the same: a name is
+    # kept as sent, blanks included, as the catalog may hold it.
+    plans_trusted_roles = serializers.ListField(
+        child=serializers.CharField(allow_blank=True, trim_whitespace=False),
+        required=False,
+        help_text=TRUSTED_ROLES_HELP,
+    )
+    plans_trusted_schemas = serializers.ListField(
+        child=serializers.CharField(allow_blank=True, trim_whitespace=False),
+        required=False,
+        help_text=TRUSTED_SCHEMAS_HELP,
+    )
 
 
 class ServerPatch(ServerIn):
@@ -136,6 +163,8 @@ def _out(s: Server, user, now=None) -> dict:
         "interval_s": s.interval_s,
         "cpu_count": s.cpu_count,
         "tags": list(s.tags or []),
+        "plans_trusted_roles": list(s.plans_trusted_roles),
+        "plans_trusted_schemas": list(s.plans_trusted_schemas),
         "status": server_status(s, now or timezone.now()),
         "last_attempt_at": s.last_attempt_at,
         "last_success_at": s.last_success_at,
@@ -209,6 +238,8 @@ class Servers(APIView):
                 tags=data.get("tags") or [],
                 ssl_root_cert=data["ssl_root_cert"],
                 require_scram=data["require_scram"],
+                plans_trusted_roles=data.get("plans_trusted_roles"),
+                plans_trusted_schemas=data.get("plans_trusted_schemas"),
             )
             if not data["enabled"]:
                 server = server_update(server=server, data={"enabled": False})

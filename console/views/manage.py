@@ -34,7 +34,7 @@ from console.views.common import is_fragment_request, render_page
 from inventory.crypto import CredentialsError
 from inventory.endpoint import Endpoint
 from inventory.models import Server
-from inventory.services import CONNECTION_FIELDS, server_create, server_update
+from inventory.services import CONNECTION_FIELDS, PLANS_TRUST_FIELDS, server_create, server_update
 from readings.public import MONITORING_ROLE_SQL, CheckFinding, CheckReport, CheckState, check_enqueue, check_queue
 
 FORM_TEMPLATE = "console/server_form.html"
@@ -142,12 +142,14 @@ def _save(request: HttpRequest, form: ServerForm, server: Server | None) -> bool
             tags=cd["tags"],
             ssl_root_cert=cd["ssl_root_cert"],
             require_scram=cd["require_scram"],
+            plans_trusted_roles=cd["plans_trusted_roles"],
+            plans_trusted_schemas=cd["plans_trusted_schemas"],
         )
         if not cd["enabled"]:
             server_update(server=created, data={"enabled": False})
         messages.success(request, f"{created.name} was added: the first snapshot is taken within its interval.")
         return True
-    fields = (*CONNECTION_FIELDS, "name", "interval_s", "cpu_count", "tags", "enabled")
+    fields = (*CONNECTION_FIELDS, "name", "interval_s", "cpu_count", "tags", *PLANS_TRUST_FIELDS, "enabled")
     had_password = bool(server.password_encrypted)
     # A copy: on a refused change the page still shows the stored server, not the rejected values.
     updated = server_update(

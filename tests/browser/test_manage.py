@@ -30,7 +30,7 @@ def fill_connection(page: Page, *, name: str, port: int) -> None:
     page.get_by_label("Host").fill("127.0.0.1")
     page.get_by_label("Port").fill(str(port))
     page.get_by_label("Database").fill(APP_DB)
-    page.get_by_label("Role").fill(MONITOR_USER)
+    page.get_by_label("Role", exact=True).fill(MONITOR_USER)  # not "Trusted roles (plans)"
     page.get_by_label("Password", exact=True).fill(TYPED_PASSWORD)
 
 
@@ -61,6 +61,7 @@ def test_a_server_is_added_after_testing_its_connection(console_page, live_serve
     expect(page.get_by_label("Password", exact=True)).to_have_value(TYPED_PASSWORD)  # ... the typed password stays
 
     page.get_by_label("Tags").fill("prod, eu-west")
+    page.get_by_label("Trusted roles (plans)").fill("app_owner, my role")
     page.get_by_role("button", name="Add server").click()
     expect(page).to_have_url(f"{live_server.url}/manage/servers/")
     expect(page.locator(".messages")).to_contain_text("db-nowhere was added")
@@ -68,6 +69,7 @@ def test_a_server_is_added_after_testing_its_connection(console_page, live_serve
     expect(row).to_contain_text("eu-west")
     server = Server.objects.get(name="db-nowhere")
     assert server.organization.name == "acme" and server.get_password() == TYPED_PASSWORD
+    assert (server.plans_trusted_roles, server.plans_trusted_schemas) == (["app_owner", "my role"], [])
     # Write-only: the password is in no page.
     page.get_by_role("link", name="Edit").click()
     expect(page.get_by_label("Password", exact=True)).to_have_value("")

@@ -1,5 +1,5 @@
-"""The admin (as a superuser, through the test client): a server's password goes only where it was entered,
-and deletes take the history with them."""
+"""The admin (as a superuser, through the test client): a server's password goes only where it was entered, the
+names trusted for plans are checked as everywhere else, and deletes take the history with them."""
 
 import json
 
@@ -37,6 +37,8 @@ def _change(admin_client, server: Server, **changes):
         "interval_s": server.interval_s,
         "cpu_count": "",
         "tags": json.dumps(server.tags),
+        "plans_trusted_roles": json.dumps(server.plans_trusted_roles),
+        "plans_trusted_schemas": json.dumps(server.plans_trusted_schemas),
         "password": "",
         "ssl_root_cert": server.ssl_root_cert,
     }
@@ -90,6 +92,39 @@ def test_other_changes_keep_the_password(admin_client):
     stored = _stored(server)
     assert (stored.interval_s, stored.name, stored.tags) == (30, "renamed", ["prod"])
     assert stored.get_password() == "old-secret" and CLEARED not in response.content.decode()
+
+
+def test_the_names_trusted_for_plans_change_without_the_password_and_are_checked(admin_client):
+    server = _server()
+    page = admin_client.get(f"/admin/inventory/server/{server.pk}/change/").content.decode()
+    assert "Trusted roles (plans)" in page and "Trusted schemas (plans)" in page
+    response = _change(
+        admin_client, server, plans_trusted_roles='["app_owner", "Reporting", "app_owner"]', plans_trusted_schemas=""
+    )
+    stored = _stored(server)
+    assert (stored.plans_trusted_roles, stored.plans_trusted_schemas) == (["app_owner", "Reporting"], [])
+    assert stored.get_password() == "old-secret" and CLEARED not in response.content.decode()
+    refused = admin_client.post(
+        f"/admin/inventory/server/{server.pk}/change/",
+        {
+            "organization": server.organization_id,
+            "name": server.name,
+            "host": server.host,
+            "port": server.port,
+            "database": server.database,
+            "user": server.user,
+            "sslmode": server.sslmode,
+            "interval_s": server.interval_s,
+            "tags": "[]",
+            "plans_trusted_roles": '"app_owner"',
+            "plans_trusted_schemas": '["' + "é" * 32 + '"]',
+        },
+    )
+    assert refused.status_code == 200
+    errors = refused.context["adminform"].form.errors
+    assert errors["plans_trusted_roles"] == ["a list of role names is expected, not 'app_owner'"]
+    assert "is 64 bytes in UTF-8" in errors["plans_trusted_schemas"][0]
+    assert _stored(server).plans_trusted_roles == ["app_owner", "Reporting"]
 
 
 def test_clear_password_and_a_new_password_alone(admin_client):

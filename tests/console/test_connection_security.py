@@ -147,7 +147,7 @@ def test_the_migration_keeps_an_existing_servers_settings_and_requires_both_of_n
     )
     executor = MigrationExecutor(connection)
     executor.migrate(after)
-    kept = Server.objects.get(name="kept")
+    kept = executor.loader.project_state(after).apps.get_model("inventory", "Server").objects.get(name="kept")
     # Everything that depends on inventory 0003 (and went back with it) is migrated forward again for the tests
     # that come after this one.
     executor = MigrationExecutor(connection)

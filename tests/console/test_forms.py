@@ -1,6 +1,7 @@
-"""console.forms: a server's form (name trimmed, tags split once each, its connection from its fields, the CA
-certificate checked with its sslmode, the stored password never shown), the members' roles, and the advisor's
-thresholds (blank keeps the default; shares within 0..1; a warning below its critical). Each form used directly."""
+"""console.forms: a server's form (name trimmed, tags and the names trusted for plans split once each, its connection
+from its fields, the CA certificate checked with its sslmode, the stored password never shown), the members' roles,
+and the advisor's thresholds (blank keeps the default; shares within 0..1; a warning below its critical). Each form
+used directly."""
 
 import pytest
 
@@ -99,6 +100,57 @@ def test_editing_shows_the_server_never_its_password_and_knows_when_the_connecti
     del weaker["require_scram"]  # the box unticked: SCRAM no longer required, the password must not follow
     unticked = ServerForm(weaker, organizations=Organization.objects.all(), server=server)
     assert unticked.is_valid() and unticked.moves()
+
+
+def test_the_names_trusted_for_plans_are_split_at_commas_with_their_inner_blanks_kept(org):
+    typed = {"plans_trusted_roles": " app_owner , Reporting,, my role ,app_owner ", "plans_trusted_schemas": "ext"}
+    form = ServerForm(server_data(org, **typed), organizations=Organization.objects.all())
+    assert form.is_valid(), form.errors
+    assert form.cleaned_data["plans_trusted_roles"] == ["app_owner", "Reporting", "my role"]
+    assert form.cleaned_data["plans_trusted_schemas"] == ["ext"]
+    assert form.fields["plans_trusted_roles"].label == "Trusted roles (plans)"
+    assert (
+        "Name only roles whose code may safely run as the monitoring role."
+        in form.fields["plans_trusted_roles"].help_text
+    )
+    empty = ServerForm(server_data(org), organizations=Organization.objects.all())
+    assert empty.is_valid() and empty.cleaned_data["plans_trusted_roles"] == []
+
+
+def test_bad_names_trusted_for_plans_are_refused_on_their_field(org):
+    typed = {"plans_trusted_roles": "ok, " + "é" * 32, "plans_trusted_schemas": "a\x00b"}
+    form = ServerForm(server_data(org, **typed), organizations=Organization.objects.all())
+    assert form.errors == {
+        "plans_trusted_roles": [
+            f"role name {'é' * 32!r} is 64 bytes in UTF-8: PostgreSQL's names have at most 63 (it truncates longer "
+            "ones)"
+        ],
+        "plans_trusted_schemas": ["Null characters are not allowed."],  # Django's CharField says it first
+    }
+
+
+def test_editing_shows_the_names_trusted_for_plans_and_keeps_a_name_the_field_cannot_carry(org):
+    server = server_create(
+        name="db1",
+        connection=parse_dsn("postgresql://monitor:secret@db1.internal:5433/app"),
+        organization_name=org.name,
+        plans_trusted_roles=["app_owner", "my role"],
+        plans_trusted_schemas=["a,b"],
+    )
+    form = ServerForm(organizations=Organization.objects.all(), server=server)
+    assert form.initial["plans_trusted_roles"] == "app_owner, my role"
+    assert not form.fields["plans_trusted_roles"].disabled
+    # Shown joined, "a,b" would come back as two schemas: the field is read-only and keeps the stored list.
+    assert form.fields["plans_trusted_schemas"].disabled
+    assert "It holds such a name: change it there." in form.fields["plans_trusted_schemas"].help_text
+    posted = server_data(org, plans_trusted_roles="app_owner", plans_trusted_schemas="a, b, c")
+    edited = ServerForm(posted, organizations=Organization.objects.all(), server=server)
+    assert edited.is_valid(), edited.errors
+    assert (edited.cleaned_data["plans_trusted_roles"], edited.cleaned_data["plans_trusted_schemas"]) == (
+        ["app_owner"],
+        ["a,b"],
+    )
+    assert not edited.moves()
 
 
 def test_a_member_gets_one_of_the_consoles_three_roles():

@@ -1,5 +1,5 @@
 """inventory/services.py: a stored password goes only to the connection it was given for; an organization's limits
-hold whichever way a server comes in."""
+hold whichever way a server comes in; the roles and schemas trusted for plans are stored checked (each once)."""
 
 import pytest
 from django.core.exceptions import ValidationError
@@ -86,6 +86,46 @@ def test_other_changes_keep_the_password():
         ["prod"],
     )
     assert stored.organization.name == "acme" and stored.get_password() == "old-secret"
+
+
+def test_the_names_trusted_for_plans_are_stored_each_once_and_change_without_the_password():
+    server = server_create(
+        name="db1",
+        connection=DB1,
+        organization_name="acme",
+        plans_trusted_roles=["app_owner", "Reporting", "app_owner"],
+        plans_trusted_schemas=["ext schema"],
+    )
+    stored = _stored(server)
+    assert (stored.plans_trusted_roles, stored.plans_trusted_schemas) == (["app_owner", "Reporting"], ["ext schema"])
+    without = server_create(name="db2", connection=Connection(host="db2.example"), organization_name="acme")
+    assert (_stored(without).plans_trusted_roles, _stored(without).plans_trusted_schemas) == ([], [])
+    server = server_update(server=stored, data={"plans_trusted_roles": ["other", "other"], "plans_trusted_schemas": []})
+    stored = _stored(server)
+    assert (stored.plans_trusted_roles, stored.plans_trusted_schemas) == (["other"], [])
+    assert stored.get_password() == "old-secret"  # not where the password goes
+
+
+@pytest.mark.parametrize(
+    "field, names, words",
+    [
+        ("plans_trusted_roles", ["é" * 32], "role name 'éééé"),
+        ("plans_trusted_roles", [""], "a role name cannot be empty"),
+        ("plans_trusted_schemas", ["a\x00b"], "schema name 'a\\x00b' holds a NUL character"),
+        ("plans_trusted_schemas", [f"s{n}" for n in range(101)], "at most 100 schema names, not 101"),
+    ],
+    ids=["too long", "empty", "NUL", "too many"],
+)
+def test_bad_names_trusted_for_plans_are_refused_on_their_field(field, names, words):
+    with pytest.raises(ValidationError) as refused:
+        server_create(name="db1", connection=DB1, organization_name="acme", **{field: names})
+    assert list(refused.value.message_dict) == [field] and words in refused.value.message_dict[field][0]
+    assert not Server.objects.filter(name="db1").exists()
+    server = _server()
+    with pytest.raises(ValidationError) as refused:
+        server_update(server=server, data={field: names})
+    assert words in refused.value.message_dict[field][0]
+    assert getattr(_stored(server), field) == []
 
 
 def test_a_new_password_alone_replaces_it_and_clear_password_removes_it():

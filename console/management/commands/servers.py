@@ -38,6 +38,7 @@ class Command(BaseCommand):
         add.add_argument("--interval", type=int, default=60, help="seconds between snapshots (default 60)")
         add.add_argument("--cpus", type=int, default=None, help="CPU count of the server (for the advisor)")
         add.add_argument("--tag", action="append", default=[], help="a tag (repeatable)")
+        _trust_arguments(add, update=False)
         _tls_arguments(add, scram_default=True)
         add.add_argument(
             "--update",
@@ -55,6 +56,7 @@ class Command(BaseCommand):
         upd.add_argument("--interval", type=int, default=None, help="seconds between snapshots")
         upd.add_argument("--cpus", type=int, default=None, help="CPU count of the server (for the advisor)")
         upd.add_argument("--tag", action="append", default=None, help="a tag (repeatable; replaces the tags)")
+        _trust_arguments(upd, update=True)
         _tls_arguments(upd, scram_default=None)
         enabled = upd.add_mutually_exclusive_group()
         enabled.add_argument("--enable", action="store_true", dest="enable", default=None, help="collect it")
@@ -75,7 +77,9 @@ class Command(BaseCommand):
     def handle(self, *args, action, **opts):
         return getattr(self, f"_{action}")(**opts)
 
-    def _add(self, *, name, dsn, org, interval, cpus, tag, update, ca_cert, require_scram, **_):
+    def _add(
+        self, *, name, dsn, org, interval, cpus, tag, trust_role, trust_schema, update, ca_cert, require_scram, **_
+    ):
         existing = Server.objects.filter(organization__name=org, name=name).first()
         if existing is not None and update:
             return self._update(
@@ -85,6 +89,8 @@ class Command(BaseCommand):
                 interval=interval,
                 cpus=cpus,
                 tag=tag,
+                trust_role=trust_role,
+                trust_schema=trust_schema,
                 enable=None,
                 ca_cert=ca_cert,
                 require_scram=require_scram,
@@ -99,6 +105,8 @@ class Command(BaseCommand):
                 tags=tag,
                 ssl_root_cert=_read_ca(ca_cert) or "",
                 require_scram=require_scram,
+                plans_trusted_roles=trust_role,
+                plans_trusted_schemas=trust_schema,
             )
         except ValidationError as exc:
             raise CommandError(_messages(exc)) from exc
@@ -106,12 +114,16 @@ class Command(BaseCommand):
             f"added {server.organization.name}/{server.name} ({server.endpoint.label}, every {server.interval_s}s)"
         )
 
-    def _update(self, *, name, org, dsn, interval, cpus, tag, enable, ca_cert, require_scram, **_):
+    def _update(
+        self, *, name, org, dsn, interval, cpus, tag, trust_role, trust_schema, enable, ca_cert, require_scram, **_
+    ):
         server = self._one(name, org)
         data: dict = {
             "interval_s": interval,
             "cpu_count": cpus,
             "tags": tag,
+            "plans_trusted_roles": trust_role,
+            "plans_trusted_schemas": trust_schema,
             "enabled": enable,
             "ssl_root_cert": _read_ca(ca_cert),
             "require_scram": require_scram,
@@ -150,6 +162,8 @@ class Command(BaseCommand):
                 "interval_s": s.interval_s,
                 "cpu_count": s.cpu_count,
                 "tags": s.tags,
+                "plans_trusted_roles": s.plans_trusted_roles,
+                "plans_trusted_schemas": s.plans_trusted_schemas,
                 "status": s.status,
                 "last_success_at": s.last_success_at.isoformat() if s.last_success_at else None,
                 "last_error_class": s.last_error_class or None,
@@ -171,7 +185,7 @@ class Command(BaseCommand):
             error = f"  [{r['last_error_class']}] {r['last_error_message']}" if r["last_error_class"] else ""
             self.stdout.write(
                 f"{r['organization']}/{r['name']:<20} {r['user']}@{r['host']}:{r['port']}/{r['database']:<12} "
-                f"every {r['interval_s']}s  {r['status']}{error}"
+                f"every {r['interval_s']}s  {r['status']}{error}{_trust_text(r)}"
             )
 
     def _remove(self, *, name, org, **_):
@@ -190,6 +204,40 @@ class Command(BaseCommand):
         if len(found) > 1:
             raise CommandError(f"{len(found)} servers are named {name!r}: say which with --org")
         return found[0]
+
+
+def _trust_arguments(parser, *, update: bool) -> None:
+    """--trust-role and --trust-schema, repeatable; on update, any given replaces the list, and --no-trust-roles or
+    --no-trust-schemas empties it."""
+    replaces = "; replaces the list" if update else ""
+    for kind, plural in (("role", "roles"), ("schema", "schemas")):
+        group = parser.add_mutually_exclusive_group() if update else parser
+        group.add_argument(
+            f"--trust-{kind}",
+            action="append",
+            default=None if update else [],
+            metavar="NAME",
+            help=f"a {kind} whose functions, operators, casts and checks may run while the console plans a "
+            f"statement, named as the catalog spells it (repeatable{replaces})",
+        )
+        if update:
+            group.add_argument(
+                f"--no-trust-{plural}",
+                action="store_const",
+                const=[],
+                dest=f"trust_{kind}",
+                help=f"empty the list: no {kind} is trusted for plans any more",
+            )
+
+
+def _trust_text(row: dict) -> str:
+    """What `servers list` adds to a server's line when it trusts roles or schemas for plans."""
+    trusted = [
+        f"{kind} {', '.join(row[field])}"
+        for kind, field in (("roles", "plans_trusted_roles"), ("schemas", "plans_trusted_schemas"))
+        if row[field]
+    ]
+    return f"  plans trust {'; '.join(trusted)}" if trusted else ""
 
 
 def _tls_arguments(parser, *, scram_default: bool | None) -> None:

@@ -198,3 +198,54 @@ def test_the_network_policy_refuses_with_the_reason(api_world, pg_clusters):
     moved = _patch(dba, f"/api/v1/servers/{created.json()['id']}/", {"host": "169.254.169.254", "port": 80})
     assert "link-local or cloud metadata" in " ".join(assert_error(moved, 400)["errors"]["host"])
     assert Server.objects.get(name="allowed").host == "127.0.0.1"
+
+
+def test_the_names_trusted_for_plans_are_created_read_and_updated(api_world):
+    """Lists of names kept exactly as sent (case and inner blanks), each once; a bad one is a 400 on its field, in
+    the one error shape, naming it; changing them keeps the password."""
+    dba = api_world.client("dba")
+    body = {
+        "organization": api_world.acme.pk,
+        "name": "trusting",
+        "host": "db-trust.example",
+        "user": MONITOR_USER,
+        "password": SECRET,
+        "plans_trusted_roles": ["app_owner", "Reporting", " spaced ", "app_owner"],
+        "plans_trusted_schemas": ["a,b"],
+    }
+    r = _post(dba, "/api/v1/servers/", body)
+    assert r.status_code == 201, r.content
+    created = r.json()
+    assert created["plans_trusted_roles"] == ["app_owner", "Reporting", " spaced "]
+    assert created["plans_trusted_schemas"] == ["a,b"]
+    url = f"/api/v1/servers/{created['id']}/"
+    read = api_world.client("viewer").get(url).json()
+    assert (read["plans_trusted_roles"], read["plans_trusted_schemas"]) == (
+        ["app_owner", "Reporting", " spaced "],
+        ["a,b"],
+    )
+    listed = dba.get("/api/v1/servers/").json()["results"]
+    assert [s["plans_trusted_roles"] for s in listed if s["id"] == created["id"]] == [read["plans_trusted_roles"]]
+
+    r = _patch(dba, url, {"plans_trusted_roles": ["Reporting"], "plans_trusted_schemas": []})
+    assert r.status_code == 200, r.content
+    assert (r.json()["plans_trusted_roles"], r.json()["plans_trusted_schemas"]) == (["Reporting"], [])
+    assert r.json()["has_password"] is True and Server.objects.get(pk=created["id"]).get_password() == SECRET
+    r = _patch(dba, url, {"interval_s": 120})  # not sent: unchanged
+    assert r.json()["plans_trusted_roles"] == ["Reporting"]
+
+    too_long = "é" * 32
+    error = assert_error(_patch(dba, url, {"plans_trusted_roles": ["ok", too_long]}), 400, "invalid")
+    assert error["errors"] == {
+        "plans_trusted_roles": [
+            f"role name {too_long!r} is 64 bytes in UTF-8: PostgreSQL's names have at most 63 (it truncates longer "
+            "ones)"
+        ]
+    }
+    error = assert_error(_patch(dba, url, {"plans_trusted_schemas": [""]}), 400)
+    assert error["errors"] == {"plans_trusted_schemas": ["a schema name cannot be empty"]}
+    assert "plans_trusted_schemas" in assert_error(_patch(dba, url, {"plans_trusted_schemas": "ext"}), 400)["errors"]
+    refused = _post(dba, "/api/v1/servers/", {**body, "name": "refused", "plans_trusted_roles": ["x" * 64]})
+    assert "is 64 bytes in UTF-8" in assert_error(refused, 400)["errors"]["plans_trusted_roles"][0]
+    assert not Server.objects.filter(name="refused").exists()
+    assert Server.objects.get(pk=created["id"]).plans_trusted_roles == ["Reporting"]

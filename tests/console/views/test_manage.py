@@ -110,6 +110,8 @@ def form_data(server: Server | None = None, **changes) -> dict:
         "interval_s": 60,
         "cpu_count": "",
         "tags": "",
+        "plans_trusted_roles": "",
+        "plans_trusted_schemas": "",
         "enabled": "on",
         "ssl_root_cert": "",
         "require_scram": "on",
@@ -124,6 +126,8 @@ def form_data(server: Server | None = None, **changes) -> dict:
             sslmode=server.sslmode,
             interval_s=server.interval_s,
             tags=", ".join(server.tags),
+            plans_trusted_roles=", ".join(server.plans_trusted_roles),
+            plans_trusted_schemas=", ".join(server.plans_trusted_schemas),
             ssl_root_cert=server.ssl_root_cert,
             require_scram="on" if server.require_scram else None,
         )
@@ -258,6 +262,40 @@ def test_editing_keeps_the_stored_password_unless_the_connection_moves(client, w
 
     retyped = client.post(url, form_data(stored(world.db1), password=TYPED))
     assert retyped.status_code == 302 and stored(world.db1).get_password() == TYPED
+
+
+def test_the_names_trusted_for_plans_are_set_shown_and_changed_without_the_password(client, world):
+    client.force_login(world.dba)
+    added = client.post(
+        reverse("server-add"),
+        form_data(
+            organization=world.acme.pk,
+            name="db3",
+            host="db3.example",
+            password=TYPED,
+            plans_trusted_roles="app_owner, Reporting, app_owner",
+            plans_trusted_schemas="ext schema",
+        ),
+    )
+    assert added.status_code == 302, body(added)
+    server = Server.objects.get(organization=world.acme, name="db3")
+    assert (server.plans_trusted_roles, server.plans_trusted_schemas) == (["app_owner", "Reporting"], ["ext schema"])
+
+    url = reverse("server-edit", args=[server.pk])
+    page = body(client.get(url))
+    assert "Trusted roles (plans)" in page and "Trusted schemas (plans)" in page
+    assert 'value="app_owner, Reporting"' in page and 'value="ext schema"' in page
+    assert "Name only roles whose code may safely run as the monitoring role." in page
+
+    edited = client.post(url, form_data(server, plans_trusted_roles="Reporting", plans_trusted_schemas=""))
+    assert edited.status_code == 302 and edited.headers["Location"] == reverse("manage-servers")
+    assert (stored(server).plans_trusted_roles, stored(server).plans_trusted_schemas) == (["Reporting"], [])
+    assert stored(server).get_password() == TYPED  # not a connection field: the password stays
+
+    refused = client.post(url, form_data(stored(server), plans_trusted_roles="x" * 64))
+    assert refused.status_code == 400
+    assert f"role name &#x27;{'x' * 64}&#x27; is 64 bytes in UTF-8" in body(refused)
+    assert stored(server).plans_trusted_roles == ["Reporting"]
 
 
 def test_forgetting_the_stored_password(client, world):

@@ -1,4 +1,5 @@
-"""manage.py servers add|list|remove, and passwords encrypted at rest, never shown."""
+"""manage.py servers add|update|list|remove, passwords encrypted at rest, never shown, and the roles and schemas
+trusted for plans."""
 
 import json
 
@@ -115,3 +116,53 @@ def test_add_with_update_is_repeatable(capsys):
     assert "updated default/demo" in _out(capsys, *args)
     server = Server.objects.get(name="demo")
     assert (server.interval_s, server.get_password()) == (15, "pw")
+
+
+def test_the_names_trusted_for_plans_are_added_replaced_emptied_and_listed(capsys):
+    call_command(
+        "servers",
+        "add",
+        "db1",
+        "--dsn",
+        "postgresql://mon:old-secret@db1.example/app",
+        "--org",
+        "acme",
+        "--trust-role",
+        "app_owner",
+        "--trust-role",
+        "my role",
+        "--trust-role",
+        "app_owner",
+        "--trust-schema",
+        "a,b",
+    )
+    server = Server.objects.get(name="db1")
+    assert (server.plans_trusted_roles, server.plans_trusted_schemas) == (["app_owner", "my role"], ["a,b"])
+    listed = _out(capsys, "servers", "list", "--org", "acme")
+    assert "plans trust roles app_owner, my role; schemas a,b" in listed
+    (as_json,) = json.loads(_out(capsys, "servers", "list", "--json", "--org", "acme"))
+    assert (as_json["plans_trusted_roles"], as_json["plans_trusted_schemas"]) == (["app_owner", "my role"], ["a,b"])
+
+    # On update, any given replaces the list; none given leaves it; --no-trust-... empties it. The password stays.
+    call_command("servers", "update", "db1", "--trust-role", "Reporting")
+    server = Server.objects.get(name="db1")
+    assert (server.plans_trusted_roles, server.plans_trusted_schemas) == (["Reporting"], ["a,b"])
+    call_command("servers", "update", "db1", "--no-trust-schemas", "--interval", "30")
+    server = Server.objects.get(name="db1")
+    assert (server.plans_trusted_roles, server.plans_trusted_schemas, server.interval_s) == (["Reporting"], [], 30)
+    assert server.get_password() == "old-secret"
+    capsys.readouterr()
+    assert (
+        _out(capsys, "servers", "list", "--org", "acme")
+        .rstrip()
+        .endswith("never collected  plans trust roles Reporting")
+    )
+
+    with pytest.raises(CommandError, match="plans_trusted_roles: role name 'ééé.*' is 64 bytes in UTF-8"):
+        call_command("servers", "update", "db1", "--trust-role", "é" * 32)
+    with pytest.raises(CommandError, match="plans_trusted_schemas: a schema name cannot be empty"):
+        call_command("servers", "add", "db2", "--dsn", "host=db2.example", "--trust-schema", "")
+    assert Server.objects.get(name="db1").plans_trusted_roles == ["Reporting"]
+    assert not Server.objects.filter(name="db2").exists()
+    with pytest.raises(CommandError, match="not allowed with argument"):
+        call_command("servers", "update", "db1", "--trust-role", "x", "--no-trust-roles")
