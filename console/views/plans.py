@@ -21,7 +21,10 @@ from presentation.plans import plan_nodes, plan_text
 from readings.public import plan_tracked, tracked
 from readtier import CandidateRow, StatementPlans, index_candidates, plan_detail, statement_detail_of, statement_plans
 
-METHODS = {"generic_plan": "generic plan (16+)", "prepare": "prepared, NULL parameters (13–15)"}
+METHODS = {
+    "generic_plan": "EXPLAIN (GENERIC_PLAN), by earlier versions",
+    "prepare": "prepared statement, NULL parameters",
+}
 INDENTED = 16  # tree levels the page indents (deeper nodes stay at this indent, their level written beside)
 
 

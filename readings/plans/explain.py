@@ -1,14 +1,20 @@
 """A normalized statement's generic plan, from the monitored server, without running the statement.
 
-pg_stat_statements keeps texts with `$1` for constants, and PostgreSQL plans exactly those: `EXPLAIN (GENERIC_PLAN)`
-from 16; before 16, `PREPARE` with parameters of unknown type and `EXPLAIN EXECUTE` with NULLs under
-`plan_cache_mode = force_generic_plan`. No extension, no logs, never `ANALYZE`.
+pg_stat_statements keeps texts with `$1` for constants, and PostgreSQL plans exactly those: the text is made a
+prepared statement with parameters of unknown type, in one Parse message of the extended protocol, and
+`EXPLAIN (FORMAT JSON) EXECUTE` plans it with NULLs under `plan_cache_mode = force_generic_plan`, on every version.
+No extension, no logs, never `ANALYZE`. A Parse message holds one statement: the server refuses a text holding a
+second one, whatever the console's own reading of it (statement.py), and the prepared statement is only ever
+planned, never executed. (`EXPLAIN (GENERIC_PLAN)` of 16 is not used: sent in the simple protocol it would run
+whatever follows a semicolon, and in the extended protocol its parameters must be bound, and the planner folds
+the values bound.)
 
 The monitored server is a customer's production. Every EXPLAIN runs in its own read-only transaction (PostgreSQL
 plans DML there and never executes it) under statement_timeout and lock_timeout (planning DML takes a
 row-exclusive lock on its target), with the search path of the statement's role, so that a name resolves as it did
-for the application. Only a text that statement.classify accepts is sent: one statement of a kind EXPLAIN plans.
-Whatever cannot be explained gets its reason, never a blank.
+for the application; while that path is in effect, the console sends nothing of its own but the Parse and the
+EXPLAIN EXECUTE of its prepared statement, whose name it chose. Only a text that statement.classify accepts is
+sent: one statement of a kind EXPLAIN plans. Whatever cannot be explained gets its reason, never a blank.
 
 Where the DBA installed the EXPLAIN helper in the statement's database (explain_helper.sql: a SECURITY DEFINER
 function of a role that may read and write the tables, never a superuser), the plan is asked of it instead, within
@@ -20,30 +26,45 @@ from __future__ import annotations
 
 import itertools
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 import psycopg
 from psycopg import errors as pgerrors
-from psycopg import sql
+from psycopg import generators, pq, sql
 
 from readings.errors import OutOfTime, ServerSilent
-from readings.plans.statement import NotExplainable, Statement, classify
+from readings.plans import user_code
+from readings.plans.statement import NotExplainable, classify
 from readings.sql_names import quote_ident
 
-GENERIC_PLAN_FROM = 160000
+TEXT_OID = 25  # the type given to a parameter nothing in the text constrains
+METHOD = "prepare"  # a prepared statement's generic plan; "generic_plan", EXPLAIN (GENERIC_PLAN), before issue 52
 HELPER = "pgconsole.explain_generic"
 HELPER_SQL = Path(__file__).with_name("explain_helper.sql")
 DEFAULT_SEARCH_PATH = '"$user", public'
+SEVERAL_STATEMENTS = "cannot insert multiple commands into a prepared statement"  # the server refuses the Parse
 _names = itertools.count(1)
 
 
 @dataclass(frozen=True)
 class Plan:
     plan: dict  # EXPLAIN (FORMAT JSON)'s one plan: {"Plan": {...}, ...}
-    method: str  # generic_plan (16+) or prepare (13-15)
+    method: str  # prepare (METHOD); generic_plan in plans read before issue 52
     search_path: str  # as the statement's role resolves names
     via_helper: bool = False  # planned by the EXPLAIN helper (explain_helper.sql) rather than the role itself
+
+
+@dataclass(frozen=True)
+class Trust:
+    """What a server's DBA trusts to run while the console plans, besides PostgreSQL's and the superusers' code."""
+
+    roles: tuple[str, ...] = ()
+    schemas: tuple[str, ...] = ()
+
+
+NO_TRUST = Trust()
 
 
 @dataclass(frozen=True)
@@ -85,10 +106,13 @@ def role_search_path(conn: psycopg.Connection, role: str) -> str:
 
 # Whether this database has the EXPLAIN helper and the session's role may call it, as a SQL expression ("test
 # connection" asks it too): looked up in the catalogs, as a schema the role may not use makes to_regprocedure fail
-# rather than answer.
+# rather than answer. Only the helper explain_helper.sql installs: SECURITY DEFINER, in a schema a superuser owns
+# (a schema named pgconsole that a user made, and a function of theirs in it, would otherwise run as the monitoring
+# role with whatever text the console hands it).
 HELPER_USABLE_SQL = """EXISTS (
-    SELECT FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+    SELECT FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace JOIN pg_roles o ON o.oid = n.nspowner
     WHERE n.nspname = 'pgconsole' AND p.proname = 'explain_generic' AND p.proargtypes = '25 25'::oidvector
+      AND p.prosecdef AND o.rolsuper
       AND has_schema_privilege(n.oid, 'USAGE') AND has_function_privilege(p.oid, 'EXECUTE'))"""
 
 
@@ -120,53 +144,105 @@ def explain(
     role: str,
     statement_timeout_ms: int,
     lock_timeout_ms: int,
+    trust: Trust = NO_TRUST,
 ) -> Plan | Unexplained:
     """The generic plan of the statement `text` (as pg_stat_statements keeps it, not redacted) as `role` would have it
-    planned, or why there is none. `conn` is an autocommit connection to the statement's database."""
+    planned, or why there is none: never when planning it could run code a user of the server wrote, but for the
+    roles and schemas `trust` names (user_code.py). `conn` is an autocommit connection to the statement's
+    database."""
     statement = classify(text, server_version_num)
     if isinstance(statement, NotExplainable):
         return Unexplained(statement.code, statement.reason)
-    search_path = role_search_path(conn, role)
-    name = f"pgconsole_plan_{os.getpid()}_{next(_names)}"
-    method = "generic_plan" if server_version_num >= GENERIC_PLAN_FROM else "prepare"
+    settings = ()
     via_helper = False
+    types: list[int] = [0] * statement.parameters  # what Parse is told of each parameter's type; 0: infer it
     try:
+        search_path = role_search_path(conn, role)
+        settings = (f"{statement_timeout_ms}ms", f"{lock_timeout_ms}ms", search_path)
+        found = user_code.census(
+            conn, trusted_roles=list(trust.roles), trusted_schemas=list(trust.schemas), timeout_ms=statement_timeout_ms
+        )
+        untrusted = user_code.planning_could_call(found, statement, search_path)
+        if untrusted is not None:
+            return Unexplained(
+                "user_code",
+                f"planning it could run {untrusted.said()} with the console's privileges: it is planned once the "
+                "server's settings trust that role or schema",
+            )
         via_helper = helper_usable(conn)
+        while True:
+            try:
+                plan = _planned(conn, statement.text, settings, via_helper, types)
+                break
+            except pgerrors.IndeterminateDatatype as exc:
+                if via_helper or not _typed_as_text(types, exc):
+                    raise
+    except psycopg.Error as exc:
+        return _unexplained(exc)
+    return Plan(plan=plan, method=METHOD, search_path=search_path, via_helper=via_helper)
+
+
+def _planned(conn: psycopg.Connection, text: str, settings: tuple[str, str, str], via_helper: bool, types: list[int]):
+    """The plan, in a read-only transaction of its own under the timeouts and the search path of `settings`."""
+    name, parsed = f"pgconsole_plan_{os.getpid()}_{next(_names)}", False
+    try:
         with conn.transaction():
             conn.execute("SET TRANSACTION READ ONLY")
             conn.execute(
-                "SELECT set_config('statement_timeout', %s, true), set_config('lock_timeout', %s, true), "
-                "set_config('search_path', %s, true), set_config('plan_cache_mode', 'force_generic_plan', true)",
-                (f"{statement_timeout_ms}ms", f"{lock_timeout_ms}ms", search_path),
+                "SELECT pg_catalog.set_config('statement_timeout', %s, true), "
+                "pg_catalog.set_config('lock_timeout', %s, true), "
+                "pg_catalog.set_config('plan_cache_mode', 'force_generic_plan', true), "
+                "pg_catalog.set_config('search_path', %s, true)",
+                settings,
             )
             if via_helper:
-                query = sql.SQL("SELECT {}(%s, %s)").format(sql.Identifier(*HELPER.split(".")))
-                plan = conn.execute(query, (statement.text, search_path), prepare=False).fetchone()[0][0]
-            elif method == "generic_plan":
-                plan = _generic_plan(conn, statement)
-            else:
-                plan = _prepared_plan(conn, statement, name)
-    except psycopg.Error as exc:
-        return _unexplained(exc)
+                query = sql.SQL("SELECT {}(%s::pg_catalog.text, %s::pg_catalog.text)").format(
+                    sql.Identifier(*HELPER.split("."))
+                )
+                return conn.execute(query, (text, settings[2]), prepare=False).fetchone()[0][0]
+            parameters = _parse_one(conn, name, text, types)
+            parsed = True
+            return _prepared_plan(conn, name, parameters)
     finally:
-        if method == "prepare" and not via_helper and not conn.closed:
-            _deallocate(conn, name)
-    return Plan(plan=plan, method=method, search_path=search_path, via_helper=via_helper)
+        if parsed and not conn.closed:
+            _deallocate(conn, name)  # prepared statements outlive the transaction
 
 
-def _generic_plan(conn: psycopg.Connection, statement: Statement) -> dict:
-    # No parameters given: psycopg sends the text as it is, in the simple protocol, so that $1 stays a placeholder
-    # of the text (the extended protocol would take it for a parameter of its own, never bound).
-    query = sql.SQL("EXPLAIN (GENERIC_PLAN, FORMAT JSON) ") + sql.SQL(statement.text)
-    return conn.execute(query, prepare=False).fetchone()[0][0]
+def _typed_as_text(types: list[int], exc: psycopg.Error) -> bool:
+    """Whether the parameter whose type the server could not determine ("could not determine data type of
+    parameter $2": nothing in the text constrains it, as in `$1 IS NULL`) was given the type text, for another Parse;
+    False when it cannot be told which, or it was already."""
+    found = re.search(r"\$(\d+)", exc.diag.message_primary or "")
+    number = int(found[1]) if found else 0
+    if not 1 <= number <= len(types) or types[number - 1]:
+        return False
+    types[number - 1] = TEXT_OID
+    return True
 
 
-def _prepared_plan(conn: psycopg.Connection, statement: Statement, name: str) -> dict:
-    conn.execute(sql.SQL("PREPARE {} AS ").format(sql.Identifier(name)) + sql.SQL(statement.text), prepare=False)
-    nulls = sql.SQL(", ").join([sql.SQL("NULL")] * statement.parameters)
+def _parse_one(conn: psycopg.Connection, name: str, text: str, types: list[int]) -> int:
+    """`text` made the prepared statement `name` by one Parse message of the extended protocol, which the server
+    refuses for a text holding more than one statement; its number of parameters, as the server counts them."""
+    encoding = conn.info.encoding
+    with conn.lock:
+        conn.pgconn.send_prepare(name.encode(), text.encode(encoding), param_types=types or None)
+        _succeeded(conn.wait(generators.execute(conn.pgconn)), encoding)
+        conn.pgconn.send_describe_prepared(name.encode())
+        (described,) = _succeeded(conn.wait(generators.execute(conn.pgconn)), encoding)
+    return described.nparams
+
+
+def _succeeded(results: list, encoding: str) -> list:
+    for result in results:
+        if result.status == pq.ExecStatus.FATAL_ERROR:
+            raise pgerrors.error_from_result(result, encoding=encoding)
+    return results
+
+
+def _prepared_plan(conn: psycopg.Connection, name: str, parameters: int) -> dict:
     execute = sql.SQL("EXPLAIN (FORMAT JSON) EXECUTE {}").format(sql.Identifier(name))
-    if statement.parameters:
-        execute += sql.SQL("(") + nulls + sql.SQL(")")
+    if parameters:
+        execute += sql.SQL("(") + sql.SQL(", ").join([sql.SQL("NULL")] * parameters) + sql.SQL(")")
     return conn.execute(execute, prepare=False).fetchone()[0][0]
 
 
@@ -180,6 +256,8 @@ def _deallocate(conn: psycopg.Connection, name: str) -> None:
 
 def _unexplained(exc: psycopg.Error) -> Unexplained:
     first = (exc.diag.message_primary or str(exc)).splitlines()[0]
+    if first.startswith(SEVERAL_STATEMENTS):  # the server's own reading of the text: more than one statement
+        return Unexplained("several", f"the text holds more than one statement: {first}")
     if isinstance(exc, pgerrors.InsufficientPrivilege):
         code = "permission"
     elif isinstance(exc, pgerrors.UndefinedTable | pgerrors.UndefinedColumn | pgerrors.UndefinedFunction):

@@ -31,12 +31,21 @@ END
 $$;
 
 CREATE SCHEMA IF NOT EXISTS pgconsole;
+-- A schema of that name that a user made first would let that user replace the function: refused.
+DO $$
+BEGIN
+    IF NOT (SELECT r.rolsuper FROM pg_catalog.pg_namespace n JOIN pg_catalog.pg_roles r ON r.oid = n.nspowner
+            WHERE n.nspname = 'pgconsole') THEN
+        RAISE EXCEPTION 'schema pgconsole is not owned by a superuser: drop it, or give it to one, first';
+    END IF;
+END
+$$;
 REVOKE ALL ON SCHEMA pgconsole FROM PUBLIC;
 
 -- statement: the text as pg_stat_statements keeps it ($1 for constants); role_search_path: the search path of the
 -- statement's role, so that names resolve as they did for the application. Returns EXPLAIN (FORMAT JSON)'s one
--- plan: the generic plan (EXPLAIN (GENERIC_PLAN) from PostgreSQL 16, PREPARE and EXPLAIN EXECUTE with NULLs
--- under plan_cache_mode = force_generic_plan before).
+-- plan: the generic plan of the statement prepared with parameters of unknown type, EXPLAIN EXECUTE with NULLs
+-- under plan_cache_mode = force_generic_plan.
 CREATE OR REPLACE FUNCTION pgconsole.explain_generic(statement text, role_search_path text) RETURNS json
 LANGUAGE plpgsql
 SECURITY DEFINER
@@ -47,10 +56,14 @@ DECLARE
     plan json;
     parameters int;
     prepared text := 'pgconsole_explain_generic';
+    prepare_sql text;
+    explain_sql text;
+    deallocate_sql text;
 BEGIN
     IF (SELECT rolsuper FROM pg_roles WHERE rolname = current_user)
        OR pg_has_role(current_user, 'pg_execute_server_program', 'MEMBER')
-       OR pg_has_role(current_user, 'pg_read_server_files', 'MEMBER') THEN
+       OR pg_has_role(current_user, 'pg_read_server_files', 'MEMBER')
+       OR pg_has_role(current_user, 'pg_write_server_files', 'MEMBER') THEN
         RAISE EXCEPTION 'pgconsole.explain_generic is owned by a superuser or a role that reaches the server''s '
                         'files or programs (%): it refuses to run', current_user
             USING ERRCODE = 'insufficient_privilege',
@@ -65,29 +78,29 @@ BEGIN
         RAISE EXCEPTION 'pgconsole.explain_generic plans one statement: the text holds a semicolon'
             USING ERRCODE = 'feature_not_supported';
     END IF;
-    PERFORM set_config('search_path', role_search_path, true);
-    IF current_setting('server_version_num')::int >= 160000 THEN
-        EXECUTE 'EXPLAIN (GENERIC_PLAN, FORMAT JSON) ' || statement INTO plan;
-    ELSE
-        SELECT coalesce(max(m[1]::int), 0) INTO parameters FROM regexp_matches(statement, '\$([0-9]+)', 'g') AS m;
-        -- PREPARE takes only SELECT, INSERT, UPDATE, DELETE, VALUES (and MERGE on 15). A prepared statement
-        -- outlives its transaction: one left by a call cancelled at its timeout goes first.
-        IF EXISTS (SELECT FROM pg_prepared_statements WHERE name = prepared) THEN
-            EXECUTE format('DEALLOCATE %I', prepared);
-        END IF;
-        EXECUTE format('PREPARE %I AS ', prepared) || statement;
-        BEGIN
-            EXECUTE format('EXPLAIN (FORMAT JSON) EXECUTE %I', prepared)
-                || CASE WHEN parameters > 0
-                        THEN '(' || array_to_string(array_fill('NULL'::text, ARRAY[parameters]), ', ') || ')'
-                        ELSE '' END
-                INTO plan;
-        EXCEPTION WHEN query_canceled OR OTHERS THEN
-            EXECUTE format('DEALLOCATE %I', prepared);
-            RAISE;
-        END;
-        EXECUTE format('DEALLOCATE %I', prepared);
+    -- Everything this function evaluates is evaluated here, under its own search path: once the statement's role's
+    -- path is in effect, a function, operator or type that an expression names could be one a user planted in a
+    -- schema of that path. After it, the function only runs the statements made here.
+    SELECT coalesce(max(m[1]::int), 0) INTO parameters FROM regexp_matches(statement, '\$([0-9]+)', 'g') AS m;
+    prepare_sql := format('PREPARE %I AS ', prepared) || statement;
+    explain_sql := format('EXPLAIN (FORMAT JSON) EXECUTE %I', prepared)
+        || CASE WHEN parameters > 0
+                THEN '(' || array_to_string(array_fill('NULL'::text, ARRAY[parameters]), ', ') || ')'
+                ELSE '' END;
+    deallocate_sql := format('DEALLOCATE %I', prepared);
+    -- A prepared statement outlives its transaction: one left by a call cancelled at its timeout goes first.
+    IF EXISTS (SELECT FROM pg_prepared_statements WHERE name = prepared) THEN
+        EXECUTE deallocate_sql;
     END IF;
+    PERFORM set_config('search_path', role_search_path, true);
+    EXECUTE prepare_sql;
+    BEGIN
+        EXECUTE explain_sql INTO plan;
+    EXCEPTION WHEN query_canceled OR OTHERS THEN
+        EXECUTE deallocate_sql;
+        RAISE;
+    END;
+    EXECUTE deallocate_sql;
     RETURN plan;
 END
 $fn$;

@@ -42,10 +42,11 @@ HYPOPG_SQL = """
 SELECT n.nspname, e.extversion FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
 WHERE e.extname = 'hypopg'
 """
+RESOLVE_SQL = "SELECT pg_catalog.to_regclass(%s::pg_catalog.text)::pg_catalog.oid"
 TABLE_SQL = """
 SELECT n.nspname, c.relname, c.reltuples::float8, CASE WHEN c.relispartition THEN pg_partition_root(c.oid)::oid END
 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-WHERE c.oid = to_regclass(%s)
+WHERE c.oid = %s
 """
 # A partitioned table's whole tree from its root, parents before their partitions: an index for all of it is made
 # on the root only, then on each partition concurrently, then attached (PostgreSQL's "Partition Maintenance").
@@ -109,10 +110,15 @@ def _selectivity(stats: dict, column: str, reltuples: float) -> float | None:
 
 
 def _table(conn, scan: candidates.Scan, search_path: str):
+    """The scanned table, its name resolved as the statement's role resolves it: under that role's search path, the
+    one call is PostgreSQL's to_regclass, named with its schema, whose argument and result are cast to PostgreSQL's
+    own types (a function or type of that name in a schema of the path is never looked up); the rest is read
+    under the console's own path."""
     with conn.transaction():
         conn.execute("SET TRANSACTION READ ONLY")
-        conn.execute("SELECT set_config('search_path', %s, true)", (search_path,))
-        return conn.execute(TABLE_SQL, (quote_ident(scan.relation),)).fetchone()
+        conn.execute("SELECT pg_catalog.set_config('search_path', %s, true)", (search_path,))
+        oid = conn.execute(RESOLVE_SQL, (quote_ident(scan.relation),)).fetchone()[0]
+    return None if oid is None else conn.execute(TABLE_SQL, (oid,)).fetchone()
 
 
 def partition_tree(conn: psycopg.Connection, root: int) -> dict | None:
@@ -209,7 +215,7 @@ def verify(
     *,
     server_version_num: int,
     role: str,
-    timeouts: dict,
+    explaining: dict,
     hypopg: str,
     version: str = "",
 ) -> Candidate:
@@ -219,10 +225,13 @@ def verify(
     create = f"CREATE INDEX ON {quote_ident(found.schema)}.{quote_ident(found.table)} ({columns})"
     schema = quote_ident(hypopg)
     try:
-        oid = conn.execute(f"SELECT indexrelid FROM {schema}.hypopg_create_index(%s)", (create,)).fetchone()[0]
+        # Arguments cast to the types of hypopg's own functions: an overload a user added in its schema (public, as
+        # often as not) is never the better match.
+        create_sql = f"SELECT indexrelid FROM {schema}.hypopg_create_index(%s::pg_catalog.text)"
+        oid = conn.execute(create_sql, (create,)).fetchone()[0]
         try:
-            after = explain(conn, text, server_version_num=server_version_num, role=role, **timeouts)
-            size = conn.execute(f"SELECT {schema}.hypopg_relation_size(%s)", (oid,)).fetchone()[0]
+            after = explain(conn, text, server_version_num=server_version_num, role=role, **explaining)
+            size = conn.execute(f"SELECT {schema}.hypopg_relation_size(%s::pg_catalog.oid)", (oid,)).fetchone()[0]
         finally:
             conn.execute(f"SELECT {schema}.hypopg_reset()")
     except psycopg.Error as exc:
@@ -241,7 +250,7 @@ def verify(
 
 
 def statement_candidates(
-    conn: psycopg.Connection, text: str, plan: Plan, *, server_version_num: int, role: str, timeouts: dict
+    conn: psycopg.Connection, text: str, plan: Plan, *, server_version_num: int, role: str, explaining: dict
 ) -> list[Candidate]:
     """Each filtered scan of the statement's plan, its candidate index judged, and costed with hypopg where the
     database has it."""
@@ -257,7 +266,7 @@ def statement_candidates(
                 text,
                 server_version_num=server_version_num,
                 role=role,
-                timeouts=timeouts,
+                explaining=explaining,
                 hypopg=hypopg,
                 version=version,
             )

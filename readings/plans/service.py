@@ -23,7 +23,7 @@ from inventory.models import Server
 from readings import connection as monitored
 from readings.errors import CollectionError, from_query_error, summary
 from readings.plans import hypothetical, shape
-from readings.plans.explain import Unexplained, explain
+from readings.plans.explain import Trust, Unexplained, explain
 from readings.settings import instance
 
 
@@ -133,11 +133,15 @@ def _plan(server: Server, statement: Statement, at, grant: plans.Grant, spent: _
         database = replace(target.endpoint, database=statement.database_name or target.endpoint.database)
         with _connected(replace(target, endpoint=database), deadline, budget_s) as conn:
             started = time.monotonic()
-            timeouts = {"statement_timeout_ms": grant.timeout_ms, "lock_timeout_ms": settings.PLANS["LOCK_TIMEOUT_MS"]}
+            explaining = {  # explain()'s keywords, for the plan and for each candidate costed with hypopg
+                "statement_timeout_ms": grant.timeout_ms,
+                "lock_timeout_ms": settings.PLANS["LOCK_TIMEOUT_MS"],
+                "trust": Trust(tuple(server.plans_trusted_roles), tuple(server.plans_trusted_schemas)),
+            }
             try:
-                found = explain(conn, text, server_version_num=meta.server_version_num, role=role, **timeouts)
+                found = explain(conn, text, server_version_num=meta.server_version_num, role=role, **explaining)
                 if not isinstance(found, Unexplained):
-                    indexes = _candidates(conn, text, found, meta.server_version_num, role, timeouts)
+                    indexes = _candidates(conn, text, found, meta.server_version_num, role, explaining)
             finally:
                 spent.ms = (time.monotonic() - started) * 1000.0
     except CollectionError as exc:
@@ -161,12 +165,12 @@ def _plan(server: Server, statement: Statement, at, grant: plans.Grant, spent: _
     return Outcome(True, plans.PLANNED, shape_id=stored.shape_id, access_paths=paths, fingerprint=new.fingerprint)
 
 
-def _candidates(conn, text: str, plan, version: int, role: str, timeouts: dict) -> list | None:
+def _candidates(conn, text: str, plan, version: int, role: str, explaining: dict) -> list | None:
     """The indexes the plan's filtered scans ask for, judged on the same connection and within the same grant
     (hypopg's EXPLAINs count as planning); None when they could not be judged (the plan is stored regardless)."""
     try:
         return hypothetical.statement_candidates(
-            conn, text, plan, server_version_num=version, role=role, timeouts=timeouts
+            conn, text, plan, server_version_num=version, role=role, explaining=explaining
         )
     except psycopg.Error:
         return None

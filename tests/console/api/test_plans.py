@@ -53,7 +53,7 @@ def test_a_statements_plans_the_current_first_and_each_by_fingerprint(api_world,
     viewer = api_world.client("viewer", read_only=True)
     body = viewer.get(f"/api/v1/statements/{statement.pk}/plans/").json()
     assert [p["fingerprint"] for p in body["plans"]] == [without.fingerprint, with_index.fingerprint]
-    assert body["plans"][0]["access_paths"] == without.access_paths and body["plans"][0]["method"] == "generic_plan"
+    assert body["plans"][0]["access_paths"] == without.access_paths and body["plans"][0]["method"] == "prepare"
     assert body["last_attempt"]["code"] == "planned" and body["last_attempt"]["reason"] == ""
     # The current plan (its index dropped) reads the table whole for one customer in 500: it asks for the index.
     (asked,) = body["index_candidates"]

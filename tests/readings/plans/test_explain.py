@@ -6,9 +6,13 @@ import time
 import psycopg
 import pytest
 
+from readings.connection import PINNED_OPTIONS
 from readings.plans.explain import Plan, Unexplained, explain, role_search_path
 from tests.world import APP_DB, MONITOR_PASSWORD, MONITOR_USER, held_exclusive
 
+# Connected as the console connects (readings/connection.py): its settings pinned, no prepared statements of
+# psycopg's own.
+CONSOLE = {"autocommit": True, "prepare_threshold": None, "options": PINNED_OPTIONS}
 MAJORS = (13, 14, 15, 16, 17, 18)
 LIMITS = {"statement_timeout_ms": 2000, "lock_timeout_ms": 200}
 
@@ -42,7 +46,7 @@ def test_a_normalized_select_and_dml_are_planned_and_the_dml_never_runs(pg_clust
     c = pg_clusters[major]
     _setup(c)
     version = major * 10000
-    with psycopg.connect(c.dsn(APP_DB), autocommit=True) as conn:
+    with psycopg.connect(c.dsn(APP_DB), **CONSOLE) as conn:
         select = explain(
             conn,
             "SELECT * FROM plan_orders WHERE customer = $1 AND note LIKE 'n%'",
@@ -51,7 +55,7 @@ def test_a_normalized_select_and_dml_are_planned_and_the_dml_never_runs(pg_clust
             **LIMITS,
         )
         assert isinstance(select, Plan), select
-        assert select.method == ("generic_plan" if major >= 16 else "prepare")
+        assert select.method == "prepare"
         assert {"Bitmap Heap Scan", "Index Scan"} & set(_nodes(select.plan)), _nodes(select.plan)  # ~20 of 20,000
         assert select.plan["Plan"]["Plan Rows"] >= 1
         for text in (
@@ -73,7 +77,7 @@ def test_what_cannot_be_planned_gets_its_reason(pg_clusters, major):
     c = pg_clusters[major]
     _setup(c)
     version = major * 10000
-    with psycopg.connect(c.dsn(APP_DB), autocommit=True) as conn:
+    with psycopg.connect(c.dsn(APP_DB), **CONSOLE) as conn:
 
         def reason(text: str) -> Unexplained:
             found = explain(conn, text, role="postgres", server_version_num=version, **LIMITS)
@@ -82,14 +86,13 @@ def test_what_cannot_be_planned_gets_its_reason(pg_clusters, major):
 
         assert reason("SELECT * FROM plan_nowhere WHERE id = $1").code == "gone"
         assert reason("SELECT nowhere FROM plan_orders").code == "gone"
-        untyped = "SELECT count(*) FROM plan_orders WHERE $1 IS NULL"  # nothing in the text gives $1 a type
-        if major < 16:
-            assert reason(untyped).code == "parameters"  # PREPARE must infer each parameter's type
-        else:
-            assert isinstance(explain(conn, untyped, role="postgres", server_version_num=version, **LIMITS), Plan)
+        # Nothing in the text gives $1 or $3 a type: Parse is told they are text, one at a time, and $2 is inferred.
+        untyped = "SELECT count(*) FROM plan_orders WHERE $1 IS NULL AND id = $2 AND $3 IS NOT NULL"
+        assert isinstance(explain(conn, untyped, role="postgres", server_version_num=version, **LIMITS), Plan)
         assert reason("SELECT * FROM plan_orders WHERE").code == "syntax"  # cut after the last word
         assert reason("CREATE INDEX ON plan_orders (note)").code == "utility"  # never sent
         assert reason("SELECT 1; DELETE FROM plan_orders").code == "several"  # never sent
+        assert isinstance(explain(conn, "SELECT $2", role="postgres", server_version_num=version, **LIMITS), Plan)
         assert conn.execute("SELECT count(*) FROM pg_prepared_statements").fetchone()[0] == 0
     assert c.execute("SELECT count(*) FROM pg_indexes WHERE tablename = 'plan_orders'", dbname=APP_DB)[0][0] == 2
     assert _count(c) == 20000
@@ -100,7 +103,7 @@ def test_the_monitoring_role_without_the_right_to_read_gets_the_reason_and_then_
     c = pg_clusters[major]
     _setup(c)
     c.execute("REVOKE pg_read_all_data FROM monitor", dbname=APP_DB)
-    with psycopg.connect(c.dsn(APP_DB, MONITOR_USER, MONITOR_PASSWORD), autocommit=True) as conn:
+    with psycopg.connect(c.dsn(APP_DB, MONITOR_USER, MONITOR_PASSWORD), **CONSOLE) as conn:
         refused = explain(
             conn,
             "SELECT note FROM plan_orders WHERE id = $1",
@@ -136,7 +139,7 @@ def test_the_monitoring_role_without_the_right_to_read_gets_the_reason_and_then_
 def test_a_table_held_under_an_exclusive_lock_is_given_up_at_the_lock_timeout(pg_clusters):
     c = pg_clusters[15]
     _setup(c)
-    with held_exclusive(c, "plan_orders"), psycopg.connect(c.dsn(APP_DB), autocommit=True) as conn:
+    with held_exclusive(c, "plan_orders"), psycopg.connect(c.dsn(APP_DB), **CONSOLE) as conn:
         started = time.monotonic()
         found = explain(
             conn, "SELECT * FROM plan_orders WHERE id = $1", role="postgres", server_version_num=150000, **LIMITS
@@ -162,7 +165,7 @@ def test_names_resolve_as_for_the_statements_role(pg_clusters, major):
         dbname=APP_DB,
     )
     version = major * 10000
-    with psycopg.connect(c.dsn(APP_DB), autocommit=True) as conn:
+    with psycopg.connect(c.dsn(APP_DB), **CONSOLE) as conn:
         assert role_search_path(conn, "plan_app") == "plan_app, public"
         assert role_search_path(conn, "plan_owner") == "plan_owner, public"  # "$user" is the role's own name
         app = explain(
@@ -178,7 +181,9 @@ def test_names_resolve_as_for_the_statements_role(pg_clusters, major):
     assert isinstance(app, Plan) and app.search_path == "plan_app, public"
     assert isinstance(owner, Plan) and owner.search_path == "plan_owner, public"
     assert isinstance(other, Unexplained) and other.code == "gone"  # public.plan_orders has no such column
-    assert session_path == '"$user", public'  # the search path was the transaction's alone
+    assert (
+        session_path == "pg_catalog,pg_temp"
+    )  # the search path was the transaction's alone: the session's own is back
 
 
 def test_planning_that_would_take_minutes_is_given_up_at_the_statement_timeout(pg_clusters):
@@ -193,7 +198,7 @@ def test_planning_that_would_take_minutes_is_given_up_at_the_statement_timeout(p
         dbname=APP_DB,
     )
     text = "SELECT note FROM plan_orders WHERE id = plan_slow_fold()"
-    with psycopg.connect(c.dsn(APP_DB), autocommit=True) as conn:
+    with psycopg.connect(c.dsn(APP_DB), **CONSOLE) as conn:
         started = time.monotonic()
         found = explain(
             conn, text, role="postgres", server_version_num=160000, statement_timeout_ms=300, lock_timeout_ms=200

@@ -1,7 +1,8 @@
-"""The EXPLAIN helper (readings/plans/explain_helper.sql), installed as the docs say on real PostgreSQL 13 and 16
-(its PREPARE path and its GENERIC_PLAN path): a monitoring role that may neither read nor write a table gets the
-plans of its SELECT and its DML through it, nothing is ever run; the helper refuses several statements, a
-read-write transaction and an owner who is a superuser, each with its reason."""
+"""The EXPLAIN helper (readings/plans/explain_helper.sql), installed as the docs say on real PostgreSQL 13 and 16: a
+monitoring role that may neither read nor write a table gets the plans of its SELECT and its DML through it,
+nothing is ever run; the helper refuses several statements, a read-write transaction and an owner who is a
+superuser or reaches the server's files, each with its reason; nothing it evaluates is looked up in the statement
+role's search path (finding H2 ii); and the console calls no function of that name in a schema a user made."""
 
 from __future__ import annotations
 
@@ -9,11 +10,15 @@ import psycopg
 import pytest
 
 from readings.check import CheckFinding
+from readings.connection import PINNED_OPTIONS
 from readings.plans.explain import HELPER_SQL, Plan, Unexplained, explain, helper_usable
 from tests.readings.test_check import check
 from tests.world import APP_DB, MONITOR_PASSWORD, MONITOR_USER
 
 LIMITS = {"statement_timeout_ms": 2000, "lock_timeout_ms": 200}
+# Connected as the console connects (readings/connection.py): its settings pinned, no prepared statements of
+# psycopg's own.
+CONSOLE = {"autocommit": True, "prepare_threshold": None, "options": PINNED_OPTIONS}
 
 
 def _install(c) -> None:
@@ -59,7 +64,7 @@ def _plans_finding(c) -> CheckFinding:
 
 
 def _as_monitor(c) -> psycopg.Connection:
-    return psycopg.connect(c.dsn(APP_DB, MONITOR_USER, MONITOR_PASSWORD), autocommit=True)
+    return psycopg.connect(c.dsn(APP_DB, MONITOR_USER, MONITOR_PASSWORD), **CONSOLE)
 
 
 def test_the_monitoring_role_plans_through_the_helper_what_it_may_neither_read_nor_write(helped):
@@ -83,10 +88,10 @@ def test_the_monitoring_role_plans_through_the_helper_what_it_may_neither_read_n
         left = conn.execute("SELECT count(*) FROM pg_prepared_statements").fetchone()[0]
         # The role itself still may not read the table: only the helper plans it.
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
-            conn.execute("SELECT count(*) FROM helper_orders")
+            conn.execute("SELECT count(*) FROM public.helper_orders")
     for text, plan in planned.items():
         assert isinstance(plan, Plan) and plan.via_helper, (text, plan)
-        assert plan.method == ("generic_plan" if version >= 160000 else "prepare")
+        assert plan.method == "prepare"
     assert planned[select].plan["Plan"]["Node Type"] in ("Bitmap Heap Scan", "Index Scan"), planned[select].plan
     assert planned[dml].plan["Plan"]["Node Type"] == "ModifyTable"
     assert left == 0  # the helper's PREPARE does not outlive its call
@@ -126,3 +131,98 @@ def test_the_helper_refuses_several_statements_a_read_write_transaction_and_a_su
         owned = reason("SELECT note FROM helper_orders WHERE id = $1")
         assert owned.code == "permission" and "owned by a superuser" in owned.reason, owned
     assert _count(c) == (20000, 20000)
+
+
+# What the helper evaluates, each shadowed in public by a function of mallory's that tells her it ran (a better
+# match for the helper's calls than PostgreSQL's, or the same: public comes first in the path she gives herself).
+SHADOWS = """
+CREATE FUNCTION public.current_setting(text) RETURNS text LANGUAGE plpgsql AS
+    $$ BEGIN PERFORM pg_catalog.pg_notify('leak', 'current_setting'); RETURN pg_catalog.current_setting($1); END $$;
+CREATE FUNCTION public.format(text, text) RETURNS text LANGUAGE plpgsql AS
+    $$ BEGIN PERFORM pg_catalog.pg_notify('leak', 'format'); RETURN pg_catalog.format($1, $2); END $$;
+CREATE FUNCTION public.regexp_matches(text, text, text) RETURNS SETOF text[] LANGUAGE plpgsql AS
+    $$ BEGIN PERFORM pg_catalog.pg_notify('leak', 'regexp_matches');
+       RETURN QUERY SELECT pg_catalog.regexp_matches($1, $2, $3); END $$;
+CREATE FUNCTION public.array_to_string(text[], text) RETURNS text LANGUAGE plpgsql AS
+    $$ BEGIN PERFORM pg_catalog.pg_notify('leak', 'array_to_string'); RETURN pg_catalog.array_to_string($1, $2); END $$;
+CREATE FUNCTION public.position(text, text) RETURNS int LANGUAGE plpgsql AS
+    $$ BEGIN PERFORM pg_catalog.pg_notify('leak', 'position'); RETURN pg_catalog.position($1, $2); END $$;
+CREATE FUNCTION public.int4gt(int, int) RETURNS bool LANGUAGE plpgsql AS
+    $$ BEGIN PERFORM pg_catalog.pg_notify('leak', '>'); RETURN pg_catalog.int4gt($1, $2); END $$;
+CREATE OPERATOR public.> (leftarg = int, rightarg = int, function = public.int4gt);
+"""
+
+
+def test_nothing_the_helper_evaluates_is_looked_up_in_the_statement_roles_path(helped):
+    c, _ = helped
+    _install(c)
+    c.execute(
+        "DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'mallory') THEN CREATE ROLE mallory LOGIN; "
+        "END IF; END $$; GRANT CREATE ON SCHEMA public TO mallory",
+        dbname=APP_DB,
+    )
+    c.execute("SET ROLE mallory; " + SHADOWS, dbname=APP_DB)
+    try:
+        with _as_monitor(c) as conn, psycopg.connect(c.dsn(APP_DB), autocommit=True) as listener:
+            listener.execute("LISTEN leak")
+            with conn.transaction():
+                conn.execute("SET TRANSACTION READ ONLY")
+                conn.execute("SELECT pgconsole.explain_generic(%s, 'public, pg_catalog')", ("SELECT $1::int > 1",))
+            assert [n.payload for n in listener.notifies(timeout=0.5, stop_after=10)] == []
+            # The shadows are live: evaluated under that path, each is what runs.
+            with conn.transaction():
+                conn.execute("SELECT pg_catalog.set_config('search_path', 'public, pg_catalog', true)")
+                conn.execute("SELECT current_setting('search_path'), format('%s', 'x'), 2 > 1")
+            assert {n.payload for n in listener.notifies(timeout=1, stop_after=3)} == {"current_setting", "format", ">"}
+    finally:
+        c.execute(
+            "DROP OPERATOR public.> (int, int); DROP FUNCTION public.current_setting(text), public.format(text, text), "
+            "public.regexp_matches(text, text, text), public.array_to_string(text[], text), "
+            "public.position(text, text), public.int4gt(int, int); REVOKE CREATE ON SCHEMA public FROM mallory",
+            dbname=APP_DB,
+        )
+
+
+def test_the_helper_refuses_an_owner_who_may_write_the_servers_files(helped):
+    c, version = helped
+    _install(c)
+    if version < 140000:
+        c.execute("GRANT pg_write_server_files TO pgconsole_explainer")
+    else:
+        c.execute("GRANT pg_write_server_files TO pgconsole_explainer", dbname=APP_DB)
+    with _as_monitor(c) as conn:
+        refused = explain(
+            conn, "SELECT note FROM helper_orders WHERE id = $1", role="postgres", server_version_num=version, **LIMITS
+        )
+    assert isinstance(refused, Unexplained) and "reaches the server's files" in refused.reason, refused
+    c.execute("REVOKE pg_write_server_files FROM pgconsole_explainer")
+
+
+def test_a_pgconsole_schema_a_user_made_is_neither_used_nor_installed_into(helped):
+    c, version = helped
+    c.execute(
+        "DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'mallory') THEN CREATE ROLE mallory LOGIN; "
+        "END IF; END $$; GRANT CREATE ON DATABASE app TO mallory",
+        dbname=APP_DB,
+    )
+    c.execute(
+        "SET ROLE mallory; CREATE SCHEMA pgconsole; GRANT USAGE ON SCHEMA pgconsole TO PUBLIC; "
+        "CREATE FUNCTION pgconsole.explain_generic(statement text, path text) RETURNS json LANGUAGE sql "
+        "SECURITY DEFINER AS 'SELECT pg_catalog.pg_notify(''leak'', current_user)::text::json'",
+        dbname=APP_DB,
+    )
+    try:
+        with _as_monitor(c) as conn:
+            assert not helper_usable(conn)
+            found = explain(
+                conn,
+                "SELECT note FROM helper_orders WHERE id = $1",
+                role="postgres",
+                server_version_num=version,
+                **LIMITS,
+            )
+        assert not (isinstance(found, Plan) and found.via_helper), found
+        with pytest.raises(psycopg.errors.RaiseException, match="not owned by a superuser"):
+            _install(c)
+    finally:
+        c.execute("DROP SCHEMA pgconsole CASCADE; REVOKE CREATE ON DATABASE app FROM mallory", dbname=APP_DB)

@@ -35,7 +35,7 @@ def _judged(c, conn, text):
     plan = explain(conn, text, server_version_num=version, role=MONITOR_USER, **TIMEOUTS)
     assert isinstance(plan, Plan), plan
     return hypothetical.statement_candidates(
-        conn, text, plan, server_version_num=version, role=MONITOR_USER, timeouts=TIMEOUTS
+        conn, text, plan, server_version_num=version, role=MONITOR_USER, explaining=TIMEOUTS
     )
 
 
