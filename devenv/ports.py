@@ -21,6 +21,8 @@ TEST_EXTRA_PORT_BASE = 55500
 TEST_EVICT_PORT = TEST_EXTRA_PORT_BASE + 14
 #: The throwaway cluster of tests/advisor/test_hostile_names_in_scripts.py (the advisor's scripts run by psql): 55520.
 TEST_SCRIPTS_PORT = TEST_EXTRA_PORT_BASE + 20
+#: The throwaway cluster of tests/test_hostile_users.py (issue 52's attacks through the console's paths): 55522.
+TEST_ATTACK_PORT = TEST_EXTRA_PORT_BASE + 22
 #: The fault tests' own world (tests/production/fault_world.py): their history store, monitored clusters and
 #: Redis, which they stop, kill and fill without touching anything the other tests share: 55540 + n.
 TEST_FAULT_PORT_BASE = TEST_EXTRA_PORT_BASE + 40
