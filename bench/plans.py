@@ -42,7 +42,7 @@ from bench import plans_workload as app
 from bench.plans_report import Day, Explained, Locked, PlansRun, PlanTab, RoundCost
 from history import plans as history_plans
 from history import tables
-from history.models import PlanAttempt, PlanShape, PlanSpend, Statement
+from history.models import PlanAttempt, PlanShape, PlanSpend, ServerState, Statement
 from history.own import is_own
 from inventory.connection import parse_dsn
 from inventory.services import server_create
@@ -232,7 +232,9 @@ def _day(
     outcomes (statement id -> Outcome)."""
     interval = timedelta(seconds=settings.PLANS["INTERVAL_S"])
     texts = _texts(by_hand, server_id)
-    own = {s.pk for s in Statement.objects.filter(server_id=server_id) if is_own(s.query)}
+    role_oid = ServerState.objects.filter(server_id=server_id).values_list("role_oid", flat=True).first()
+    statements = Statement.objects.filter(server_id=server_id)
+    own = {s.pk for s in statements if is_own(s.query, userid=s.userid, role_oid=role_oid)}
     _truncate_plan_tables()
     sizes_before = _relation_sizes()
     hours = round_hours(timezone.now(), interval=interval)

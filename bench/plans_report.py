@@ -29,7 +29,7 @@ class Explained:
     bare_planning_ms: float | None = None  # the server's own "Planning Time" of that EXPLAIN (None: refused)
     cold_ms: float | None = None  # by hand as the first statement of a new connection
     cold_connect_ms: float | None = None  # opening that connection (SCRAM)
-    own: bool = False  # one of the console's own statements (its text carries history.own's mark)
+    own: bool = False  # one of the console's own statements (history.own: its mark and its role)
 
 
 @dataclass(frozen=True)
@@ -325,7 +325,8 @@ def markdown(run: PlansRun, table) -> list[str]:
     if own:
         L += [
             "",
-            "Among them, EXPLAINs of the console's own statements (their texts end with its `/* pgconsole */` mark), "
+            "Among them, EXPLAINs of the console's own statements (run as its monitoring role, their texts ending "
+            "with its `/* pgconsole … */` mark), "
             "ranked with the application's: "
             + ", ".join(f"{code} {n}" for code, n in own.items())
             + ". They should not be there: a round ranks the top statements as the pages do, the console's own "

@@ -4,6 +4,7 @@ import os
 import time
 
 from celery import Celery, signals
+from django.conf import settings
 from django.db import close_old_connections, connection
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
@@ -18,6 +19,17 @@ def _install_schedule(sender: Celery, **_: object) -> None:
     from console.schedule import beat_schedule
 
     sender.conf.beat_schedule = beat_schedule()
+
+
+@signals.worker_init.connect
+@signals.beat_init.connect
+def _limit_history_statements(**_: object) -> None:
+    """A worker's (and beat's) every session on the history store stops a statement after
+    WORKER_STATEMENT_TIMEOUT_MS, so that one stuck on a lock or a slow plan never holds a thread for ever; set before
+    the first task, in the worker's main process (a prefork pool's children inherit it, a thread pool shares it)."""
+    from history.public import limit_statements  # the apps are loaded by now, not when this module is imported
+
+    limit_statements(settings.WORKER_STATEMENT_TIMEOUT_MS)
 
 
 @signals.task_prerun.connect

@@ -79,8 +79,8 @@ def _limit_statements(sender, connection, **kwargs) -> None:
 class ReadTimeoutMiddleware:
     """Every connection a web process opens to the history store stops a statement after WEB_STATEMENT_TIMEOUT_MS
     (a month of an organization's texts searched 600 times a minute would otherwise hold the store), and a request
-    stopped so answers 503 with what to do, as a page or in the API's error shape. The workers' connections (long
-    rollups, exports with limits of their own) are not concerned: only the web loads middleware."""
+    stopped so answers 503 with what to do, as a page or in the API's error shape. The workers' connections have a
+    limit of their own (WORKER_STATEMENT_TIMEOUT_MS, console.celery): only the web loads middleware."""
 
     def __init__(self, get_response):
         self.get_response = get_response

@@ -300,14 +300,17 @@ def audit_export_build(*, export_id: int) -> AuditExport:
 @contextlib.contextmanager
 def _statements_bounded(seconds: int):
     """Each query of the block ends within `seconds` (statement_timeout): the time limit's signal cannot always
-    reach a process waiting inside the database driver, the history store's own timeout always can."""
+    reach a process waiting inside the database driver, the history store's own timeout always can. Longer than
+    the worker's own (WORKER_STATEMENT_TIMEOUT_MS), which is put back after it: RESET would leave none."""
     with connection.cursor() as cur:
+        cur.execute("SELECT current_setting('statement_timeout')")
+        (found,) = cur.fetchone()
         cur.execute("SELECT set_config('statement_timeout', %s, false)", [str(seconds * 1000)])
     try:
         yield
     finally:
         with contextlib.suppress(Exception), connection.cursor() as cur:
-            cur.execute("RESET statement_timeout")
+            cur.execute("SELECT set_config('statement_timeout', %s, false)", [found])
 
 
 def _out_of_time(exc: BaseException) -> bool:

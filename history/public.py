@@ -1,12 +1,14 @@
 """What other apps take from the history store (tests/test_layering.py holds them to it): its models that pages
 and the admin show, the snapshot row's columns (the API documents them from here), the redaction that exports
-apply again (history.redact.redact, as redact_text), and the history store's connection handling. The readings
-and the read tier, the store's writer and reader, use its modules directly.
+apply again (history.redact.redact, as redact_text), and the history store's connection handling (its sessions'
+statement_timeout among it). The readings and the read tier, the store's writer and reader, use its modules
+directly.
 
 Not imported by the app's own __init__: it imports models, which Django loads after the apps."""
 
 from history.models import Statement, TextStatus
 from history.redact import redact as redact_text
+from history.sessions import limit_statements
 from history.snapshot_facts import HELP, Column, SnapshotFacts, snapshot_columns
 from history.store import delete_server_history, drop_history_connection, statement_timed_out
 
@@ -18,6 +20,7 @@ __all__ = [
     "TextStatus",
     "delete_server_history",
     "drop_history_connection",
+    "limit_statements",
     "redact_text",
     "snapshot_columns",
     "statement_timed_out",

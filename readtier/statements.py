@@ -11,7 +11,7 @@ from psycopg import sql
 
 from history import binary_array, tables, tiers
 from history.columns import TOTAL_NAMES
-from history.own import OWN_MARK, is_own
+from history.own import own_sql
 from readtier import db, parts, windows
 from readtier.windows import Window
 
@@ -44,8 +44,8 @@ class StatementFilters:
     # Only statements with at least this share (0-1) of the server's database time over the window: a ranking
     # by a ratio (plan share) among statements that matter, not led by one run twice for 6 ms.
     min_time_share: float | None = None
-    # The console's own statements (its collections, marked: history.own) left out; a statement whose text is
-    # unknown stays.
+    # The console's own statements (its collections: marked, and run as its monitoring role, history.own) left
+    # out; a statement whose text is unknown stays.
     hide_own: bool = False
     # Only these statements (ids): read from the history for them alone, not summed for the whole server.
     statement_ids: tuple[int, ...] | None = None
@@ -100,15 +100,11 @@ class StatementTotals:
     temp_blks: int
     io_ms: float
     wal_bytes: int
+    own: bool = False  # one of the console's own statements (its collections): history.own
 
     @property
     def total_ms(self) -> float:
         return self.exec_ms + (self.plan_ms or 0.0)
-
-    @property
-    def own(self) -> bool:
-        """One of the console's own statements (its collections), by its text's mark."""
-        return is_own(self.query)
 
     @property
     def mean_exec_ms(self) -> float | None:
@@ -189,7 +185,9 @@ def _parts_sql(
     return sql.SQL(" UNION ALL ").join(pieces), params
 
 
-def _filters_sql(filters: StatementFilters, min_time_us: float | None = None) -> tuple[sql.Composable, list]:
+def _filters_sql(
+    server_id: int, filters: StatementFilters, min_time_us: float | None = None
+) -> tuple[sql.Composable, list]:
     clauses: list[sql.Composable] = []
     params: list = []
     if min_time_us is not None:
@@ -202,8 +200,7 @@ def _filters_sql(filters: StatementFilters, min_time_us: float | None = None) ->
         clauses.append(sql.SQL("st.user_name = %s"))
         params.append(filters.user)
     if filters.hide_own:
-        clauses.append(sql.SQL("NOT coalesce(right(st.query, %s) = %s, false)"))
-        params += [len(OWN_MARK), OWN_MARK]
+        clauses.append(sql.SQL("NOT ") + own_sql(server_id))
     if filters.toplevel is not None:
         clauses.append(sql.SQL("st.toplevel = %s"))
         params.append(filters.toplevel)
@@ -220,6 +217,11 @@ def _sum(column: str, suffix: str, name: str) -> sql.Composable:
 
 
 _DIMENSION = "st.id, st.queryid, st.database_name, st.user_name, st.toplevel, st.query, st.text_status"
+
+
+def _dimension(server_id: int) -> sql.Composable:
+    """The statement's columns, and whether it is one of the console's own (history.own)."""
+    return sql.SQL(_DIMENSION + ", ") + own_sql(server_id)
 
 
 def _aggregate(
@@ -242,7 +244,7 @@ def _aggregate(
     a figure of 0 as NULL: sum() skips it, coalesce() gives 0 where every part was NULL."""
     resolved = windows.resolve(server_id, p.terms)
     union, params = _parts_sql(server_id, resolved, raw, filters.statement_ids)
-    where, fparams = _filters_sql(filters, min_time_us)
+    where, fparams = _filters_sql(server_id, filters, min_time_us)
     key, extra = ORDERS[order]
     if limit is None:  # every statement: sum everything once, then join the texts
         sums = sql.SQL(", ").join(_sum("{c}", "::int8 AS {c}", c) for c in TOTAL_NAMES)
@@ -256,7 +258,7 @@ def _aggregate(
         ).format(
             sums=sums,
             union=union,
-            dim=sql.SQL(_DIMENSION),
+            dim=_dimension(server_id),
             figures=figures,
             dimension=sql.Identifier(tables.STATEMENT.name),
             where=where,
@@ -281,14 +283,14 @@ def _aggregate(
         key=sql.SQL(key),
         dimension=sql.Identifier(tables.STATEMENT.name),
         where=where,
-        dim=sql.SQL(_DIMENSION),
+        dim=_dimension(server_id),
         full=full,
     )
     return db.fetchall(query, params + [server_id] + fparams + [limit, offset])
 
 
 def _row(r: tuple, planning: Planning) -> StatementTotals:
-    sid, queryid, database, user, toplevel, query, text_status, *figs = r
+    sid, queryid, database, user, toplevel, query, text_status, own, *figs = r
     f = dict(zip(TOTAL_NAMES, figs[: len(TOTAL_NAMES)], strict=True))
     tracked = planning.tracked
     return StatementTotals(
@@ -309,6 +311,7 @@ def _row(r: tuple, planning: Planning) -> StatementTotals:
         temp_blks=f["temp_blks"],
         io_ms=f["io_us"] / 1000.0,
         wal_bytes=f["wal_bytes"],
+        own=own,
     )
 
 

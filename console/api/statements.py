@@ -54,8 +54,8 @@ FILTER_PARAMETERS = [
     OpenApiParameter(
         "own",
         OpenApiTypes.BOOL,
-        description="true: the console's own statements (its collections, marked /* pgconsole */) are listed too; "
-        "default false, as on the console's pages",
+        description="true: the console's own statements (its collections: run as its monitoring role and marked "
+        "/* pgconsole <token> */) are listed too; default false, as on the console's pages",
     ),
 ]
 
@@ -66,7 +66,10 @@ class StatementRow(serializers.Serializer):
     database = serializers.CharField(allow_blank=True)
     user = serializers.CharField(allow_blank=True)
     toplevel = serializers.BooleanField()
-    own = serializers.BooleanField(help_text="run by the console to collect these statistics (marked /* pgconsole */)")
+    own = serializers.BooleanField(
+        help_text="run by the console to collect these statistics (as its monitoring role, marked "
+        "/* pgconsole <token> */)"
+    )
     query = serializers.CharField(allow_null=True, help_text="null: no text (see text_status)")
     text_status = serializers.ChoiceField(choices=["stored", "evicted", "not_visible", "unavailable", "pending"])
     calls = serializers.IntegerField()

@@ -60,7 +60,7 @@ class TableState:
     text: str = ""
     page: int = 1
     compare: bool = False
-    own: bool = False  # the console's own statements (its collections, marked: history.own) are listed too
+    own: bool = False  # the console's own statements (its collections: history.own) are listed too
     error: str = ""  # why a parameter asked for was not used
 
     def filters(self) -> StatementFilters:

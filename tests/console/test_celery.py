@@ -1,10 +1,14 @@
 """console.celery: the Celery application configured from Django's CELERY_ settings, with every app's tasks and
 console.schedule's beat schedule; around each task a worker runs, the database connection is dropped when broken
-or past CONN_MAX_AGE and kept otherwise, never for a task run eagerly nor inside a transaction (not the task's)."""
+or past CONN_MAX_AGE and kept otherwise, never for a task run eagerly nor inside a transaction (not the task's); a
+worker's and beat's every session on the history store stops a statement after WORKER_STATEMENT_TIMEOUT_MS (a
+real worker's below)."""
 
 import time
 
+import psycopg
 import pytest
+import redis
 from celery import signals
 from django.conf import settings
 from django.db import OperationalError, ProgrammingError, connection
@@ -12,6 +16,14 @@ from django.db import OperationalError, ProgrammingError, connection
 from advisor.tasks import advise_server
 from console.celery import app
 from console.schedule import beat_schedule
+from history import tables
+from history.sessions import limit_statements
+from tests.processes import console_env, database_url, processes, wait_for, wait_ready, worker_argv
+from tests.world import register, snapshots
+
+# tests/readings/test_tasks.py's Redis database (docs/development.md): both hold the test clusters' lock, so they
+# never run at once.
+BROKER = "redis://127.0.0.1:6379/7"
 
 
 def around_a_worker_task():
@@ -92,3 +104,57 @@ def test_inside_a_transaction_the_connection_is_left_alone_even_aged(aged):
     aged()
     around_a_worker_task()
     assert connection.connection is kept and connection.in_atomic_block
+
+
+def _statement_timeout() -> str:
+    with connection.cursor() as cur:
+        cur.execute("SHOW statement_timeout")
+        return cur.fetchone()[0]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_beat_limits_its_history_store_sessions_as_a_worker_does(settings):
+    """beat_init, which beat sends at its start as a worker sends worker_init (that one through a real worker
+    below: sent in this process it would install Celery's worker fixup here)."""
+    settings.WORKER_STATEMENT_TIMEOUT_MS = 4321
+    try:
+        signals.beat_init.send(sender=None)
+        connection.close()
+        assert _statement_timeout() == "4321ms"
+    finally:
+        limit_statements(None)
+        connection.close()  # no later test inherits the limit
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_a_workers_statement_stuck_on_the_history_store_is_stopped_at_worker_statement_timeout_ms(
+    pg_clusters, tmp_path
+):
+    """A real worker, as compose runs one: its collection waits on a lock another session holds on the history
+    store's snapshots, for ever without a limit; past WORKER_STATEMENT_TIMEOUT_MS the history store stops the
+    statement, the worker's thread is free, the collection is retried and stored once the lock is gone."""
+    from readings.tasks import collect_server
+
+    server = register(pg_clusters[17], name="stuck-on-the-history")
+    redis.Redis.from_url(BROKER).flushdb()
+    with processes(tmp_path, console_env(REDIS_URL=BROKER, WORKER_STATEMENT_TIMEOUT_MS="1000")) as procs:
+        worker = procs.start("worker", worker_argv(concurrency=1))
+        wait_ready(worker)
+        with psycopg.connect(database_url().replace("postgres://", "postgresql://", 1)) as holder:
+            holder.execute(f"LOCK TABLE {tables.SNAPSHOT.name} IN ACCESS EXCLUSIVE MODE")  # until the block ends
+            with app.connection_for_write(BROKER) as conn:
+                collect_server.apply_async((server.pk,), expires=120, connection=conn)
+            wait_for(
+                lambda: "canceling statement due to statement timeout" in worker.text(),
+                60,
+                what="the worker's statement stopped",
+                logs=worker.text,
+            )
+            assert "retrying collection" in worker.text() and worker.alive()
+        wait_for(
+            lambda: len(snapshots(server)) == 1,
+            60,
+            what="the collection stored once the lock is gone",
+            logs=worker.text,
+        )

@@ -9,6 +9,7 @@ from datetime import timedelta
 
 import pytest
 from django.core.exceptions import PermissionDenied
+from django.db import connection
 from django.http import Http404
 from django.utils import timezone
 
@@ -148,6 +149,35 @@ def test_a_failed_build_says_why(world, monkeypatch):
     assert AuditLogEntry.objects.filter(export=export, action="export_failed").exists()
     with pytest.raises(ExportNotReady, match="failed"):
         audit_export_download(export_id=export.pk, user=users["admin"])
+
+
+def test_a_build_stops_its_statements_at_its_own_limit_and_puts_the_workers_back(world, settings, monkeypatch):
+    """A build may take longer than a worker's statements (WORKER_STATEMENT_TIMEOUT_MS, console.celery): it sets
+    EXPORT_TIME_LIMIT_S for its block, then the worker's limit again (RESET would leave the session none)."""
+    from exports import services
+
+    history, users = world
+    settings.EXPORT_TIME_LIMIT_S = 1234
+    export = _request(history, users["admin"], formats=["json"])
+
+    def show() -> str:
+        with connection.cursor() as cur:
+            cur.execute("SHOW statement_timeout")
+            return cur.fetchone()[0]
+
+    during: list[str] = []
+    real = services.bundle_files
+
+    def observed(*args, **kwargs):
+        during.append(show())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr("exports.services.bundle_files", observed)
+    with connection.cursor() as cur:  # the worker's own (rolled back with the test)
+        cur.execute("SELECT set_config('statement_timeout', '300000', false)")
+    audit_export_build(export_id=export.pk)
+    export.refresh_from_db()
+    assert export.status == "done" and during == ["1234s"] and show() == "5min"
 
 
 def test_a_running_export_whose_worker_died_is_built_again(world):

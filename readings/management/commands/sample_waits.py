@@ -2,8 +2,10 @@
 
 import logging
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from history.sessions import limit_statements
 from readings.waits import sampler
 
 
@@ -26,6 +28,7 @@ class Command(BaseCommand):
             self.stdout.write("the wait-event sampler is alive")
             return
         logging.getLogger("readings.waits.sampler").setLevel(logging.INFO)
+        limit_statements(settings.WORKER_STATEMENT_TIMEOUT_MS)  # a service, as the workers are (history.sessions)
         self.stdout.write("wait-event sampler started", ending="\n")
         self.stdout.flush()
         sampler.serve()

@@ -15,7 +15,8 @@ from django.urls import reverse
 from django.utils.html import strip_tags
 
 from console.views import top
-from history.own import OWN_MARK
+from history.models import ServerState, Statement
+from history.own import own_mark
 from readtier import ORDERS, Page, StatementChange, StatementFilters, Window, db, top_statements
 from readtier.server import statements_in
 from tests.console.views.test_servers import drop_world, make_world
@@ -410,34 +411,40 @@ def test_an_htmx_table_update_swaps_the_range_links_out_of_band(client, world):
 
 
 def test_the_consoles_own_statements_are_left_out_unless_asked_for(client, world):
-    """The console's own statements (marked at their end: history.own) are its collections, not the
-    application's: left out of the table (and said so), listed with a badge on ?own=1. Told apart by the mark,
-    not by the role: the server is monitored as app_user1, whose other statements stay listed (defect 1 of
-    issue 35: hidden by role, an application sharing the monitoring role disappeared)."""
-    from inventory.models import Server
-
-    Server.objects.filter(pk=world.configured.pk).update(user="app_user1")  # rolled back with the test
+    """The console's own statements (marked at their end and run as its monitoring role: history.own) are its
+    collections, not the application's: left out of the table (and said so), listed with a badge on ?own=1. Told
+    apart by the mark and the role together: the monitoring role's unmarked statements stay listed (defect 1 of
+    issue 35: hidden by role, an application sharing the monitoring role disappeared), and so do another role's
+    that end with the mark (issue 52: any user of the server could hide statements from the DBA)."""
     client.force_login(world.alice)
     params, window = custom(world, 6)
     every = top_statements(server_id=world.configured.pk, window=window, page=Page(1, 500)).rows
-    roles = [s for s in every if s.user == "app_user1" and s.query is not None]
-    ours = {s.statement_id for s in roles[::2]}
+    role_oid = ServerState.objects.get(server=world.configured).role_oid  # what the synthetic server is read as
+    (monitor,) = set(
+        Statement.objects.filter(server=world.configured, userid=role_oid).values_list("user_name", flat=True)
+    )
+    ours = {s.statement_id for s in [s for s in every if s.user == monitor and s.query is not None][::2]}
+    forged = {s.statement_id for s in [s for s in every if s.user != monitor and s.query is not None][::2]}
     with connection.cursor() as cur:  # rolled back with the test
         cur.execute(
-            "UPDATE collectors_statement SET query = query || %s WHERE id = ANY(%s)", [f"\n{OWN_MARK}", list(ours)]
+            "UPDATE collectors_statement SET query = query || %s WHERE id = ANY(%s)",
+            [f"\n{own_mark()}", list(ours | forged)],
         )
     every = top_statements(server_id=world.configured.pk, window=window, page=Page(1, 500)).rows
-    assert ours and {s.statement_id for s in every if s.own} == ours
+    assert ours and forged and {s.statement_id for s in every if s.own} == ours
     hidden = StatementFilters(hide_own=True)
     apps = top_statements(server_id=world.configured.pk, window=window, page=Page(1, 500), filters=hidden).rows
     assert {s.statement_id for s in apps} == {s.statement_id for s in every} - ours
-    assert any(s.user == "app_user1" for s in apps)  # the monitoring role's other statements stay
+    assert forged <= {s.statement_id for s in apps}  # another role's, whatever they end with
+    assert any(s.user == monitor for s in apps)  # the monitoring role's other statements stay
 
     html = get(client, world.configured, **params)
     shown = table(html)
     assert [r["id"] for r in shown] == [s.statement_id for s in apps][: top.PAGE_SIZE]
     said = " ".join(strip_tags(html).split())
-    assert f"{len(apps)} statements ran in this range, not counting the console's own (marked /* pgconsole */)" in said
+    assert (
+        f"{len(apps)} statements ran in this range, not counting the console's own (marked /* pgconsole … */)" in said
+    )
     assert 'name="own" value="1"' in html and "pgconsole</span>" not in html
 
     html = get(client, world.configured, own="1", **params)
