@@ -347,7 +347,11 @@ def reading_from(synth: SyntheticServer):
         (lineage, "read_identity", lambda conn, meta: synth.identity()),
         (waits, "read_wait_sampling", lambda conn, meta: synth.current_waits),
         # No database to read tables and indexes in: a synthetic server has statements only.
-        (schema_catalog, "read_databases", lambda conn, sql: ([], schema_catalog.Server(False, 0))),
+        (
+            schema_catalog,
+            "read_databases",
+            lambda conn, sql, **_: (schema_catalog.Databases([], 0), schema_catalog.Server(False, 0)),
+        ),
     ]
     saved = [(module, name, getattr(module, name)) for module, name, _ in patches]
     for module, name, fn in patches:

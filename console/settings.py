@@ -385,6 +385,9 @@ COLLECTOR = {
     # Sampled pg_stat_activity when pg_wait_sampling is absent: N samples over about SPAN seconds.
     "ACTIVITY_SAMPLES": env.int("COLLECTOR_ACTIVITY_SAMPLES", default=ACTIVITY_SAMPLES_DEFAULT),
     "ACTIVITY_SPAN_S": env.float("COLLECTOR_ACTIVITY_SPAN_S", default=1.0),
+    # pg_wait_sampling's profile keeps a row per backend, event and query id since the server's start: one larger
+    # than this is not read (a part would make wrong deltas), and pg_stat_activity is sampled instead, with a note.
+    "WAIT_PROFILE_MAX_ROWS": env.int("COLLECTOR_WAIT_PROFILE_MAX_ROWS", default=100_000),
     # How often the wait sampler (manage.py sample_waits) reads the servers to sample again (added, changed).
     "SAMPLER_REFRESH_S": env.float("COLLECTOR_SAMPLER_REFRESH_S", default=15.0),
     # Each worker process keeps the statement state of the servers it collected, up to this many MB (about
@@ -446,6 +449,11 @@ PLANS = {
     "EXPLAINS_PER_HOUR": env.int("PLANS_EXPLAINS_PER_HOUR", default=60),
     "PLANNING_S_PER_HOUR": env.float("PLANS_PLANNING_S_PER_HOUR", default=1.0),
     "BYTES_PER_DAY": env.int("PLANS_BYTES_PER_DAY", default=1_000_000),
+    # What one plan may bring from a monitored server, read before anything is parsed or sent: a statement's
+    # text longer than this is not sent to EXPLAIN, a plan (EXPLAIN's JSON) larger than this is not stored; each
+    # gets the reason "too_large". A generic plan over a table of 1,000 partitions is about 0.45 MB.
+    "MAX_TEXT_BYTES": env.int("PLANS_MAX_TEXT_BYTES", default=2**20),
+    "MAX_PLAN_BYTES": env.int("PLANS_MAX_PLAN_BYTES", default=2 * 2**20),
     # The automatic rounds' pace in each plans worker, all its threads together (0: unpaced): EXPLAINs a second.
     # Enough for 2,000 servers' top 20 every 6 hours, and the CPU they take stays the collections' (a round burst
     # of 1,000 servers took the 2-core fleet benchmark's idle time from 30% to 1% and tripled its lag).

@@ -7,7 +7,9 @@ metadata addresses, unspecified, multicast and reserved addresses, the console's
 Unix sockets and host lists. Loopback and private addresses: by configuration (MONITOR_ALLOW_LOOPBACK,
 MONITOR_ALLOW_PRIVATE). The host is checked when a server is saved and again at every connection, against
 the addresses it resolves to then (a name that resolved to an allowed address at save time may not any more),
-and the connection goes to the address that was checked (libpq's hostaddr), not to a second lookup.
+and the connection goes to the address that was checked (libpq's hostaddr), not to a second lookup. The other
+connections of one snapshot (each database's in the schema reading, a plan's second) dial that same address, checked
+again, never a lookup of their own.
 """
 
 from __future__ import annotations
@@ -134,6 +136,20 @@ def dial_address(host: str, port: int) -> str:
         if problem := address_problem(address, port):
             raise Refused(_refusal(host, address, problem))
     return str(addresses[0])
+
+
+def recheck_address(host: str, address: str, port: int) -> str:
+    """An address dialed before for this host (the snapshot's first connection's), checked against the policy
+    again now, without a lookup: the other connections of one snapshot reach the server it reads, whatever the
+    name resolves to meanwhile. Refused when the policy no longer allows it."""
+    if problem := host_problem(host):
+        raise Refused(problem)
+    found = _literal(address.split("%", 1)[0])
+    if found is None:
+        raise Refused(f"{address!r} is not an IP address")
+    if problem := address_problem(found, port):
+        raise Refused(_refusal(host, found, problem))
+    return str(found)
 
 
 def _refusal(host: str, address: IPAddress, problem: str) -> str:

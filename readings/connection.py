@@ -23,7 +23,7 @@ import os
 import threading
 import time
 from collections.abc import Generator, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import psycopg
@@ -259,6 +259,8 @@ class Target:
     endpoint: Endpoint
     password: str | None = field(repr=False)  # never in a log line, a traceback's locals or an error page
     interval_s: int | None = None  # the server's collection interval, which caps the wait for a reply
+    # The address every connection dials (pinned()): checked against the network policy again, never looked up.
+    address: str | None = None
 
     @property
     def label(self) -> str:
@@ -313,18 +315,32 @@ class Target:
         except psycopg.ProgrammingError as exc:
             raise MalformedDsn(f"invalid connection settings for {self.label}: {exc}") from exc
 
+    def dial_address(self) -> str:
+        """The address to dial, allowed by the network policy now: the pinned one (no lookup), else the one the
+        host name resolves to now."""
+        host, port = self.endpoint.host, self.endpoint.port
+        try:
+            if self.address is not None:
+                return network_policy.recheck_address(host, self.address, port)
+            return network_policy.dial_address(host, port)
+        except network_policy.Refused as exc:
+            raise RefusedByPolicy(f"{self.label}: {exc.message}") from exc
+        except network_policy.Unresolvable as exc:
+            raise Unreachable(f"cannot connect to {self.label}: {exc}") from exc
+
+    def pinned(self, address: str | None = None) -> "Target":
+        """This target dialing one address for good: `address` (a connection's own, conn.info.hostaddr, dialed
+        after the policy allowed it) or else the one its host name resolves to now. The connections a snapshot
+        opens besides its first reach the server that one reached: a name switched meanwhile to another
+        address (an internal service's) is not followed."""
+        return replace(self, address=address or self.dial_address())
+
     @sensitive_variables("extra")
     def dial_conninfo(self, **extra: Any) -> str:
         """conninfo() pinned to the address the network policy allows now (libpq's hostaddr, the host name
         still naming the server for TLS): what a name resolves to is checked at every connection, and libpq
         connects there without a lookup of its own that could answer otherwise."""
-        try:
-            address = network_policy.dial_address(self.endpoint.host, self.endpoint.port)
-        except network_policy.Refused as exc:
-            raise RefusedByPolicy(f"{self.label}: {exc.message}") from exc
-        except network_policy.Unresolvable as exc:
-            raise Unreachable(f"cannot connect to {self.label}: {exc}") from exc
-        return make_conninfo(self.conninfo(), hostaddr=address, **extra)
+        return make_conninfo(self.conninfo(), hostaddr=self.dial_address(), **extra)
 
 
 _lock = threading.Lock()

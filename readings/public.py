@@ -1,13 +1,14 @@
 """What other apps take from the readings of monitored servers (tests/test_layering.py holds them to it): the
 connection check (its report, its queue and state, the monitoring role's SQL), the collection's tasks the API
-and pages start (and when beat last had the collections dispatched), and a collection error as a DBA reads it.
-The advisor's rules, which import no Django, take quote_ident from readings.sql_names, the other entry.
+and pages start (and when beat last had the collections dispatched), a collection error as a DBA reads it (a
+database's too). The advisor's rules, which import no Django, take quote_ident from readings.sql_names.
 
 Not imported by the app's own __init__: it imports models, which Django loads after the apps."""
 
 from readings.check import MONITORING_ROLE_SQL, CheckFinding, CheckReport
 from readings.checks import CheckState, check_queue, check_state
 from readings.errors import shown
+from readings.schema.reading import database_error
 from readings.tasks import check_enqueue, collect_tracked, last_dispatched_at, plan_soon, plan_tracked, tracked
 
 __all__ = [
@@ -19,6 +20,7 @@ __all__ = [
     "check_queue",
     "check_state",
     "collect_tracked",
+    "database_error",
     "last_dispatched_at",
     "plan_soon",
     "plan_tracked",

@@ -30,8 +30,25 @@ class DatabaseStatus:
     tables_total: int = 0
     indexes: int = 0
     indexes_total: int = 0
-    error: str = ""
+    error: str = ""  # the reading's own words, or a failure's (libpq's, for console staff: readings.database_error)
     code: str = ""
+
+
+@dataclass(frozen=True)
+class DatabasesCapped:
+    """The databases the schema reading's cap left unread (COLLECTOR_SCHEMA_MAX_DATABASES): counted, a few named."""
+
+    total: int  # the server's databases a reading may list
+    cap: int  # a reading takes this many: the snapshot's database, then the first others by name
+    named: list[str]  # the first of those past the cap, by name
+
+    @property
+    def unread(self) -> int:
+        return self.total - self.cap
+
+    @property
+    def unnamed(self) -> int:
+        return max(0, self.unread - len(self.named))
 
 
 @dataclass(frozen=True)
@@ -116,10 +133,19 @@ class SchemaOverview:
     indexes: list[IndexRow]  # the largest first (likewise)
     tables_total: int = 0  # all of them
     indexes_total: int = 0
+    capped: DatabasesCapped | None = None  # None: every database was taken (or the last reading did not say)
 
 
 def _us(value) -> datetime | None:
     return None if value is None else datetime.fromtimestamp(value / 1e6, tz=UTC)
+
+
+def _databases_capped(reading: dict) -> DatabasesCapped | None:
+    """What the reading's cap on databases left unread, from its status (None: nothing)."""
+    total, cap = reading.get("databases_total"), reading.get("databases_cap")
+    if total is None or cap is None or total <= cap:
+        return None
+    return DatabasesCapped(total=int(total), cap=int(cap), named=list(reading.get("beyond_cap") or []))
 
 
 def schema_status(*, server_id: int) -> tuple[list[DatabaseStatus], dict]:
@@ -291,6 +317,7 @@ def schema_overview(*, server_id: int, window: Window, limit: int | None = None)
         indexes=found_indexes,
         tables_total=tables_total,
         indexes_total=indexes_total,
+        capped=_databases_capped(reading),
     )
 
 

@@ -1,6 +1,7 @@
 """/api/v1/ tables and indexes of a server: what the schema reading last found in each database, and each table
 and index with its scans and writes over a window, from the selector the Indexes page reads (the largest first,
-paged)."""
+paged). Why a database was not read reads as on the page: libpq's words for console staff, the console's sentence
+for everyone else (readings.database_error)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.views import APIView
 
-from accounts.access import server_for
+from accounts.access import sees_connection_detail, server_for
 from console.api.common import (
     PAGE_PARAMETERS,
     TABLE_RENDERERS,
@@ -19,6 +20,7 @@ from console.api.common import (
     page_schema,
     window_params,
 )
+from readings.public import database_error
 from readtier import IndexRow, TableRow, schema_overview
 
 
@@ -33,7 +35,14 @@ class DatabaseOut(serializers.Serializer):
     tables_total = serializers.IntegerField()
     indexes = serializers.IntegerField()
     indexes_total = serializers.IntegerField()
-    error = serializers.CharField(allow_blank=True)
+    code = serializers.CharField(
+        allow_blank=True,
+        help_text="why not read: privilege, time, cap (tables), or a failure's class (unreachable, auth_failed, ...)",
+    )
+    error = serializers.CharField(
+        allow_blank=True,
+        help_text="why not read, in the console's words; console staff read libpq's or the server's own instead",
+    )
 
 
 class TableOut(serializers.Serializer):
@@ -82,6 +91,18 @@ class IndexOut(serializers.Serializer):
 ABOUT = {
     "read_at": serializers.DateTimeField(allow_null=True, help_text="the last schema reading; null: never read"),
     "databases": DatabaseOut(many=True),
+    "databases_total": serializers.IntegerField(
+        allow_null=True,
+        help_text="the server's databases when more than a reading takes (databases_cap); null: every one is taken",
+    ),
+    "databases_cap": serializers.IntegerField(
+        allow_null=True,
+        help_text="databases a reading takes (COLLECTOR_SCHEMA_MAX_DATABASES): the monitored one, then the first "
+        "others by name; null: every one is taken",
+    ),
+    "databases_not_read": serializers.ListField(
+        child=serializers.CharField(), help_text="the first few of the databases past the cap, by name"
+    ),
 }
 TablePage = page_schema(TableOut, "TablePage", **ABOUT)
 IndexPage = page_schema(IndexOut, "IndexPage", **ABOUT)
@@ -100,8 +121,20 @@ def _index(i: IndexRow) -> dict:
     }
 
 
-def _databases(overview) -> list[dict]:
-    return [{f: getattr(d, f) for f in DatabaseOut().fields} for d in overview.databases]
+def _databases(overview, *, detail: bool) -> list[dict]:
+    return [
+        {f: getattr(d, f) for f in DatabaseOut().fields} | {"error": database_error(d.code, d.error, detail=detail)}
+        for d in overview.databases
+    ]
+
+
+def _capped(overview) -> dict:
+    capped = overview.capped
+    return {
+        "databases_total": capped.total if capped else None,
+        "databases_cap": capped.cap if capped else None,
+        "databases_not_read": capped.named if capped else [],
+    }
 
 
 def _paged(request, server_id: int, rows_of, out):
@@ -109,7 +142,9 @@ def _paged(request, server_id: int, rows_of, out):
     server = server_for(request.user, server_id)
     overview = schema_overview(server_id=server.pk, window=window_params(request))
     response = page_of(rows_of(overview), request, out=out)
-    response.data = {**response.data, "read_at": overview.read_at, "databases": _databases(overview)}
+    detail = sees_connection_detail(request.user)
+    databases = _databases(overview, detail=detail)
+    response.data = {**response.data, "read_at": overview.read_at, "databases": databases, **_capped(overview)}
     return response
 
 

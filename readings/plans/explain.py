@@ -25,12 +25,14 @@ without the role holding those privileges.
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 import psycopg
+from django.conf import settings as django_settings
 from psycopg import errors as pgerrors
 from psycopg import generators, pq, sql
 
@@ -79,6 +81,7 @@ REASONS = {
     "timeout": "planning took longer than its timeout, or waited for a lock",
     "parameters": "the type of a parameter cannot be inferred from the text",
     "syntax": "the text is not valid SQL for this server",
+    "too_large": "the server's plan is larger than the console stores",
     "error": "the server refused to plan it",
 }
 
@@ -196,10 +199,7 @@ def _planned(conn: psycopg.Connection, text: str, settings: tuple[str, str, str]
                 settings,
             )
             if via_helper:
-                query = sql.SQL("SELECT {}(%s::pg_catalog.text, %s::pg_catalog.text)").format(
-                    sql.Identifier(*HELPER.split("."))
-                )
-                return conn.execute(query, (text, settings[2]), prepare=False).fetchone()[0][0]
+                return _helper_plan(conn, text, settings[2])
             parameters = _parse_one(conn, name, text, types)
             parsed = True
             return _prepared_plan(conn, name, parameters)
@@ -239,11 +239,60 @@ def _succeeded(results: list, encoding: str) -> list:
     return results
 
 
+TOO_LARGE = "too_large"  # a plan over PLANS_MAX_PLAN_BYTES (and, in service.py, a text over PLANS_MAX_TEXT_BYTES)
+
+
+class PlanTooLarge(psycopg.DataError):
+    """The server's plan is larger than the console reads (PLANS_MAX_PLAN_BYTES): not parsed, not stored."""
+
+    def __init__(self, size_bytes: int, max_bytes: int):
+        super().__init__(
+            f"{_size_text(size_bytes)} of EXPLAIN output, over the {_size_text(max_bytes)} a plan may take "
+            "(PLANS_MAX_PLAN_BYTES)"
+        )
+
+
+def _size_text(n: int) -> str:
+    return f"{n / 2**20:.1f} MB" if n >= 2**20 / 10 else f"{n:,} bytes"
+
+
+def _bounded_plan(raw: bytes | str | None, size_bytes: int) -> dict:
+    """EXPLAIN (FORMAT JSON)'s one plan from its text, parsed only when no larger than PLANS_MAX_PLAN_BYTES (the
+    size the reply says, and the text's own: a server may send more than it says)."""
+    max_bytes = django_settings.PLANS["MAX_PLAN_BYTES"]
+    if raw is not None:
+        size_bytes = max(size_bytes, len(raw.encode() if isinstance(raw, str) else raw))
+    if raw is None or size_bytes > max_bytes:
+        raise PlanTooLarge(size_bytes, max_bytes)
+    return json.loads(raw)[0]
+
+
+def _helper_plan(conn: psycopg.Connection, text: str, search_path: str) -> dict:
+    """The EXPLAIN helper's plan, measured on the server, which sends it only within PLANS_MAX_PLAN_BYTES. Sent
+    under the role's search path: every name in it is qualified."""
+    size = "pg_catalog.octet_length(p.plan::pg_catalog.text)"
+    query = sql.SQL(
+        f"SELECT {size}, CASE WHEN {size} OPERATOR(pg_catalog.<=) %s::pg_catalog.int4 THEN p.plan::pg_catalog.text END "
+        "FROM {}(%s::pg_catalog.text, %s::pg_catalog.text) AS p(plan)"
+    ).format(sql.Identifier(*HELPER.split(".")))
+    max_bytes = django_settings.PLANS["MAX_PLAN_BYTES"]
+    size_bytes, raw = conn.execute(query, (max_bytes, text, search_path), prepare=False).fetchone()
+    return _bounded_plan(raw, size_bytes)
+
+
 def _prepared_plan(conn: psycopg.Connection, name: str, parameters: int) -> dict:
+    """The prepared statement's generic plan. An EXPLAIN cannot be measured in SQL: its reply is taken as the
+    bytes libpq received (psycopg's json loader never runs), and measured before it is parsed."""
     execute = sql.SQL("EXPLAIN (FORMAT JSON) EXECUTE {}").format(sql.Identifier(name))
     if parameters:
         execute += sql.SQL("(") + sql.SQL(", ").join([sql.SQL("NULL")] * parameters) + sql.SQL(")")
-    return conn.execute(execute, prepare=False).fetchone()[0][0]
+    with conn.cursor() as cur:
+        cur.execute(execute, prepare=False)
+        result = cur.pgresult
+        if result is None or result.ntuples != 1 or result.nfields != 1:
+            raise psycopg.DataError("EXPLAIN answered otherwise than with one plan")
+        raw = result.get_value(0, 0)
+        return _bounded_plan(raw, 0 if raw is None else len(raw))
 
 
 def _deallocate(conn: psycopg.Connection, name: str) -> None:
@@ -268,6 +317,8 @@ def _unexplained(exc: psycopg.Error) -> Unexplained:
         code = "parameters"
     elif isinstance(exc, pgerrors.SyntaxError):
         code = "syntax"
+    elif isinstance(exc, PlanTooLarge):
+        code = TOO_LARGE
     else:
         code = "error"
     return Unexplained(code, f"{REASONS[code]}: {first}")

@@ -17,11 +17,19 @@ from psycopg.types.json import Jsonb
 
 from readings.unit import Sql
 
+# The snapshot's database first, then the others by name, at most %(limit)s of them (a server may hold thousands:
+# the reading takes SCHEMA_MAX_DATABASES and names a few of the rest), each looked at (privilege, statistics) only
+# once chosen; the count of all is in every row.
 DATABASES_SQL = """
 SELECT d.datname, d.datname = current_database(), has_database_privilege(d.oid, 'CONNECT'), s.stats_reset,
-       pg_is_in_recovery(), (SELECT count(*) FROM pg_stat_replication)
-FROM pg_database d LEFT JOIN pg_stat_database s ON s.datid = d.oid
-WHERE NOT d.datistemplate AND d.datallowconn
+       pg_is_in_recovery(), (SELECT count(*) FROM pg_stat_replication), d.total
+FROM (
+    SELECT oid, datname, count(*) OVER () AS total FROM pg_database
+    WHERE NOT datistemplate AND datallowconn
+    ORDER BY datname <> current_database(), datname
+    LIMIT %(limit)s
+) d
+LEFT JOIN pg_stat_database s ON s.datid = d.oid
 ORDER BY d.datname <> current_database(), d.datname
 """
 
@@ -74,10 +82,13 @@ LIMIT %(limit)s
 """
 
 # The key columns' names of the indexes described, read once for their tables (a subquery per index cost a fifth
-# of the indexes' read for 1,000 tables).
+# of the indexes' read for 1,000 tables), only the (table, column number) pairs their keys name: at most the
+# indexes kept times 32 keys (INDEX_MAX_KEYS), not every column of their tables (up to 1,600 each). For 1,000
+# tables of 8 columns and 2 indexes: 3,000 rows in about 18 ms from the console, against 8,000 in 13 ms unfiltered.
 ATTRIBUTES_SQL = """
-SELECT attrelid, attnum, attname FROM pg_attribute
-WHERE attrelid = ANY(%(tables)s::oid[]) AND attnum > 0 AND NOT attisdropped
+SELECT a.attrelid, a.attnum, a.attname FROM pg_attribute a
+WHERE a.attrelid = ANY(%(tables)s::oid[]) AND a.attnum > 0 AND NOT a.attisdropped
+  AND (a.attrelid, a.attnum) IN (SELECT * FROM unnest(%(key_tables)s::oid[], %(key_attnums)s::int2[]))
 """
 
 SQL = Sql(
@@ -180,11 +191,22 @@ class Server:
     standbys: int  # walsenders to standbys (pg_stat_replication)
 
 
-def read_databases(conn, sql: dict) -> tuple[list[Database], Server]:
-    """The databases a reading may read, the snapshot's first, and the server's place in replication."""
-    rows = conn.execute(sql["databases"]).fetchall()
+@dataclass(frozen=True)
+class Databases:
+    """The databases a reading may read: the first `limit` of them (the snapshot's first, then by name), and how
+    many there are in all."""
+
+    listed: list[Database]
+    total: int
+
+
+def read_databases(conn, sql: dict, *, limit: int) -> tuple[Databases, Server]:
+    """The databases a reading may read, the snapshot's first, at most `limit`, and the server's place in
+    replication."""
+    rows = conn.execute(sql["databases"], {"limit": limit}).fetchmany(limit)
     databases = [Database(name, current, bool(may), reset) for name, current, may, reset, *_ in rows]
-    return databases, Server(bool(rows[0][4]), int(rows[0][5])) if rows else Server(False, 0)
+    total = max(int(rows[0][6]), len(rows)) if rows else 0
+    return Databases(databases, total), Server(bool(rows[0][4]), int(rows[0][5])) if rows else Server(False, 0)
 
 
 def read_database(
@@ -214,10 +236,15 @@ def read_database(
     known = known or {}
     params = {"tables": [t.relid for t in tables], "limit": max_indexes, "known": Jsonb(known)}
     rows = conn.execute(sql["indexes"], params).fetchall() if tables and max_indexes > 0 else []
-    described = sorted({r[1] for r in rows if r[9]})
+    keys = sorted({(r[1], n) for r in rows if r[9] for n in r[12][: r[13]] if n > 0})
     names = {}
-    if described:
-        names = {(rel, num): name for rel, num, name in conn.execute(sql["attributes"], {"tables": described})}
+    if keys:
+        asked = {
+            "tables": sorted({rel for rel, _ in keys}),
+            "key_tables": [rel for rel, _ in keys],
+            "key_attnums": [num for _, num in keys],
+        }
+        names = {(rel, num): name for rel, num, name in conn.execute(sql["attributes"], asked)}
     indexes = [
         IndexRead(
             relid=r[0],

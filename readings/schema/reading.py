@@ -4,10 +4,12 @@
 Each database the monitoring role may connect to (templates and databases that refuse connections left out) is
 read on a connection of its own, the snapshot's database on the snapshot's, each in a read-only transaction under
 the reading's statement_timeout, all within the reading's time (SCHEMA_SECONDS, and never past the snapshot's
-deadline). Caps bound what one reading takes: databases (SCHEMA_MAX_DATABASES), tables per server (the largest
-first, SCHEMA_MAX_TABLES) and their indexes (SCHEMA_MAX_INDEXES). A database left unread, refused or capped is
-said in the reading's status; the others are stored. It runs after the other readings, so that its time never
-takes theirs.
+deadline). The other databases' connections dial the address of the snapshot's own (checked by the network policy
+again, never looked up again): a host name switched meanwhile to another address is not followed. Caps bound what
+one reading takes: databases (SCHEMA_MAX_DATABASES: the snapshot's, then the first others by name; the server is
+asked for no more, and the rest are counted and a few named), tables per server (the largest first,
+SCHEMA_MAX_TABLES) and their indexes (SCHEMA_MAX_INDEXES). A database left unread, refused or capped is said in the
+reading's status; the others are stored. It runs after the other readings, so that its time never takes theirs.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from django.conf import settings
 from history import schema as stored
 from history import tables
 from readings import connection as monitored
-from readings.errors import CollectionError, SnapshotTimeout, from_query_error
+from readings.errors import CollectionError, SnapshotTimeout, from_query_error, summary
 from readings.schema import catalog
 from readings.unit import Budget, Failure, Reading, Snapshot
 
@@ -31,6 +33,8 @@ RESERVE_S = 1.0
 # Every index of a database is described again (definition, key names, expressions) at least this often; in
 # between, an index known by oid and name is not (catalog.py): a renamed column shows within a day.
 DESCRIBE_EVERY_US = 86_400 * 1_000_000
+# The databases past the cap named in the reading's status and note (the others counted only).
+NAMED_BEYOND_CAP = 5
 
 
 @dataclass
@@ -50,6 +54,36 @@ class SchemaRead:
     previous: dict[str, stored.DatabaseState]
     replication: catalog.Server
     spent_s: float
+    databases_total: int = 0  # the server's databases a reading may list, read or not
+    databases_cap: int = 0  # SCHEMA_MAX_DATABASES when read
+    beyond_cap: list[str] = field(default_factory=list)  # the first databases past the cap, by name
+
+
+# Why a database was left unread in the reading's own words (its status's code), shown to every reader as it is.
+OWN_REASONS = frozenset({"cap", "privilege", "time"})
+# The console's sentence for a failure's class, said of one database (readings.errors.SUMMARIES says it of the
+# server; a class not here reads as it does there).
+DATABASE_SUMMARIES = {
+    "error": "Its tables and indexes could not be read.",
+    "unreachable": "The console could not connect to this database, or the connection was lost.",
+    "auth_failed": "The server refused the monitoring role's login to this database.",
+    "insufficient_privilege": (
+        "The server refused the monitoring role's connection to this database, or a read in it (its privileges, "
+        "pg_hba.conf)."
+    ),
+    "timeout": "Reading it took longer than the statement timeout, or waited for a lock.",
+}
+
+
+def database_error(code: str, message: str, *, detail: bool) -> str:
+    """Why a database was not read, as its reader may see it (readings.errors.shown): the reading's own reasons as
+    they are; a failure's message, libpq's or the server's words and the addresses it tried, for those who see
+    connection detail (console staff), and the console's sentence for its class for everyone else."""
+    if not code and not message:
+        return ""
+    if code in OWN_REASONS or detail:
+        return message
+    return DATABASE_SUMMARIES.get(code) or summary(code)
 
 
 def _deadline(snap: Snapshot) -> tuple[float, float]:
@@ -82,22 +116,21 @@ def read(snap: Snapshot) -> SchemaRead:
     started = time.monotonic()
     deadline, budget_s = _deadline(snap)
     sql = catalog.SQL.at(snap.meta.server_version_num)
+    cap = int(cfg["SCHEMA_MAX_DATABASES"])
     try:
-        databases, replication = catalog.read_databases(snap.conn, sql)
+        listed, replication = catalog.read_databases(snap.conn, sql, limit=cap + NAMED_BEYOND_CAP)
     except psycopg.Error as exc:
         raise from_query_error(exc, "listing the server's databases") from exc
+    databases = listed.listed[:cap]
     previous = stored.load_state(snap.server.pk)
     status = ((snap.previous.state.readings or {}).get("schema") or {}) if snap.previous.state else {}
     before = status.get("databases") or {}
     target = None
     tables_left, indexes_left = cfg["SCHEMA_MAX_TABLES"], cfg["SCHEMA_MAX_INDEXES"]
     outcomes = []
-    for n, database in enumerate(databases):
+    for database in databases:
         outcome = Outcome(database.name)
         outcomes.append(outcome)
-        if n >= cfg["SCHEMA_MAX_DATABASES"]:
-            outcome.code, outcome.error = "cap", f"beyond the {cfg['SCHEMA_MAX_DATABASES']} databases a reading takes"
-            continue
         if not database.may_connect:
             outcome.code, outcome.error = (
                 "privilege",
@@ -121,18 +154,28 @@ def read(snap: Snapshot) -> SchemaRead:
                 except psycopg.Error as exc:
                     raise from_query_error(exc, f"reading the tables and indexes of database {database.name}") from exc
             else:
-                target = target or monitored.monitoring_target(snap.server)
+                # The address the snapshot's connection dialed: every database's connection goes there.
+                target = target or monitored.monitoring_target(snap.server).pinned(snap.conn.info.hostaddr)
                 outcome.read = _read_elsewhere(target, database, sql, deadline, caps)
         except CollectionError as exc:
             outcome.code, outcome.error = exc.code, exc.message
             if database.current:
                 raise  # the snapshot's own transaction is over: the reading fails as a whole
             if isinstance(exc, SnapshotTimeout):  # the reading's time, not the snapshot's, was what ran out
+                outcome.code = "time"
                 outcome.error = f"not read within the reading's {budget_s:g} s: it was given up there"
             continue
         tables_left -= len(outcome.read.tables)
         indexes_left -= len(outcome.read.indexes)
-    return SchemaRead(outcomes, previous, replication, time.monotonic() - started)
+    return SchemaRead(
+        outcomes,
+        previous,
+        replication,
+        time.monotonic() - started,
+        databases_total=listed.total,
+        databases_cap=cap,
+        beyond_cap=[d.name for d in listed.listed[cap:]],
+    )
 
 
 def _known(state: stored.DatabaseState | None, earlier: dict, at_us: int) -> dict[int, str] | None:
@@ -192,13 +235,24 @@ def compute(snap: Snapshot, got: SchemaRead) -> Computed:
         }
     snap.status["schema"] = snap.status.get("schema", {}) | {
         "databases": databases,
+        "databases_total": got.databases_total,
+        "databases_cap": got.databases_cap,
+        "beyond_cap": got.beyond_cap,
         "in_recovery": got.replication.in_recovery,
         "standbys": got.replication.standbys,
         "spent_ms": round(got.spent_s * 1000, 1),
     }
+    # At most SCHEMA_MAX_DATABASES of them, each message cut (readings.errors): the notes stay bounded.
     unread = [f"{name} ({d['error']})" for name, d in databases.items() if not d["ok"]]
     if unread:
         snap.notes.append(f"tables and indexes not read in {len(unread)} database(s): " + "; ".join(unread))
+    if got.databases_total > got.databases_cap:
+        snap.notes.append(
+            f"{got.databases_total - got.databases_cap:,} of the server's {got.databases_total:,} databases not read: "
+            f"a reading takes {got.databases_cap} (COLLECTOR_SCHEMA_MAX_DATABASES), the first by name; past them "
+            + ", ".join(got.beyond_cap)
+            + (" ..." if got.databases_total - got.databases_cap > len(got.beyond_cap) else "")
+        )
     capped = [
         f"{name} ({d['tables']} of {d['tables_total']} tables)"
         for name, d in databases.items()

@@ -23,6 +23,10 @@ CONTROL_SYSTEM = "pg_catalog.pg_control_system()"
 CONTROL_CHECKPOINT = "pg_catalog.pg_control_checkpoint()"
 IS_IN_RECOVERY = "pg_catalog.pg_is_in_recovery()"
 FUNCTIONS = (CONTROL_SYSTEM, CONTROL_CHECKPOINT, IS_IN_RECOVERY)
+# The settings read, by name: a bounded list, whatever placeholders a database's owner defined under the prefix.
+SETTINGS = tuple(
+    f"pg_stat_statements.{name}" for name in ("max", "track", "track_utility", "track_planning", "save", "sample_rate")
+) + ("pg_wait_sampling.profile_period",)
 
 META_SQL = """
 SELECT current_setting('server_version_num')::int,
@@ -34,8 +38,8 @@ SELECT current_setting('server_version_num')::int,
          WHERE e.extname = 'pg_stat_statements'),
        (SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
          WHERE e.extname = 'pg_wait_sampling'),
-       (SELECT coalesce(json_object_agg(name, setting), '{}'::json) FROM pg_settings
-         WHERE name LIKE 'pg\\_stat\\_statements.%%' OR name = 'pg_wait_sampling.profile_period'),
+       (SELECT coalesce(json_object_agg(name, left(setting, 100)), '{}'::json) FROM pg_settings
+         WHERE name = ANY(%s::text[])),
        pg_has_role(current_user, 'pg_read_all_stats', 'USAGE'),
        (SELECT oid::int8 FROM pg_roles WHERE rolname = current_user),
        (SELECT coalesce(array_agg(f), '{}') FROM unnest(%s::text[]) AS f WHERE has_function_privilege(f, 'EXECUTE'))
@@ -80,7 +84,7 @@ def timestamp(us: int | None) -> datetime | None:
 def read_meta(conn: psycopg.Connection, functions: tuple[str, ...] = ()) -> ServerMeta:
     """Server, extension and settings; `functions` (signatures) are checked for EXECUTE privilege."""
     try:
-        row = conn.execute(META_SQL, (list(functions),)).fetchone()
+        row = conn.execute(META_SQL, (list(SETTINGS), list(functions))).fetchone()
     except psycopg.Error as exc:
         raise from_query_error(exc, "reading server information") from exc
     (

@@ -31,7 +31,7 @@ from readings.errors import (
     from_query_error,
 )
 from readings.settings.instance import ServerMeta
-from readings.texts.texts import TextRead
+from readings.texts.texts import TextRead, bounded
 
 COLUMNS_SQL = """
 SELECT a.name
@@ -265,8 +265,15 @@ def read_entries(
         }
         texts = {}
         if texts_of_new is not None and values[-1] is not None:
-            for u, d, q, t, text, cut in json.loads(values[-1]):
-                texts[(u, d, q, t)] = TextRead(present=True, visible=True, text=text, cut=bool(cut))
+            max_chars, count = texts_of_new
+            # As much as asked for at most (a character is at most 6 bytes as JSON writes it), before it is parsed.
+            if len(values[-1]) > count * (6 * max_chars + 128):
+                raise CollectionError(
+                    f"unexpected reply from pg_stat_statements: {len(values[-1]):,} bytes of texts, more than asked"
+                )
+            for u, d, q, t, text, cut in json.loads(values[-1])[:count]:
+                read = TextRead(present=True, visible=True, text=text, cut=bool(cut))
+                texts[(u, d, q, t)] = bounded(read, max_chars)
     except binary_array.ArrayFormatError as exc:
         raise CollectionError(f"unexpected reply from pg_stat_statements: {exc}") from exc
     n = len(changed_prev_index)

@@ -78,6 +78,14 @@ LEFT JOIN (SELECT userid::int8, dbid::int8, queryid, {toplevel} AS toplevel, que
 TEXT_BATCH = 500  # keys asked for in one call (each call reads the server's query text file once)
 
 
+def bounded(read: TextRead, max_chars: int) -> TextRead:
+    """The text as the console asked for it: cut to `max_chars` here too when the server sent more (its SQL cuts
+    it there, and a server is not trusted to have done so), and marked cut."""
+    if read.text is None or len(read.text) <= max_chars:
+        return read
+    return TextRead(read.present, read.visible, read.text[:max_chars], cut=True)
+
+
 def read_texts(
     conn: psycopg.Connection,
     meta: ServerMeta,
@@ -119,9 +127,10 @@ def read_texts(
             part = [c[start : start + size] for c in columns]
             params = (max_chars, max_chars, *part, sorted(set(part[2])))
             for userid, dbid, queryid, top, present, visible, text, cut in conn.execute(query, params):
-                out.by_key[(userid, dbid, queryid, top)] = TextRead(present, visible, text, bool(cut))
-                if left is not None and text is not None:
-                    left -= len(text)
+                read = bounded(TextRead(present, visible, text, bool(cut)), max_chars)
+                out.by_key[(userid, dbid, queryid, top)] = read
+                if left is not None and read.text is not None:
+                    left -= len(read.text)
             start += size
         out.deferred = len(keys) - start
         out.databases = dict(

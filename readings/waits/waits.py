@@ -11,12 +11,13 @@ import time
 from dataclasses import dataclass
 
 import psycopg
+from django.conf import settings
 from psycopg import sql
 
 from history.wait_rows import IntervalWait
 from readings import unit
 from readings.connection import own_application_names
-from readings.errors import from_query_error
+from readings.errors import CollectionError, from_query_error
 from readings.settings.instance import ServerMeta
 
 ProfileKey = tuple[int, str | None, str | None, int]  # pid, event_type, event, queryid
@@ -36,7 +37,9 @@ class WaitReading:
 # What the waits reading asks, per server version: pg_wait_sampling's profile where it is installed, else looks at
 # pg_stat_activity (active client sessions by wait event, and query id from 14), the console's own sessions
 # (collector, sampler, connection check) left out.
-_PROFILE = "SELECT pid, event_type, event, coalesce(queryid, 0), count FROM {schema}.pg_wait_sampling_profile"
+# The profile keeps a row per backend, event and query id from the server's start (or its last reset): at most
+# COLLECTOR_WAIT_PROFILE_MAX_ROWS are taken, and a larger one is not read (looks at pg_stat_activity instead).
+_PROFILE = "SELECT pid, event_type, event, coalesce(queryid, 0), count FROM {schema}.pg_wait_sampling_profile LIMIT %s"
 _ACTIVITY = (
     "SELECT wait_event_type, wait_event, {query_id}, count(*) FROM pg_stat_activity "
     "WHERE state = 'active' AND pid <> pg_backend_pid() AND backend_type = 'client backend' "
@@ -51,13 +54,22 @@ SQL = unit.Sql(
 
 
 def read_wait_sampling(conn: psycopg.Connection, meta: ServerMeta) -> WaitReading:
+    """The cumulative profile; CollectionError when it holds more than COLLECTOR_WAIT_PROFILE_MAX_ROWS rows (a
+    part of it would make wrong deltas: the rows left out one time and read the next would count from zero)."""
     query = sql.SQL(SQL.at(meta.server_version_num)["pg_wait_sampling"]).format(
         schema=sql.Identifier(meta.wait_sampling_schema)
     )
+    max_rows = int(settings.COLLECTOR["WAIT_PROFILE_MAX_ROWS"])
     try:
-        profile = {(pid, et, ev, qid): int(n) for pid, et, ev, qid, n in conn.execute(query)}
+        rows = conn.execute(query, (max_rows + 1,)).fetchmany(max_rows + 1)
     except psycopg.Error as exc:
         raise from_query_error(exc, "reading pg_wait_sampling_profile") from exc
+    if len(rows) > max_rows:
+        raise CollectionError(
+            f"its profile holds more than {max_rows:,} rows (COLLECTOR_WAIT_PROFILE_MAX_ROWS): one per backend, event "
+            "and query since the server's start; pg_wait_sampling.profile_pid = off keeps one per event and query"
+        )
+    profile = {(pid, et, ev, qid): int(n) for pid, et, ev, qid, n in rows}
     period = float(meta.settings.get("pg_wait_sampling.profile_period") or 10)
     return WaitReading(source="pg_wait_sampling", profile=profile, period_ms=period)
 

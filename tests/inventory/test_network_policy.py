@@ -106,3 +106,25 @@ def test_the_policy_holds_again_at_connect_time(pg_clusters, settings):
     assert (
         "localhost resolves to" in server.last_error_message and "MONITOR_ALLOW_LOOPBACK" in server.last_error_message
     )
+
+
+def test_an_address_dialled_before_is_checked_again_without_a_lookup(settings, monkeypatch):
+    """recheck_address: the address a snapshot's first connection dialled, for its other connections: the policy
+    now, and no lookup of the name (which may answer otherwise meanwhile)."""
+    settings.MONITOR_ALLOW_LOOPBACK = settings.MONITOR_ALLOW_PRIVATE = True
+
+    resolve = network_policy.resolve
+
+    def no_lookup(host, port):
+        assert host != "db1.example", "the server's name looked up"
+        return resolve(host, port)  # the console's own services' (their addresses are refused)
+
+    monkeypatch.setattr(network_policy, "resolve", no_lookup)
+    assert network_policy.recheck_address("db1.example", "10.1.2.3", 5432) == "10.1.2.3"
+    with pytest.raises(network_policy.Refused, match="db1.example resolves to 169.254.169.254: .*link-local"):
+        network_policy.recheck_address("db1.example", "169.254.169.254", 5432)
+    with pytest.raises(network_policy.Refused, match="not an IP address"):
+        network_policy.recheck_address("db1.example", "db2.example", 5432)
+    settings.MONITOR_ALLOW_PRIVATE = False
+    with pytest.raises(network_policy.Refused, match="MONITOR_ALLOW_PRIVATE"):
+        network_policy.recheck_address("db1.example", "10.1.2.3", 5432)

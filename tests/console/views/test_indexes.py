@@ -1,6 +1,7 @@
 """The Indexes page (/servers/<id>/indexes/) of a real server collected through the schema reading: what each
-database's last reading said (read, refused), the index advice, the tables and indexes by size with their scans and
-writes over the range, escaped definitions; members only, others get a 404."""
+database's last reading said (read, refused: libpq's words to console staff only; the databases past the cap
+counted), the index advice, the tables and indexes by size with their scans and writes over the range, escaped
+definitions; members only, others get a 404."""
 
 from __future__ import annotations
 
@@ -20,11 +21,14 @@ from tests.world import collect, register, run, settled
 
 pytestmark = pytest.mark.django_db(transaction=True)
 REFUSED_DB = "ixpage_refused"
+FULL_DB = "ixpage_full"  # CONNECT granted, a connection limit of 0: libpq says why, with the server's address
+SENTENCE = "The console could not connect to this database, or the connection was lost."
 
 
 @pytest.fixture
 def every_reading(settings):
-    settings.COLLECTOR = {**settings.COLLECTOR, "SCHEMA_INTERVAL_S": 0}
+    # Every database of the shared cluster within the cap, whatever other tests left there.
+    settings.COLLECTOR = {**settings.COLLECTOR, "SCHEMA_INTERVAL_S": 0, "SCHEMA_MAX_DATABASES": 1000}
 
 
 @pytest.fixture
@@ -40,6 +44,8 @@ def world(pg_clusters, every_reading):
     c.execute(f"DROP DATABASE IF EXISTS {REFUSED_DB}")
     c.execute(f"CREATE DATABASE {REFUSED_DB}")
     c.execute(f"REVOKE CONNECT ON DATABASE {REFUSED_DB} FROM PUBLIC")
+    c.execute(f"DROP DATABASE IF EXISTS {FULL_DB}")
+    c.execute(f"CREATE DATABASE {FULL_DB} CONNECTION LIMIT 0")
     server = register(c, org="ixpage-org")
     collect(server)
     run(c, "INSERT INTO ixp_orders SELECT g, 'm' FROM generate_series(3001, 3040) g")
@@ -55,6 +61,7 @@ def world(pg_clusters, every_reading):
     outsider = User.objects.create_user("ixpage-outsider", password="pw-ixpage-2")
     yield server, viewer, outsider
     c.execute(f"DROP DATABASE IF EXISTS {REFUSED_DB}")
+    c.execute(f"DROP DATABASE IF EXISTS {FULL_DB}")
 
 
 def _row(html: str, section: str, name: str) -> list[str]:
@@ -98,3 +105,45 @@ def test_an_outsider_gets_a_404_and_an_htmx_request_the_body_only(client, world)
     client.force_login(viewer)
     body = client.get(reverse("server-indexes", args=[server.pk]), HTTP_HX_REQUEST="true").content.decode()
     assert body.lstrip().startswith('<div id="indexes-body">') and "<html" not in body
+
+
+def _database(html: str, name: str) -> str:
+    """The text of the database's line in the page's list of databases."""
+    (line,) = re.findall(rf'<li class="database[^"]*">\s*<strong>{name}</strong>:(.*?)</li>', html, re.S)
+    return htmllib.unescape(re.sub(r"<[^>]+>", "", line))
+
+
+def test_a_viewer_reads_the_consoles_sentence_for_a_database_and_staff_read_libpqs_words(client, world):
+    server, viewer, _ = world
+    url = reverse("server-indexes", args=[server.pk])
+    client.force_login(viewer)
+    line = _database(client.get(url).content.decode(), FULL_DB)
+    assert SENTENCE in line and "too many connections" not in line and "127.0.0.1" not in line
+    assert "no CONNECT privilege" in _database(client.get(url).content.decode(), REFUSED_DB)  # the console's own
+    staff = User.objects.create_user("ixpage-staff", password="pw-ixpage-3", is_staff=True)
+    Membership.objects.create(user=staff, organization=server.organization, role=Membership.Role.VIEWER)
+    client.force_login(staff)
+    line = _database(client.get(url).content.decode(), FULL_DB)
+    assert "too many connections" in line and "127.0.0.1" in line and SENTENCE not in line
+
+
+def test_the_page_says_how_many_databases_the_cap_left_unread(client, world, settings, pg_clusters):
+    server, viewer, _ = world
+    every = [
+        name
+        for (name,) in pg_clusters[15].execute(
+            "SELECT datname FROM pg_database WHERE NOT datistemplate AND datallowconn "
+            "ORDER BY datname <> 'app', datname"
+        )
+    ]
+    settings.COLLECTOR = {**settings.COLLECTOR, "SCHEMA_MAX_DATABASES": 2}
+    collect(server)
+    client.force_login(viewer)
+    html = client.get(reverse("server-indexes", args=[server.pk]), {"range": "1h"}).content.decode()
+    assert re.findall(r'<li class="database[^"]*">\s*<strong>([^<]+)</strong>', html) == every[:2]
+    said = htmllib.unescape(re.sub(r"\s+", " ", html[html.index('class="not-tracked databases-capped"') :]))
+    said = said[: said.index("</p>")]
+    assert f"The server has {len(every)} databases, more than the reading's cap of 2" in said
+    assert "(COLLECTOR_SCHEMA_MAX_DATABASES): a reading takes the 2 above" in said
+    named = ", ".join(every[2:7]) + (f" and {len(every) - 7} more" if len(every) > 7 else "")
+    assert said.endswith(f"{len(every) - 2} {'is' if len(every) == 3 else 'are'} not read: {named}.")

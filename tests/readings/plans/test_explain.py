@@ -1,12 +1,15 @@
 """readings/plans/explain.py on real PostgreSQL 13 to 18: generic plans of normalized texts, DML planned and never
 run, read-only, timeouts, permissions and the search path of the statement's role."""
 
+import json
 import time
+import types
 
 import psycopg
 import pytest
 
 from readings.connection import PINNED_OPTIONS
+from readings.plans import explain as explaining
 from readings.plans.explain import Plan, Unexplained, explain, role_search_path
 from tests.world import APP_DB, MONITOR_PASSWORD, MONITOR_USER, held_exclusive
 
@@ -212,3 +215,47 @@ def test_planning_that_would_take_minutes_is_given_up_at_the_statement_timeout(p
     assert isinstance(found, Unexplained) and found.code == "timeout", found
     assert "canceling statement due to statement timeout" in found.reason
     assert waited < 1.5 and busy == 0, (waited, busy)
+
+
+def _partitioned(c, partitions: int) -> None:
+    c.execute(
+        "DROP TABLE IF EXISTS plan_parts; CREATE TABLE plan_parts (id int, v int) PARTITION BY RANGE (id); "
+        + "".join(
+            f"CREATE TABLE plan_parts_{n} PARTITION OF plan_parts FOR VALUES FROM ({n * 100}) TO ({n * 100 + 100}); "
+            for n in range(partitions)
+        ),
+        dbname=APP_DB,
+    )
+
+
+@pytest.mark.parametrize("major", [13, 17])
+def test_a_plan_larger_than_the_cap_is_refused_with_its_size_and_never_parsed(
+    pg_clusters, major, settings, monkeypatch
+):
+    """A statement over a table of 200 partitions, none pruned by a generic plan: its plan is some hundreds of kB of
+    JSON. Over PLANS_MAX_PLAN_BYTES it gets the reason "too_large" with both sizes, and the reply is measured, not
+    parsed; under it, the plan."""
+    c = pg_clusters[major]
+    _partitioned(c, 200)
+    text = "SELECT * FROM plan_parts WHERE v = $1"
+    parsed = []
+
+    def loads(raw):
+        parsed.append(len(raw))
+        return json.loads(raw)
+
+    monkeypatch.setattr(explaining, "json", types.SimpleNamespace(loads=loads))
+    settings.PLANS = {**settings.PLANS, "MAX_PLAN_BYTES": 50_000}
+    with psycopg.connect(c.dsn(APP_DB), **CONSOLE) as conn:
+        refused = explain(conn, text, role="postgres", server_version_num=major * 10000, **LIMITS)
+        assert parsed == [] and isinstance(refused, Unexplained), refused
+        settings.PLANS = {**settings.PLANS, "MAX_PLAN_BYTES": 10 * 2**20}
+        planned = explain(conn, text, role="postgres", server_version_num=major * 10000, **LIMITS)
+        assert conn.execute("SELECT count(*) FROM pg_prepared_statements").fetchone()[0] == 0
+        assert conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+    assert refused.code == "too_large" and refused.reason.startswith("the server's plan is larger than the console")
+    assert refused.reason.endswith(
+        f"{parsed[0]:,} bytes of EXPLAIN output, over the 50,000 bytes a plan may take (PLANS_MAX_PLAN_BYTES)"
+    )
+    assert isinstance(planned, Plan) and len(parsed) == 1 and parsed[0] > 50_000
+    assert _nodes(planned.plan).count("Seq Scan") == 200

@@ -11,6 +11,7 @@ import pytest
 
 from readings.check import CheckFinding
 from readings.connection import PINNED_OPTIONS
+from readings.plans import explain as explaining
 from readings.plans.explain import HELPER_SQL, Plan, Unexplained, explain, helper_usable
 from tests.readings.test_check import check
 from tests.world import APP_DB, MONITOR_PASSWORD, MONITOR_USER
@@ -226,3 +227,32 @@ def test_a_pgconsole_schema_a_user_made_is_neither_used_nor_installed_into(helpe
             _install(c)
     finally:
         c.execute("DROP SCHEMA pgconsole CASCADE; REVOKE CREATE ON DATABASE app FROM mallory", dbname=APP_DB)
+
+
+def test_a_plan_the_helper_makes_larger_than_the_cap_is_measured_on_the_server_and_not_sent(
+    helped, settings, monkeypatch
+):
+    """Through the helper the plan's size is measured on the server, which sends the plan only within
+    PLANS_MAX_PLAN_BYTES: over it the reason "too_large", and no plan crossed the wire."""
+    c, version = helped
+    _install(c)
+    sent = []
+    bounded = explaining._bounded_plan
+
+    def seen(raw, size_bytes):
+        sent.append((raw is not None, size_bytes))
+        return bounded(raw, size_bytes)
+
+    monkeypatch.setattr(explaining, "_bounded_plan", seen)
+    select = "SELECT note FROM helper_orders WHERE customer = $1"
+    with _as_monitor(c) as conn:
+        settings.PLANS = {**settings.PLANS, "MAX_PLAN_BYTES": 100}
+        refused = explain(conn, select, role="postgres", server_version_num=version, **LIMITS)
+        settings.PLANS = {**settings.PLANS, "MAX_PLAN_BYTES": 2**20}
+        planned = explain(conn, select, role="postgres", server_version_num=version, **LIMITS)
+    assert isinstance(refused, Unexplained) and refused.code == "too_large", refused
+    assert "over the 100 bytes a plan may take (PLANS_MAX_PLAN_BYTES)" in refused.reason
+    assert isinstance(planned, Plan) and planned.via_helper
+    (first, second) = sent
+    assert first[0] is False and first[1] > 100  # measured there, not sent
+    assert second == (True, first[1])

@@ -54,8 +54,9 @@ def test_a_databases_tables_and_indexes_as_its_majors_views_give_them(pg_cluster
     c.execute("SELECT pg_stat_force_next_flush()" if major >= 15 else "SELECT 1", dbname="app")
     sql = catalog.SQL.at(major * 10000)
     with _conn(c) as conn:
-        databases, replication = catalog.read_databases(conn, sql)
-        assert databases[0].name == "app" and databases[0].current
+        listed, replication = catalog.read_databases(conn, sql, limit=100)
+        databases = listed.listed
+        assert databases[0].name == "app" and databases[0].current and listed.total == len(databases)
         assert replication == catalog.Server(in_recovery=False, standbys=0)
         assert {"postgres", "app"} <= {d.name for d in databases} and "template1" not in {d.name for d in databases}
         read = catalog.read_database(conn, sql, databases[0], max_tables=1000, max_indexes=1000)
@@ -81,7 +82,7 @@ def test_the_caps_keep_the_largest_tables_and_say_how_many_there_were(pg_cluster
     _world(c)
     sql = catalog.SQL.at(150000)
     with _conn(c) as conn:
-        (app, *_), _ = catalog.read_databases(conn, sql)
+        app = catalog.read_databases(conn, sql, limit=1)[0].listed[0]
         read = catalog.read_database(conn, sql, app, max_tables=1, max_indexes=1000)
         indexes_capped = catalog.read_database(conn, sql, app, max_tables=1000, max_indexes=1)
     assert [t.name for t in read.tables] == [_largest(c)] and read.tables_total >= 4 and read.capped
@@ -94,7 +95,7 @@ def test_an_index_known_by_oid_and_name_is_not_described_again_and_a_renamed_one
     _world(c)
     sql = catalog.SQL.at(150000)
     with _conn(c) as conn:
-        (app, *_), _ = catalog.read_databases(conn, sql)
+        app = catalog.read_databases(conn, sql, limit=1)[0].listed[0]
         first = catalog.read_database(conn, sql, app, max_tables=1000, max_indexes=1000)
         ids = {i.name: i.relid for i in first.indexes}
         known = {ids["cat_big_v"]: "cat_big_v", ids["cat_big_pkey"]: "cat_big_pkey"}
@@ -116,7 +117,28 @@ def test_a_database_the_role_may_not_connect_to_is_listed_as_such(pg_clusters):
     c.execute(f"CREATE DATABASE {OTHER_DB}")
     c.execute(f"REVOKE CONNECT ON DATABASE {OTHER_DB} FROM PUBLIC")
     with psycopg.connect(c.dsn("app", "monitor", "monitor-pw"), autocommit=True) as conn:
-        databases, _ = catalog.read_databases(conn, catalog.SQL.at(150000))
+        listed, _ = catalog.read_databases(conn, catalog.SQL.at(150000), limit=100)
     c.execute(f"DROP DATABASE {OTHER_DB}")
-    found = {d.name: d.may_connect for d in databases}
+    found = {d.name: d.may_connect for d in listed.listed}
     assert found[OTHER_DB] is False and found["app"] is True
+
+
+def test_the_list_of_databases_is_as_long_as_asked_and_counts_them_all(pg_clusters):
+    """A server of many databases: the snapshot's first, then the first others by name, no more than asked for (a
+    LIMIT on the server), and how many there are in all."""
+    c = pg_clusters[15]
+    names = [f"catalog_many_{n}" for n in range(3)]
+    for name in names:
+        c.execute(f"DROP DATABASE IF EXISTS {name}")
+        c.execute(f"CREATE DATABASE {name}")
+    try:
+        with psycopg.connect(c.dsn("app", "monitor", "monitor-pw"), autocommit=True) as conn:
+            every, _ = catalog.read_databases(conn, catalog.SQL.at(150000), limit=1000)
+            two, replication = catalog.read_databases(conn, catalog.SQL.at(150000), limit=2)
+    finally:
+        for name in names:
+            c.execute(f"DROP DATABASE IF EXISTS {name}")
+    ordered = sorted(d.name for d in every.listed if d.name != "app")
+    assert every.total == len(every.listed) >= 5 and set(names) <= set(ordered)
+    assert [d.name for d in two.listed] == ["app", ordered[0]] and two.total == every.total
+    assert replication == catalog.Server(in_recovery=False, standbys=0)

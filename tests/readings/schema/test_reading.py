@@ -1,6 +1,7 @@
 """The schema reading (readings/schema/) through real collections of real servers: every database's tables and
 indexes with their statistics, stored as deltas, each database on its own; caps, refusals and resets said."""
 
+import ipaddress
 import time
 
 import pytest
@@ -9,10 +10,15 @@ from django.utils import timezone
 
 from history import partitions
 from history.models import SchemaIndex, SchemaTable, ServerState
+from inventory import network_policy
+from readings import connection as monitored
+from readings.errors import RefusedByPolicy
+from readings.public import database_error
 from tests.world import collect, held_exclusive, register, run, settled
 
 pytestmark = pytest.mark.django_db(transaction=True)
 OTHER_DB = "schema_other"
+FULL_DB = "schema_full"  # CONNECT granted, but a connection limit of 0: libpq's words say why
 
 
 @pytest.fixture
@@ -217,3 +223,74 @@ def test_a_partition_dropped_behind_the_workers_back_is_made_again(pg_clusters, 
     collect(server)
     ((tables, _),) = _deltas(server)
     assert tables["sr_orders"]["n_tup_ins"] == 1
+
+
+def _databases(c) -> list[str]:
+    """The databases a reading lists, the monitored one first, then by name (as the server sorts names)."""
+    rows = c.execute(
+        "SELECT datname FROM pg_database WHERE NOT datistemplate AND datallowconn ORDER BY datname <> 'app', datname",
+    )
+    return [name for (name,) in rows]
+
+
+def test_a_server_of_more_databases_than_the_cap_is_asked_for_the_first_and_counts_the_rest(pg_clusters, every_reading):
+    """The server's databases past SCHEMA_MAX_DATABASES are not listed one by one, in the status or its note, at
+    each reading: a count and the first few names are kept."""
+    c = pg_clusters[15]
+    _world(c)
+    every_reading.COLLECTOR = {**every_reading.COLLECTOR, "SCHEMA_MAX_DATABASES": 1}
+    server = register(c)
+    result = collect(server)
+    status, listed = _status(server), _databases(c)
+    assert list(status["databases"]) == ["app"] and status["databases"]["app"]["ok"]
+    assert status["databases_total"] == len(listed) >= 3 and status["databases_cap"] == 1
+    assert status["beyond_cap"] == listed[1:6]
+    (note,) = [n for n in result.notes if "COLLECTOR_SCHEMA_MAX_DATABASES" in n]
+    assert f"{len(listed) - 1} of the server's {len(listed)} databases not read" in note
+    assert all(name in note for name in listed[1:6]) and all(name not in note for name in listed[6:])
+    assert not SchemaTable.objects.filter(server_id=server.pk, database=OTHER_DB).exists()
+
+
+def test_a_database_libpq_cannot_connect_to_keeps_libpqs_words_for_staff_only(pg_clusters, every_reading):
+    c = pg_clusters[15]
+    _world(c)
+    c.execute(f"DROP DATABASE IF EXISTS {FULL_DB}")
+    c.execute(f"CREATE DATABASE {FULL_DB} CONNECTION LIMIT 0")  # the monitoring role is no superuser: refused
+    try:
+        server = register(c)
+        collect(server)
+        full = _status(server)["databases"][FULL_DB]
+    finally:
+        c.execute(f"DROP DATABASE IF EXISTS {FULL_DB}")
+    assert (full["ok"], full["code"]) == (False, "unreachable")
+    assert "too many connections" in full["error"] and "127.0.0.1" in full["error"]  # libpq's, with the address
+    said = database_error(full["code"], full["error"], detail=False)
+    assert said == "The console could not connect to this database, or the connection was lost."
+    assert database_error(full["code"], full["error"], detail=True) == full["error"]
+    assert database_error("privilege", "no CONNECT privilege", detail=False) == "no CONNECT privilege"
+
+
+def test_every_database_is_dialled_at_the_address_the_snapshot_dialled(pg_clusters, every_reading, monkeypatch):
+    """The server's host name switched, after the snapshot's connection, to an address the policy refuses (the
+    cloud metadata service's): the other databases' connections still go where the snapshot's went, without a
+    lookup of their own."""
+    c = pg_clusters[15]
+    _world(c)
+    server = register(c)
+    monitored.close_all()  # the snapshot's connection is a new one: its host is looked up
+    looked_up = []
+    resolve = network_policy.resolve
+
+    def switched(host, port):
+        if (host, port) != (server.host, server.port):
+            return resolve(host, port)
+        looked_up.append(host)
+        return resolve(host, port) if len(looked_up) == 1 else [ipaddress.ip_address("169.254.169.254")]
+
+    monkeypatch.setattr(network_policy, "resolve", switched)
+    collect(server)
+    databases = _status(server)["databases"]
+    assert databases[OTHER_DB]["ok"] and _table(server, "elsewhere", OTHER_DB)
+    assert looked_up == [server.host]  # once, for the snapshot's connection
+    with pytest.raises(RefusedByPolicy, match="link-local or cloud metadata"):  # a lookup now would be refused
+        monitored.monitoring_target(server).dial_address()

@@ -431,3 +431,29 @@ def test_a_first_snapshot_of_a_server_already_churning_reads_its_keys_texts_with
     seen = Statement.objects.filter(server=server, queryid__in=storm)
     assert seen.count() == 60
     assert list(seen.exclude(text_status=TextStatus.STORED).values_list("queryid", "text_status")) == []
+
+
+def test_a_server_sending_more_text_than_asked_for_is_cut_here_too(pg_clusters, monkeypatch):
+    """The texts' SQL cuts each text on the server (left()); a server that sends more anyway (here: the SQL made to
+    add to it) has it cut to the characters asked for by the console too, and marked cut."""
+    c = pg_clusters[16]
+    run(c, "DROP TABLE IF EXISTS texts_long; CREATE TABLE texts_long (id int)")
+    run(c, "SELECT count(*) FROM texts_long WHERE id > 0")
+    with psycopg.connect(c.dsn(APP_DB), autocommit=True) as conn:
+        meta = instance.read_meta(conn)
+        cmap = pgss.column_map(conn, -16, meta)
+        (key,) = conn.execute(
+            "SELECT userid::int8, dbid::int8, queryid, toplevel::int FROM pg_stat_statements "
+            "WHERE query LIKE 'SELECT count(*) FROM texts_long%%'"
+        ).fetchall()
+        honest = texts.read_texts(conn, meta, cmap, np.array([key], np.int64), max_chars=1000)
+        monkeypatch.setattr(
+            texts,
+            "_texts_query",
+            lambda meta, cmap: texts.texts_sql(meta.extension_schema, cmap.has_toplevel).replace(
+                "left(s.query, %s)", "s.query || repeat('x', %s)"
+            ),
+        )
+        lying = texts.read_texts(conn, meta, cmap, np.array([key], np.int64), max_chars=10)
+    assert honest.by_key[key].text.startswith("SELECT count(*) FROM texts_long") and not honest.by_key[key].cut
+    assert lying.by_key[key] == texts.TextRead(True, True, honest.by_key[key].text[:10], cut=True)

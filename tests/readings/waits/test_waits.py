@@ -7,6 +7,7 @@ import time
 import pytest
 from django.db import connection
 
+from history.models import ServerState
 from tests.world import collect, register, run, server_entry
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -81,3 +82,19 @@ def test_postgres_13_has_no_query_id_in_activity(pg_clusters, settings):
     _collect_while_sleeping(c, server, 1.5)
     rows = [r for r in _waits(server) if r[1] == "PgSleep"]
     assert len(rows) == 1 and rows[0][2] is None and rows[0][3] == 3
+
+
+def test_a_profile_larger_than_its_cap_is_not_read_and_activity_is_sampled_instead(pg_clusters, settings):
+    """pg_wait_sampling's profile past COLLECTOR_WAIT_PROFILE_MAX_ROWS (here 1 row) is not read, not even in part
+    (a part would make wrong deltas): the interval's wait events come from looks at pg_stat_activity, said in a note,
+    and no profile is kept for the next snapshot."""
+    settings.COLLECTOR = {**settings.COLLECTOR, "WAIT_PROFILE_MAX_ROWS": 1, "ACTIVITY_SAMPLES": 3}
+    c = pg_clusters[15]
+    _sleep_in_background(c, 0.5).join()  # the profile holds a row or more of this backend
+    server = register(c)
+    collect(server)
+    result = _collect_while_sleeping(c, server, 2)
+    (note,) = [n for n in result.notes if "pg_wait_sampling unusable" in n]
+    assert "more than 1 rows (COLLECTOR_WAIT_PROFILE_MAX_ROWS)" in note and "sampling pg_stat_activity" in note
+    assert {r[5] for r in _waits(server)} == {"pg_stat_activity"}
+    assert ServerState.objects.get(server_id=server.pk).wait_profile is None
