@@ -61,7 +61,7 @@ class MembershipInline(admin.TabularInline):
 
 @admin.register(Organization)
 class OrganizationAdmin(_DeletesHistory, admin.ModelAdmin):
-    list_display = ["name", "created_at", "max_servers", "min_interval_s", "max_collecting"]
+    list_display = ["name", "created_at", "max_servers", "min_interval_s", "max_collecting", "max_planning"]
     inlines = [MembershipInline]
 
     # An organization's servers go with it, and their history with them.

@@ -143,8 +143,16 @@ SPECTACULAR_SETTINGS = {
         "AlertDeliveryEventEnum": ["test", "open", "resolve", "remind", "escalate"],
     },
 }
-# Pages that make the console work for a user (console/throttling.py): requests per user, as DRF writes rates.
-PAGE_RATES = {"check": "20/min", "test_mail": "5/hour", "test_alert": "20/hour", "preview": "60/min"}
+# Pages that make the console work for a user (console/throttling.py): requests per user, as DRF writes rates. An
+# EXPLAIN asked for (the Plan tab's button, the API) counts against both of its rates.
+PAGE_RATES = {
+    "check": "20/min",
+    "test_mail": "5/hour",
+    "test_alert": "20/hour",
+    "preview": "60/min",
+    "explain": env("EXPLAIN_NOW_RATE", default="10/min"),
+    "explain_hourly": env("EXPLAIN_NOW_HOURLY_RATE", default="60/hour"),
+}
 # Throttling counters are shared by every web process: in Redis.
 CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
 
@@ -423,8 +431,15 @@ COLLECTOR = {
 METRICS = {
     # The rates' window: the last minutes, as a scrape every 15 s to 1 min reads them.
     "WINDOW_S": env.int("METRICS_WINDOW_S", default=300),
-    # One answer per token's scope for this long: scrapers polling more often cost one selector pass.
+    # One reading of the figures per scope (a user's, or an organization's for a metrics token) and kind (with or
+    # without statements) for this long, whatever the token or the format: scrapers polling more often cost one
+    # selector pass. A scrape that comes while another process reads them gets the previous figures, or waits up to
+    # COMPUTE_WAIT_S for these (then a 503), below Prometheus' default scrape timeout of 10 s.
     "CACHE_S": env.int("METRICS_CACHE_S", default=15),
+    "COMPUTE_WAIT_S": env.float("METRICS_COMPUTE_WAIT_S", default=5.0),
+    # Scrapes per token and kind, as DRF writes rates; past it a 429 with Retry-After. Prometheus counts any answer
+    # but a 200 as a failed scrape (up 0) and does not retry: this lets two servers (an HA pair) scrape every 5 s.
+    "RATE": env("METRICS_RATE", default="30/min"),
     # Per statement only on request (?statements=N): at most this many a server, for at most this many servers.
     "STATEMENTS_TOP_N": env.int("METRICS_STATEMENTS_TOP_N", default=10),
     "STATEMENTS_MAX_SERVERS": env.int("METRICS_STATEMENTS_MAX_SERVERS", default=100),
@@ -472,6 +487,13 @@ ORG_MIN_INTERVAL_S = env.int("ORG_MIN_INTERVAL_S", default=5)
 # organization's fleet uses every worker it scales out to; a console hosting several organizations sets it
 # below the threads of its collection workers together (compose runs 8).
 ORG_MAX_COLLECTING = env.int("ORG_MAX_COLLECTING", default=0)
+# Its share of the plans workers: at most this many plan jobs of its servers (a server's round of top statements,
+# an EXPLAIN asked for by a DBA, the API or the regression alert) run at once, across every plans worker
+# (readings.shares), so that its servers failing slowly (each holding a thread up to its connection's deadline)
+# leave the other organizations' plans their pace; more are put off (a second, then longer, up to 15 s), then
+# skipped (logged, and said to whoever asked) when they expire. 0: no limit, as ORG_MAX_COLLECTING; a console
+# hosting several organizations sets it below the threads of its plans workers together (compose runs 4).
+ORG_MAX_PLANNING = env.int("ORG_MAX_PLANNING", default=0)
 
 # --- History store retention (days) ---------------------------------------
 HISTORY = {

@@ -19,8 +19,8 @@ class Organization(models.Model):
     name = models.CharField(max_length=200, unique=True)
     created_at = models.DateTimeField(auto_now_add=True)
     # What one organization may ask of the console (inventory.services enforces the first two, readings.shares
-    # the third); empty: the defaults, settings ORG_MAX_SERVERS, ORG_MIN_INTERVAL_S and ORG_MAX_COLLECTING. Set by
-    # a console administrator (Django admin).
+    # the last two); empty: the defaults, settings ORG_MAX_SERVERS, ORG_MIN_INTERVAL_S, ORG_MAX_COLLECTING and
+    # ORG_MAX_PLANNING. Set by a console administrator (Django admin).
     max_servers = models.PositiveIntegerField(
         null=True, blank=True, help_text="Servers it may register (empty: ORG_MAX_SERVERS)."
     )
@@ -35,6 +35,12 @@ class Organization(models.Model):
         help_text="Collections of its servers running at once across the workers (empty: ORG_MAX_COLLECTING; "
         "0: no limit).",
     )
+    max_planning = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text="Plan jobs of its servers (rounds, EXPLAINs asked for) running at once on the plans workers "
+        "(empty: ORG_MAX_PLANNING; 0: no limit).",
+    )
 
     def server_limit(self) -> int:
         return self.max_servers if self.max_servers is not None else settings.ORG_MAX_SERVERS
@@ -45,6 +51,10 @@ class Organization(models.Model):
     def collecting_limit(self) -> int:
         """Its share of the collection workers (readings.shares): 0 for none."""
         return self.max_collecting if self.max_collecting is not None else settings.ORG_MAX_COLLECTING
+
+    def planning_limit(self) -> int:
+        """Its share of the plans workers' threads (readings.shares, readings.plans.service): 0 for none."""
+        return self.max_planning if self.max_planning is not None else settings.ORG_MAX_PLANNING
 
     class Meta:
         db_table = "console_organization"

@@ -1,14 +1,15 @@
-"""Each organization's share of the collection workers.
+"""Each organization's share of the collection workers, and of the plans worker.
 
 At most `Organization.collecting_limit()` collections of one organization's servers run at once, across every
 worker: a tenant whose servers answer slowly (each holding a worker thread until its snapshot's deadline) takes
 that many threads and no more, and the other organizations' collections keep their cadence. A collection over
 its organization's share is put off a second or two, and skipped once its server's next collection is due
-(readings.tasks).
+(readings.tasks). Plan jobs (a server's round, one statement's EXPLAIN asked for) have a share of their own,
+`Organization.planning_limit()` (PLANS_NAMESPACE; readings.plans.service.plans_slot).
 
-The share is a row of advisory locks in the history store, (SHARE_NAMESPACE + slot, organization id) for each
-slot below the limit: a running collection holds one in its worker's session, so a worker that dies gives its
-slots back with its connection, and no count can drift.
+The share is a row of advisory locks in the history store, (namespace + slot, organization id) for each slot
+below the limit: a running job holds one in its worker's session, so a worker that dies gives its slots back
+with its connection, and no count can drift.
 """
 
 from __future__ import annotations
@@ -19,39 +20,43 @@ from collections.abc import Iterator
 
 from django.db import DatabaseError, connection
 
-SHARE_NAMESPACE = 0x7068_0000  # + slot: (namespace, organization id), apart from history.LOCK_NAMESPACE's keys
+# + slot: (namespace, organization id), apart from history.LOCK_NAMESPACE's keys and from each other's (a slot
+# number stays below 0x10000)
+SHARE_NAMESPACE = 0x7068_0000  # the collections'
+PLANS_NAMESPACE = 0x7069_0000  # the plans worker's
 
 
-def _try(slot: int, organization_id: int) -> bool:
+def _try(namespace: int, slot: int, organization_id: int) -> bool:
     with connection.cursor() as cur:
-        cur.execute("SELECT pg_try_advisory_lock(%s, %s)", [SHARE_NAMESPACE + slot, organization_id])
+        cur.execute("SELECT pg_try_advisory_lock(%s, %s)", [namespace + slot, organization_id])
         return cur.fetchone()[0]
 
 
-def _release(slot: int, organization_id: int) -> None:
+def _release(namespace: int, slot: int, organization_id: int) -> None:
     try:
         with connection.cursor() as cur:
-            cur.execute("SELECT pg_advisory_unlock(%s, %s)", [SHARE_NAMESPACE + slot, organization_id])
+            cur.execute("SELECT pg_advisory_unlock(%s, %s)", [namespace + slot, organization_id])
     except DatabaseError:
         pass  # the session is gone, and its lock with it
 
 
 @contextlib.contextmanager
-def held(organization_id: int, limit: int) -> Iterator[bool]:
-    """Yields whether a slot of the organization's share is this collection's for the block (always, with no
-    limit). Slots are tried from a random one on, so that concurrent claims seldom meet on the same slot."""
+def held(organization_id: int, limit: int, *, namespace: int = SHARE_NAMESPACE) -> Iterator[bool]:
+    """Yields whether a slot of the organization's share is this job's for the block (always, with no limit).
+    Slots are tried from a random one on, so that concurrent claims seldom meet on the same slot."""
     if limit <= 0:
         yield True
         return
     start = random.randrange(limit)
-    slot = next((s for s in ((start + k) % limit for k in range(limit)) if _try(s, organization_id)), None)
+    tried = ((start + k) % limit for k in range(limit))
+    slot = next((s for s in tried if _try(namespace, s, organization_id)), None)
     if slot is None:
         yield False
         return
     try:
         yield True
     finally:
-        _release(slot, organization_id)
+        _release(namespace, slot, organization_id)
 
 
 RUNNING_SQL = (
@@ -61,13 +66,13 @@ RUNNING_SQL = (
 )
 
 
-def running_params(organization_id: int) -> list[int]:
-    return [SHARE_NAMESPACE, SHARE_NAMESPACE + 0xFFFF, organization_id]
+def running_params(organization_id: int, *, namespace: int = SHARE_NAMESPACE) -> list[int]:
+    return [namespace, namespace + 0xFFFF, organization_id]
 
 
-def running(organization_id: int) -> int:
-    """How many of the organization's collections hold a slot now, on any worker (RUNNING_SQL: also run by the
-    tests from outside the workers)."""
+def running(organization_id: int, *, namespace: int = SHARE_NAMESPACE) -> int:
+    """How many of the organization's jobs (collections, or plan jobs with PLANS_NAMESPACE) hold a slot now, on
+    any worker (RUNNING_SQL: also run by the tests from outside the workers)."""
     with connection.cursor() as cur:
-        cur.execute(RUNNING_SQL, running_params(organization_id))
+        cur.execute(RUNNING_SQL, running_params(organization_id, namespace=namespace))
         return cur.fetchone()[0]

@@ -15,7 +15,7 @@ from inventory.models import Server
 from readings.checks import QUEUE_WAIT_S, check_run
 from readings.errors import HistoryUnavailable
 from readings.plans.auto import plan_fresh, plan_top_statements
-from readings.plans.service import statement_plan
+from readings.plans.service import OVER_SHARE, statement_plan_in_share
 from readings.scheduling import servers_dispatch_due
 from readings.services import server_collect
 
@@ -23,6 +23,9 @@ log = logging.getLogger(__name__)
 MAX_BACKOFF_S = 120
 DISPATCHED_AT_KEY = "pgconsole:dispatched_at"  # the collection dispatcher's last run (Unix time), for /metrics
 PUT_OFF_S = (1.0, 3.0)  # a collection over its organization's share runs again this many seconds later
+# A plan job over its organization's share runs again 1 s later, then twice as long each time it is put off again,
+# up to 15 s: a tick's many rounds of one organization wait their turn without churning the plans queue.
+PLAN_PUT_OFF_S = (1.0, 15.0)
 
 
 TRACK_TTL_S = 3600  # how long a tracked collection's status stays readable
@@ -78,11 +81,7 @@ def _put_off(task, server_id: int, tracked: bool) -> bool:
     that is before its message expires (the server's next collection is due then): True. Else it is skipped, and
     the log says why (the server's history shows the interval missed)."""
     countdown = random.uniform(*PUT_OFF_S)
-    expires = task.request.expires
-    if isinstance(expires, str):
-        expires = datetime.fromisoformat(expires)
-    if expires is not None and expires.tzinfo is None:
-        expires = expires.replace(tzinfo=UTC)
+    expires = _expires_at(task)
     if expires is not None and expires <= datetime.now(UTC) + timedelta(seconds=countdown):
         log.warning(
             "collection of server %s skipped: its organization's share of the collection workers stayed in use "
@@ -92,6 +91,37 @@ def _put_off(task, server_id: int, tracked: bool) -> bool:
         return False
     collect_server.apply_async(
         (server_id,), {"tracked": tracked}, task_id=task.request.id, expires=expires, countdown=countdown
+    )
+    return True
+
+
+def _expires_at(task) -> datetime | None:
+    """When the task's message expires (Celery hands it over as a string or a datetime, naive meaning UTC)."""
+    expires = task.request.expires
+    if isinstance(expires, str):
+        expires = datetime.fromisoformat(expires)
+    if expires is not None and expires.tzinfo is None:
+        expires = expires.replace(tzinfo=UTC)
+    return expires
+
+
+def _plan_put_off(task, args: tuple, kwargs: dict, what: str) -> bool:
+    """A plan job over its organization's share of the plans worker (readings.plans.service.plans_slot), sent again
+    (PLAN_PUT_OFF_S, each wait spread by half either way so that one tick's rounds do not all come back at once)
+    while that is before its message expires: True. Else it is skipped, and the log says why."""
+    first, most = PLAN_PUT_OFF_S
+    put_off = kwargs.get("put_off", 0)
+    countdown = min(first * 2**put_off, most) * random.uniform(0.5, 1.5)
+    expires = _expires_at(task)
+    if expires is not None and expires <= datetime.now(UTC) + timedelta(seconds=countdown):
+        log.warning(
+            "%s skipped: its organization's share of the plans worker stayed in use until it expired "
+            "(ORG_MAX_PLANNING)",
+            what,
+        )
+        return False
+    task.apply_async(
+        args, {**kwargs, "put_off": put_off + 1}, task_id=task.request.id, expires=expires, countdown=countdown
     )
     return True
 
@@ -138,10 +168,14 @@ def plan_fleet() -> int:
     return len(server_ids)
 
 
-@shared_task(acks_late=True)
-def plan_server(server_id: int) -> dict:
-    """A server's due top statements planned, within its budget (readings/plans/auto.py)."""
+@shared_task(bind=True, acks_late=True)
+def plan_server(self, server_id: int, put_off: int = 0) -> dict:
+    """A server's due top statements planned, within its budget (readings/plans/auto.py); put off while its
+    organization's share of the plans worker is in use (`put_off`: how many times it was)."""
     done = plan_top_statements(server_id)
+    if done.over_share:
+        again = _plan_put_off(self, (server_id,), {"put_off": put_off}, f"plan round of server {server_id}")
+        return {"code": OVER_SHARE, "put_off": again}
     codes = [o.code for o in done.outcomes.values()]
     log.info(
         "plans of server %s: %d top statements, %d planned now (%s)%s",
@@ -158,19 +192,24 @@ FRESH_S = 600  # a statement EXPLAINed this recently is not asked again on the r
 
 
 @shared_task(bind=True, acks_late=True)
-def plan_statement(self, server_id: int, statement_id: int, fresh_s: float = 0, tracked: bool = False) -> dict:
+def plan_statement(
+    self, server_id: int, statement_id: int, fresh_s: float = 0, tracked: bool = False, put_off: int = 0
+) -> dict:
     """One statement's plan now, within its server's budget; not when it was EXPLAINed less than `fresh_s` ago
     (a refusal of the budget does not count), nor when its server or statement is gone. `tracked`: its status is
-    kept for whoever asked (the API's fresh EXPLAIN), as a tracked collection's."""
+    kept for whoever asked (the API's fresh EXPLAIN), as a tracked collection's. Put off while its organization's
+    share of the plans worker is in use (`put_off`: how many times it was), and whoever asked is told so."""
     task_id = self.request.id if tracked else None
     if fresh_s and plan_fresh(server_id, statement_id, fresh_s):
         return {"code": "fresh"}
     track(task_id, server_id, "running")
     try:
-        outcome = statement_plan(server_id=server_id, statement_id=statement_id)
+        outcome = statement_plan_in_share(server_id=server_id, statement_id=statement_id)
     except ObjectDoesNotExist:
         track(task_id, server_id, "failed", {"ok": False, "kind": "plan", "error_code": "gone"})
         return {"code": "gone"}
+    if outcome.code == OVER_SHARE:
+        return _plan_over_share(self, server_id, statement_id, fresh_s, tracked, put_off, outcome.reason)
     log.info("plan of statement %s of server %s: %s %s", statement_id, server_id, outcome.code, outcome.reason)
     result = {
         "ok": outcome.planned,
@@ -181,6 +220,20 @@ def plan_statement(self, server_id: int, statement_id: int, fresh_s: float = 0, 
     }
     track(task_id, server_id, "succeeded" if outcome.planned else "failed", result)
     return {"code": outcome.code, "shape_id": outcome.shape_id}
+
+
+def _plan_over_share(task, server_id, statement_id, fresh_s, tracked, put_off, reason: str) -> dict:
+    """An EXPLAIN over its organization's share: put off, its status "queued" with why; or, once it would be past
+    its message's expiry, skipped, its status "failed" with why."""
+    task_id = task.request.id if tracked else None
+    waiting = {"ok": False, "kind": "plan", "error_code": OVER_SHARE}
+    what = f"EXPLAIN of statement {statement_id} of server {server_id}"
+    if _plan_put_off(task, (server_id, statement_id, fresh_s), {"tracked": tracked, "put_off": put_off}, what):
+        track(task_id, server_id, "queued", {**waiting, "put_off": True, "reason": reason})
+        return {"code": OVER_SHARE, "put_off": True}
+    expired = "its organization's share of the plans worker (ORG_MAX_PLANNING) stayed in use until the request expired"
+    track(task_id, server_id, "failed", {**waiting, "put_off": False, "reason": f"{expired}: ask again later"})
+    return {"code": OVER_SHARE, "put_off": False}
 
 
 def plan_tracked(server_id: int, statement_id: int) -> str:

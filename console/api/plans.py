@@ -1,6 +1,7 @@
 """/api/v1/ plans: a statement's plans (each shape it was planned with, the current first, and its last EXPLAIN's
 outcome), one plan by its fingerprint (the stored JSON and its text), and a fresh EXPLAIN asked for now (202 and
-a task to poll, as a collection asked for now), from the selectors the statement page reads."""
+a task to poll, as a collection asked for now, within the user's EXPLAIN rates: 429 with Retry-After past them),
+from the selectors the statement page reads."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ from accounts.access import MANAGE_SERVERS, require_role
 from console.api.common import api
 from console.api.servers import TaskOut, task_out
 from console.api.statements import statement_of
+from console.api.throttling import page_rate
+from console.throttling import EXPLAIN_RATES
 from presentation.plans import plan_text
 from readings.public import plan_tracked, tracked
 from readtier import index_candidates, plan_detail, statement_owner, statement_plans
@@ -124,11 +127,13 @@ class StatementPlansView(APIView):
         request=None,
         responses={202: TaskOut},
         description="EXPLAIN the statement now on its server (its generic plan, never run; within the server's "
-        "plan budget): poll status_url; its result names the plan's fingerprint, or why there is none.",
+        "plan budget, and the user's EXPLAIN rates: 429 with Retry-After past them): poll status_url; its result "
+        "names the plan's fingerprint, or why there is none.",
     )
     def post(self, request, statement_id: int):
         owner, server = statement_of(request, statement_id, statement_owner)
         require_role(request.user, server.organization_id, MANAGE_SERVERS)  # it costs the monitored server
+        page_rate(request, EXPLAIN_RATES, "EXPLAINs asked for")
         task_id = plan_tracked(server.pk, owner.statement_id)
         return Response(task_out(task_id, tracked(task_id)), status=status.HTTP_202_ACCEPTED)
 

@@ -18,9 +18,11 @@ class TokenRateThrottle(FailOpen, SimpleRateThrottle):
         return self.cache_format % {"scope": self.scope, "ident": ident}
 
 
-def page_rate(request, scope: str, what: str) -> None:
+def page_rate(request, scope: str | tuple[str, ...], what: str) -> None:
     """An operation that makes the console work on the user's behalf (a connection check dials a server from a
-    worker, a test sends to someone else's service): the pages' rate for `scope` (settings.PAGE_RATES), counted
-    with theirs, so the API buys no more of it than the pages do. 429 with Retry-After past it."""
-    if wait := throttling.wait_s(request, scope):
+    worker, an EXPLAIN runs on a monitored server, a test sends to someone else's service): the pages' rate for
+    `scope`, or for each of several (settings.PAGE_RATES), counted with theirs, so the API buys no more of it than
+    the pages do. 429 with Retry-After past it."""
+    scopes = (scope,) if isinstance(scope, str) else scope
+    if wait := throttling.wait_s(request, *scopes):
         raise exceptions.Throttled(wait=wait, detail=f"Too many {what}: try again in {throttling.wait_text(wait)}.")

@@ -1,5 +1,6 @@
 """/metrics: the fleet's figures for Prometheus, in the OpenMetrics text format (or Prometheus' text format 0.0.4,
-as the scraper's Accept header asks), written by prometheus_client from the selectors the pages read.
+as the scraper's Accept header asks), written by prometheus_client from the selectors the pages read (the families:
+console/views/metrics_families.py).
 
 A token is needed (`Authorization: Bearer pgc_…`): a metrics token sees its one organization's servers; a
 personal API token the servers of its user's organizations, an operator's (who sees every organization) every
@@ -16,25 +17,31 @@ event type, its open alerts and recommendations by severity. A figure the server
 series, never 0: planning time where track_planning is off, deallocations before PostgreSQL 14, rates before any
 snapshot in the window. Per statement only on request (`?statements=N`, N at most METRICS["STATEMENTS_TOP_N"]):
 each server's top N by total time, for at most METRICS["STATEMENTS_MAX_SERVERS"] servers, the others counted as
-left out. The answer is cached per token for METRICS["CACHE_S"] seconds: scrapers polling every 15 s cost one
-selector pass each interval.
+left out.
+
+What it costs is bounded per token. The figures are read at most once per METRICS["CACHE_S"] seconds for each scope
+(the token's user and organization) and kind (with or without statements), whatever the encoding or the N asked, by
+one web process at a time: a scrape that comes while another reads them gets the previous figures, or waits up to
+METRICS["COMPUTE_WAIT_S"] for these (console.single_flight). Each token's scrapes of each kind are rated
+(METRICS["RATE"]); past the rate, a 429 with Retry-After, which Prometheus records as a failed scrape (`up` 0):
+enough for an HA pair scraping every 5 s, so a 429 is a runaway scraper's.
 """
 
 from __future__ import annotations
 
 import logging
-from datetime import timedelta
+import time
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 import redis
 from django.conf import settings
 from django.contrib.auth.decorators import login_not_required
-from django.core.cache import cache
 from django.http import HttpRequest, HttpResponse
 from django.urls import path
 from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.registry import CollectorRegistry
 
@@ -43,7 +50,9 @@ from accounts.tokens import token_check, token_used
 from advisor.selectors import recommendation_counts
 from alerts.selectors import failing_deliveries, open_alert_counts
 from console.queues import queue_depths
-from console.views.advisor import SEVERITIES
+from console.single_flight import NotInTime, computed_once
+from console.throttling import scrape_wait_s
+from console.views.metrics_families import FleetCollector, StatementFamilies
 from readings.public import last_dispatched_at
 from readtier import (
     FleetRow,
@@ -59,195 +68,6 @@ from readtier import (
 )
 
 logger = logging.getLogger(__name__)
-LABELS = ("organization", "server", "tags")
-TAGS_MAX = 200  # characters of a server's tags as one label value (sorted, comma-separated)
-
-
-def _labels(row: FleetRow) -> list[str]:
-    return [row.organization, row.name, ",".join(sorted(row.tags))[:TAGS_MAX]]
-
-
-def _gauge(name: str, documentation: str, unit: str = "", extra: tuple[str, ...] = ()) -> GaugeMetricFamily:
-    return GaugeMetricFamily(name, documentation, labels=[*LABELS, *extra], unit=unit)
-
-
-def _counter(name: str, documentation: str) -> CounterMetricFamily:
-    return CounterMetricFamily(name, documentation, labels=LABELS)
-
-
-class FleetCollector:
-    """The families of one scrape, from figures read once (prometheus_client calls collect() to write them)."""
-
-    def __init__(self, rows, recommendations, alerts, waits, now, health: dict | None = None, totals=None):
-        self.rows, self.recommendations, self.alerts, self.waits = rows, recommendations, alerts, waits
-        self.now, self.health, self.totals = now, health, totals or {}
-
-    def counters(self):
-        """The running totals as counters (rate() over them is the spend; _created: when the counting began)."""
-        calls = _counter("pgconsole_server_calls", "Statement calls counted since the server's first snapshot")
-        execution = _counter("pgconsole_server_execution_seconds", "Seconds of statement execution counted")
-        planning = _counter(
-            "pgconsole_server_planning_seconds",
-            "Seconds of planning counted while track_planning was on (absent: never tracked)",
-        )
-        dealloc = _counter(
-            "pgconsole_server_deallocations", "pg_stat_statements entries deallocated (absent before PostgreSQL 14)"
-        )
-        for row in self.rows:
-            total = self.totals.get(row.server_id)
-            if total is None:
-                continue
-            labels, created = _labels(row), total.since.timestamp()
-            calls.add_metric(labels, float(total.calls), created=created)
-            execution.add_metric(labels, total.exec_s, created=created)
-            if total.plan_s is not None:
-                planning.add_metric(labels, total.plan_s, created=created)
-            if total.deallocations is not None:
-                dealloc.add_metric(labels, float(total.deallocations), created=created)
-        yield from (calls, execution, planning, dealloc)
-
-    def collect(self):
-        up = _gauge("pgconsole_server_up", "1 when the server's last collection succeeded and is recent, else 0")
-        age = _gauge("pgconsole_server_last_snapshot_age", "Seconds since the server's last snapshot", "seconds")
-        duration = _gauge(
-            "pgconsole_server_collection_duration",
-            "The last collection's time, from its start to its snapshot stored (absent: the last attempt failed)",
-            "seconds",
-        )
-        calls = _gauge("pgconsole_server_calls_per_second", "Statement calls per second over the window")
-        execution = _gauge("pgconsole_server_execution_seconds_per_second", "Seconds of statement execution per second")
-        planning = _gauge(
-            "pgconsole_server_planning_seconds_per_second",
-            "Seconds of planning per second (absent where pg_stat_statements.track_planning is off)",
-        )
-        dealloc = _gauge(
-            "pgconsole_server_deallocations_per_second",
-            "pg_stat_statements entries deallocated per second (absent before PostgreSQL 14)",
-        )
-        entries = _gauge("pgconsole_server_statements", "pg_stat_statements entries (the window's peak)")
-        entries_max = _gauge("pgconsole_server_statements_max", "pg_stat_statements.max")
-        waits = _gauge(
-            "pgconsole_server_wait_active_sessions",
-            "Average active sessions by wait event type over the window (CPU: active without a wait event)",
-            extra=("wait_event_type",),
-        )
-        alerts = _gauge("pgconsole_server_open_alerts", "Open alerts by severity", extra=("severity",))
-        recommendations = _gauge(
-            "pgconsole_server_open_recommendations", "Open or acknowledged recommendations", extra=("severity",)
-        )
-        for row in self.rows:
-            labels = _labels(row)
-            up.add_metric(labels, 1.0 if row.status == "ok" else 0.0)
-            if row.last_snapshot_at is not None:
-                age.add_metric(labels, (self.now - row.last_snapshot_at).total_seconds())
-            if row.last_collection_s is not None:
-                duration.add_metric(labels, row.last_collection_s)
-            if row.span_s:
-                for family, value in (
-                    (calls, row.calls_per_s),
-                    (execution, None if row.exec_ms_per_s is None else row.exec_ms_per_s / 1000),
-                    (planning, None if row.plan_ms_per_s is None else row.plan_ms_per_s / 1000),
-                    (dealloc, row.dealloc_per_s),
-                    (entries, row.entries_peak),
-                    (entries_max, row.entries_max),
-                ):
-                    if value is not None:
-                        family.add_metric(labels, float(value))
-                for event_type, session_s in sorted(self.waits.get(row.server_id, {}).items()):
-                    waits.add_metric([*labels, event_type], session_s / row.span_s)
-            counts = self.recommendations.get(row.server_id)
-            for severity in SEVERITIES:
-                alerts.add_metric([*labels, severity], float(self.alerts.get(row.server_id, {}).get(severity, 0)))
-                if counts is not None:
-                    recommendations.add_metric([*labels, severity], float(getattr(counts, severity)))
-        yield from (up, age, duration, calls, execution, planning, dealloc, entries, entries_max, waits, alerts)
-        yield recommendations
-        yield from self.counters()
-        servers = GaugeMetricFamily("pgconsole_scrape_servers", "Servers in this scrape (the token's scope)")
-        servers.add_metric([], float(len(self.rows)))
-        yield servers
-        if self.health is not None:
-            yield from _health_families(self.health)
-
-
-def _health_families(health: dict):
-    """The console's own figures (operators' tokens only)."""
-    size = GaugeMetricFamily("pgconsole_history_store_size", "The history store's database size", unit="bytes")
-    size.add_metric([], float(health["history_bytes"]))
-    waiting = GaugeMetricFamily("pgconsole_queue_waiting_tasks", "Tasks waiting in each queue", labels=["queue"])
-    oldest = GaugeMetricFamily(
-        "pgconsole_queue_oldest_task_age",
-        "Seconds the oldest task waiting in each queue has waited (absent: none waits)",
-        labels=["queue"],
-        unit="seconds",
-    )
-    broker = GaugeMetricFamily("pgconsole_broker_up", "1 when the broker (Redis) answered this scrape, else 0")
-    broker.add_metric([], 0.0 if health["queues"] is None else 1.0)
-    for queue in health["queues"] or []:
-        waiting.add_metric([queue.name], float(queue.waiting))
-        if queue.oldest_age_s is not None:
-            oldest.add_metric([queue.name], queue.oldest_age_s)
-    behind = GaugeMetricFamily(
-        "pgconsole_collections_behind", "Enabled servers whose collection is overdue by more than their interval"
-    )
-    behind.add_metric([], float(health["behind"]))
-    dispatched = GaugeMetricFamily(
-        "pgconsole_collections_dispatched_timestamp",
-        "When beat last had the due collections dispatched (Unix time; absent: not since the cache was emptied)",
-        unit="seconds",
-    )
-    if health["dispatched_at"] is not None:
-        dispatched.add_metric([], float(health["dispatched_at"]))
-    failing = GaugeMetricFamily(
-        "pgconsole_deliveries_failing",
-        "Alert deliveries waiting for a retry after a failed attempt, or given up in the last day, by channel kind",
-        labels=["kind"],
-    )
-    for kind, n in sorted(health["failing"].items()):
-        failing.add_metric([kind], float(n))
-    yield from (size, broker, waiting, oldest, behind, dispatched, failing)
-
-
-class StatementFamilies:
-    """Per statement, on request (?statements=N): each server's top N statements by total time over the window
-    (the top statements page's selector, the console's own left out), for at most STATEMENTS_MAX_SERVERS servers
-    of the scrape, the rest said (pgconsole_scrape_statement_servers_left_out). Labelled by queryid, database and
-    user, never the text: the series stay as many as N a server."""
-
-    def __init__(self, rows: list[FleetRow], top: dict[int, list], left_out: int):
-        self.rows, self.top, self.left_out = rows, top, left_out
-
-    def collect(self):
-        extra = ("queryid", "database", "user")
-        calls = _gauge("pgconsole_statement_calls_per_second", "A top statement's calls per second", extra=extra)
-        execution = _gauge(
-            "pgconsole_statement_execution_seconds_per_second",
-            "A top statement's seconds of execution per second",
-            extra=extra,
-        )
-        planning = _gauge(
-            "pgconsole_statement_planning_seconds_per_second",
-            "A top statement's seconds of planning per second (absent where planning is not tracked)",
-            extra=extra,
-        )
-        mean = _gauge(
-            "pgconsole_statement_mean_execution", "A top statement's mean execution time", "seconds", extra=extra
-        )
-        for row in self.rows:
-            for st in self.top.get(row.server_id, []):
-                labels = [*_labels(row), str(st.queryid), st.database, st.user]
-                calls.add_metric(labels, st.calls / row.span_s)
-                execution.add_metric(labels, st.exec_ms / 1000 / row.span_s)
-                if st.plan_ms is not None:
-                    planning.add_metric(labels, st.plan_ms / 1000 / row.span_s)
-                if st.calls:
-                    mean.add_metric(labels, st.exec_ms / 1000 / st.calls)
-        left = GaugeMetricFamily(
-            "pgconsole_scrape_statement_servers_left_out",
-            "Servers of this scrape whose statements were left out (over METRICS_STATEMENTS_MAX_SERVERS)",
-        )
-        left.add_metric([], float(self.left_out))
-        yield from (calls, execution, planning, mean, left)
 
 
 def _top_statements(rows: list[FleetRow], n: int, window: Window) -> tuple[dict[int, list], int]:
@@ -289,9 +109,26 @@ def _health(now) -> dict:
     }
 
 
-def scrape(user, *, now=None, statements: int = 0, organization_id: int | None = None) -> CollectorRegistry:
-    """The registry of one scrape of what `user` may see (with each server's top `statements` when asked); of one
-    organization's servers only for a metrics token (`organization_id`), without the console's health."""
+@dataclass(frozen=True)
+class Figures:
+    """What one answer is written from, read once per scope and kind and kept in the cache (plain data): the
+    fleet's rows and what goes with them; with `top`, each server's top STATEMENTS_TOP_N statements (an answer
+    asking fewer shows the first of them)."""
+
+    rows: list[FleetRow]
+    recommendations: dict
+    alerts: dict
+    waits: dict
+    now: datetime
+    health: dict | None
+    totals: dict
+    top: dict[int, list] | None = None
+    left_out: int = 0
+
+
+def figures(user, *, now=None, statements: bool = False, organization_id: int | None = None) -> Figures:
+    """The figures of what `user` may see (with each server's top statements when asked); of one organization's
+    servers only for a metrics token (`organization_id`), without the console's health."""
     now = now or timezone.now()
     operator = sees_every_organization(user) and organization_id is None
     visible = visible_servers(user)
@@ -300,21 +137,44 @@ def scrape(user, *, now=None, statements: int = 0, organization_id: int | None =
     servers = list(visible.order_by("organization__name", "name").values_list("pk", flat=True))
     window = Window(now - timedelta(seconds=settings.METRICS["WINDOW_S"]), now)
     rows = fleet_summary(server_ids=servers, window=window, now=now)
+    top, left_out = _top_statements(rows, settings.METRICS["STATEMENTS_TOP_N"], window) if statements else (None, 0)
+    return Figures(
+        rows,
+        recommendation_counts(server_ids=servers),
+        open_alert_counts(server_ids=servers),
+        fleet_waits(server_ids=servers, window=window),
+        now,
+        health=_health(now) if operator else None,
+        totals=running_totals(server_ids=servers),
+        top=top,
+        left_out=left_out,
+    )
+
+
+def registry_of(found: Figures, statements: int = 0) -> CollectorRegistry:
+    """The registry of one answer: the fleet's families, and each server's top `statements` when asked."""
     registry = CollectorRegistry(auto_describe=False)
     registry.register(
         FleetCollector(
-            rows,
-            recommendation_counts(server_ids=servers),
-            open_alert_counts(server_ids=servers),
-            fleet_waits(server_ids=servers, window=window),
-            now,
-            health=_health(now) if operator else None,
-            totals=running_totals(server_ids=servers),
+            found.rows,
+            found.recommendations,
+            found.alerts,
+            found.waits,
+            found.now,
+            health=found.health,
+            totals=found.totals,
         )
     )
-    if statements:
-        registry.register(StatementFamilies(rows, *_top_statements(rows, statements, window)))
+    if statements and found.top is not None:
+        top = {server_id: rows[:statements] for server_id, rows in found.top.items()}
+        registry.register(StatementFamilies(found.rows, top, found.left_out))
     return registry
+
+
+def scrape(user, *, now=None, statements: int = 0, organization_id: int | None = None) -> CollectorRegistry:
+    """The registry of one scrape of what `user` may see, read now (no cache; the benchmark's and the tests')."""
+    found = figures(user, now=now, statements=bool(statements), organization_id=organization_id)
+    return registry_of(found, statements)
 
 
 def _statements_asked(request: HttpRequest) -> int:
@@ -326,6 +186,33 @@ def _statements_asked(request: HttpRequest) -> int:
     if not asked.isdigit() or not 1 <= int(asked) <= cap:
         raise ValueError(f"statements must be a whole number from 1 to {cap} (each server's top statements by time)")
     return int(asked)
+
+
+def _text(status: int, text: str, retry_after_s: int | None = None) -> HttpResponse:
+    response = HttpResponse(text + "\n", status=status, content_type="text/plain; charset=utf-8")
+    if retry_after_s is not None:
+        response["Retry-After"] = str(retry_after_s)
+    return response
+
+
+def _cache_key(token, statements: int) -> str:
+    """One key per scope and kind, whatever the token, the encoding or the number of statements asked: the same
+    user's tokens of the same scope (an organization's, or all they see) see the same figures, an answer's format
+    is written from them, and an answer asking N statements shows the first N of the top STATEMENTS_TOP_N. So a
+    user has at most two keys per scope (with and without statements), however many tokens and variants."""
+    scope = f"user-{token.user_id}" + (f"-org-{token.organization_id}" if token.organization_id is not None else "")
+    return f"metrics:{scope}:{'statements' if statements else 'fleet'}"
+
+
+def _read(token, statements: int) -> Figures:
+    started = time.perf_counter()
+    found = figures(token.user, statements=bool(statements), organization_id=token.organization_id)
+    logger.debug("metrics: figures of %s read in %.0f ms", _cache_key(token, statements), _ms_since(started))
+    return found
+
+
+def _ms_since(started: float) -> float:
+    return (time.perf_counter() - started) * 1000
 
 
 @login_not_required
@@ -342,14 +229,20 @@ def metrics(request: HttpRequest) -> HttpResponse:
     try:
         statements = _statements_asked(request)
     except ValueError as exc:
-        return HttpResponse(f"{exc}\n", status=400, content_type="text/plain; charset=utf-8")
+        return _text(400, str(exc))
+    if wait := scrape_wait_s(token.prefix, "statements" if statements else "fleet"):
+        return _text(429, f"too many scrapes with this token: at most {settings.METRICS['RATE']}", wait)
+    try:
+        found = computed_once(
+            _cache_key(token, statements),
+            lambda: _read(token, statements),
+            fresh_s=settings.METRICS["CACHE_S"],
+            wait_s=settings.METRICS["COMPUTE_WAIT_S"],
+        )
+    except NotInTime:
+        return _text(503, "the figures are being read for another scrape of this token's scope: try again", 1)
     encoder, content_type = choose_encoder(request.headers.get("Accept", ""))
-    key = f"metrics:{token.prefix}:{'openmetrics' if 'openmetrics' in content_type else 'text'}:{statements}"
-    body = cache.get(key)
-    if body is None:
-        body = encoder(scrape(token.user, statements=statements, organization_id=token.organization_id))
-        cache.set(key, body, settings.METRICS["CACHE_S"])
-    return HttpResponse(body, content_type=content_type)
+    return HttpResponse(encoder(registry_of(found, statements)), content_type=content_type)
 
 
 urlpatterns = [path("metrics", metrics, name="metrics")]

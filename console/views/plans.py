@@ -15,6 +15,7 @@ from django.urls import path, reverse
 from django.views.decorators.http import require_POST
 
 from accounts.access import MANAGE_SERVERS, require_role, role_in, server_for, visible_organization_ids
+from console import throttling
 from console.views.common import render_page, server_header
 from presentation.formatting import DASH, bytes_text, number_text
 from presentation.plans import plan_nodes, plan_text
@@ -115,9 +116,13 @@ def statement_plan(request: HttpRequest, statement_id: int) -> HttpResponse:
 @require_POST
 def statement_plan_now(request: HttpRequest, statement_id: int) -> HttpResponse:
     """EXPLAIN the statement now (DBAs and admins: it costs the monitored server, within its plan budget), on the
-    plans worker as the API's fresh EXPLAIN; the Plan tab then follows it until the plan, or its reason, is in."""
+    plans worker as the API's fresh EXPLAIN; the Plan tab then follows it until the plan, or its reason, is in.
+    Past the user's EXPLAIN rates (PAGE_RATES, the API's with them), the tab says how long to wait."""
     detail, server = _statement(request, statement_id)
     require_role(request.user, server.organization_id, MANAGE_SERVERS)
+    if wait := throttling.wait_s(request, *throttling.EXPLAIN_RATES):
+        messages.error(request, f"Too many EXPLAINs asked for: try again in {throttling.wait_text(wait)}.")
+        return redirect("statement-plan", detail.statement_id)
     task_id = plan_tracked(server.pk, detail.statement_id)
     messages.success(request, "EXPLAIN asked of the plans worker: its plan, or why there is none, shows here.")
     return redirect(reverse("statement-plan", args=[detail.statement_id]) + f"?asked={task_id}")

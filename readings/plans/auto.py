@@ -3,7 +3,9 @@ PLANS_INTERVAL_S (the page's own selector and ranking, the console's own stateme
 the statements the page shows first), the costliest first, each at most once per interval, within the server's plan
 budget (history.plans.budget_reserve), which stops the round at its first refusal; the next tick goes on. A server
 that cannot be read (down, refusing the monitoring role) stops the round at its first statement too, rather than
-waiting out a connection timeout for each of its top statements; neither counts as an attempt."""
+waiting out a connection timeout for each of its top statements; neither counts as an attempt. A round holds a
+slot of its organization's share of the plans worker (readings.plans.service.plans_slot) from its start to its
+end; when none is free it does not start (Round.over_share), and the task puts it off."""
 
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from django.utils import timezone
 
 from history import plans
 from history.models import PlanAttempt
-from readings.plans.service import Outcome, statement_plan
+from readings.plans.service import Outcome, plans_slot, statement_plan
 from readtier import Page, StatementFilters, Window, top_statements
 
 
@@ -26,6 +28,7 @@ class Round:
     server_id: int
     candidates: int  # top statements considered
     outcomes: dict[int, Outcome]  # statement id -> what its EXPLAIN gave, in the order they were planned
+    over_share: str = ""  # why the round did not start: its organization's share of the plans worker was in use
 
     @property
     def stopped_by_budget(self) -> bool:
@@ -94,12 +97,16 @@ PACE = Pace()
 
 def plan_top_statements(server_id: int, *, now: datetime | None = None) -> Round:
     """Plan the server's due top statements, one after the other at the worker's pace (PLANS_WORKER_EXPLAINS_PER_S),
-    until they are done or the budget refuses."""
-    candidates, due = due_statements(server_id, now=now)
-    outcomes: dict[int, Outcome] = {}
-    for statement_id in due:
-        PACE.wait(settings.PLANS["WORKER_EXPLAINS_PER_S"])
-        outcomes[statement_id] = outcome = statement_plan(server_id=server_id, statement_id=statement_id)
-        if outcome.code == plans.BUDGET or outcome.server_failed:
-            break
-    return Round(server_id, candidates, outcomes)
+    until they are done or the budget refuses; within its organization's share of the plans worker (none free:
+    nothing done, Round.over_share says why)."""
+    with plans_slot(server_id) as refused:
+        if refused:
+            return Round(server_id, 0, {}, over_share=refused)
+        candidates, due = due_statements(server_id, now=now)
+        outcomes: dict[int, Outcome] = {}
+        for statement_id in due:
+            PACE.wait(settings.PLANS["WORKER_EXPLAINS_PER_S"])
+            outcomes[statement_id] = outcome = statement_plan(server_id=server_id, statement_id=statement_id)
+            if outcome.code == plans.BUDGET or outcome.server_failed:
+                break
+        return Round(server_id, candidates, outcomes)

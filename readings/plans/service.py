@@ -2,14 +2,18 @@
 
 The text is the one pg_stat_statements keeps (read again from the server, never the stored and redacted one), in
 the server's monitored database where the extension is; the EXPLAIN runs in the statement's own database as the
-statement's role resolves names (explain.py). Two short connections within one deadline, as a snapshot's. Whatever
-keeps a plan from being read is stored as the statement's reason; its earlier plans stay.
+statement's role resolves names (explain.py). Two short connections within one deadline, as a snapshot's, the
+second to the address the first dialed; the text is read only within PLANS_MAX_TEXT_BYTES, the plan only within
+PLANS_MAX_PLAN_BYTES (explain.py). Whatever keeps a plan from being read is stored as the statement's reason; its
+earlier plans stay. A plan job on the plans worker holds a slot of its organization's share of that worker's
+threads (plans_slot), as a collection does.
 """
 
 from __future__ import annotations
 
 import contextlib
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 
 import psycopg
@@ -19,12 +23,15 @@ from psycopg import sql
 
 from history import plans
 from history.models import Statement
-from inventory.models import Server
+from inventory.models import Organization, Server
 from readings import connection as monitored
+from readings import shares
 from readings.errors import CollectionError, from_query_error, summary
 from readings.plans import hypothetical, shape
-from readings.plans.explain import Trust, Unexplained, explain
+from readings.plans.explain import TOO_LARGE, Trust, Unexplained, explain
 from readings.settings import instance
+
+OVER_SHARE = "over_share"  # a plan job not run: its organization's share of the plans worker was in use
 
 
 @dataclass(frozen=True)
@@ -44,11 +51,24 @@ class Outcome:
 
 
 def _text_sql(schema: str, has_toplevel: bool) -> sql.Composed:
+    """The role's name, and the statement's text with its size in bytes: the text only within the size asked."""
     toplevel = sql.SQL(" AND toplevel = %s") if has_toplevel else sql.SQL("")
     return sql.SQL(
-        "SELECT (SELECT rolname FROM pg_roles WHERE oid = %s), "
-        "(SELECT query FROM {}.pg_stat_statements(true) WHERE userid = %s AND dbid = %s AND queryid = %s{})"
+        "SELECT (SELECT rolname FROM pg_roles WHERE oid = %s), s.text, s.bytes "
+        "FROM (VALUES (1)) AS one(x) LEFT JOIN LATERAL ("
+        "SELECT CASE WHEN octet_length(query) <= %s THEN query END AS text, octet_length(query) AS bytes "
+        "FROM {}.pg_stat_statements(true) WHERE userid = %s AND dbid = %s AND queryid = %s{} LIMIT 1"
+        ") s ON true"
     ).format(sql.Identifier(schema), toplevel)
+
+
+@dataclass(frozen=True)
+class _Read:
+    meta: instance.ServerMeta
+    role: str | None
+    text: str | None  # None: pg_stat_statements no longer holds it, or it is over PLANS_MAX_TEXT_BYTES
+    text_bytes: int | None  # its size (None: not held)
+    address: str  # the address the connection dialed: the statement's database's is dialed there too
 
 
 @contextlib.contextmanager
@@ -61,18 +81,29 @@ def _connected(target: monitored.Target, deadline: float, budget_s: float):
         conn.close()
 
 
-def _text_and_role(
-    conn: psycopg.Connection, statement: Statement
-) -> tuple[instance.ServerMeta, str | None, str | None]:
+def _text_and_role(conn: psycopg.Connection, statement: Statement) -> _Read:
     meta = instance.read_meta(conn)
-    params = [statement.userid, statement.userid, statement.dbid, statement.queryid]
+    max_bytes = settings.PLANS["MAX_TEXT_BYTES"]
+    params = [statement.userid, max_bytes, statement.userid, statement.dbid, statement.queryid]
     if meta.has_info_view:  # toplevel is in the key from 1.9 (PostgreSQL 14)
         params.append(statement.toplevel)
     try:
-        role, text = conn.execute(_text_sql(meta.extension_schema, meta.has_info_view), params).fetchone()
+        role, text, size = conn.execute(_text_sql(meta.extension_schema, meta.has_info_view), params).fetchone()
     except psycopg.Error as exc:
         raise from_query_error(exc, "reading the statement's text") from exc
-    return meta, role, text
+    if text is not None:  # what was sent, whatever the server said of it
+        size = max(size or 0, len(text.encode()))
+    if size is not None and size > max_bytes:
+        text = None
+    return _Read(meta, role, text, size, conn.info.hostaddr)
+
+
+def _too_long(size_bytes: int) -> Unexplained:
+    return Unexplained(
+        TOO_LARGE,
+        f"the statement's text is {size_bytes:,} bytes, longer than the {settings.PLANS['MAX_TEXT_BYTES']:,} bytes "
+        "the console sends to EXPLAIN (PLANS_MAX_TEXT_BYTES)",
+    )
 
 
 def plan_budget() -> plans.Budget:
@@ -101,6 +132,29 @@ def statement_plan(*, server_id: int, statement_id: int) -> Outcome:
         plans.budget_settle(server_id, grant, used_ms=spent.ms, new_bytes=spent.bytes)
 
 
+@contextlib.contextmanager
+def plans_slot(server_id: int) -> Iterator[str]:
+    """A slot of the server's organization's share of the plans workers' threads (ORG_MAX_PLANNING, readings.shares)
+    held for the block: yields "" when it is this job's (or there is no limit, or no such server: the job finds
+    that out itself), else the sentence saying why not. One slot a job, a round of top statements as one EXPLAIN:
+    what it holds is a thread, up to its connection's deadline when the server fails."""
+    organization = Organization.objects.filter(servers__pk=server_id).first()
+    limit = organization.planning_limit() if organization is not None else 0
+    jobs = f"{limit} plan job{'s' if limit != 1 else ''} of {organization}"
+    with shares.held(organization.pk if organization else 0, limit, namespace=shares.PLANS_NAMESPACE) as mine:
+        yield "" if mine else f"the plans worker was running {jobs}, its share (ORG_MAX_PLANNING)"
+
+
+def statement_plan_in_share(*, server_id: int, statement_id: int) -> Outcome:
+    """statement_plan for a job of its own on the plans worker (an EXPLAIN asked for): within its organization's
+    share of the worker; when the share is in use, Outcome(False, OVER_SHARE, why), nothing stored nor spent
+    (the task puts it off)."""
+    with plans_slot(server_id) as refused:
+        if refused:
+            return Outcome(False, OVER_SHARE, refused)
+        return statement_plan(server_id=server_id, statement_id=statement_id)
+
+
 @dataclass
 class _Spent:
     ms: float = 0.0  # the EXPLAIN's time, measured around it
@@ -116,12 +170,15 @@ def _plan(server: Server, statement: Statement, at, grant: plans.Grant, spent: _
         deadline = time.monotonic() + budget_s
         try:
             with _connected(target, deadline, budget_s) as conn:
-                meta, role, text = _text_and_role(conn, statement)
+                read = _text_and_role(conn, statement)
         except CollectionError as exc:
             # The console's sentence for the failure, not libpq's words: the reason is shown to every member of the
             # organization, who may not see connection detail (readings.errors.shown).
             down = Unexplained(plans.SERVER, f"the server could not be read: {summary(exc.code)}")
             return _unexplained(server_id, statement_id, down, at)
+        meta, role, text = read.meta, read.role, read.text
+        if text is None and read.text_bytes is not None:
+            return _unexplained(server_id, statement_id, _too_long(read.text_bytes), at)
         if text is None or role is None:
             missing = Unexplained(
                 "text",
@@ -131,7 +188,9 @@ def _plan(server: Server, statement: Statement, at, grant: plans.Grant, spent: _
             )
             return _unexplained(server_id, statement_id, missing, at)
         database = replace(target.endpoint, database=statement.database_name or target.endpoint.database)
-        with _connected(replace(target, endpoint=database), deadline, budget_s) as conn:
+        # Where the first connection went: a host name switched meanwhile to another address is not followed.
+        there = replace(target, endpoint=database).pinned(read.address)
+        with _connected(there, deadline, budget_s) as conn:
             started = time.monotonic()
             explaining = {  # explain()'s keywords, for the plan and for each candidate costed with hypopg
                 "statement_timeout_ms": grant.timeout_ms,

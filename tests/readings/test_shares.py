@@ -1,6 +1,7 @@
-"""Each organization's share of the collection workers (readings.shares): slots held by running collections in
-their own sessions of the history store, across threads as across workers. The share under a real worker,
-beat and slow servers: tests/production/test_faults_fleet.py."""
+"""Each organization's share of the collection workers, and of the plans worker (readings.shares): slots held by
+running jobs in their own sessions of the history store, across threads as across workers, each share apart from
+the other. The collections' share under a real worker, beat and slow servers: tests/production/test_faults_fleet.py;
+the plans' under a real plans worker: tests/readings/test_tasks.py."""
 
 import threading
 from datetime import UTC, datetime, timedelta
@@ -21,15 +22,15 @@ pytestmark = pytest.mark.django_db(transaction=True)
 class Holder(threading.Thread):
     """A collection of its own, in a thread (its own session of the history store), holding a slot until told."""
 
-    def __init__(self, organization_id: int, limit: int):
+    def __init__(self, organization_id: int, limit: int, namespace: int = shares.SHARE_NAMESPACE):
         super().__init__(daemon=True)
-        self.organization_id, self.limit = organization_id, limit
+        self.organization_id, self.limit, self.namespace = organization_id, limit, namespace
         self.got: bool | None = None
         self.holding, self.done = threading.Event(), threading.Event()
 
     def run(self) -> None:
         try:
-            with shares.held(self.organization_id, self.limit) as mine:
+            with shares.held(self.organization_id, self.limit, namespace=self.namespace) as mine:
                 self.got = mine
                 self.holding.set()
                 self.done.wait(30)
@@ -57,6 +58,16 @@ def test_no_more_collections_of_an_organization_hold_a_slot_than_its_limit_and_a
     assert shares.running(7) == 0
     with Holder(7, 2) as again:
         assert again.got is True
+
+
+def test_the_plans_share_is_apart_from_the_collections():
+    plans = shares.PLANS_NAMESPACE
+    with Holder(7, 1) as collecting, Holder(7, 1, plans) as planning:
+        assert (collecting.got, planning.got) == (True, True), "a collection's slot is not a plan job's"
+        assert shares.running(7) == 1 and shares.running(7, namespace=plans) == 1
+        with Holder(7, 1, plans) as second, Holder(8, 1, plans) as other:
+            assert second.got is False and other.got is True
+    assert shares.running(7, namespace=plans) == 0
 
 
 def test_with_no_limit_every_collection_runs_and_holds_nothing():
@@ -95,6 +106,17 @@ def test_an_organizations_own_limit_wins_over_the_setting(settings):
     assert org.collecting_limit() == 2
 
 
+def test_an_organizations_own_plans_limit_wins_over_the_setting(settings):
+    org = Organization.objects.create(name="tenant")
+    assert org.planning_limit() == 0, "no limit by default, as the collections'"
+    settings.ORG_MAX_PLANNING = 3
+    assert org.planning_limit() == 3
+    org.max_planning = 0
+    assert org.planning_limit() == 0
+    org.max_planning = 1
+    assert (org.planning_limit(), org.collecting_limit()) == (1, 0)
+
+
 @pytest.mark.parametrize(
     ("in_s", "form"),
     [(-1.0, "aware"), (0.5, "naive string"), (0.9, "aware string")],
@@ -110,3 +132,42 @@ def test_a_collection_put_off_past_its_servers_next_one_is_skipped_and_said(in_s
     task = SimpleNamespace(request=SimpleNamespace(expires=expires, id="t-1"))
     assert tasks._put_off(task, 42, tracked=False) is False
     assert "collection of server 42 skipped: its organization's share" in caplog.text
+
+
+def _task(expires, put_off: int = 0) -> SimpleNamespace:
+    """What readings.tasks reads of a running task: its message's expiry and id, and how to send it again."""
+    sent: list = []
+    return SimpleNamespace(
+        request=SimpleNamespace(expires=expires, id="t-2"),
+        apply_async=lambda *a, **k: sent.append((a, k)),
+        sent=sent,
+    )
+
+
+def test_a_plan_job_over_its_share_is_put_off_longer_each_time_up_to_a_bound():
+    expires = datetime.now(UTC) + timedelta(minutes=10)
+    waits = []
+    for put_off in range(8):
+        task = _task(expires)
+        assert tasks._plan_put_off(task, (42,), {"put_off": put_off}, "plan round of server 42") is True
+        ((args, kwargs),) = task.sent
+        assert args == ((42,), {"put_off": put_off + 1}) and kwargs["task_id"] == "t-2" and kwargs["expires"] == expires
+        waits.append(kwargs["countdown"])
+    first, most = tasks.PLAN_PUT_OFF_S
+    assert first * 0.5 <= waits[0] <= first * 1.5
+    assert all(most * 0.5 <= w <= most * 1.5 for w in waits[5:]), waits
+
+
+def test_a_plan_job_put_off_past_its_expiry_is_skipped_and_said_and_whoever_asked_is_told(caplog):
+    task = _task((datetime.now(UTC) + timedelta(seconds=0.2)).isoformat())
+    assert tasks._plan_put_off(task, (42,), {"put_off": 0}, "plan round of server 42") is False
+    assert not task.sent
+    assert "plan round of server 42 skipped: its organization's share of the plans worker" in caplog.text
+    # An EXPLAIN asked for (tracked): its status says it did not run, and why.
+    task = _task(datetime.now(UTC) - timedelta(seconds=1))
+    tasks.track("t-2", 42, "running")
+    done = tasks._plan_over_share(task, 42, 7, 0, True, 3, "the plans worker was running 1 plan job of x")
+    assert done == {"code": "over_share", "put_off": False}
+    state = tasks.tracked("t-2")
+    assert state["status"] == "failed" and state["result"]["error_code"] == "over_share"
+    assert state["result"]["reason"].endswith("stayed in use until the request expired: ask again later")

@@ -1,5 +1,6 @@
 """End to end through a real Redis broker and real Celery worker and beat processes:
-beat tick -> dispatcher -> collection task -> rows in the history store."""
+beat tick -> dispatcher -> collection task -> rows in the history store; and a real plans worker, whose threads
+one organization's plan jobs share with the others' (ORG_MAX_PLANNING)."""
 
 import time
 from pathlib import Path
@@ -7,6 +8,7 @@ from pathlib import Path
 import pytest
 import redis
 from django.db import connection
+from django.utils import timezone
 
 from advisor.gather import NO_SNAPSHOT
 from advisor.models import Evaluation
@@ -173,3 +175,91 @@ def test_the_worker_keeps_its_history_store_sessions_across_tasks(pg_clusters, c
     # Four collections and as many dispatcher ticks (every second) ran meanwhile: at most one new session per
     # worker thread that had not worked yet, none per task.
     assert opened <= 2, f"{opened} sessions opened for {len(snapshots(server)) - taken} collections"
+
+
+BUSY_SERVERS, PLAN_THREADS = 4, 3  # one organization's silent servers, and the plans worker's threads
+
+
+def test_one_organizations_plan_jobs_take_its_share_of_the_plans_worker_and_the_others_keep_their_pace(
+    pg_clusters, tmp_path
+):
+    """ORG_MAX_PLANNING at 1 and a plans worker of 3 threads (compose's command, fewer threads). Four EXPLAINs are
+    asked of servers of one organization that went silent (each would hold a thread until its connection's 2 s
+    timeout), then one of another organization's healthy server. The silent organization's jobs run one at a time,
+    the others put off, never lost (each ends in turn, with the server's reason), and the other organization's plan
+    is read before the second of them starts. (With no share, three of them held the three threads and the other
+    organization's plan waited for the first to time out.)"""
+    import contextlib
+    import threading
+
+    from history.models import PlanAttempt, Statement
+    from inventory.connection import parse_dsn
+    from inventory.services import server_create
+    from readings import shares
+    from readings.tasks import plan_tracked, tracked
+    from tests.processes import console_env, wait_ready
+    from tests.tcp_proxy import TcpProxy
+    from tests.world import collect
+
+    calm_cluster = pg_clusters[16]
+    calm = register(calm_cluster, name="calm-plans", org="calm-tenant")
+    collect(calm)
+    run(calm_cluster, "SELECT count(*) FROM pg_class WHERE relpages > %s", 2, params=(9,))
+    collect(calm)
+    like = "SELECT count(*) FROM pg_class WHERE relpages >%"
+    calm_statement = calm.statements.get(queryid=server_entry(calm_cluster, like)["queryid"])
+    broker = redis.Redis.from_url(console_env()["REDIS_URL"])
+    broker.delete("plans")
+    with contextlib.ExitStack() as stack:
+        proxies = [stack.enter_context(TcpProxy(calm_cluster.port)) for _ in range(BUSY_SERVERS)]
+        busy = [
+            server_create(
+                name=f"silent-plans-{i}",
+                connection=parse_dsn(f"postgresql://monitor:monitor-pw@127.0.0.1:{p.port}/app?sslmode=disable"),
+                organization_name="busy-tenant",
+            )
+            for i, p in enumerate(proxies)
+        ]
+        busy_statements = [
+            Statement.objects.create(
+                server=s, userid=10, dbid=5, queryid=1000 + s.pk, first_seen_at=timezone.now(), query="SELECT $1"
+            )
+            for s in busy
+        ]
+        for p in proxies:
+            p.go_silent()
+        busy_org = busy[0].organization_id
+        running: list[int] = []
+        stop = threading.Event()
+
+        def watch() -> None:  # the busy organization's slots in use, from outside the worker
+            try:
+                while not stop.wait(0.1):
+                    running.append(shares.running(busy_org, namespace=shares.PLANS_NAMESPACE))
+            finally:
+                connection.close()
+
+        env = console_env(ORG_MAX_PLANNING="1", COLLECTOR_CONNECT_TIMEOUT_S="2")
+        with processes(tmp_path, env) as procs:
+            worker = procs.start("plans", [*worker_argv(name="plans", concurrency=PLAN_THREADS), "--queues", "plans"])
+            wait_ready(worker)
+            watcher = threading.Thread(target=watch, daemon=True)
+            watcher.start()
+            asked = [plan_tracked(s.pk, st.pk) for s, st in zip(busy, busy_statements, strict=True)]
+            asked.append(plan_tracked(calm.pk, calm_statement.pk))
+            _wait_for(lambda: all(tracked(t)["status"] in ("succeeded", "failed") for t in asked), 120, tmp_path)
+            stop.set()
+            watcher.join(10)
+            log = worker.text()
+
+    states = [tracked(t) for t in asked]
+    assert states[-1]["status"] == "succeeded", states[-1]  # the calm organization's plan
+    assert [s["result"]["error_code"] for s in states[:-1]] == ["server"] * BUSY_SERVERS, states
+    assert max(running) == 1, running  # its share in use, never more
+    assert "'code': 'over_share', 'put_off': True" in log  # put off, said
+    busy_at = sorted(PlanAttempt.objects.filter(server__in=busy).values_list("at", flat=True))
+    assert len(busy_at) == BUSY_SERVERS
+    gaps = [(b - a).total_seconds() for a, b in zip(busy_at, busy_at[1:], strict=False)]
+    assert min(gaps) >= 1.9, gaps  # one after the other, each held to its connection's timeout
+    (calm_at,) = PlanAttempt.objects.filter(server=calm).values_list("at", flat=True)
+    assert calm_at < busy_at[1], (calm_at, busy_at)

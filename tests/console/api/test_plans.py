@@ -1,7 +1,8 @@
 """/api/v1/statements/{id}/plans/: a statement's plans from a real server's real EXPLAINs (its shapes, the current
 first, and its last EXPLAIN's reason), one plan by fingerprint as JSON and text, and a fresh EXPLAIN asked for by
-a DBA, run by a real Celery worker on the `plans` queue and polled to its fingerprint; viewers read, outsiders get
-404s, and every response is checked against the schema."""
+a DBA, run by a real Celery worker on the `plans` queue and polled to its fingerprint, within the user's EXPLAIN
+rates (429 with Retry-After past them); viewers read, outsiders get 404s, and every response is checked against
+the schema."""
 
 from __future__ import annotations
 
@@ -10,8 +11,11 @@ import os
 import time
 
 import pytest
+import redis
+from django.utils import timezone
 
-from history.models import PlanShape
+from history.models import PlanShape, Statement
+from inventory.models import Server
 from readings.plans.service import statement_plan
 from tests.api_world import assert_error
 from tests.processes import console_env, processes, worker_argv
@@ -100,3 +104,31 @@ def test_a_fresh_explain_is_run_by_the_plans_worker_and_polled_to_its_plan(api_w
         "fingerprint": without.fingerprint,  # the same shape as before: no index since
     }
     assert_error(api_world.client("outsider").get(r.json()["status_url"]), 404)
+
+
+def test_explains_asked_past_the_users_rates_get_429_with_retry_after(api_world, settings):
+    """A minute's and an hour's rate per user, all their tokens and the Plan tab's button together: past either,
+    429 with Retry-After and nothing queued; another user has their own."""
+    settings.PAGE_RATES = {**settings.PAGE_RATES, "explain": "2/min", "explain_hourly": "3/hour"}
+    broker = redis.Redis.from_url(settings.CELERY_BROKER_URL)
+    broker.delete("plans")
+    server = Server.objects.create(organization=api_world.acme, name="rated-plans", host="192.0.2.1", user="m")
+    statement = Statement.objects.create(
+        server=server, userid=10, dbid=5, queryid=77, first_seen_at=timezone.now(), query="SELECT $1"
+    )
+    url = f"/api/v1/statements/{statement.pk}/plans/"
+    dba = api_world.client("dba")
+    try:
+        assert [dba.post(url).status_code for _ in range(2)] == [202, 202]
+        refused = api_world.client("dba").post(url)  # another token of the same user: the same count
+        assert "Too many EXPLAINs asked for: try again in " in assert_error(refused, 429, "throttled")["message"]
+        assert 0 < int(refused["Retry-After"]) <= 60  # the minute's
+        assert broker.llen("plans") == 2  # the refused one was not queued
+        settings.PAGE_RATES = {**settings.PAGE_RATES, "explain": "10/min", "explain_hourly": "3/hour"}
+        admin = api_world.client("admin")
+        assert [admin.post(url).status_code for _ in range(3)] == [202, 202, 202]
+        late = admin.post(url)
+        assert_error(late, 429, "throttled")
+        assert 60 < int(late["Retry-After"]) <= 3600  # the hour's
+    finally:
+        broker.delete("plans")

@@ -2,15 +2,19 @@
 console's health; each figure the fleet selector's over the window; what a server does not give (planning time
 with track_planning off) an absent series, never 0; OpenMetrics or Prometheus' text format as asked, each passing
 `promtool check metrics` (Debian's prometheus package); a real Prometheus scraping the console with the token
-finds the series through its query API."""
+finds the series through its query API. What a token costs is bounded: concurrent scrapes read the figures once,
+one key per scope and kind whatever the format or the statements asked, and scrapes past the token's rate get a
+429 with Retry-After."""
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import socket
 import subprocess
+import threading
 import time
 import urllib.parse
 import urllib.request
@@ -46,7 +50,7 @@ DASHBOARD = Path(__file__).resolve().parents[3] / "docs" / "grafana" / "pgconsol
 def world(pg_clusters, settings):
     """A collected server of "acme" (PostgreSQL 16, track_planning off), a never collected one of "other", their
     members' tokens and an operator's."""
-    settings.METRICS = {**settings.METRICS, "CACHE_S": 0}
+    settings.METRICS = {**settings.METRICS, "CACHE_S": 0, "RATE": "1000/min"}  # the rate: its own tests'
     c = pg_clusters[16]
     ours = register(c, name="metrics-16", org="acme")
     collect(ours)
@@ -321,3 +325,86 @@ def test_a_real_prometheus_scrapes_the_console_with_a_token(world, live_server, 
     finally:
         prometheus.terminate()
         prometheus.wait(timeout=10)
+
+
+def _reads(caplog) -> list[str]:
+    """The cache keys whose figures were read, once a line each (console.views.metrics logs every reading)."""
+    return [r.getMessage().split()[3] for r in caplog.records if r.getMessage().startswith("metrics: figures of ")]
+
+
+def test_concurrent_scrapes_of_one_scope_read_the_figures_once(world, settings, live_server, caplog):
+    """Eight scrapes at the same moment over real HTTP (the live server's threads), the figures not cached yet: one
+    reads them, the others wait for them; each gets the same figures."""
+    _, _, tokens = world
+    settings.METRICS = {**settings.METRICS, "CACHE_S": 60}
+    start = threading.Barrier(8)
+    bodies: list[bytes] = []
+
+    def get() -> None:
+        request = urllib.request.Request(
+            f"{live_server.url}/metrics", headers={"Authorization": f"Bearer {tokens['metrics-acme']}"}
+        )
+        start.wait()
+        with urllib.request.urlopen(request, timeout=30) as r:
+            bodies.append(r.read())
+
+    with caplog.at_level(logging.DEBUG, logger="console.views.metrics"):
+        threads = [threading.Thread(target=get) for _ in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+    assert len(bodies) == 8 and len(set(bodies)) == 1
+    assert len(_reads(caplog)) == 1, _reads(caplog)
+    assert b'pgconsole_server_up{organization="acme",server="metrics-16"' in bodies[0]
+
+
+def test_one_key_per_scope_and_kind_whatever_the_format_the_statements_or_the_token(world, settings, caplog):
+    """22 variants of one token's scrape (two formats, without statements and with 1 to 10), and another token of
+    the same user and scope: two readings, two keys in Redis; each answer in its format, with the statements
+    asked."""
+    ours, _, tokens = world
+    settings.METRICS = {**settings.METRICS, "CACHE_S": 60}
+    user = User.objects.get(username="metrics-acme")
+    again = token_create(user=user, name="prometheus-2", read_only=True)[1]
+    with caplog.at_level(logging.DEBUG, logger="console.views.metrics"):
+        for token in (tokens["metrics-acme"], again):
+            for accept in ("", OPENMETRICS):
+                for n in (None, *range(1, 11)):
+                    response = Client().get(
+                        "/metrics",
+                        {} if n is None else {"statements": str(n)},
+                        HTTP_AUTHORIZATION=f"Bearer {token}",
+                        HTTP_ACCEPT=accept,
+                    )
+                    assert response.status_code == 200
+                    assert response["Content-Type"].startswith("application/openmetrics" if accept else "text/plain")
+                    if n == 1 and not accept:
+                        found = samples(response.content.decode())
+                        assert len(of(found, "pgconsole_statement_calls_per_second", "metrics-16")) == 1
+    assert sorted(_reads(caplog)) == [f"metrics:user-{user.pk}:fleet", f"metrics:user-{user.pk}:statements"]
+    broker = redis.Redis.from_url(settings.REDIS_URL)
+    keys = {k.decode().split(":", 2)[2] for k in broker.scan_iter(match=f"*metrics:user-{user.pk}:*")}
+    assert keys == {f"metrics:user-{user.pk}:fleet", f"metrics:user-{user.pk}:statements"}
+    # A metrics token of the same user is another scope (its one organization): a key of its own.
+    _, scoped = token_create(user=user, name="prometheus-acme", organization=ours.organization)
+    with caplog.at_level(logging.DEBUG, logger="console.views.metrics"):
+        assert scrape(scoped)[0] == 200
+    assert _reads(caplog)[-1] == f"metrics:user-{user.pk}-org-{ours.organization_id}:fleet"
+
+
+def test_scrapes_past_the_tokens_rate_get_429_with_retry_after(world, settings):
+    """Per token and kind: the third scrape of a minute at 2/min is refused, said, with when to come back;
+    the same token's scrapes with statements, and another token's, have their own count."""
+    _, _, tokens = world
+    settings.METRICS = {**settings.METRICS, "RATE": "2/min"}
+    assert [scrape(tokens["metrics-acme"])[0] for _ in range(2)] == [200, 200]
+    refused = Client().get("/metrics", HTTP_AUTHORIZATION=f"Bearer {tokens['metrics-acme']}")
+    assert refused.status_code == 429 and 0 < int(refused["Retry-After"]) <= 60
+    assert refused.content == b"too many scrapes with this token: at most 2/min\n"
+    with_statements = Client().get(
+        "/metrics", {"statements": "2"}, HTTP_AUTHORIZATION=f"Bearer {tokens['metrics-acme']}"
+    )
+    assert with_statements.status_code == 200
+    assert scrape(tokens["metrics-other"])[0] == 200
+    assert scrape(None)[0] == 401  # no token: refused before any count

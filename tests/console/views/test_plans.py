@@ -223,6 +223,47 @@ def test_explain_now_is_for_dbas_and_admins_and_the_tab_follows_it_to_its_outcom
     assert "EXPLAIN asked:" not in page(client, statement.pk, asked="no-such-task")
 
 
+def test_explain_now_past_the_users_rate_says_how_long_to_wait_and_queues_nothing(client, world, settings):
+    """The button counts against the user's EXPLAIN rates (with the API's): past one, the tab says so instead of
+    asking the worker."""
+    import redis
+
+    settings.PAGE_RATES = {**settings.PAGE_RATES, "explain": "1/min", "explain_hourly": "60/hour"}
+    _, statement, _ = world
+    Membership.objects.filter(user__username="plan-alice").update(role=Membership.Role.DBA)
+    broker = redis.Redis.from_url(settings.CELERY_BROKER_URL)
+    broker.delete("plans")
+    url = reverse("statement-plan-now", args=[statement.pk])
+    try:
+        assert "?asked=" in client.post(url).url
+        refused = client.post(url, follow=True)
+        assert refused.redirect_chain == [(reverse("statement-plan", args=[statement.pk]), 302)]
+        html = refused.content.decode()
+        assert re.search(r'<li class="error">Too many EXPLAINs asked for: try again in \d+ s\.</li>', html), html
+        assert "EXPLAIN now</button>" in html  # nothing asked: the button stays
+        assert broker.llen("plans") == 1  # the first one only
+    finally:
+        broker.delete("plans")
+
+
+def test_an_explain_put_off_by_its_organizations_share_says_so_and_then_why_it_did_not_run(client, world):
+    """The plans worker's share of the organization was in use (readings.tasks): the tab says the EXPLAIN waits
+    for it, and, when it expired so, that it did not run and why."""
+    from readings.tasks import track
+
+    server, statement, _ = world
+    reason = "the plans worker was running 2 plan jobs of plan-page, its share (ORG_MAX_PLANNING)"
+    put_off = {"ok": False, "kind": "plan", "error_code": "over_share"}
+    track("t-share", server.pk, "queued", {**put_off, "put_off": True, "reason": reason})
+    waiting = page(client, statement.pk, asked="t-share")
+    assert f"EXPLAIN asked: put off, {reason}; it runs when one of them is done." in waiting
+    assert 'hx-trigger="every 2s"' in waiting
+    expired = "its organization's share of the plans worker (ORG_MAX_PLANNING) stayed in use until the request expired"
+    track("t-share", server.pk, "failed", {**put_off, "put_off": False, "reason": f"{expired}: ask again later"})
+    done = page(client, statement.pk, asked="t-share")
+    assert f"EXPLAIN not run: {htmllib.escape(expired)}: ask again later" in done and "every 2s" not in done
+
+
 def test_the_indexes_its_scans_ask_for_and_why_none(client, world):
     """The current plan's candidates as the plans reading stored them: the index asked for (of a partition, its
     partitioned table named), and a refusal's reason, escaped."""

@@ -1,6 +1,7 @@
 """readings/plans/auto.py through real collections of a real server: a server's top statements by total time (the
 read tier's own ranking) planned the costliest first, each once per PLANS_INTERVAL_S, within the server's budget,
-which stops a round at its first refusal and cuts an EXPLAIN's timeout to what is left of the hour."""
+which stops a round at its first refusal and cuts an EXPLAIN's timeout to what is left of the hour, and within its
+organization's share of the plans worker, which a round holds from its start to its end."""
 
 import threading
 import time
@@ -11,9 +12,11 @@ from django.db import connection
 
 from history import plans
 from history.models import PlanAttempt, PlanSpend, StatementPlan
+from readings import shares
 from readings.plans.auto import due_statements, plan_top_statements
 from readings.plans.service import statement_plan
 from readtier import Page, StatementFilters, Window, top_statements
+from tests.readings.test_shares import Holder
 from tests.world import collect, held_exclusive, register, run
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -96,6 +99,32 @@ def test_the_top_statements_are_planned_costliest_first_and_once_per_interval(se
         at=PlanAttempt.objects.get(server_id=server.pk, statement_id=costly).at - timedelta(hours=6, seconds=1)
     )
     assert due_statements(server.pk)[1] == [costly]
+
+
+def test_a_round_over_its_organizations_share_does_not_start_and_one_that_starts_holds_a_slot(
+    server, settings, monkeypatch
+):
+    settings.ORG_MAX_PLANNING = 1
+    org = server.organization_id
+    with Holder(org, 1, shares.PLANS_NAMESPACE):
+        refused = plan_top_statements(server.pk)
+    assert refused.outcomes == {} and refused.candidates == 0
+    assert refused.over_share.endswith("its share (ORG_MAX_PLANNING)")
+    assert not PlanAttempt.objects.filter(server_id=server.pk).exists()
+    held: list[int] = []
+    plan = statement_plan
+
+    def watched(**kwargs):  # a look at the share from outside the round's session, while it runs
+        held.append(shares.running(org, namespace=shares.PLANS_NAMESPACE))
+        return plan(**kwargs)
+
+    from readings.plans import auto
+
+    monkeypatch.setattr(auto, "statement_plan", watched)
+    done = plan_top_statements(server.pk)
+    assert done.over_share == "" and all(o.planned for sid, o in done.outcomes.items() if sid in _ours(server))
+    assert held and set(held) == {1}, held  # one slot, the whole round long
+    assert shares.running(org, namespace=shares.PLANS_NAMESPACE) == 0
 
 
 def test_only_the_top_n_are_candidates(server, settings):
