@@ -1,27 +1,29 @@
-"""Alert channels, rules and deliveries: creating a channel (its target checked and encrypted), sending a test,
-an organization's default rules and their changes (checked, with the reason when refused), acknowledging an
-alert, and one attempt of a delivery, claimed with a conditional UPDATE so that two workers (or a message
-delivered twice) never send it twice, one delivery of a channel at a time (a slow receiver holds one worker
-thread, not all), with the outcome recorded on the delivery and on its channel. When an alert opens, resolves or
-reminds: alerts/lifecycle.py."""
+"""Alert channels, rules and deliveries: creating a channel (its target checked and encrypted, up to the
+organization's number of channels), sending a test, an organization's default rules and their changes (checked,
+with the reason when refused), acknowledging an alert, and one attempt of a delivery, claimed with a conditional
+UPDATE so that two workers (or a message delivered twice) never send it twice, one delivery of a channel at a
+time and a few of an organization at a time (its share, alerts/shares.py: a tenant's slow receivers hold that
+many worker threads, not all), with the outcome recorded on the delivery and on its channel. When an alert
+opens, resolves or reminds: alerts/lifecycle.py."""
 
 from __future__ import annotations
 
 import dataclasses
+import logging
 import random
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Literal
 
 from django.conf import settings
-from django.core.exceptions import ValidationError
+from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.core.mail import EmailMultiAlternatives
 from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
 from advisor.services import organization_thresholds
-from alerts import channels, outbound, rule_fields, signing
+from alerts import channels, outbound, rule_fields, shares, signing
 from alerts.channels import Message
 from alerts.defaults import DEFAULT_RULES
 from alerts.models import Alert, Channel, Delivery, Rule
@@ -29,9 +31,14 @@ from inventory.crypto import decrypt_secret, encrypt_secret
 from inventory.models import Organization
 from presentation.mail import render_mail
 
-Outcome = Literal["sent", "retry", "failed", "skipped", "busy"]
+Outcome = Literal["sent", "retry", "failed", "skipped", "busy", "deferred"]
 MAX_BACKOFF_S = 3600
 BUSY_RETRY_S = (1.0, 3.0)  # a delivery whose channel is sending another tries again within this, at random
+# A delivery over its organization's share waits this (at random), doubled each time it waited already, up to
+# ALERTS_TIMEOUT_S (within which a slot is let go): a tenant's backlog of thousands is asked about less and less
+# often, not every second.
+DEFER_S = (1.0, 3.0)
+log = logging.getLogger(__name__)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,9 +56,11 @@ def channel_create(
     addresses: list[str] | None = None,
     user=None,
 ) -> NewChannel:
-    """A channel of `organization`; ValidationError (by field) when its target or addresses are refused."""
+    """A channel of `organization`; ValidationError (by field) when its target or addresses are refused, or
+    (not by field) when the organization has ALERTS_ORG_MAX_CHANNELS channels already."""
     if kind not in Channel.Kind.values:
         raise ValidationError({"kind": f"one of {', '.join(Channel.Kind.values)}"})
+    _room_for_a_channel(organization)  # before the target's check, which may wait on a name's lookup
     channel = Channel(organization=organization, name=name.strip(), kind=kind, created_by=user)
     secret = None
     if kind == Channel.Kind.EMAIL:
@@ -69,10 +78,26 @@ def channel_create(
         channel.signing_secret_encrypted = encrypt_secret(secret)
     if not channel.name:
         raise ValidationError({"name": "a channel needs a name"})
-    if Channel.objects.filter(organization=organization, name=channel.name).exists():
-        raise ValidationError({"name": f"{organization} has a channel named {channel.name!r} already"})
-    channel.save()
+    with transaction.atomic():
+        # Counted again under the organization's row lock: two channels added at once cannot both take the last place.
+        Organization.objects.select_for_update().filter(pk=organization.pk).first()
+        _room_for_a_channel(organization)
+        if Channel.objects.filter(organization=organization, name=channel.name).exists():
+            raise ValidationError({"name": f"{organization} has a channel named {channel.name!r} already"})
+        channel.save()
     return NewChannel(channel, secret)
+
+
+def _room_for_a_channel(organization: Organization) -> None:
+    """ValidationError (not by field) when the organization has ALERTS_ORG_MAX_CHANNELS channels (0: no limit)."""
+    limit = settings.ALERTS_ORG_MAX_CHANNELS
+    if limit > 0 and Channel.objects.filter(organization=organization).count() >= limit:
+        raise ValidationError(
+            {
+                NON_FIELD_ERRORS: f"{organization} has {limit} alert channels already, its limit: delete one first "
+                "(a console administrator can raise it: ALERTS_ORG_MAX_CHANNELS)"
+            }
+        )
 
 
 def channel_send_test(*, channel: Channel, enqueue: Callable[[int], object], now: datetime | None = None) -> Delivery:
@@ -138,13 +163,48 @@ def _loaded(d: dict) -> Message:
     return Message(**{**d, "at": datetime.fromisoformat(d["at"])})
 
 
-def delivery_attempt(*, delivery_id: int, now: datetime | None = None) -> Outcome:
-    """One attempt: claimed (a delivery sent, failed or taken by another worker is skipped; one claimed longer
-    ago than ALERTS_CLAIM_STALE_S by a worker that died is taken again while attempts remain, and failed once
-    none do), sent, recorded. "retry": the caller tries again later, while attempts remain
-    (ALERTS_MAX_ATTEMPTS). "busy": another delivery of the same channel is being sent; the caller tries again
-    at the delivery's next_attempt_at, a second or two away."""
+def delivery_attempt(*, delivery_id: int, now: datetime | None = None, waited: int = 0) -> Outcome:
+    """One attempt, within the organization's share of the alert workers (ALERTS_ORG_MAX_SENDING deliveries at
+    once): claimed (a delivery sent, failed or taken by another worker is skipped; one claimed longer ago than
+    ALERTS_CLAIM_STALE_S by a worker that died is taken again while attempts remain, and failed once none do),
+    sent, recorded. "retry": the caller tries again later, while attempts remain (ALERTS_MAX_ATTEMPTS). "busy":
+    another delivery of the same channel is being sent; "deferred": the organization's share is taken, said on
+    the delivery (`waited`: how often it was put off already, each wait longer); for both the caller tries again
+    at the delivery's next_attempt_at, seconds away, and no attempt is spent."""
     now = now or timezone.now()
+    found = Delivery.objects.filter(pk=delivery_id).values_list(
+        "channel__organization_id", "channel__organization__name"
+    )
+    if not (owner := found.first()):
+        return "skipped"  # gone with its channel
+    organization_id, organization = owner
+    limit = settings.ALERTS_ORG_MAX_SENDING
+    with shares.held(organization_id, limit) as mine:
+        if not mine:
+            return _defer(delivery_id, organization, limit, waited, now)
+        return _attempt(delivery_id, now)
+
+
+def _defer(delivery_id: int, organization: str, limit: int, waited: int, now: datetime) -> Outcome:
+    """The delivery put off for its organization's share, the reason on its record (shown with its deliveries
+    until its attempt says otherwise); "skipped" when it is not waiting to be sent any more."""
+    stale = now - timedelta(seconds=settings.ALERTS_CLAIM_STALE_S)
+    delay_s = min(random.uniform(*DEFER_S) * 2 ** min(waited, 10), max(DEFER_S[1], settings.ALERTS_TIMEOUT_S))
+    said = (
+        f"waiting: {limit} other deliver{'y' if limit == 1 else 'ies'} of {organization} "
+        f"{'was' if limit == 1 else 'were'} being sent, its share of the alert workers (ALERTS_ORG_MAX_SENDING); "
+        "sent once one is done"
+    )
+    waiting = Delivery.objects.filter(
+        Q(status=Delivery.Status.PENDING) | Q(status=Delivery.Status.SENDING, claimed_at__lt=stale), pk=delivery_id
+    )
+    if not waiting.update(next_attempt_at=now + timedelta(seconds=delay_s), last_error=said):
+        return "skipped"
+    log.info("alert delivery %s deferred %.1f s: its organization's share of the alert workers", delivery_id, delay_s)
+    return "deferred"
+
+
+def _attempt(delivery_id: int, now: datetime) -> Outcome:
     claimed = _claim(delivery_id, now)
     if claimed != "claimed":
         return claimed

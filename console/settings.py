@@ -295,11 +295,23 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # others (docs/operations.md, "Scaling out"). "Test connection" has a queue of its own that the collection
 # worker also serves (it waits on a monitored server too), so a backlog of collections never keeps a DBA
 # waiting for a check. Alert deliveries wait on receivers anywhere (up to ALERTS_TIMEOUT_S each): their own
-# queue and their own threaded worker, so that no receiver delays a collection. Plans (EXPLAINs of top statements
-# on monitored servers, within each server's budget) too: a worker of their own, never the collections'. A worker
-# started without --queues consumes all.
+# queue and their own threaded worker, so that no receiver delays a collection; the alert rules' evaluations a
+# queue and a worker of their own again (`alert-rules`), so that no receiver delays an evaluation either. Plans
+# (EXPLAINs of top statements on monitored servers, within each server's budget) too: a worker of their own, never
+# the collections'. A worker started without --queues consumes all.
 CELERY_TASK_QUEUES = tuple(
-    Queue(name) for name in ("collection", "checks", "plans", "alerts", "advisor", "reports", "exports", "maintenance")
+    Queue(name)
+    for name in (
+        "collection",
+        "checks",
+        "plans",
+        "alerts",
+        "alert-rules",
+        "advisor",
+        "reports",
+        "exports",
+        "maintenance",
+    )
 )
 CELERY_TASK_DEFAULT_QUEUE = "maintenance"  # rollups, partitions
 CELERY_TASK_ROUTES = {
@@ -307,6 +319,8 @@ CELERY_TASK_ROUTES = {
     "readings.tasks.dispatch_due_collections": {"queue": "collection"},
     "readings.tasks.check_connection": {"queue": "checks"},
     "readings.tasks.plan_*": {"queue": "plans"},
+    "alerts.tasks.evaluate_alerts": {"queue": "alert-rules"},  # names before patterns: these two win
+    "alerts.tasks.evaluate_alert_group": {"queue": "alert-rules"},
     "alerts.tasks.*": {"queue": "alerts"},
     "advisor.tasks.*": {"queue": "advisor"},
     "reports.tasks.*": {"queue": "reports"},
@@ -339,6 +353,12 @@ ALERTS_CLAIM_STALE_S = env.int("ALERTS_CLAIM_STALE_S", default=120)  # a claim o
 ALERTS_TIDY_S = env.int("ALERTS_TIDY_S", default=60)  # how often beat looks for deliveries whose message was lost
 ALERTS_EVALUATE_S = env.int("ALERTS_EVALUATE_S", default=60)  # how often beat evaluates the alert rules
 ALERTS_SERVERS_PER_TASK = env.int("ALERTS_SERVERS_PER_TASK", default=50)  # an evaluation's group (one task each)
+# An organization's share of the alert workers (alerts.shares): at most this many of its deliveries are sent at
+# once, across every alerts worker, so that its slow receivers (each held up to ALERTS_TIMEOUT_S) leave the other
+# threads to the other organizations; its further deliveries are deferred a few seconds (never lost). 2 of
+# compose's 8 threads: some ten deliveries a second to receivers answering in 0.2 s. 0: no limit.
+ALERTS_ORG_MAX_SENDING = env.int("ALERTS_ORG_MAX_SENDING", default=2)
+ALERTS_ORG_MAX_CHANNELS = env.int("ALERTS_ORG_MAX_CHANNELS", default=20)  # channels of one organization (0: no limit)
 ALERTS_ALLOW_PLAIN_HTTP = env.bool("ALERTS_ALLOW_PLAIN_HTTP", default=DEBUG)  # webhooks over http://
 ALERTS_PAGERDUTY_URL = env("ALERTS_PAGERDUTY_URL", default="https://events.pagerduty.com/v2/enqueue")
 ALERTS_SLACK_URL_PREFIXES = env.list(

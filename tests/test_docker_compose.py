@@ -20,13 +20,15 @@ CONSOLE = (
     "web",
     "worker",
     "alerts",
+    "alert-rules",
     "plans",
     "tasks",
     "sampler",
     "beat",
     "register-demo",
 )  # the services that run the console's image
-LONG_RUNNING = ("history", "redis", "web", "worker", "alerts", "plans", "tasks", "sampler", "beat", "monitored")
+WORKERS = ("worker", "alerts", "alert-rules", "plans", "tasks")
+LONG_RUNNING = ("history", "redis", "web", *WORKERS, "sampler", "beat", "monitored")
 ENV_FILE = ".env.compose"
 
 
@@ -58,6 +60,7 @@ def test_services_images_and_environment(services):
         "web",
         "worker",
         "alerts",
+        "alert-rules",
         "plans",
         "tasks",
         "sampler",
@@ -117,10 +120,10 @@ def test_migrations_run_once_before_web_worker_and_beat(services):
     assert _command(migrate)[:3] == ["python", "manage.py", "migrate"]
     assert migrate["restart"] == "no"
     assert migrate["depends_on"]["history"]["condition"] == "service_healthy"
-    for name in ("web", "worker", "alerts", "plans", "tasks", "sampler", "beat", "register-demo"):
+    for name in ("web", *WORKERS, "sampler", "beat", "register-demo"):
         assert services[name]["depends_on"]["migrate"]["condition"] == "service_completed_successfully", name
         assert "migrate" not in " ".join(_command(services[name])), f"{name} must not migrate by itself"
-    for name in ("worker", "alerts", "plans", "tasks", "sampler", "beat"):
+    for name in (*WORKERS, "sampler", "beat"):
         assert services[name]["depends_on"]["redis"]["condition"] == "service_healthy"
 
 
@@ -131,7 +134,7 @@ def test_long_running_services_have_healthchecks(services):
         assert services[name].get("restart") == "unless-stopped", name
     assert "pg_isready" in _healthcheck(services["history"]) and "pg_isready" in _healthcheck(services["monitored"])
     assert "ping" in _healthcheck(services["redis"])
-    for name in ("worker", "alerts", "plans", "tasks"):  # the ping goes to the node name the worker is given
+    for name in WORKERS:  # the ping goes to the node name the worker is given
         command = _command(services[name])
         node = command[command.index("--hostname") + 1].replace("%h", "$$HOSTNAME")
         assert f"inspect ping --destination {node} " in _healthcheck(services[name]), name
@@ -232,15 +235,16 @@ def test_collections_have_a_worker_of_their_own_and_every_queue_a_worker(service
     from console.celery import app
 
     workers = {name: s for name, s in services.items() if "command" in s and "worker" in _command(s)[:4]}
-    assert set(workers) == {"worker", "alerts", "plans", "tasks"}
+    assert set(workers) == set(WORKERS)
     declared = {q.name for q in settings.CELERY_TASK_QUEUES}
     assert set().union(*map(_queues, workers.values())) == declared
     assert _queues(workers["worker"]) == {"collection", "checks"}
-    # Alerts wait on receivers anywhere: apart from the collections, on threads of their own.
-    assert _queues(workers["alerts"]) == {"alerts"}
+    # Alerts wait on receivers anywhere: apart from the collections, on threads of their own; the rules'
+    # evaluations apart from the deliveries, so that no receiver keeps an evaluation waiting until it expires.
+    assert _queues(workers["alerts"]) == {"alerts"} and _queues(workers["alert-rules"]) == {"alert-rules"}
     # Plans wait on monitored servers, within each server's budget: apart from the collections too.
     assert _queues(workers["plans"]) == {"plans"}
-    assert all("threads" in _command(workers[name]) for name in ("worker", "alerts", "plans"))
+    assert all("threads" in _command(workers[name]) for name in ("worker", "alerts", "alert-rules", "plans"))
     assert "prefork" in _command(workers["tasks"])
     app.loader.import_default_modules()
     routed = {
@@ -258,5 +262,13 @@ def test_collections_have_a_worker_of_their_own_and_every_queue_a_worker(service
         "readings.tasks.plan_fleet",
         "readings.tasks.plan_server",
         "readings.tasks.plan_statement",
+    }
+    assert {name for name, queue in routed.items() if queue == "alert-rules"} == {
+        "alerts.tasks.evaluate_alerts",
+        "alerts.tasks.evaluate_alert_group",
+    }
+    assert {name for name, queue in routed.items() if queue == "alerts"} == {
+        "alerts.tasks.deliver",
+        "alerts.tasks.resend_lost_deliveries",
     }
     assert set(routed.values()) <= declared

@@ -265,7 +265,8 @@ class Channels(APIView):
         request=ChannelIn,
         responses={201: ChannelCreatedOut},
         description="Add a channel (admins). Its target is checked (with the reason when refused), stored "
-        "encrypted and never shown again; a webhook's signing secret is in this answer only.",
+        "encrypted and never shown again; a webhook's signing secret is in this answer only. Refused (400, "
+        "non_field_errors) when the organization has its limit of channels already (ALERTS_ORG_MAX_CHANNELS).",
     )
     def post(self, request, organization_id: int):
         org = organization_for(request.user, organization_id)

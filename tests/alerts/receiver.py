@@ -35,12 +35,14 @@ class Receiver:
     tls: bool = False
     in_flight: dict[str, int] = field(default_factory=dict)  # path -> requests being answered now
     most_in_flight: dict[str, int] = field(default_factory=dict)  # path -> the most at once
+    most_at_once: int = 0  # requests being answered at once, whatever their path: the most
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def _enter(self, path: str) -> None:
         with self.lock:
             self.in_flight[path] = self.in_flight.get(path, 0) + 1
             self.most_in_flight[path] = max(self.most_in_flight.get(path, 0), self.in_flight[path])
+            self.most_at_once = max(self.most_at_once, sum(self.in_flight.values()))
 
     def _leave(self, path: str) -> None:
         with self.lock:

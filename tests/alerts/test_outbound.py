@@ -1,16 +1,21 @@
 """Requests the console sends out (alerts/outbound.py), to a real receiver on loopback: a URL refused as written
 with the reason, the policy checked again at send time, what the receiver got, each answer sorted into delivered,
-refused for good or worth a retry, a timeout and a closed port retried, and a redirect never followed."""
+refused for good or worth a retry, a timeout and a closed port retried, a redirect never followed, and a name
+that resolves slowly (a real name server that takes its time) given up at the deadline of the whole request."""
 
 from __future__ import annotations
 
+import json
 import socket
+import subprocess
 import time
 
 import pytest
 
 from alerts import outbound
 from tests.alerts.receiver import devenv_certificate, receiver
+from tests.alerts.resolver import slow_names
+from tests.processes import BIN, ROOT
 
 
 @pytest.mark.parametrize(
@@ -136,3 +141,51 @@ def test_the_policy_is_checked_again_at_send_time(settings):
         with pytest.raises(outbound.OutboundError, match="loopback"):
             outbound.post(r.url, b"{}", {})
     assert refused.value.retry is False and r.requests == []
+
+
+# Run in a process of its own whose lookups go to the slow name server (tests/alerts/resolver.py): each call's
+# outcome and how long it took, as JSON.
+_CALLS = """
+import json, sys, time
+import django
+django.setup()
+from alerts import outbound
+out = []
+for call, url, timeout_s in json.loads(sys.argv[1]):
+    started = time.monotonic()
+    try:
+        if call == "post":
+            out.append({"status": outbound.post(url, b"{}", {}, timeout_s=timeout_s).status})
+        else:
+            outbound.check_url(url, timeout_s=timeout_s)
+            out.append({"status": None})
+    except outbound.OutboundError as exc:
+        out.append({"error": exc.message, "retry": exc.retry})
+    out[-1]["took_s"] = time.monotonic() - started
+print(json.dumps(out))
+"""
+
+
+def test_a_name_that_resolves_slowly_is_given_up_at_the_deadline_of_the_whole_request(tmp_path):
+    """A name server that answers after 2 s: a send within 1 s is given up at 1 s, the lookup counted in its
+    deadline (retried later), and so is the check of a channel being saved (refused); a send within 4 s waits
+    for the name and is delivered. Before, the lookup came before the deadline started: a name that took a
+    minute to resolve held the worker's thread a minute."""
+    with receiver(200) as r, slow_names(2.0, tmp_path) as dns:
+        url = f"http://{dns.name('slow')}:{r.port}/hook"
+        calls = [("post", url, 1), ("check", url, 1), ("post", url, 4)]
+        done = subprocess.run(
+            dns.within([str(BIN / "python"), "-c", _CALLS, json.dumps(calls)]),
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert done.returncode == 0, done.stderr
+    late, refused, delivered = json.loads(done.stdout)
+    assert late["error"] == "the host slow.pgconsole.test did not resolve within 1 s" and late["retry"] is True
+    assert refused["error"] == late["error"] and refused["retry"] is False  # a channel is not saved on it
+    for given_up in (late, refused):
+        assert 1 <= given_up["took_s"] < 1.5, given_up
+    assert delivered["status"] == 200 and 2 <= delivered["took_s"] < 4, delivered
+    assert len(r.requests) == 1 and dns.asked(dns.name("slow")) == 3  # one lookup a call, each the server's

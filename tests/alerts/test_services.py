@@ -1,7 +1,8 @@
 """Sending through a channel, against real receivers on loopback: the generic webhook's signed, versioned body,
 Slack's blocks, PagerDuty's event with its dedup key, mail as text and HTML at a real SMTP server; a receiver
 that fails then succeeds (retried), one that hangs (timeout, retried), one the policy refuses (failed, never
-dialled); a delivery claimed once however often it is asked for; one channel's failures never touch another. An
+dialled); a delivery claimed once however often it is asked for; one channel's failures never touch another; a
+delivery over its organization's share deferred and said, never spent; an organization's number of channels. An
 alert's opening and resolution at PagerDuty (one dedup key) and by mail; the default rules, a rule's changes
 checked, an acknowledgement."""
 
@@ -32,6 +33,7 @@ from alerts.services import (
 )
 from inventory.models import Organization, Server
 from tests.alerts.receiver import receiver
+from tests.alerts.test_shares import Holder
 from tests.reports.weekly_world import running_smtp
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -287,3 +289,60 @@ def test_one_channel_is_sent_one_delivery_at_a_time_and_others_go_on(org):
         Delivery.objects.filter(pk=sending.pk).update(status="sent")
         assert delivery_attempt(delivery_id=waiting.pk, now=now) == "sent"
     assert [int(req.headers["X-Pgconsole-Delivery"]) for req in r.requests] == [elsewhere.pk, waiting.pk]
+
+
+def test_a_delivery_over_its_organizations_share_is_deferred_and_said_and_spends_no_attempt(org, settings):
+    """The organization's one slot (ALERTS_ORG_MAX_SENDING=1) held by another of its deliveries: this one waits a
+    few seconds, its record says why, and another organization's delivery goes at once; the slot let go, it is
+    sent, the words gone. Each time it waited already, it waits longer, up to ALERTS_TIMEOUT_S."""
+    settings.ALERTS_ORG_MAX_SENDING, settings.ALERTS_TIMEOUT_S = 1, 10.0
+    other = Organization.objects.create(name="elsewhere")
+    with receiver(200) as r:
+        mine = channel_create(organization=org, name="mine", kind="webhook", target=r.url).channel
+        theirs = channel_create(organization=other, name="theirs", kind="webhook", target=r.url).channel
+        waiting, elsewhere = _test_delivery(mine), _test_delivery(theirs)
+        now = timezone.now()
+        with Holder(org.pk, 1):
+            assert delivery_attempt(delivery_id=waiting.pk, now=now) == "deferred"
+            waiting.refresh_from_db()
+            assert (waiting.status, waiting.attempts) == ("pending", 0)
+            assert waiting.last_error == (
+                "waiting: 1 other delivery of alerting was being sent, its share of the alert workers "
+                "(ALERTS_ORG_MAX_SENDING); sent once one is done"
+            )
+            assert 1 <= (waiting.next_attempt_at - now).total_seconds() <= 3
+            assert delivery_attempt(delivery_id=waiting.pk, now=now, waited=2) == "deferred"
+            waiting.refresh_from_db()
+            assert 4 <= (waiting.next_attempt_at - now).total_seconds() <= 10  # 1 to 3 s, doubled twice, at most 10
+            assert delivery_attempt(delivery_id=waiting.pk, now=now, waited=8) == "deferred"
+            waiting.refresh_from_db()
+            assert (waiting.next_attempt_at - now).total_seconds() == 10
+            assert delivery_attempt(delivery_id=elsewhere.pk, now=now) == "sent"  # its own share
+            assert deliveries_lost(now=now) == []  # deferred, not lost
+        assert delivery_attempt(delivery_id=waiting.pk, now=now) == "sent"
+        assert delivery_attempt(delivery_id=waiting.pk, now=now) == "skipped"  # asked again: sent once
+    waiting.refresh_from_db()
+    assert (waiting.status, waiting.attempts, waiting.last_error) == ("sent", 1, "")
+    assert [int(req.headers["X-Pgconsole-Delivery"]) for req in r.requests] == [elsewhere.pk, waiting.pk]
+
+
+def test_an_organization_adds_channels_up_to_its_limit(org, settings):
+    settings.ALERTS_ORG_MAX_CHANNELS = 2
+    first = channel_create(organization=org, name="one", kind="email", addresses=["a@example.com"]).channel
+    channel_create(organization=org, name="two", kind="pagerduty", target=KEY)
+    with pytest.raises(ValidationError) as refused:
+        channel_create(organization=org, name="three", kind="email", addresses=["a@example.com"])
+    assert refused.value.message_dict == {
+        "__all__": [
+            "alerting has 2 alert channels already, its limit: delete one first (a console administrator can raise "
+            "it: ALERTS_ORG_MAX_CHANNELS)"
+        ]
+    }
+    assert Channel.objects.filter(organization=org).count() == 2
+    other = Organization.objects.create(name="elsewhere")  # a limit of its own
+    channel_create(organization=other, name="one", kind="email", addresses=["b@example.com"])
+    first.delete()
+    channel_create(organization=org, name="three", kind="email", addresses=["a@example.com"])
+    settings.ALERTS_ORG_MAX_CHANNELS = 0  # no limit
+    channel_create(organization=org, name="four", kind="email", addresses=["a@example.com"])
+    assert Channel.objects.filter(organization=org).count() == 3

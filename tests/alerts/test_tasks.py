@@ -1,8 +1,9 @@
 """Deliveries sent by a real Celery worker and beat (their own processes, on the tests' Redis and the test
 database), as production sends them: a receiver answering 500, then 200, retried after the backoff; a worker
 SIGKILLed in the middle of a request and a message lost, each delivery sent again by beat's tidy task and answered
-once; beat evaluating the rules every second in groups of servers, beside an organization whose evaluation fails,
-and a worker sending each outage once when it opens and once when it resolves."""
+once; beat evaluating the rules every second in groups of servers on the rules' worker (queue `alert-rules`),
+beside an organization whose evaluation fails, and the alerts worker sending each outage once when it opens and
+once when it resolves."""
 
 from __future__ import annotations
 
@@ -81,8 +82,9 @@ def test_a_worker_killed_while_it_sends_and_a_lost_message_are_each_sent_once_by
 
 
 def test_beat_evaluates_the_rules_in_groups_and_a_worker_sends_each_outage_once_open_and_once_resolved(tmp_path):
-    """One server a group (ALERTS_SERVERS_PER_TASK=1), each group a task of its own on the worker, beside an
-    organization whose evaluation fails every time: the outages are sent, each once, opened then resolved."""
+    """One server a group (ALERTS_SERVERS_PER_TASK=1), each group a task of its own on the rules' worker, beside
+    an organization whose evaluation fails every time: the outages are sent by the alerts worker, each once, opened
+    then resolved. Each worker serves its own queue, as compose runs them."""
     org = Organization.objects.create(name="alerting-beat")
     broken = Organization.objects.create(name="alerting-broken")
     Rule.objects.create(organization=broken, name="advice", kind="advisor", min_severity="urgent")  # unknown
@@ -98,9 +100,10 @@ def test_beat_evaluates_the_rules_in_groups_and_a_worker_sends_each_outage_once_
     )
     with receiver(200) as r, processes(tmp_path, env) as procs:
         channel_create(organization=org, name="hook", kind="webhook", target=r.url)
-        worker = procs.start("worker", [*worker_argv(), "--queues", "alerts"])
+        rules = procs.start("rules", [*worker_argv(name="rules"), "--queues", "alert-rules"])
+        sending = procs.start("worker", [*worker_argv(), "--queues", "alerts"])
         procs.start("beat", beat_argv(tmp_path / "beat-schedule"))
-        evaluated = lambda: succeeded(worker, "alerts.tasks.evaluate_alerts")  # noqa: E731
+        evaluated = lambda: succeeded(rules, "alerts.tasks.evaluate_alerts")  # noqa: E731
         wait_for(lambda: len(r.requests) == 2, 60, what="both outages sent", logs=procs.logs)
         wait_for_more(evaluated, 2, 30, what="the rules evaluated again", logs=procs.logs)  # nothing more goes out
         assert len(r.requests) == 2
@@ -109,10 +112,12 @@ def test_beat_evaluates_the_rules_in_groups_and_a_worker_sends_each_outage_once_
         )
         wait_for(lambda: len(r.requests) == 4, 60, what="both resolutions sent", logs=procs.logs)
         wait_for_more(evaluated, 2, 30, what="the rules evaluated again", logs=procs.logs)
-        worker_log = procs.started[0].text()
+        rules_log, sending_log = rules.text(), sending.text()
     bodies = [json.loads(req.body) for req in r.requests]
     assert sorted((b["alert"]["server"], b["event"]) for b in bodies[:2]) == [("db1", "open"), ("db2", "open")]
     assert sorted((b["alert"]["server"], b["event"]) for b in bodies[2:]) == [("db1", "resolve"), ("db2", "resolve")]
     assert len(r.requests) == 4
     assert set(Delivery.objects.filter(alert__rule__organization=org).values_list("status", flat=True)) == {"sent"}
-    assert "alerts.tasks.evaluate_alert_group" in worker_log and "KeyError: 'urgent'" in worker_log
+    assert "alerts.tasks.evaluate_alert_group" in rules_log and "KeyError: 'urgent'" in rules_log
+    assert "Task alerts.tasks.deliver[" in sending_log and "Task alerts.tasks.deliver[" not in rules_log
+    assert "Task alerts.tasks.evaluate_alert" not in sending_log

@@ -1,11 +1,11 @@
 """Production mode, outside Docker: exactly the commands of docker-compose.yml's services (migrate, the
-Dockerfile's collectstatic, gunicorn, the collection, alerts, plans and tasks workers, the wait sampler, beat, the demo
-server's registration) with DEBUG off and the keys of the documented env file (`python3 console/keys.py .env.compose`),
-against a database of their own. A user logs in with a real browser, opens the fleet, a server and a statement,
-sets the weekly report and opts in, requests an audit export and downloads it; beat mails the weekly report;
-beat has the plans worker read the top statement's plan; each service's healthcheck command passes. Only the
-addresses (and the plans' tick, 5 s instead of 15 minutes) change: the services' host names, ports and
-folders become this machine's."""
+Dockerfile's collectstatic, gunicorn, the collection, alerts, alert rules, plans and tasks workers, the wait sampler,
+beat, the demo server's registration) with DEBUG off and the keys of the documented env file
+(`python3 console/keys.py .env.compose`), against a database of their own. A user logs in with a real browser,
+opens the fleet, a server and a statement, sets the weekly report and opts in, requests an audit export and
+downloads it; beat mails the weekly report; beat has the plans worker read the top statement's plan; each
+service's healthcheck command passes. Only the addresses (and the plans' tick, 5 s instead of 15 minutes) change:
+the services' host names, ports and folders become this machine's."""
 
 from __future__ import annotations
 
@@ -199,7 +199,7 @@ def _compose_up(p: Production, services: dict, dsn: str) -> None:
     collectstatic, ran once for the test run: tests/static_world.py)."""
     here = {"port": p.port, "folder": p.folder}
     p.outputs["migrate"] = p.procs.run("migrate", local(services["migrate"]["command"], **here))
-    for name in ("web", "worker", "alerts", "plans", "tasks", "sampler"):
+    for name in ("web", "worker", "alerts", "alert-rules", "plans", "tasks", "sampler"):
         p.procs.start(name, local(services[name]["command"], **here))
     web_check = healthcheck(services["web"], **here)
     wait_for(
@@ -280,7 +280,7 @@ def production(pg_clusters, tmp_path_factory, collected_static) -> Iterator[Prod
                 name: subprocess.run(
                     healthcheck(services[name], port=port, folder=folder), env=check_env, capture_output=True, text=True
                 )
-                for name in ("web", "worker", "alerts", "plans", "tasks", "sampler", "beat")
+                for name in ("web", "worker", "alerts", "alert-rules", "plans", "tasks", "sampler", "beat")
             }
             context.close()
             browser.close()

@@ -111,6 +111,20 @@ def test_a_refused_channel_says_why_under_its_field(world, body, field, words):
     assert "u:pw" not in response.content.decode()
 
 
+def test_a_channel_past_the_organizations_limit_is_refused_with_the_reason(world, settings):
+    settings.ALERTS_ORG_MAX_CHANNELS = 4  # acme has four, other one
+    fifth = {"name": "fifth", "kind": "email", "addresses": ["a@acme.example"]}
+    admin = world.api.client("admin")
+    errors = assert_error(admin.post(channels_url(world.api.acme), fifth, content_type="application/json"), 400)
+    assert errors["errors"] == {
+        "non_field_errors": [
+            "acme has 4 alert channels already, its limit: delete one first (a console administrator can raise it: "
+            "ALERTS_ORG_MAX_CHANNELS)"
+        ]
+    }
+    assert not Channel.objects.filter(name="fifth").exists()
+
+
 def test_a_body_that_is_not_an_object_is_refused(world):
     response = world.api.client("admin").post(channels_url(world.api.acme), "[1]", content_type="application/json")
     assert "non_field_errors" in assert_error(response, 400)["errors"]

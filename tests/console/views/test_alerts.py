@@ -148,6 +148,20 @@ def test_a_refused_channel_is_said_under_its_field(world, post, field, words):
     assert 'value="ftp://x/y"' not in html and 'value="short"' not in html  # a target is never shown back
 
 
+def test_a_channel_past_the_organizations_limit_is_refused_with_the_reason(world, settings):
+    """acme has four channels (one of each kind): with ALERTS_ORG_MAX_CHANNELS at 4, a fifth is refused above the
+    form, saying the limit and what to do."""
+    settings.ALERTS_ORG_MAX_CHANNELS = 4
+    post = {"kind": "email", "email-name": "fifth", "email-addresses": "a@acme.example"}
+    response = client_of(world, "admin").post(reverse("alert-channels", args=[world.api.acme.pk]), post)
+    assert response.status_code == 400
+    html = response.content.decode().replace("&#x27;", "'")
+    form = html.split('id="id_email-name"')[0].rsplit("<form", 1)[1]
+    assert "acme has 4 alert channels already, its limit: delete one first" in form, form
+    assert "was not added: see the errors below" in html
+    assert not Channel.objects.filter(name="fifth").exists()
+
+
 def test_an_unknown_kind_is_refused(world):
     response = client_of(world, "admin").post(reverse("alert-channels", args=[world.api.acme.pk]), {"kind": "sms"})
     assert response.status_code == 400 and "is not a kind of channel" in response.content.decode()
