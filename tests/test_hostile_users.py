@@ -14,10 +14,12 @@ about what benign ones of their length do."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import time
 from collections.abc import Iterator
 from datetime import timedelta
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -30,6 +32,8 @@ from devenv.fleet import ClusterSpec, monitored_setup, start_many, stop_many
 from devenv.ports import TEST_ATTACK_PORT
 from history import redact
 from history.models import PlanAttempt, SchemaIndex, Statement
+from inventory.endpoint import Endpoint
+from readings.check import server_check
 from readings.plans.auto import plan_top_statements
 from readings.plans.explain import HELPER_SQL
 from readings.plans.service import statement_plan
@@ -37,7 +41,7 @@ from tests import slots
 from tests.conftest import MONITOR_HBA
 from tests.world import APP_DB, MONITOR_PASSWORD, MONITOR_USER, collect, register
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
+pytestmark = pytest.mark.django_db(transaction=True)
 
 MALLORY_PASSWORD = "mallory-pw"
 TABLE = "ev\nCREATE ROLE injected SUPERUSER;--"  # H5: names that end the advisor's comment
@@ -245,3 +249,111 @@ def _cpu(act, *args) -> float:
     started = time.thread_time()
     act(*args)
     return time.thread_time() - started
+
+
+# Every name the console's SQL calls on a monitored server (readings/: its modules' SQL and the helper's), to be
+# shadowed. Python's calls are read too; only the names PostgreSQL has as functions are kept.
+def _console_function_names() -> list[str]:
+    root = Path(__file__).resolve().parent.parent / "readings"
+    sources = [*root.rglob("*.py"), *root.rglob("*.sql")]
+    return sorted(
+        {m.lower() for path in sources for m in re.findall(r"\b([A-Za-z_][A-Za-z0-9_]*)\s*\(", path.read_text())}
+    )
+
+
+# For each PostgreSQL function of those names (plain functions whose types plpgsql can take), and each operator
+# of the symbols the console writes, one of the same signature in public that NOTIFYs, then does what PostgreSQL's
+# does: with public first in the path the database and the role set, each would be the one called.
+SHADOW_ALL = r"""
+DO $shadow$
+DECLARE
+    f record;
+    made int := 0;
+    args text;
+    body text;
+BEGIN
+    FOR f IN
+        SELECT p.oid, p.proname, p.proretset, p.pronargs,
+               pg_get_function_identity_arguments(p.oid) AS arguments, format_type(p.prorettype, NULL) AS returns
+        FROM pg_proc p
+        WHERE p.pronamespace = 'pg_catalog'::regnamespace AND p.prokind = 'f'
+          AND p.proname = ANY(string_to_array(current_setting('pgconsole.names'), ','))
+          AND p.proallargtypes IS NULL AND p.provariadic = 0
+          AND (SELECT typtype FROM pg_type WHERE oid = p.prorettype) <> 'p'
+          AND NOT EXISTS (SELECT FROM unnest(p.proargtypes) a JOIN pg_type t ON t.oid = a WHERE t.typtype = 'p')
+    LOOP
+        SELECT string_agg('$' || i, ', ') INTO args FROM generate_series(1, f.pronargs) i;
+        body := CASE WHEN f.proretset THEN 'RETURN QUERY SELECT * FROM pg_catalog.' || quote_ident(f.proname)
+                     ELSE 'RETURN pg_catalog.' || quote_ident(f.proname) END || '(' || coalesce(args, '') || ');';
+        BEGIN
+            EXECUTE format('CREATE FUNCTION public.%I(%s) RETURNS %s%s LANGUAGE plpgsql AS %L',
+                           f.proname, f.arguments, CASE WHEN f.proretset THEN 'SETOF ' ELSE '' END, f.returns,
+                           format('BEGIN PERFORM pg_catalog.pg_notify(''shadow'', %L); %s END', f.proname, body));
+            made := made + 1;
+        EXCEPTION WHEN OTHERS THEN NULL;  -- a signature plpgsql cannot take
+        END;
+    END LOOP;
+    FOR f IN
+        SELECT o.oprname, format_type(o.oprleft, NULL) AS l, format_type(o.oprright, NULL) AS r,
+               format_type(o.oprresult, NULL) AS returns, o.oprcode::regproc::text AS code, o.oid
+        FROM pg_operator o
+        WHERE o.oprnamespace = 'pg_catalog'::regnamespace AND o.oprkind = 'b'
+          AND o.oprname IN ('=', '<>', '<', '>', '<=', '>=', '||', '~~', '&&', '@>', '<@', '-', '+', '*', '/')
+          AND (SELECT typtype FROM pg_type WHERE oid = o.oprleft) <> 'p'
+          AND (SELECT typtype FROM pg_type WHERE oid = o.oprright) <> 'p'
+    LOOP
+        BEGIN
+            EXECUTE format('CREATE FUNCTION public.%I(%s, %s) RETURNS %s LANGUAGE plpgsql AS %L',
+                           'shadow_' || f.oid, f.l, f.r, f.returns,
+                           format('BEGIN PERFORM pg_catalog.pg_notify(''shadow'', %L); '
+                                  'RETURN pg_catalog.%s($1, $2); END', f.oprname, f.code));
+            EXECUTE format('CREATE OPERATOR public.%s (leftarg = %s, rightarg = %s, function = public.%I)',
+                           f.oprname, f.l, f.r, 'shadow_' || f.oid);
+            made := made + 1;
+        EXCEPTION WHEN OTHERS THEN NULL;
+        END;
+    END LOOP;
+    RAISE NOTICE 'shadows: %', made;
+    PERFORM set_config('pgconsole.shadows', made::text, false);
+END
+$shadow$;
+"""
+
+
+def test_shadows_of_every_name_the_console_calls_are_never_called(server_of_mallory, settings):
+    """Finding H3 for every name: the database's and the monitoring role's path put public first, and public holds
+    a shadow of each PostgreSQL function the console's SQL names and of each operator it writes. A collection
+    (statements, texts, settings, waits, the schema reading of every database), "test connection" and a plan round
+    call none of them."""
+    c = server_of_mallory
+    settings.COLLECTOR = {**settings.COLLECTOR, "SCHEMA_INTERVAL_S": 0}
+    c.execute("DROP DATABASE IF EXISTS shadowed")
+    c.execute("CREATE DATABASE shadowed")
+    c.execute("CREATE EXTENSION pg_stat_statements; CREATE EXTENSION hypopg", dbname="shadowed")
+    names = _console_function_names()
+    with psycopg.connect(c.dsn("shadowed"), autocommit=True) as owner:
+        owner.execute("GRANT CREATE ON SCHEMA public TO mallory")
+        owner.execute("SET ROLE mallory")
+        owner.execute("SELECT set_config('pgconsole.names', %s, false)", (",".join(names),))
+        owner.execute(SHADOW_ALL)
+        made = int(owner.execute("SHOW pgconsole.shadows").fetchone()[0])
+    assert made > 300, made  # functions and operators the console's SQL could reach
+    for target in ("DATABASE shadowed", f"ROLE {MONITOR_USER} IN DATABASE shadowed"):
+        c.execute(f"ALTER {target} SET search_path = public, pg_catalog")
+    server = register(c, dbname="shadowed")
+    with psycopg.connect(c.dsn("shadowed"), autocommit=True) as listener:
+        listener.execute("LISTEN shadow")
+        collect(server)
+        collect(server)
+        report = server_check(
+            endpoint=Endpoint(host="127.0.0.1", port=c.port, database="shadowed", user=MONITOR_USER, sslmode="prefer"),
+            password=MONITOR_PASSWORD,
+        )
+        assert report.connected, report.failure
+        plan_top_statements(server.pk)
+        time.sleep(0.3)
+        assert [n.payload for n in listener.notifies(timeout=1, stop_after=5)] == []
+        # The shadows are live: a session of the monitoring role that does not pin its path calls them.
+        with psycopg.connect(c.dsn("shadowed", MONITOR_USER, MONITOR_PASSWORD), autocommit=True) as plain:
+            plain.execute("SELECT count(*) FROM pg_class WHERE relname = 'pg_class' AND relpages >= 0")
+        assert "=" in {n.payload for n in listener.notifies(timeout=1, stop_after=1)}
