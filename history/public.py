@@ -2,10 +2,11 @@
 and the admin show, the snapshot row's columns (the API documents them from here), the redaction that exports
 apply again (history.redact.redact, as redact_text), and the history store's connection handling (its sessions'
 statement_timeout among it). The readings and the read tier, the store's writer and reader, use its modules
-directly.
+directly. And each organization's share of a kind of worker thread (history.shares), which alerts take too.
 
 Not imported by the app's own __init__: it imports models, which Django loads after the apps."""
 
+from history import shares as worker_shares
 from history.models import Statement, TextStatus
 from history.redact import redact as redact_text
 from history.sessions import limit_statements
@@ -24,4 +25,5 @@ __all__ = [
     "redact_text",
     "snapshot_columns",
     "statement_timed_out",
+    "worker_shares",
 ]

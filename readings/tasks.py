@@ -80,18 +80,24 @@ def _put_off(task, server_id: int, tracked: bool) -> bool:
     """A collection over its organization's share (readings.shares), sent again to run in a second or two while
     that is before its message expires (the server's next collection is due then): True. Else it is skipped, and
     the log says why (the server's history shows the interval missed)."""
-    countdown = random.uniform(*PUT_OFF_S)
+    return _sent_again(
+        collect_server,
+        task,
+        ((server_id,), {"tracked": tracked}),
+        random.uniform(*PUT_OFF_S),
+        f"collection of server {server_id} skipped: its organization's share of the collection workers stayed in "
+        "use until its next collection was due (ORG_MAX_COLLECTING)",
+    )
+
+
+def _sent_again(sender, task, call: tuple[tuple, dict], countdown: float, skipped: str) -> bool:
+    """The task's job sent again (`call`: its arguments) to run in `countdown` seconds, as the same task id, if that is
+    before its message expires: True. Else nothing is sent, and the log says `skipped`."""
     expires = _expires_at(task)
     if expires is not None and expires <= datetime.now(UTC) + timedelta(seconds=countdown):
-        log.warning(
-            "collection of server %s skipped: its organization's share of the collection workers stayed in use "
-            "until its next collection was due (ORG_MAX_COLLECTING)",
-            server_id,
-        )
+        log.warning(skipped)
         return False
-    collect_server.apply_async(
-        (server_id,), {"tracked": tracked}, task_id=task.request.id, expires=expires, countdown=countdown
-    )
+    sender.apply_async(*call, task_id=task.request.id, expires=expires, countdown=countdown)
     return True
 
 
@@ -111,19 +117,14 @@ def _plan_put_off(task, args: tuple, kwargs: dict, what: str) -> bool:
     while that is before its message expires: True. Else it is skipped, and the log says why."""
     first, most = PLAN_PUT_OFF_S
     put_off = kwargs.get("put_off", 0)
-    countdown = min(first * 2**put_off, most) * random.uniform(0.5, 1.5)
-    expires = _expires_at(task)
-    if expires is not None and expires <= datetime.now(UTC) + timedelta(seconds=countdown):
-        log.warning(
-            "%s skipped: its organization's share of the plans worker stayed in use until it expired "
-            "(ORG_MAX_PLANNING)",
-            what,
-        )
-        return False
-    task.apply_async(
-        args, {**kwargs, "put_off": put_off + 1}, task_id=task.request.id, expires=expires, countdown=countdown
+    return _sent_again(
+        task,
+        task,
+        (args, {**kwargs, "put_off": put_off + 1}),
+        min(first * 2**put_off, most) * random.uniform(0.5, 1.5),
+        f"{what} skipped: its organization's share of the plans worker stayed in use until it expired "
+        "(ORG_MAX_PLANNING)",
     )
-    return True
 
 
 @shared_task(acks_late=True)

@@ -358,11 +358,9 @@ def test_make_audit_checks_both_locks():
     assert f"-r {RUNTIME}" in recipe and f"-r {DEV}" in recipe
 
 
-def test_make_installs_the_lock_as_written_never_a_newer_release_the_registry_offers(tmp_path):
-    """The Makefile's own recipe, run by make in a fresh folder with no .venv: `python3 -m venv` and its pip, then
-    the install, offline, from a folder that holds a newer release of a dependency asked for with an extra."""
-    world = install_world(tmp_path)
-    made = subprocess.run(
+def _make_installed(world) -> subprocess.CompletedProcess:
+    """make's .venv/.installed, as the Makefile says it, in the world's folder and environment."""
+    return subprocess.run(
         ["make", "--no-print-directory", "-f", str(ROOT / "Makefile"), ".venv/.installed"],
         cwd=world.folder,
         env=world.env(),
@@ -370,6 +368,13 @@ def test_make_installs_the_lock_as_written_never_a_newer_release_the_registry_of
         text=True,
         timeout=300,
     )
+
+
+def test_make_installs_the_lock_as_written_never_a_newer_release_the_registry_offers(tmp_path):
+    """The Makefile's own recipe, run by make in a fresh folder with no .venv: `python3 -m venv` and its pip, then
+    the install, offline, from a folder that holds a newer release of a dependency asked for with an extra."""
+    world = install_world(tmp_path)
+    made = _make_installed(world)
     assert made.returncode == 0, made.stdout[-4000:] + made.stderr[-4000:]
     installed = world.installed(world.folder / ".venv/bin/python")
     assert installed["pgc-fonts"] == LOCKED, "the lock's release, not the newer one beside it"
@@ -383,14 +388,7 @@ def test_make_install_stops_on_a_lock_that_misses_a_dependency(tmp_path):
     dev = world.folder / DEV
     dev.write_text(re.sub(r"pgc_fonts==.*\n.*\n", "", dev.read_text()))
     assert "pgc_fonts" not in dev.read_text() and "pgc_app" in dev.read_text()
-    made = subprocess.run(
-        ["make", "--no-print-directory", "-f", str(ROOT / "Makefile"), ".venv/.installed"],
-        cwd=world.folder,
-        env=world.env(),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    made = _make_installed(world)
     assert made.returncode != 0
     assert "pgc-app 1.0 requires pgc-fonts, which is not installed." in made.stdout, made.stdout[-2000:]
     assert not (world.folder / ".venv/.installed").exists(), "no stamp: the next make install tries again"

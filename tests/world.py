@@ -180,3 +180,23 @@ def copy_stopped(source: Cluster, *, name: str, port: int) -> Cluster:
             os.chown(entry, owner.st_uid, owner.st_gid, follow_symlinks=False)
     (target.datadir / "postmaster.pid").unlink(missing_ok=True)
     return target
+
+
+def name_switched_after_first_lookup(monkeypatch, server: Server, address: str = "169.254.169.254") -> list[str]:
+    """The server's host name answers its true address at the first lookup, then `address` (a DNS record switched
+    under the console's feet); the lookups of that name, as they happen."""
+    import ipaddress
+
+    from inventory import network_policy
+
+    looked_up: list[str] = []
+    resolve = network_policy.resolve
+
+    def switched(host, port):
+        if (host, port) != (server.host, server.port):
+            return resolve(host, port)
+        looked_up.append(host)
+        return resolve(host, port) if len(looked_up) == 1 else [ipaddress.ip_address(address)]
+
+    monkeypatch.setattr(network_policy, "resolve", switched)
+    return looked_up

@@ -1,85 +1,26 @@
-"""Each organization's share of the collection workers, and of the plans worker (readings.shares): slots held by
-running jobs in their own sessions of the history store, across threads as across workers, each share apart from
-the other. The collections' share under a real worker, beat and slow servers: tests/production/test_faults_fleet.py;
-the plans' under a real plans worker: tests/readings/test_tasks.py."""
+"""Each organization's share of the collection workers, and of the plans worker (readings.shares, on
+history.shares, whose slots tests/history/test_shares.py holds): a job over it put off, an organization's own limit.
+The collections' share under a real worker, beat and slow servers: tests/production/test_faults_fleet.py; the
+plans' under a real plans worker: tests/readings/test_tasks.py."""
 
-import threading
 from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace
 
 import pytest
-from django.db import connection
 
 from history.models import FailedCollection
 from inventory.models import Organization
 from readings import shares, tasks
 from readings.services import server_collect
+from tests.history.test_shares import Holder as StoreHolder
 from tests.world import collect, register
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-class Holder(threading.Thread):
-    """A collection of its own, in a thread (its own session of the history store), holding a slot until told."""
-
-    def __init__(self, organization_id: int, limit: int, namespace: int = shares.SHARE_NAMESPACE):
-        super().__init__(daemon=True)
-        self.organization_id, self.limit, self.namespace = organization_id, limit, namespace
-        self.got: bool | None = None
-        self.holding, self.done = threading.Event(), threading.Event()
-
-    def run(self) -> None:
-        try:
-            with shares.held(self.organization_id, self.limit, namespace=self.namespace) as mine:
-                self.got = mine
-                self.holding.set()
-                self.done.wait(30)
-        finally:
-            connection.close()
-
-    def __enter__(self) -> "Holder":
-        self.start()
-        assert self.holding.wait(30)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.done.set()
-        self.join(30)
-
-
-def test_no_more_collections_of_an_organization_hold_a_slot_than_its_limit_and_a_slot_let_go_is_taken_again():
-    with Holder(7, 2) as a, Holder(7, 2) as b:
-        assert (a.got, b.got) == (True, True)
-        assert shares.running(7) == 2
-        with Holder(7, 2) as c, Holder(8, 2) as other:
-            assert c.got is False, "the organization's two slots are held"
-            assert other.got is True, "another organization's share is its own"
-            assert shares.running(8) == 1
-    assert shares.running(7) == 0
-    with Holder(7, 2) as again:
-        assert again.got is True
-
-
-def test_the_plans_share_is_apart_from_the_collections():
-    plans = shares.PLANS_NAMESPACE
-    with Holder(7, 1) as collecting, Holder(7, 1, plans) as planning:
-        assert (collecting.got, planning.got) == (True, True), "a collection's slot is not a plan job's"
-        assert shares.running(7) == 1 and shares.running(7, namespace=plans) == 1
-        with Holder(7, 1, plans) as second, Holder(8, 1, plans) as other:
-            assert second.got is False and other.got is True
-    assert shares.running(7, namespace=plans) == 0
-
-
-def test_with_no_limit_every_collection_runs_and_holds_nothing():
-    holders = [Holder(7, 0) for _ in range(3)]
-    for h in holders:
-        h.__enter__()
-    try:
-        assert [h.got for h in holders] == [True] * 3
-        assert shares.running(7) == 0
-    finally:
-        for h in holders:
-            h.__exit__()
+def Holder(organization_id: int, limit: int, namespace: int = shares.SHARE_NAMESPACE) -> StoreHolder:  # noqa: N802
+    """A job of its own holding a slot of the collections' share (or `namespace`'s) until told (a context)."""
+    return StoreHolder(namespace, organization_id, limit)
 
 
 def test_a_collection_over_its_organizations_share_is_put_off_not_failed(pg_clusters, settings):

@@ -3,16 +3,14 @@ dropped index a new shape, a statement of another database planned there, one go
 given its reason; an EXPLAIN asked for within its organization's share of the plans worker; a text or a plan over
 its cap refused with its size; both connections of a plan at one address."""
 
-import ipaddress
 
 import pytest
 
 from history.models import PlanAttempt, PlanShape, PlanSpend, StatementPlan
-from inventory import network_policy
 from readings import shares
 from readings.plans.service import OVER_SHARE, plans_slot, statement_plan, statement_plan_in_share
 from tests.readings.test_shares import Holder
-from tests.world import collect, register, run, server_entry
+from tests.world import collect, name_switched_after_first_lookup, register, run, server_entry
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -149,16 +147,7 @@ def test_the_statements_database_is_dialled_at_the_address_the_text_was_read_fro
     run(c, "SELECT id FROM svc_pinned WHERE id = %s", 2, params=(1,))
     collect(server)
     statement = _statement(server, c, "SELECT id FROM svc_pinned%")
-    looked_up = []
-    resolve = network_policy.resolve
-
-    def switched(host, port):
-        if (host, port) != (server.host, server.port):
-            return resolve(host, port)
-        looked_up.append(host)
-        return resolve(host, port) if len(looked_up) == 1 else [ipaddress.ip_address("169.254.169.254")]
-
-    monkeypatch.setattr(network_policy, "resolve", switched)
+    looked_up = name_switched_after_first_lookup(monkeypatch, server)
     outcome = statement_plan(server_id=server.pk, statement_id=statement.pk)
     assert outcome.planned, outcome
     assert looked_up == [server.host]

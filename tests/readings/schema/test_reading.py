@@ -1,7 +1,6 @@
 """The schema reading (readings/schema/) through real collections of real servers: every database's tables and
 indexes with their statistics, stored as deltas, each database on its own; caps, refusals and resets said."""
 
-import ipaddress
 import time
 
 import pytest
@@ -10,11 +9,10 @@ from django.utils import timezone
 
 from history import partitions
 from history.models import SchemaIndex, SchemaTable, ServerState
-from inventory import network_policy
 from readings import connection as monitored
 from readings.errors import RefusedByPolicy
 from readings.public import database_error
-from tests.world import collect, held_exclusive, register, run, settled
+from tests.world import collect, held_exclusive, name_switched_after_first_lookup, register, run, settled
 
 pytestmark = pytest.mark.django_db(transaction=True)
 OTHER_DB = "schema_other"
@@ -278,16 +276,7 @@ def test_every_database_is_dialled_at_the_address_the_snapshot_dialled(pg_cluste
     _world(c)
     server = register(c)
     monitored.close_all()  # the snapshot's connection is a new one: its host is looked up
-    looked_up = []
-    resolve = network_policy.resolve
-
-    def switched(host, port):
-        if (host, port) != (server.host, server.port):
-            return resolve(host, port)
-        looked_up.append(host)
-        return resolve(host, port) if len(looked_up) == 1 else [ipaddress.ip_address("169.254.169.254")]
-
-    monkeypatch.setattr(network_policy, "resolve", switched)
+    looked_up = name_switched_after_first_lookup(monkeypatch, server)
     collect(server)
     databases = _status(server)["databases"]
     assert databases[OTHER_DB]["ok"] and _table(server, "elsewhere", OTHER_DB)
