@@ -3,7 +3,6 @@ dropped index a new shape, a statement of another database planned there, one go
 given its reason; an EXPLAIN asked for within its organization's share of the plans worker; a text or a plan over
 its cap refused with its size; both connections of a plan at one address."""
 
-
 import pytest
 
 from history.models import PlanAttempt, PlanShape, PlanSpend, StatementPlan
