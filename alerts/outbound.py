@@ -4,7 +4,8 @@ could lead anywhere the policy refuses), and over by one deadline for the whole 
 handshake, sending and every read of the answer share ALERTS_TIMEOUT_S. A socket timeout alone bounds each read,
 so a receiver answering a byte every few seconds would hold a worker's thread as long as it liked. The name's
 lookup is inside that deadline too: getaddrinfo waits as long as the resolver does (no timeout of Python's
-bounds it), so it runs in a thread of its own that the request waits for until the deadline, and no longer.
+bounds it), so it runs in a thread of its own that the request waits for until the deadline, and no longer
+(network_policy.within).
 
 An answer is one of: delivered (2xx), refused for good (4xx but 408 and 429: the request will not do better
 the next time), or worth a retry (5xx, 408, 429, a timeout, a connection that failed)."""
@@ -13,13 +14,10 @@ from __future__ import annotations
 
 import http.client
 import io
-import ipaddress
 import logging
 import socket
 import ssl
-import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 from urllib.parse import urlsplit
@@ -29,10 +27,6 @@ from django.conf import settings
 from inventory import network_policy
 
 USER_AGENT = "pgconsole-alerts/1"
-# Lookups under way in this process at once, those given up on included (each ends when the resolver does: its
-# own timeouts, seconds to tens of seconds): past it a send is refused for now (and retried), so that names that
-# never answer cannot pile up threads without end.
-LOOKUPS_AT_ONCE = 64
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
@@ -85,53 +79,6 @@ def _target(url: str) -> tuple[str, str, int, str]:
     return parts.scheme, parts.hostname or "", port, path
 
 
-class _Late(Exception):
-    """A lookup not over by its deadline, or not started (`crowded`: LOOKUPS_AT_ONCE were under way)."""
-
-    def __init__(self, *, crowded: bool = False):
-        super().__init__("crowded" if crowded else "late")
-        self.crowded = crowded
-
-    def words(self, host: str, timeout_s: float) -> str:
-        if self.crowded:
-            return f"the host {host} was not looked up: {LOOKUPS_AT_ONCE} slow lookups were under way"
-        return f"the host {host} did not resolve within {timeout_s:g} s"
-
-
-_lookups = threading.BoundedSemaphore(LOOKUPS_AT_ONCE)
-
-
-def _looked_up(host: str, lookup: Callable[[], T], deadline: float) -> T:
-    """lookup() (network_policy's, which resolves `host`) by `deadline` (time.monotonic()), or _Late. An IP
-    address needs no lookup; a name's runs in a thread of its own, left to end by itself when it is late (a
-    thread blocked in getaddrinfo cannot be stopped), its result dropped."""
-    try:
-        ipaddress.ip_address(host.strip("[]"))
-    except ValueError:
-        pass
-    else:
-        return lookup()
-    if not _lookups.acquire(blocking=False):
-        raise _Late(crowded=True)
-    done, box = threading.Event(), {}
-
-    def run() -> None:
-        try:
-            box["value"] = lookup()
-        except BaseException as exc:  # handed to the caller, if it still waits
-            box["error"] = exc
-        finally:
-            _lookups.release()
-            done.set()
-
-    threading.Thread(target=run, name="alerts-lookup", daemon=True).start()
-    if not done.wait(max(deadline - time.monotonic(), 0.0)):
-        raise _Late()
-    if "error" in box:
-        raise box["error"]
-    return box["value"]
-
-
 def check_url(url: str, *, timeout_s: float | None = None) -> None:
     """At save time: the URL is well formed and every address its host resolves to now is allowed, the lookup
     within `timeout_s` (ALERTS_TIMEOUT_S): a name that takes longer is refused, as a receiver would be."""
@@ -140,8 +87,8 @@ def check_url(url: str, *, timeout_s: float | None = None) -> None:
     _, host, port, _ = _target(url)
     timeout = timeout_s if timeout_s is not None else settings.ALERTS_TIMEOUT_S
     try:
-        _looked_up(host, lambda: network_policy.check(host, port), time.monotonic() + timeout)
-    except _Late as exc:
+        network_policy.within(host, lambda: network_policy.check(host, port), time.monotonic() + timeout)
+    except network_policy.Late as exc:
         raise OutboundError(exc.words(host, timeout), retry=False) from exc
     except network_policy.Refused as exc:
         raise OutboundError(exc.message, retry=False) from exc
@@ -230,8 +177,8 @@ def post(url: str, body: bytes, headers: dict[str, str], *, timeout_s: float | N
         raise OutboundError(problem, retry=False)
     scheme, host, port, path = _target(url)
     try:
-        address = _looked_up(host, lambda: network_policy.dial_address(host, port), deadline)
-    except _Late as exc:
+        address = network_policy.within(host, lambda: network_policy.dial_address(host, port), deadline)
+    except network_policy.Late as exc:
         raise OutboundError(exc.words(host, timeout), retry=True) from exc
     except network_policy.Refused as exc:
         raise OutboundError(exc.message, retry=False) from exc

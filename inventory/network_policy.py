@@ -9,7 +9,8 @@ MONITOR_ALLOW_PRIVATE). The host is checked when a server is saved and again at 
 the addresses it resolves to then (a name that resolved to an allowed address at save time may not any more),
 and the connection goes to the address that was checked (libpq's hostaddr), not to a second lookup. The other
 connections of one snapshot (each database's in the schema reading, a plan's second) dial that same address, checked
-again, never a lookup of their own.
+again, never a lookup of their own. A lookup is bounded by its caller's deadline (within()): getaddrinfo waits as
+long as the resolver does, which no timeout of Python's bounds.
 """
 
 from __future__ import annotations
@@ -18,6 +19,10 @@ import functools
 import ipaddress
 import re
 import socket
+import threading
+import time
+from collections.abc import Callable
+from typing import TypeVar
 from urllib.parse import urlsplit
 
 from django.conf import settings
@@ -124,6 +129,54 @@ def check(host: str, port: int) -> None:
     for address in addresses:
         if problem := address_problem(address, port):
             raise Refused(_refusal(host, address, problem))
+
+
+# Lookups under way in this process at once, those given up on included (each ends when the resolver does: its
+# own timeouts, seconds to tens of seconds): past it a lookup is refused for now, so that names that never answer
+# cannot pile up threads without end.
+LOOKUPS_AT_ONCE = 64
+_lookups = threading.BoundedSemaphore(LOOKUPS_AT_ONCE)
+T = TypeVar("T")
+
+
+class Late(Exception):
+    """A lookup not over by its deadline, or not started (`crowded`: LOOKUPS_AT_ONCE were under way)."""
+
+    def __init__(self, *, crowded: bool = False):
+        super().__init__("crowded" if crowded else "late")
+        self.crowded = crowded
+
+    def words(self, host: str, timeout_s: float) -> str:
+        if self.crowded:
+            return f"the host {host} was not looked up: {LOOKUPS_AT_ONCE} slow lookups were under way"
+        return f"the host {host} did not resolve within {timeout_s:g} s"
+
+
+def within(host: str, lookup: Callable[[], T], deadline: float) -> T:
+    """lookup() (one of this module's, which resolves `host`) by `deadline` (time.monotonic()), or Late. An IP
+    address needs no lookup; a name's runs in a thread of its own, left to end by itself when it is late (a
+    thread blocked in getaddrinfo cannot be stopped), its result dropped."""
+    if _literal(host.strip("[]")) is not None:
+        return lookup()
+    if not _lookups.acquire(blocking=False):
+        raise Late(crowded=True)
+    done, box = threading.Event(), {}
+
+    def run() -> None:
+        try:
+            box["value"] = lookup()
+        except BaseException as exc:  # handed to the caller, if it still waits
+            box["error"] = exc
+        finally:
+            _lookups.release()
+            done.set()
+
+    threading.Thread(target=run, name="policy-lookup", daemon=True).start()
+    if not done.wait(max(deadline - time.monotonic(), 0.0)):
+        raise Late()
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
 
 
 def dial_address(host: str, port: int) -> str:

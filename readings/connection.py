@@ -17,6 +17,7 @@ start: isolate_libpq_environment). What a connection uses is what the server's f
 """
 
 import contextlib
+import functools
 import logging
 import math
 import os
@@ -315,18 +316,28 @@ class Target:
         except psycopg.ProgrammingError as exc:
             raise MalformedDsn(f"invalid connection settings for {self.label}: {exc}") from exc
 
-    def dial_address(self) -> str:
+    def dial_address(self, within_s: float | None = None) -> str:
         """The address to dial, allowed by the network policy now: the pinned one (no lookup), else the one the
-        host name resolves to now."""
+        host name resolves to now, looked up within `within_s` (what is left of the caller's time), and never
+        longer than a connection may take (COLLECTOR_CONNECT_TIMEOUT_S): a resolver that does not answer holds no
+        thread of the workers past their deadline."""
         host, port = self.endpoint.host, self.endpoint.port
+        bound_s = (
+            settings.COLLECTOR["CONNECT_TIMEOUT_S"]
+            if within_s is None
+            else min(within_s, settings.COLLECTOR["CONNECT_TIMEOUT_S"])
+        )
         try:
             if self.address is not None:
                 return network_policy.recheck_address(host, self.address, port)
-            return network_policy.dial_address(host, port)
+            lookup = functools.partial(network_policy.dial_address, host, port)
+            return network_policy.within(host, lookup, time.monotonic() + bound_s)
         except network_policy.Refused as exc:
             raise RefusedByPolicy(f"{self.label}: {exc.message}") from exc
         except network_policy.Unresolvable as exc:
             raise Unreachable(f"cannot connect to {self.label}: {exc}") from exc
+        except network_policy.Late as exc:
+            raise Unreachable(f"cannot connect to {self.label}: {exc.words(host, bound_s)}") from exc
 
     def pinned(self, address: str | None = None) -> "Target":
         """This target dialing one address for good: `address` (a connection's own, conn.info.hostaddr, dialed
@@ -336,11 +347,12 @@ class Target:
         return replace(self, address=address or self.dial_address())
 
     @sensitive_variables("extra")
-    def dial_conninfo(self, **extra: Any) -> str:
+    def dial_conninfo(self, *, within_s: float | None = None, **extra: Any) -> str:
         """conninfo() pinned to the address the network policy allows now (libpq's hostaddr, the host name
-        still naming the server for TLS): what a name resolves to is checked at every connection, and libpq
-        connects there without a lookup of its own that could answer otherwise."""
-        return make_conninfo(self.conninfo(), hostaddr=self.dial_address(), **extra)
+        still naming the server for TLS): what a name resolves to is checked at every connection, within
+        `within_s` (dial_address), and libpq connects there without a lookup of its own that could answer
+        otherwise."""
+        return make_conninfo(self.conninfo(), hostaddr=self.dial_address(within_s), **extra)
 
 
 _lock = threading.Lock()
@@ -364,7 +376,7 @@ def connect(target: Target, *, within_s: float | None = None) -> MonitoredConnec
     extra = {}
     if within_s is not None:
         extra["connect_timeout"] = max(2, min(settings.COLLECTOR["CONNECT_TIMEOUT_S"], math.ceil(within_s)))
-    conninfo = target.dial_conninfo(**extra)
+    conninfo = target.dial_conninfo(within_s=within_s, **extra)
     try:
         conn = MonitoredConnection.connect(conninfo, autocommit=True, prepare_threshold=None)
     except psycopg.Error as exc:

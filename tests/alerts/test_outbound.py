@@ -14,8 +14,8 @@ import pytest
 
 from alerts import outbound
 from tests.alerts.receiver import devenv_certificate, receiver
-from tests.alerts.resolver import slow_names
 from tests.processes import BIN, ROOT
+from tests.slow_dns import slow_names
 
 
 @pytest.mark.parametrize(
@@ -143,7 +143,7 @@ def test_the_policy_is_checked_again_at_send_time(settings):
     assert refused.value.retry is False and r.requests == []
 
 
-# Run in a process of its own whose lookups go to the slow name server (tests/alerts/resolver.py): each call's
+# Run in a process of its own whose lookups go to the slow name server (tests/slow_dns.py): each call's
 # outcome and how long it took, as JSON.
 _CALLS = """
 import json, sys, time

@@ -9,7 +9,7 @@ Before alerts had their own worker and a deadline for the whole request, eight s
 collection worker's eight threads for as long as the receiver trickled: the other server got no snapshot.
 
 And beside another tenant's alerts: the slow tenant's receivers trickle and two of its names take 30 s to
-resolve (a real name server, tests/alerts/resolver.py), under compose's alerts worker, its rules worker and
+resolve (a real name server, tests/slow_dns.py), under compose's alerts worker, its rules worker and
 beat. The slow tenant holds its share of the alerts worker's threads (ALERTS_ORG_MAX_SENDING) and no more, its
 other deliveries deferred and said, none lost; each of its attempts, the name's lookup included, is over by
 ALERTS_TIMEOUT_S; the other tenant's deliveries go out at once, and every evaluation of the rules runs on time
@@ -32,10 +32,10 @@ from alerts.models import Alert, Channel, Delivery, Rule
 from history.models import Snapshot
 from inventory.models import Organization, Server
 from tests.alerts.receiver import receiver
-from tests.alerts.resolver import slow_names
 from tests.api_world import build_api_world
 from tests.processes import beat_argv, console_env, processes, succeeded, wait_for, wait_ready
 from tests.production.test_production_mode import compose, local
+from tests.slow_dns import slow_names
 from tests.world import register
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]

@@ -236,3 +236,58 @@ def test_monitoring_sockets_carry_keepalives_and_tcp_user_timeout(pg_clusters, s
             assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT) == 18_000
     finally:
         monitored.discard(target, conn)
+
+
+# Run in a process of its own whose lookups go to a name server that answers after 4 s (tests/slow_dns.py): a
+# connection to a monitored server of that name, with a connection's time of COLLECTOR_CONNECT_TIMEOUT_S (2 s), and
+# a snapshot's worth left (within_s 1 s): what each said, and how long it took, as JSON.
+_DIALS = """
+import json, sys, time
+import django
+django.setup()
+from inventory.endpoint import Endpoint
+from readings import connection as monitored
+from readings.errors import CollectionError
+target = monitored.Target(server_id=1, endpoint=Endpoint(host=sys.argv[1], port=5432, database="app", user="m",
+                          sslmode="disable"), password=None)
+out = []
+for within_s in (None, 1.0):
+    started = time.monotonic()
+    try:
+        monitored.connect(target, within_s=within_s)
+        out.append({"error": None})
+    except CollectionError as exc:
+        out.append({"error": exc.message, "code": exc.code})
+    out[-1]["took_s"] = time.monotonic() - started
+print(json.dumps(out))
+"""
+
+
+def test_a_monitored_servers_name_that_resolves_slowly_holds_no_worker_past_its_deadline(tmp_path):
+    """The name's lookup is bounded by the connection's time (or what is left of the snapshot's, less): a resolver
+    that answers late, or never, holds a collection, a plan or a check no longer than their deadline. Before, the
+    lookup came before any deadline: a resolver taking a minute held the worker's thread a minute."""
+    import json
+    import subprocess
+    from pathlib import Path
+
+    from tests.slow_dns import slow_names
+
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "COLLECTOR_CONNECT_TIMEOUT_S": str(CONNECT_TIMEOUT_S), "MONITOR_ALLOW_LOOPBACK": "true"}
+    with slow_names(4.0, tmp_path) as dns:
+        done = subprocess.run(
+            dns.within([str(root / ".venv" / "bin" / "python"), "-c", _DIALS, dns.name("db")]),
+            cwd=root,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert done.returncode == 0, done.stderr
+    by_connection, by_snapshot = json.loads(done.stdout)
+    late = "cannot connect to m@db.pgconsole.test:5432/app: the host db.pgconsole.test did not resolve within {} s"
+    assert by_connection["error"] == late.format(CONNECT_TIMEOUT_S) and by_connection["code"] == "unreachable"
+    assert CONNECT_TIMEOUT_S <= by_connection["took_s"] < CONNECT_TIMEOUT_S + 0.5, by_connection
+    assert by_snapshot["error"] == late.format(1) and 1 <= by_snapshot["took_s"] < 1.5, by_snapshot
+    assert dns.asked(dns.name("db")) == 2
