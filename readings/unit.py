@@ -163,7 +163,8 @@ class Snapshot:
             self.notes.append(f"{reading.what} not read in this snapshot: {exc.message}")
             self.status[reading.name] = {"at_us": taken_at_us, "ok": False, "code": exc.code, "error": exc.message}
             return
-        self.status[reading.name] = {"at_us": self.meta.taken_at_us, "ok": True}
+        # what the read itself said of its limits (for the pages) kept with it
+        self.status[reading.name] = self.status.get(reading.name, {}) | {"at_us": self.meta.taken_at_us, "ok": True}
 
 
 def _within_budget(snap: Snapshot, reading: Reading) -> Any:

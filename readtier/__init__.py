@@ -61,6 +61,7 @@ from readtier.server import (
     statement_names,
     statements_in,
     version_text,
+    wait_profile_cap,
 )
 from readtier.snapshots import latest_snapshot
 from readtier.snapshots import snapshots as snapshot_page
@@ -152,6 +153,7 @@ __all__ = [
     "server_facts",
     "server_series",
     "server_settings",
+    "wait_profile_cap",
     "server_status",
     "snapshot_page",
     "statement_detail_of",

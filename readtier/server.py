@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from history import tables
-from history.models import FailedCollection
+from history.models import FailedCollection, ServerState
 from readtier import db, statements
 from readtier.statements import MAX_PAGE_SIZE, Page, StatementFilters, StatementTotals
 from readtier.windows import Window
@@ -91,6 +91,13 @@ def server_settings(*, server_id: int) -> ServerSettings:
         save=f["save"],
         sample_rate=f["sample_rate"],
     )
+
+
+def wait_profile_cap(*, server_id: int) -> int | None:
+    """COLLECTOR_WAIT_PROFILE_MAX_ROWS as it was when the latest snapshot found pg_wait_sampling's profile larger
+    and did not read it (its wait events then come from pg_stat_activity); None: not so."""
+    readings = ServerState.objects.filter(server_id=server_id).values_list("readings", flat=True).first() or {}
+    return (readings.get("waits") or {}).get("profile_over_cap")
 
 
 # -- changes between snapshots ---------------------------------------------------------------------

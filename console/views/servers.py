@@ -26,6 +26,7 @@ from readtier import (
     recent_errors,
     server_series,
     server_settings,
+    wait_profile_cap,
 )
 
 RECENT_ERRORS = 10
@@ -94,8 +95,23 @@ def change_markers(changes: list[ConfigChange]) -> list[tuple[datetime, str]]:
     return [(at, "; ".join(labels)) for at, labels in by_time.items()]
 
 
+def profile_over_cap_note(cap: int | None) -> str:
+    """The waits chart's words when the latest snapshot did not read pg_wait_sampling's profile, past its cap."""
+    if cap is None:
+        return ""
+    return (
+        f"pg_wait_sampling's profile holds more than {cap:,} rows (COLLECTOR_WAIT_PROFILE_MAX_ROWS), one per "
+        "backend, event and query since the server's start: the latest snapshot did not read it and sampled "
+        "pg_stat_activity instead. pg_wait_sampling.profile_pid = off keeps one row per event and query."
+    )
+
+
 def server_charts(
-    series: ServerSeries, markers: list[tuple[datetime, str]], settings: ServerSettings, window: Window
+    series: ServerSeries,
+    markers: list[tuple[datetime, str]],
+    settings: ServerSettings,
+    window: Window,
+    profile_over_cap: int | None = None,
 ) -> list[Chart]:
     """The six charts of the server page, from one ServerSeries."""
     points = series.points
@@ -144,7 +160,15 @@ def server_charts(
             "chart-waits",
             "Wait events, average active sessions",
             time_chart(series=waits, unit="sessions", stacked=True, **common),
-            "" if waits else "No wait event was sampled in this range.",
+            " ".join(
+                filter(
+                    None,
+                    [
+                        "" if waits else "No wait event was sampled in this range.",
+                        profile_over_cap_note(profile_over_cap),
+                    ],
+                )
+            ),
         ),
         Chart(
             "chart-entries",
@@ -180,7 +204,9 @@ def server(request: HttpRequest, server_id: int) -> HttpResponse:
     changes = config_changes(server_id=server.pk, window=tr.window)
     context.update(
         series=series,
-        charts=server_charts(series, change_markers(changes), settings, tr.window),
+        charts=server_charts(
+            series, change_markers(changes), settings, tr.window, wait_profile_cap(server_id=server.pk)
+        ),
         changes=changes,
         settings=settings,
         setting_rows=setting_rows(settings),

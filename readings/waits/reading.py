@@ -18,6 +18,9 @@ def read(snap: Snapshot) -> waits.WaitReading | None:
     if meta.wait_sampling_schema:
         try:
             return waits.read_wait_sampling(conn, meta)
+        except waits.ProfileOverCap as exc:  # the server page says so (readtier.server.wait_profile_cap)
+            snap.status["waits"] = {"profile_over_cap": exc.max_rows}
+            snap.notes.append(f"pg_wait_sampling unusable ({exc.message}); sampling pg_stat_activity instead")
         except CollectionError as exc:
             snap.notes.append(f"pg_wait_sampling unusable ({exc.message}); sampling pg_stat_activity instead")
     if READING.budget.value("rows") <= 0:  # no looks at all: no wait events

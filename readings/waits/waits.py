@@ -53,8 +53,18 @@ SQL = unit.Sql(
 )
 
 
+class ProfileOverCap(CollectionError):
+    """pg_wait_sampling's profile holds more rows than COLLECTOR_WAIT_PROFILE_MAX_ROWS: not read."""
+
+    code = "profile_over_cap"
+
+    def __init__(self, max_rows: int, message: str):
+        super().__init__(message)
+        self.max_rows = max_rows
+
+
 def read_wait_sampling(conn: psycopg.Connection, meta: ServerMeta) -> WaitReading:
-    """The cumulative profile; CollectionError when it holds more than COLLECTOR_WAIT_PROFILE_MAX_ROWS rows (a
+    """The cumulative profile; ProfileOverCap when it holds more than COLLECTOR_WAIT_PROFILE_MAX_ROWS rows (a
     part of it would make wrong deltas: the rows left out one time and read the next would count from zero)."""
     query = sql.SQL(SQL.at(meta.server_version_num)["pg_wait_sampling"]).format(
         schema=sql.Identifier(meta.wait_sampling_schema)
@@ -65,9 +75,10 @@ def read_wait_sampling(conn: psycopg.Connection, meta: ServerMeta) -> WaitReadin
     except psycopg.Error as exc:
         raise from_query_error(exc, "reading pg_wait_sampling_profile") from exc
     if len(rows) > max_rows:
-        raise CollectionError(
+        raise ProfileOverCap(
+            max_rows,
             f"its profile holds more than {max_rows:,} rows (COLLECTOR_WAIT_PROFILE_MAX_ROWS): one per backend, event "
-            "and query since the server's start; pg_wait_sampling.profile_pid = off keeps one per event and query"
+            "and query since the server's start; pg_wait_sampling.profile_pid = off keeps one per event and query",
         )
     profile = {(pid, et, ev, qid): int(n) for pid, et, ev, qid, n in rows}
     period = float(meta.settings.get("pg_wait_sampling.profile_period") or 10)

@@ -1,13 +1,17 @@
 """Wait events: pg_wait_sampling profile deltas (PostgreSQL 15) and sampled pg_stat_activity,
 both stored as session-seconds per (event type, event, query id)."""
 
+import html
 import threading
 import time
 
 import pytest
+from django.contrib.auth.models import User
 from django.db import connection
+from django.urls import reverse
 
 from history.models import ServerState
+from inventory.models import Membership
 from tests.world import collect, register, run, server_entry
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -84,10 +88,11 @@ def test_postgres_13_has_no_query_id_in_activity(pg_clusters, settings):
     assert len(rows) == 1 and rows[0][2] is None and rows[0][3] == 3
 
 
-def test_a_profile_larger_than_its_cap_is_not_read_and_activity_is_sampled_instead(pg_clusters, settings):
+def test_a_profile_larger_than_its_cap_is_not_read_and_activity_is_sampled_instead(pg_clusters, settings, client):
     """pg_wait_sampling's profile past COLLECTOR_WAIT_PROFILE_MAX_ROWS (here 1 row) is not read, not even in part
-    (a part would make wrong deltas): the interval's wait events come from looks at pg_stat_activity, said in a note,
-    and no profile is kept for the next snapshot."""
+    (a part would make wrong deltas): the interval's wait events come from looks at pg_stat_activity, said in a note
+    and on the server page's waits chart, and no profile is kept for the next snapshot. Once the profile fits again,
+    the page says nothing of it."""
     settings.COLLECTOR = {**settings.COLLECTOR, "WAIT_PROFILE_MAX_ROWS": 1, "ACTIVITY_SAMPLES": 3}
     c = pg_clusters[15]
     _sleep_in_background(c, 0.5).join()  # the profile holds a row or more of this backend
@@ -98,3 +103,14 @@ def test_a_profile_larger_than_its_cap_is_not_read_and_activity_is_sampled_inste
     assert "more than 1 rows (COLLECTOR_WAIT_PROFILE_MAX_ROWS)" in note and "sampling pg_stat_activity" in note
     assert {r[5] for r in _waits(server)} == {"pg_stat_activity"}
     assert ServerState.objects.get(server_id=server.pk).wait_profile is None
+    said = "pg_wait_sampling's profile holds more than 1 rows (COLLECTOR_WAIT_PROFILE_MAX_ROWS)"
+    user = User.objects.create_user("vera", password="pw-vera-1")
+    Membership.objects.create(user=user, organization=server.organization, role=Membership.Role.VIEWER)
+    client.force_login(user)
+    page = client.get(reverse("server", args=[server.pk])).content.decode()
+    assert said in html.unescape(page) and "sampled pg_stat_activity instead" in html.unescape(page)
+
+    settings.COLLECTOR = {**settings.COLLECTOR, "WAIT_PROFILE_MAX_ROWS": 1_000_000}
+    collect(server)
+    assert ServerState.objects.get(server_id=server.pk).wait_profile is not None
+    assert said not in html.unescape(client.get(reverse("server", args=[server.pk])).content.decode())
