@@ -12,8 +12,8 @@ from django.core.exceptions import PermissionDenied
 from django.db.models import Q, QuerySet
 from django.http import Http404
 
+from collectors.public import CheckState, check_state
 from inventory.models import Membership, Organization, Server
-from readings.public import CheckState, check_state
 
 Role = Membership.Role
 MANAGE_SERVERS = (Role.DBA, Role.ADMIN)

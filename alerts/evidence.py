@@ -14,8 +14,8 @@ from advisor.selectors import recommendations
 from alerts import conditions
 from alerts.conditions import Condition
 from alerts.models import Rule
+from collectors.public import shown
 from inventory.models import Server
-from readings.public import shown
 from readtier import (
     DAY,
     HOUR,

@@ -24,8 +24,8 @@ from alerts.conditions import Condition, duration, when
 from alerts.evidence import conditions_now
 from alerts.models import Alert, Channel, Rule
 from alerts.services import deliveries_create, rules_default
+from collectors.public import plan_soon
 from inventory.models import Organization, Server
-from readings.public import plan_soon
 
 Enqueue = Callable[[int], object]
 

@@ -17,10 +17,10 @@ from datetime import UTC, datetime
 
 import numpy as np
 
+from collectors.waits import waits
 from history import codec, partitions, store, tables
 from history.columns import TOTAL_NAMES, totals_of
 from history.snapshot_facts import SNAPSHOT_FACTS, SnapshotFacts
-from readings.waits import waits
 
 _WIDTHS = ((1, "<u1", 1), (2, "<u2", 2), (4, "<u4", 3), (8, "<i8", 4))  # width, dtype, code (codec._WIDTHS)
 _HEADER = np.dtype([("version", "u1"), ("rows", "<u4"), ("counters", "<u2"), ("gauges", "<u2")])

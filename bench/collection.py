@@ -8,7 +8,7 @@ snapshots follow with all N statements run before each (every entry changed: the
 reading only the entries that changed). Each timed snapshot is paired with
 the baseline measured right next to it (order alternating): a bare
 ``SELECT * FROM pg_stat_statements(false)`` fetched fully with psycopg (fetchall) on a kept
-connection of the same monitoring role. Timed: ``readings.services.server_collect`` end to end
+connection of the same monitoring role. Timed: ``collectors.services.server_collect`` end to end
 (history lock and status, read, deltas, encoding, the write transaction), with
 COLLECTOR_ACTIVITY_SAMPLES=0. At 5,000 entries, every 10th snapshot also starts history
 maintenance in a background thread of the same process (own history connection): the hourly
@@ -31,10 +31,10 @@ from django.utils import timezone
 
 from bench import env, phases, workload
 from bench.stats import median, pct, summary
+from collectors.services import server_collect
 from history import partitions, rollups
 from inventory.connection import parse_dsn
 from inventory.services import server_create
-from readings.services import server_collect
 
 
 class Maintenance:

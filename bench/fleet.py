@@ -26,12 +26,12 @@ import numpy as np
 from django.db import connection, connections
 
 from bench import bulk, synthetic
+from collectors.services import server_collect
+from collectors.settings import instance
+from collectors.statements import lineage, pgss
 from history import rollups, tables
 from history.deltas import Entries, match_keys
 from history.models import ServerState
-from readings.services import server_collect
-from readings.settings import instance
-from readings.statements import lineage, pgss
 
 FLUSH_MINUTES = 10  # minutes of all servers' blocks encoded and COPYed at once
 

@@ -32,9 +32,9 @@ from django.db import connection
 
 from bench import synthetic
 from bench.stats import summary
+from collectors.services import server_collect
 from history import binary_copy, partitions, rollups, tables
 from history.columns import COUNTER_NAMES, FACT_GAUGE_NAMES, GAUGE_NAMES
-from readings.services import server_collect
 
 HISTORY_TABLES = tuple(t.name for t in tables.PER_SERVER)
 # The timeline is compressed (a day in minutes), so autovacuum, which wakes up every minute of real

@@ -29,8 +29,8 @@ from django.db import connection
 
 from bench import phases, synthetic
 from bench.stats import median, summary
+from collectors.services import server_collect
 from history import store
-from readings.services import server_collect
 
 
 @contextlib.contextmanager

@@ -26,11 +26,11 @@ import numpy as np
 from django.db import connection
 
 from bench import baseline, bulk, synthetic
+from collectors.services import server_collect
+from collectors.settings import instance
+from collectors.waits import waits
 from history import codec, partitions, rollups, store, tables
 from history.models import ServerState
-from readings.services import server_collect
-from readings.settings import instance
-from readings.waits import waits
 
 MINUTE_US = 60_000_000
 

@@ -12,11 +12,11 @@ from collections import defaultdict
 
 
 def _targets():
+    from collectors.settings import instance
+    from collectors.statements import lineage, pgss
+    from collectors.statements import reading as statements
+    from collectors.texts import texts
     from history import codec, store
-    from readings.settings import instance
-    from readings.statements import lineage, pgss
-    from readings.statements import reading as statements
-    from readings.texts import texts
 
     # (label, module, attribute): wrap the name where the caller looks it up.
     return [

@@ -4,7 +4,7 @@ On the bench's monitored PostgreSQL 17, an application (bench/plans_workload.py:
 reports and DML as an application role) runs its statements between two collections of a server registered
 through the product, so that the read tier ranks them; then, at the settings' defaults (PLANS):
 
-1. A day at the defaults: four rounds of `readings.plans.auto.plan_top_statements`, as PLANS_INTERVAL_S (6 h)
+1. A day at the defaults: four rounds of `collectors.plans.auto.plan_top_statements`, as PLANS_INTERVAL_S (6 h)
    gives them in a day. Between rounds the server's attempts are moved back by the interval (so that each
    round plans its statements again without waiting) and the round's budget row (collectors_plan_spend) is
    moved to the hour of the day the round stands for (so that each round has its own hour's budget and the
@@ -40,17 +40,17 @@ from psycopg import sql
 from bench import env, phases
 from bench import plans_workload as app
 from bench.plans_report import Day, Explained, Locked, PlansRun, PlanTab, RoundCost
+from collectors import connection as monitored
+from collectors.plans import auto, service
+from collectors.plans import explain as explaining
+from collectors.plans.statement import NotExplainable, classify
+from collectors.services import server_collect
 from history import plans as history_plans
 from history import tables
 from history.models import PlanAttempt, PlanShape, PlanSpend, ServerState, Statement
 from history.own import is_own
 from inventory.connection import parse_dsn
 from inventory.services import server_create
-from readings import connection as monitored
-from readings.plans import auto, service
-from readings.plans import explain as explaining
-from readings.plans.statement import NotExplainable, classify
-from readings.services import server_collect
 
 ROUNDS = 4  # rounds a day at the default PLANS_INTERVAL_S
 PLAN_TABLES = tuple(
@@ -396,7 +396,7 @@ def _plan_tab(server_id: int, statement_id: int, runs: int) -> PlanTab:
     from django.urls import reverse
 
     from bench.pages import _collect_static
-    from readings.plans import shape
+    from collectors.plans import shape
 
     plan = _wide_plan(TAB_NODES)
     new = history_plans.NewPlan(plan, shape.fingerprint(plan), shape.access_paths(plan), TAB_NODES, "generic_plan")

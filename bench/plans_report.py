@@ -330,7 +330,7 @@ def markdown(run: PlansRun, table) -> list[str]:
             "ranked with the application's: "
             + ", ".join(f"{code} {n}" for code, n in own.items())
             + ". They should not be there: a round ranks the top statements as the pages do, the console's own "
-            "left out (readings/plans/auto.py).",
+            "left out (collectors/plans/auto.py).",
         ]
     paired = d.paired()
     refused = [e for e in d.explained if e.code != "planned" and e.explain_ms is not None]
@@ -436,7 +436,7 @@ def markdown(run: PlansRun, table) -> list[str]:
 METHOD = """- **Plans (8).** `bench/plans.py`, on the monitored cluster: the application of `bench/plans_workload.py`
   runs between a registered server's baseline collection and its second one (`pg_stat_statements_reset()`
   first), so the read tier ranks exactly its statements. A day is four rounds of
-  `readings.plans.auto.plan_top_statements`, as `PLANS_INTERVAL_S` (6 h) gives them: between rounds the
+  `collectors.plans.auto.plan_top_statements`, as `PLANS_INTERVAL_S` (6 h) gives them: between rounds the
   server's `collectors_plan_attempt` times are moved back by the interval, and each round's
   `collectors_plan_spend` row is moved to the hour of the same UTC day the round stands for, so that each
   round has its own hour's budget and the day's bytes add up; nothing else changes. The worst case is a second
@@ -445,7 +445,7 @@ METHOD = """- **Plans (8).** `bench/plans.py`, on the monitored cluster: the app
   shape for each statement it plans. Baseline by hand in the same rounds: the same texts (read from
   `pg_stat_statements`) with `EXPLAIN (GENERIC_PLAN, FORMAT JSON, SUMMARY)` as the monitoring role, on a
   kept connection and on a new one, no read-only transaction and no search path set. Per-EXPLAIN times are
-  wall times in this process around `readings.plans.explain.explain` (the span the budget records) and
+  wall times in this process around `collectors.plans.explain.explain` (the span the budget records) and
   `statement_plan`; the breakdown wraps the functions `statement_plan` calls. Stored bytes: the budget's
   count (the JSON text of each new shape), `pg_column_size` of the server's rows, and the growth of
   `pg_total_relation_size` of the five plan tables (heap, TOAST, indexes, dead row versions not yet

@@ -199,7 +199,7 @@ def markdown(r: dict) -> str:
             "",
             "### 1. Collection time per snapshot (real PostgreSQL 17, steady state)",
             "",
-            "`readings.services.server_collect` end to end, `COLLECTOR_ACTIVITY_SAMPLES=0` (the 1-second "
+            "`collectors.services.server_collect` end to end, `COLLECTOR_ACTIVITY_SAMPLES=0` (the 1-second "
             "`pg_stat_activity` sampling excluded; its cost is shown below). Bare = `SELECT * FROM "
             "pg_stat_statements(false)` fetched fully (`fetchall()`) with psycopg on a kept connection of the "
             "same role, measured right before or after each snapshot (alternating).",
@@ -523,7 +523,7 @@ METHOD = """
   written. Snapshots overlapping a maintenance run are counted in the median and p99 like the others.
   The read sends the previous state (keys, calls, plans, execution time, and on 17 stats_since and
   minmax_stats_since) as array parameters and gets back only new, changed and gone entries
-  (`readings/statements/pgss.py`); the bare SELECT baseline sends every entry. A last pass at 5,000 entries
+  (`collectors/statements/pgss.py`); the bare SELECT baseline sends every entry. A last pass at 5,000 entries
   runs all statements before each of 10 snapshots, so that every entry changed: the worst case for
   that read (informative, no target).
 - **Footprint (2).** Synthetic, through the real writer: `services._read` (and the monitored

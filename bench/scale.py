@@ -215,7 +215,7 @@ def run(
 def cluster_specs(count: int, max_servers: int) -> list[ClusterSpec]:
     from devenv.fleet import ClusterSpec, monitored_setup
 
-    # Each worker process keeps a connection to every server it collected (readings/connection.py), and
+    # Each worker process keeps a connection to every server it collected (collectors/connection.py), and
     # the two-worker levels run two of them; the wait sampler keeps one more per server; the rest is headroom
     # for the churn and a superuser.
     max_connections = max(600, (max(WORKER_COUNTS) + 1) * math.ceil(max_servers / count) + 100)
@@ -674,13 +674,13 @@ def _sampler_redis_connections() -> int:
     import redis
     from django.conf import settings
 
-    from readings.waits import sampler
+    from collectors.waits import sampler
 
     client = redis.Redis.from_url(settings.REDIS_URL)
     return sum(1 for c in client.client_list() if c.get("name") == sampler.CLIENT_NAME)
 
 
-FIXED_PHASES = "each multiple of the interval since the epoch plus the server's phase (`readings.scheduling.phase_s`)"
+FIXED_PHASES = "each multiple of the interval since the epoch plus the server's phase (`collectors.scheduling.phase_s`)"
 FIRST_SNAPSHOT_PHASES = "each server's first snapshot in a window, then every interval (no fixed phases in the product)"
 
 
@@ -688,7 +688,7 @@ def _phase_function() -> Callable[[int, int], float] | None:
     """``phase_s(server_id, interval_s)``, the seconds past each multiple of the interval at which the product
     collects a server; None where it has no fixed phases (then lateness() takes each server's first snapshot)."""
     try:
-        from readings.scheduling import phase_s
+        from collectors.scheduling import phase_s
     except ImportError:
         return None
     return phase_s

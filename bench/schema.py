@@ -1,9 +1,9 @@
-"""Benchmark 9: what the schema reading (readings/schema/) costs the monitored server, a collection and the history.
+"""Benchmark 9: what the schema reading (collectors/schema/) costs the monitored server, a collection and the history.
 
 On the bench's monitored PostgreSQL 17, databases of 1,000 and 12,000 tables (a primary key, one more index and
 a few rows each, analyzed):
 
-1. Each database's reading as a collection sends it (readings.schema.catalog.read_database, as the monitoring
+1. Each database's reading as a collection sends it (collectors.schema.catalog.read_database, as the monitoring
    role, on a connection of its own in a read-only transaction), REPS times: the server's own execution time of
    its statements (pg_stat_statements' total_exec_time for the monitoring role in that database, reset before
    each) and the wall time on the console. The baseline in the same run, on the same connection: the bare views
@@ -20,7 +20,7 @@ a few rows each, analyzed):
 4. The index advice of one server on Debian's PostgreSQL 15 with hypopg: 20 statements filtering four tables of
    60,000 rows (15 on selective columns, 5 on a status of three values), each planned by the plans reading, which
    judges and costs its candidate indexes in the same session; the time those judgements take (the worker's
-   wall time inside readings.plans.hypothetical.statement_candidates), the baseline being the plans' own
+   wall time inside collectors.plans.hypothetical.statement_candidates), the baseline being the plans' own
    EXPLAINs in the same calls, and the evaluation that turns them into advice (server_advise).
 """
 
@@ -36,15 +36,15 @@ from django.db import connection
 
 from bench import env
 from bench.schema_report import Advice, Collections, DatabaseCost, SchemaRun
+from collectors import connection as monitored
+from collectors.plans import hypothetical, service
+from collectors.schema import catalog
+from collectors.services import server_collect
 from console.views.indexes import SHOWN
 from history import tables
 from history.models import ServerState
 from inventory.connection import parse_dsn
 from inventory.services import server_create
-from readings import connection as monitored
-from readings.plans import hypothetical, service
-from readings.schema import catalog
-from readings.services import server_collect
 from readtier import Window, schema_overview
 
 REPS = 7

@@ -230,7 +230,7 @@ def _advice_markdown(a: Advice | None) -> list[str]:
 
 
 METHOD = """- **Schema reading (9).** `bench/schema.py`, on the monitored cluster: databases of 1,000 and 12,000
-  tables are created; each reading is `readings.schema.catalog.read_database` as the collection sends it, on a
+  tables are created; each reading is `collectors.schema.catalog.read_database` as the collection sends it, on a
   connection of the monitoring role to that database in a read-only transaction, with `pg_stat_statements_reset()`
   before each, so that the server's time is that reading's own statements (BEGIN, the timeout, the two reads,
   COMMIT). Baselines on the same connection: the bare `pg_stat_user_tables` and `pg_stat_user_indexes`, and the

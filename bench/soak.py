@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 
 WEB_PORT = env.BENCH_PORT_BASE + 180
 # A Redis database of its own: 0 is the default (the demo, the other benchmarks), 5 tests/test_demo.py's, 7
-# tests/readings/test_tasks.py's, 9 the tests'. A worker of another database's beat would take our tasks.
+# tests/collectors/test_tasks.py's, 9 the tests'. A worker of another database's beat would take our tasks.
 REDIS_URL = "redis://127.0.0.1:6379/12"
 ORGANIZATION = "soak"
 ADMIN_USER = "soak-admin"

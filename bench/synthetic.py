@@ -30,14 +30,14 @@ from datetime import UTC, datetime
 
 import numpy as np
 
+from collectors import connection as monitored
+from collectors.schema import catalog as schema_catalog
+from collectors.settings import instance
+from collectors.statements import lineage, pgss
+from collectors.texts import texts
+from collectors.waits import waits
 from history.columns import COUNTER_NAMES, FACT_GAUGE_NAMES, GAUGE_NAMES
 from history.deltas import Entries, match_keys
-from readings import connection as monitored
-from readings.schema import catalog as schema_catalog
-from readings.settings import instance
-from readings.statements import lineage, pgss
-from readings.texts import texts
-from readings.waits import waits
 
 C = {name: j for j, name in enumerate(COUNTER_NAMES)}
 G = {name: j for j, name in enumerate(GAUGE_NAMES)}

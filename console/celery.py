@@ -11,7 +11,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
 
 app = Celery("console")
 app.config_from_object("django.conf:settings", namespace="CELERY")
-app.autodiscover_tasks(["readings", "history", "advisor", "reports", "exports", "alerts"])
+app.autodiscover_tasks(["collectors", "history", "advisor", "reports", "exports", "alerts"])
 
 
 @app.on_after_finalize.connect

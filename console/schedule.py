@@ -7,13 +7,13 @@ def beat_schedule() -> dict:
     tick = settings.DISPATCH_TICK_S
     return {
         "dispatch-collections": {
-            "task": "readings.tasks.dispatch_due_collections",
+            "task": "collectors.tasks.dispatch_due_collections",
             "schedule": tick,
             "options": {"expires": tick},
         },
         # Plans of each server's top statements without a recent one, within each server's budget.
         "plans": {
-            "task": "readings.tasks.plan_fleet",
+            "task": "collectors.tasks.plan_fleet",
             "schedule": float(settings.PLANS["TICK_S"]),
             "options": {"expires": settings.PLANS["TICK_S"] * 0.9},
         },

@@ -68,7 +68,7 @@ INSTALLED_APPS = [
     "accounts",
     "console",
     "history",
-    "readings",
+    "collectors",
     "advisor",
     "reports",
     "exports",
@@ -315,10 +315,10 @@ CELERY_TASK_QUEUES = tuple(
 )
 CELERY_TASK_DEFAULT_QUEUE = "maintenance"  # rollups, partitions
 CELERY_TASK_ROUTES = {
-    "readings.tasks.collect_server": {"queue": "collection"},
-    "readings.tasks.dispatch_due_collections": {"queue": "collection"},
-    "readings.tasks.check_connection": {"queue": "checks"},
-    "readings.tasks.plan_*": {"queue": "plans"},
+    "collectors.tasks.collect_server": {"queue": "collection"},
+    "collectors.tasks.dispatch_due_collections": {"queue": "collection"},
+    "collectors.tasks.check_connection": {"queue": "checks"},
+    "collectors.tasks.plan_*": {"queue": "plans"},
     "alerts.tasks.evaluate_alerts": {"queue": "alert-rules"},  # names before patterns: these two win
     "alerts.tasks.evaluate_alert_group": {"queue": "alert-rules"},
     "alerts.tasks.*": {"queue": "alerts"},
@@ -437,7 +437,7 @@ COLLECTOR = {
     "KEEPALIVES_IDLE_S": env.int("COLLECTOR_KEEPALIVES_IDLE_S", default=10),
     "KEEPALIVES_INTERVAL_S": env.int("COLLECTOR_KEEPALIVES_INTERVAL_S", default=5),
     "KEEPALIVES_COUNT": env.int("COLLECTOR_KEEPALIVES_COUNT", default=3),
-    # The schema reading (readings/schema/): every database's tables and indexes, every SCHEMA_INTERVAL_S, within
+    # The schema reading (collectors/schema/): every database's tables and indexes, every SCHEMA_INTERVAL_S, within
     # SCHEMA_SECONDS of the server's time all told (and the snapshot's deadline); at most SCHEMA_MAX_DATABASES
     # databases, SCHEMA_MAX_TABLES tables (the largest) and SCHEMA_MAX_INDEXES of their indexes per server.
     "SCHEMA_INTERVAL_S": env.int("COLLECTOR_SCHEMA_INTERVAL_S", default=600),
@@ -465,7 +465,7 @@ METRICS = {
     "STATEMENTS_MAX_SERVERS": env.int("METRICS_STATEMENTS_MAX_SERVERS", default=100),
 }
 
-# --- Plans (readings/plans/) ----------------------------------------------------
+# --- Plans (collectors/plans/) ----------------------------------------------------
 PLANS = {
     # Plans of each server's top statements, read by beat and the `plans` queue's worker (off: on demand only).
     "ENABLED": env.bool("PLANS_ENABLED", default=True),
@@ -501,7 +501,7 @@ PLANS = {
 ORG_MAX_SERVERS = env.int("ORG_MAX_SERVERS", default=1000)
 ORG_MIN_INTERVAL_S = env.int("ORG_MIN_INTERVAL_S", default=5)
 # Its share of the collection workers: at most this many collections of its servers run at once, across every
-# worker (readings.shares), so that servers answering slowly, each held until its snapshot's deadline, take
+# worker (collectors.shares), so that servers answering slowly, each held until its snapshot's deadline, take
 # that many threads and leave the rest to the other organizations; more are put off a second or two, then
 # skipped (logged) when the server's next collection is due. 0: no limit, the default, so that a single
 # organization's fleet uses every worker it scales out to; a console hosting several organizations sets it
@@ -509,7 +509,7 @@ ORG_MIN_INTERVAL_S = env.int("ORG_MIN_INTERVAL_S", default=5)
 ORG_MAX_COLLECTING = env.int("ORG_MAX_COLLECTING", default=0)
 # Its share of the plans workers: at most this many plan jobs of its servers (a server's round of top statements,
 # an EXPLAIN asked for by a DBA, the API or the regression alert) run at once, across every plans worker
-# (readings.shares), so that its servers failing slowly (each holding a thread up to its connection's deadline)
+# (collectors.shares), so that its servers failing slowly (each holding a thread up to its connection's deadline)
 # leave the other organizations' plans their pace; more are put off (a second, then longer, up to 15 s), then
 # skipped (logged, and said to whoever asked) when they expire. 0: no limit, as ORG_MAX_COLLECTING; a console
 # hosting several organizations sets it below the threads of its plans workers together (compose runs 4).

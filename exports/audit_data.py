@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from collectors.public import shown
 from exports.audit import TOP_ORDERS, AuditContent, AuditFinding, ServerAudit
-from readings.public import shown
 from readtier import NOT_TRACKED, StatementTotals
 
 FORMAT = "pgconsole-audit-export"

@@ -1,7 +1,7 @@
 """One-dimensional PostgreSQL arrays in binary wire format <-> numpy, in one call each way.
 
 A snapshot sends the previous state to the monitored server as array parameters and gets the
-changed entries back as one row of arrays (readings/statements/pgss.py): thousands of values move in one
+changed entries back as one row of arrays (collectors/statements/pgss.py): thousands of values move in one
 message each way, packed and parsed by numpy without a Python object per value.
 """
 

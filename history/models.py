@@ -88,9 +88,9 @@ class ServerState(models.Model):
     reads_all_stats = models.BooleanField(null=True)
     role_oid = models.BigIntegerField(null=True)
     # Entries new at the last snapshot: a server churning (new keys at every snapshot) has its new keys'
-    # texts read in the counters' own scan (readings/statements/reading.py).
+    # texts read in the counters' own scan (collectors/statements/reading.py).
     new_entries = models.IntegerField(null=True)
-    # Each reading's status at its last read (readings/unit.py): {name: {"at_us", "ok", and "code" and "error"
+    # Each reading's status at its last read (collectors/unit.py): {name: {"at_us", "ok", and "code" and "error"
     # when it failed}}; a reading with a cadence is read again once its cadence has passed since "at_us".
     readings = models.JSONField(default=dict)
     # Running totals of the server's snapshots since counted_since (its first snapshot in this history, or the
@@ -143,7 +143,7 @@ class Snapshot(SnapshotFactsFields):
 
 
 class PlanShape(models.Model):
-    """One plan shape of one server's statements (readings/plans/shape.py), stored once: the first plan seen of it,
+    """One plan shape of one server's statements (collectors/plans/shape.py), stored once: the first plan seen of it,
     redacted like texts. Its primary key is (server_id, id) in the database, as every history table's."""
 
     server = models.ForeignKey(Server, on_delete=models.CASCADE, related_name="+")
@@ -180,7 +180,7 @@ class StatementPlan(models.Model):
 
 
 class PlanAttempt(models.Model):
-    """A statement's last EXPLAIN: when, and why there is no plan when there is none (readings/plans/explain.py's
+    """A statement's last EXPLAIN: when, and why there is no plan when there is none (collectors/plans/explain.py's
     reasons), so that a statement is never shown without its plan or its reason."""
 
     server = models.ForeignKey(Server, on_delete=models.CASCADE, related_name="+")
@@ -227,7 +227,7 @@ class PlanSpend(models.Model):
 
 
 class SchemaTable(models.Model):
-    """One table of one database of a server (readings/schema/), as last read: its statistics' cumulative counters
+    """One table of one database of a server (collectors/schema/), as last read: its statistics' cumulative counters
     (what the next reading's deltas subtract), its sizes and upkeep, and since when its counters have been watched
     without a reset (the evidence the index advice weighs). A table dropped keeps its row, with when it went."""
 
@@ -305,7 +305,7 @@ class SchemaIndex(models.Model):
 
 
 class IndexCandidate(models.Model):
-    """An index one of a statement's filtered scans asks for, as its last plan was judged (readings/plans/
+    """An index one of a statement's filtered scans asks for, as its last plan was judged (collectors/plans/
     hypothetical.py): the columns, how it was costed and what it would cost the statement, or why none. Replaced
     at each plan of the statement; the missing-index advice sums them over the statements of one index."""
 
@@ -336,7 +336,7 @@ class FailedCollection(models.Model):
 
     server = models.ForeignKey(Server, on_delete=models.CASCADE, related_name="collection_errors")
     at = models.DateTimeField()
-    error_class = models.CharField(max_length=40)  # readings.errors.CollectionError.code
+    error_class = models.CharField(max_length=40)  # collectors.errors.CollectionError.code
     message = models.TextField()
 
     class Meta:

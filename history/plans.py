@@ -1,6 +1,6 @@
 """The history store's plans: each shape once per server, each statement's plans by shape, its last EXPLAIN.
 
-A plan is stored once per shape (content-addressed by its fingerprint, readings/plans/shape.py): planned again
+A plan is stored once per shape (content-addressed by its fingerprint, collectors/plans/shape.py): planned again
 with the same shape, a statement only moves its last-seen time and estimates. Strings of a plan (its conditions,
 its output) are redacted as query texts are, before they are stored.
 """
@@ -207,7 +207,7 @@ def prune_orphans(server_id: int) -> int:
 
 
 def record_candidates(server_id: int, statement_id: int, database: str, found: list, *, at: datetime) -> None:
-    """The index candidates of a statement's plan (readings.plans.hypothetical.Candidate), in place of its last
+    """The index candidates of a statement's plan (collectors.plans.hypothetical.Candidate), in place of its last
     plan's."""
     with transaction.atomic():
         IndexCandidate.objects.filter(server_id=server_id, statement_id=statement_id).delete()

@@ -1,4 +1,4 @@
-"""The history store's tables and indexes of monitored databases (readings/schema/): each as last read, and the
+"""The history store's tables and indexes of monitored databases (collectors/schema/): each as last read, and the
 deltas of each reading.
 
 A relation's row holds its cumulative counters as last read, so the next reading's deltas are `now − before`;
@@ -34,7 +34,7 @@ TABLE_COUNTERS = (
     "n_tup_del",
 )
 INDEX_COUNTERS = ("idx_scan", "idx_tup_read", "idx_tup_fetch")
-# What a reading may leave undescribed for an index it knows (readings.schema.catalog): kept as stored.
+# What a reading may leave undescribed for an index it knows (collectors.schema.catalog): kept as stored.
 DESCRIBED = ("definition", "key_columns", "predicate_md5", "expressions_md5")
 TABLE_FIELDS = (
     "schema_name",
@@ -138,7 +138,7 @@ def rows_for_database(
     reset_at: datetime | None = None,
     strict_redaction: bool = False,
 ) -> DatabaseRows:
-    """Rows and deltas of one reading of one database (`read`: readings.schema.catalog.DatabaseRead) against what
+    """Rows and deltas of one reading of one database (`read`: collectors.schema.catalog.DatabaseRead) against what
     its last reading stored. `reset_at`: the database's statistics were reset then, since that reading."""
     previous = previous or DatabaseState()
     rows = DatabaseRows(read.database.name, interval_s, complete=not read.capped)

@@ -1,5 +1,5 @@
 """An organization's share of a kind of worker thread: at most a limit of its jobs of that kind run at once, across
-every worker (the collections' share, the plans', the alert deliveries': readings.shares, alerts.shares).
+every worker (the collections' share, the plans', the alert deliveries': collectors.shares, alerts.shares).
 
 The share is a row of advisory locks in the history store, (namespace + slot, organization id) for each slot below
 the limit, each kind in a namespace of its own (apart from history.LOCK_NAMESPACE's keys and from each other's: a

@@ -42,7 +42,7 @@ def statement_timed_out(exc: BaseException) -> bool:
 
 
 # The advisory lock (LOCK_NAMESPACE, server_id) in the history store: one collection per server holds
-# it while it runs (readings.services), and delete_server_history waits for it.
+# it while it runs (collectors.services), and delete_server_history waits for it.
 LOCK_NAMESPACE = 0x7067
 
 STATE_COLUMNS: tuple[tuple[str, str], ...] = (

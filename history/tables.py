@@ -28,13 +28,13 @@ WAIT_EVENT_DAILY = HistoryTable("collectors_wait_event_daily", "year", "DAILY_RE
 STATEMENT = HistoryTable("collectors_statement")
 STATEMENT_STATE = HistoryTable("collectors_statement_state")
 SERVER_STATE = HistoryTable("collectors_serverstate")
-# Plans (readings/plans/): each shape once per server, the statements' plans by shape, each statement's last try.
+# Plans (collectors/plans/): each shape once per server, the statements' plans by shape, each statement's last try.
 PLAN_SHAPE = HistoryTable("collectors_plan_shape")
 STATEMENT_PLAN = HistoryTable("collectors_statement_plan")
 PLAN_ATTEMPT = HistoryTable("collectors_plan_attempt")
 PLAN_CHANGE = HistoryTable("collectors_plan_change")  # a statement's plan changing shape, when
 PLAN_SPEND = HistoryTable("collectors_plan_spend")  # each hour's EXPLAINs, planning time, bytes: the budget
-# The schema reading (readings/schema/): each table and index as last read, and the deltas of each reading of a
+# The schema reading (collectors/schema/): each table and index as last read, and the deltas of each reading of a
 # database (one row: the changed relations' ids and counters as arrays).
 SCHEMA_TABLE = HistoryTable("collectors_schema_table")
 SCHEMA_INDEX = HistoryTable("collectors_schema_index")

@@ -1,5 +1,5 @@
 """A wait event as the history store keeps it: one event's samples over one snapshot's interval, and the name
-every surface gives it. readings.waits makes the rows; history.store writes them, the tiers and the read tier
+every surface gives it. collectors.waits makes the rows; history.store writes them, the tiers and the read tier
 read them."""
 
 from dataclasses import dataclass

@@ -18,7 +18,7 @@ from inventory.endpoint import ENDPOINT_FIELDS, Endpoint
 class Organization(models.Model):
     name = models.CharField(max_length=200, unique=True)
     created_at = models.DateTimeField(auto_now_add=True)
-    # What one organization may ask of the console (inventory.services enforces the first two, readings.shares
+    # What one organization may ask of the console (inventory.services enforces the first two, collectors.shares
     # the last two); empty: the defaults, settings ORG_MAX_SERVERS, ORG_MIN_INTERVAL_S, ORG_MAX_COLLECTING and
     # ORG_MAX_PLANNING. Set by a console administrator (Django admin).
     max_servers = models.PositiveIntegerField(
@@ -49,11 +49,11 @@ class Organization(models.Model):
         return self.min_interval_s if self.min_interval_s is not None else settings.ORG_MIN_INTERVAL_S
 
     def collecting_limit(self) -> int:
-        """Its share of the collection workers (readings.shares): 0 for none."""
+        """Its share of the collection workers (collectors.shares): 0 for none."""
         return self.max_collecting if self.max_collecting is not None else settings.ORG_MAX_COLLECTING
 
     def planning_limit(self) -> int:
-        """Its share of the plans workers' threads (readings.shares, readings.plans.service): 0 for none."""
+        """Its share of the plans workers' threads (collectors.shares, collectors.plans.service): 0 for none."""
         return self.max_planning if self.max_planning is not None else settings.ORG_MAX_PLANNING
 
     class Meta:
@@ -119,7 +119,7 @@ class Server(models.Model):
     cpu_count = models.PositiveIntegerField(null=True, blank=True)
     tags = models.JSONField(default=list, blank=True)
     # Whose code the planner may run when the console plans this server's statements, besides PostgreSQL's, the
-    # extensions' and the superusers' (readings/plans/user_code.py): role and schema names as the catalog spells them.
+    # extensions' and the superusers' (collectors/plans/user_code.py): role and schema names as the catalog spells them.
     plans_trusted_roles = models.JSONField(
         default=list,
         blank=True,

@@ -31,7 +31,7 @@ class StatementPlanRow:
 @dataclass(frozen=True)
 class LastAttempt:
     at: datetime
-    code: str  # "planned", or why not (readings/plans/explain.py's reasons, "text", "budget", ...)
+    code: str  # "planned", or why not (collectors/plans/explain.py's reasons, "text", "budget", ...)
     reason: str
 
     @property

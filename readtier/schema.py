@@ -30,7 +30,7 @@ class DatabaseStatus:
     tables_total: int = 0
     indexes: int = 0
     indexes_total: int = 0
-    error: str = ""  # the reading's own words, or a failure's (libpq's, for console staff: readings.database_error)
+    error: str = ""  # the reading's own words, or a failure's (libpq's, for console staff: collectors.database_error)
     code: str = ""
 
 
@@ -338,7 +338,7 @@ class CandidateRow:
     cost_after: float | None
     size_bytes: int | None
     reason: str
-    partition_of: dict | None  # readings.plans.hypothetical.Candidate.partition_of
+    partition_of: dict | None  # collectors.plans.hypothetical.Candidate.partition_of
 
     @property
     def asks(self) -> bool:

@@ -96,8 +96,8 @@ def server_settings(*, server_id: int) -> ServerSettings:
 def wait_profile_cap(*, server_id: int) -> int | None:
     """COLLECTOR_WAIT_PROFILE_MAX_ROWS as it was when the latest snapshot found pg_wait_sampling's profile larger
     and did not read it (its wait events then come from pg_stat_activity); None: not so."""
-    readings = ServerState.objects.filter(server_id=server_id).values_list("readings", flat=True).first() or {}
-    return (readings.get("waits") or {}).get("profile_over_cap")
+    status = ServerState.objects.filter(server_id=server_id).values_list("readings", flat=True).first() or {}
+    return (status.get("waits") or {}).get("profile_over_cap")
 
 
 # -- changes between snapshots ---------------------------------------------------------------------
@@ -146,7 +146,7 @@ def config_changes(*, server_id: int, window: Window) -> list[ConfigChange]:
 @dataclass(frozen=True)
 class RecentError:
     at: datetime
-    error_class: str  # readings.errors code: unreachable, auth_failed, timeout, ...
+    error_class: str  # collectors.errors code: unreachable, auth_failed, timeout, ...
     message: str
 
 

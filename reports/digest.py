@@ -10,8 +10,8 @@ from datetime import datetime
 from django.utils import timezone
 
 from advisor.selectors import INDEX_RULES, ActivityRow, RecommendationRow, recommendation_activity, recommendations
+from collectors.public import shown
 from inventory.models import Organization, Server
-from readings.public import shown
 from readtier import (
     CollectionCoverage,
     PlanChangeRow,

@@ -10,10 +10,10 @@ import numpy as np
 from django.db import connection
 
 from bench import synthetic
+from collectors.services import server_collect
+from collectors.texts import texts
 from history import codec, rollups
 from history.columns import TOTAL_NAMES, totals_of
-from readings.services import server_collect
-from readings.texts import texts
 
 STORM = 40  # how many times as often statements run in a storm
 

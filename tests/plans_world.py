@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from collectors.plans import shape
 from history import plans
 from history.models import Statement
 from inventory.models import Organization, Server
-from readings.plans import shape
 
 
 def node(kind: str, total: float, rows: float, *children: dict, **more) -> dict:

@@ -20,10 +20,10 @@ PASSWORD_HASHERS = ["tests.hashers.OneRoundPBKDF2PasswordHasher"]
 
 # A collection run in the test process (no wait sampler alive) looks at pg_stat_activity ACTIVITY_SAMPLES times
 # spread over 50 ms instead of a second: the same looks, sooner. The default's span is shown in force by
-# tests/readings/management/commands/test_sample_waits.py, which sets it back.
+# tests/collectors/management/commands/test_sample_waits.py, which sets it back.
 COLLECTOR = {**COLLECTOR, "ACTIVITY_SPAN_S": 0.05}  # noqa: F405
 
 # The plans' automatic rounds unpaced in the test process (the plans worker takes at most 2 EXPLAINs a second by
-# default, all its threads together): tests/readings/plans/test_auto.py shows the pace in force; the workers the
+# default, all its threads together): tests/collectors/plans/test_auto.py shows the pace in force; the workers the
 # tests start keep the default.
 PLANS = {**PLANS, "WORKER_EXPLAINS_PER_S": 0}  # noqa: F405

@@ -250,18 +250,20 @@ def test_collections_have_a_worker_of_their_own_and_every_queue_a_worker(service
     routed = {
         name: app.amqp.router.route({}, name)["queue"].name for name in app.tasks if not name.startswith("celery.")
     }
-    assert routed["readings.tasks.collect_server"] == routed["readings.tasks.dispatch_due_collections"] == "collection"
-    assert {name for name, queue in routed.items() if queue == "checks"} == {"readings.tasks.check_connection"}
+    assert (
+        routed["collectors.tasks.collect_server"] == routed["collectors.tasks.dispatch_due_collections"] == "collection"
+    )
+    assert {name for name, queue in routed.items() if queue == "checks"} == {"collectors.tasks.check_connection"}
     assert {name for name, queue in routed.items() if queue == "collection"} <= {
-        "readings.tasks.collect_server",
-        "readings.tasks.dispatch_due_collections",
-        "readings.tasks.sample_waits",
+        "collectors.tasks.collect_server",
+        "collectors.tasks.dispatch_due_collections",
+        "collectors.tasks.sample_waits",
     }
     assert routed["exports.audit_export_build"] == "exports" and routed["advisor.tasks.advise_server"] == "advisor"
     assert {name for name, queue in routed.items() if queue == "plans"} == {
-        "readings.tasks.plan_fleet",
-        "readings.tasks.plan_server",
-        "readings.tasks.plan_statement",
+        "collectors.tasks.plan_fleet",
+        "collectors.tasks.plan_server",
+        "collectors.tasks.plan_statement",
     }
     assert {name for name, queue in routed.items() if queue == "alert-rules"} == {
         "alerts.tasks.evaluate_alerts",

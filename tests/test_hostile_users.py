@@ -27,16 +27,16 @@ from django.db.models import F
 
 from advisor.selectors import recommendations
 from advisor.services import server_advise
+from collectors.check import server_check
+from collectors.plans.auto import plan_top_statements
+from collectors.plans.explain import HELPER_SQL
+from collectors.plans.service import statement_plan
 from devenv.cluster import Cluster
 from devenv.fleet import ClusterSpec, monitored_setup, start_many, stop_many
 from devenv.ports import TEST_ATTACK_PORT
 from history import redact
 from history.models import PlanAttempt, SchemaIndex, Statement
 from inventory.endpoint import Endpoint
-from readings.check import server_check
-from readings.plans.auto import plan_top_statements
-from readings.plans.explain import HELPER_SQL
-from readings.plans.service import statement_plan
 from tests import slots
 from tests.conftest import MONITOR_HBA
 from tests.world import APP_DB, MONITOR_PASSWORD, MONITOR_USER, collect, register
@@ -251,10 +251,10 @@ def _cpu(act, *args) -> float:
     return time.thread_time() - started
 
 
-# Every name the console's SQL calls on a monitored server (readings/: its modules' SQL and the helper's), to be
+# Every name the console's SQL calls on a monitored server (collectors/: its modules' SQL and the helper's), to be
 # shadowed. Python's calls are read too; only the names PostgreSQL has as functions are kept.
 def _console_function_names() -> list[str]:
-    root = Path(__file__).resolve().parent.parent / "readings"
+    root = Path(__file__).resolve().parent.parent / "collectors"
     sources = [*root.rglob("*.py"), *root.rglob("*.sql")]
     return sorted(
         {m.lower() for path in sources for m in re.findall(r"\b([A-Za-z_][A-Za-z0-9_]*)\s*\(", path.read_text())}

@@ -157,7 +157,7 @@ def test_every_package_app_and_resource_is_in_the_build_context():
     paths = product_paths()
     assert {
         "console",
-        "readings",
+        "collectors",
         "history",
         "readtier",
         "inventory",
@@ -492,7 +492,7 @@ import json, os
 import django
 django.setup()
 from django.conf import settings
-from readings.check import server_check
+from collectors.check import server_check
 from inventory import tls
 from inventory.endpoint import Endpoint
 

@@ -1,8 +1,8 @@
 """Dependencies run one way. From the top: console (pages, API, commands), then the renderers beneath it
 (reports: the weekly mail; exports: the audit exports; alerts: rules, evaluation and deliveries), presentation
 (the number and text formatting the renderers share), accounts (who may see what, preferences, API tokens), the
-advisor, the readings of monitored servers (readings: the collection, and the plans of the statements the read
-tier ranks first), the read tier (readtier: the selectors), both on the history store (history), and inventory
+advisor, the collectors of monitored servers (collectors: the collection, and the plans of the statements the
+read tier ranks first), the read tier (readtier: the selectors), both on the history store (history), and inventory
 (organizations and servers) at the ground.
 devenv (development clusters, workloads, the demo command) is imported by no package of the product: only by the
 benchmarks and the tests. The advisor's rules are pure: they read evidence, never the ORM. Read from the source
@@ -42,13 +42,13 @@ def _imports(tree: ast.Module, *, whole: bool = False) -> Iterator[tuple[int, st
             yield node.lineno, node.module if whole else node.module.split(".")[0]
 
 
-# What was collectors/: the history store, and above it the readings of monitored servers and the read tier.
-STORE = {"history", "readings", "readtier"}
+# Reading, storing and serving: the collectors of monitored servers, the history store and the read tier.
+STORE = {"history", "collectors", "readtier"}
 # What each package of the product may import of the others (nothing else of them).
 MAY_IMPORT = {
     "inventory": set(),
     "history": {"inventory"},
-    "readings": {"history", "inventory", "readtier"},  # the read tier's top statements: which ones to plan
+    "collectors": {"history", "inventory", "readtier"},  # the read tier's top statements: which ones to plan
     "readtier": {"history", "inventory"},
     "advisor": {*STORE, "inventory"},
     "accounts": {*STORE, "inventory"},
@@ -82,16 +82,16 @@ def test_imports_run_one_way(package):
 
 # What the advisor's rules may take from the other apps: modules of pure functions, which import nothing of
 # Django nor of the product (the test below holds them to it).
-PURE_FOR_RULES = {"readings.sql_names"}
+PURE_FOR_RULES = {"collectors.sql_names"}
 
 
 # Each app of the store is imported by the other apps only through its public entries, never a module inside. The
-# three were one app (collectors/): the readings write the history store's tables and the read tier reads them, so
+# three were one app: the collectors write the history store's tables and the read tier reads them, so
 # within STORE they use each other's modules.
 ENTRIES = {
     "readtier": ("readtier",),  # not a Django app: its package is its entry
     "history": ("history.public",),
-    "readings": ("readings.public", "readings.sql_names"),  # sql_names: pure, for the advisor's rules
+    "collectors": ("collectors.public", "collectors.sql_names"),  # sql_names: pure, for the advisor's rules
 }
 
 
@@ -114,7 +114,7 @@ def test_other_apps_import_the_stores_apps_only_through_their_entries():
     assert not wrong, "\n".join(wrong)
 
 
-@pytest.mark.parametrize("entry", ["readtier/__init__.py", "history/public.py", "readings/public.py"])
+@pytest.mark.parametrize("entry", ["readtier/__init__.py", "history/public.py", "collectors/public.py"])
 def test_an_entry_hands_on_each_name_once_and_none_hides_a_module(entry):
     tree = ast.parse((ROOT / entry).read_text())
     names = [
@@ -130,7 +130,7 @@ def test_an_entry_hands_on_each_name_once_and_none_hides_a_module(entry):
 def test_the_entry_check_sees_an_inner_import():
     tree = ast.parse(
         "from readtier.windows import Window\nfrom readtier import Window\nimport readtier.db\n"
-        "from history.store import redact\nfrom history.public import redact\nfrom readings.sql_names import q\n"
+        "from history.store import redact\nfrom history.public import redact\nfrom collectors.sql_names import q\n"
     )
     assert list(_insides("console", tree)) == [(1, "readtier.windows"), (3, "readtier.db"), (4, "history.store")]
     assert list(_insides("readtier", tree)) == []  # within the store

@@ -21,9 +21,9 @@ from pathlib import Path
 import pytest
 
 from advisor.rules import r5_families
+from collectors.plans import statement
 from console import sql_highlight
 from history import redact
-from readings.plans import statement
 from tests.test_tree import PRODUCT
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -33,12 +33,12 @@ NOT_QUERY_TEXTS = {
     "advisor/sources.py": "the seeds' citations",
     "advisor/advice.py": "the advisor's own ALTER SYSTEM lines",
     "alerts/channels.py": "a PagerDuty routing key (32 characters, fullmatch)",
-    "readings/check.py": "libpq's error messages",
-    "readings/plans/explain.py": "the server's message naming a parameter ($2)",
+    "collectors/check.py": "libpq's error messages",
+    "collectors/plans/explain.py": "the server's message naming a parameter ($2)",
     "history/partitions.py": "partition names of the history store",
     "console/management/commands/top.py": "a command-line duration",
-    "readings/sql_names.py": "catalog names (quote_ident's fullmatch, in_comment's one-character look-arounds)",
-    "readings/settings/instance.py": "the server's version string",
+    "collectors/sql_names.py": "catalog names (quote_ident's fullmatch, in_comment's one-character look-arounds)",
+    "collectors/settings/instance.py": "the server's version string",
     "console/api/common.py": "a query-string duration",
     "inventory/network_policy.py": "host names",
     "reports/weeks.py": "ISO week labels",
@@ -249,7 +249,7 @@ def test_the_texts_of_finding_h4_and_alike_are_redacted_in_linear_time(name):
 
 
 def test_the_plan_readings_scan_of_quotes_and_comments_is_linear():
-    """readings/plans/statement.py scans by hand, no regular expression: each of its quotings opened many times
+    """collectors/plans/statement.py scans by hand, no regular expression: each of its quotings opened many times
     over, or once and never closed."""
     shapes = [
         ("SELECT ", "$a", ""),

@@ -17,12 +17,12 @@ PRODUCT = (
     "accounts",
     "advisor",
     "alerts",
+    "collectors",
     "console",
     "exports",
     "history",
     "inventory",
     "presentation",
-    "readings",
     "readtier",
     "reports",
 )

@@ -15,6 +15,7 @@ import numpy as np
 import psycopg
 from django.db import connection
 
+from collectors.services import CollectionResult, server_collect
 from devenv.cluster import Cluster
 from devenv.cluster import cluster as cluster_at
 from history import codec
@@ -23,7 +24,6 @@ from history.models import Statement
 from inventory.connection import parse_dsn
 from inventory.models import Server
 from inventory.services import server_create
-from readings.services import CollectionResult, server_collect
 
 APP_DB = "app"
 MONITOR_USER = "monitor"

@@ -1,12 +1,12 @@
-"""{% collection_error code message %}: a failed collection as the page's reader may see it (readings.errors:
+"""{% collection_error code message %}: a failed collection as the page's reader may see it (collectors.errors:
 libpq's words and addresses for console staff, the console's own sentence for everyone else);
 {% database_error code message %}: a database the schema reading left unread, likewise."""
 
 from django import template
 
 from accounts.access import sees_connection_detail
-from readings.public import database_error as database_error_shown
-from readings.public import shown
+from collectors.public import database_error as database_error_shown
+from collectors.public import shown
 
 register = template.Library()
 

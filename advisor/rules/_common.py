@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from advisor.evidence import Evidence
 from advisor.thresholds import Thresholds
-from readings.sql_names import in_comment, quote_ident
+from collectors.sql_names import in_comment, quote_ident
 
 
 def cliff_calls_per_s(evidence: Evidence, thresholds: Thresholds, *, track_planning: bool) -> float | None:

@@ -1,5 +1,5 @@
 """Rule 11: an index the server is missing: top statements whose plans scan a large table to keep few of its rows
-(readings/plans/hypothetical.py), one recommendation per index with every statement it helps, the time it would
+(collectors/plans/hypothetical.py), one recommendation per index with every statement it helps, the time it would
 save a day summed over them, its size, what it costs the table's writes, and the exact DDL. Cost-verified where
 the planner costed it with hypopg, else estimated from pg_stats; the card says which."""
 
@@ -10,7 +10,7 @@ from advisor.advice import Advice, Change
 from advisor.evidence import Evidence, MissingIndexFact
 from advisor.rules._common import partial_note, size
 from advisor.thresholds import Thresholds
-from readings.sql_names import in_comment, quote_ident
+from collectors.sql_names import in_comment, quote_ident
 
 CODE = "missing_index"
 NAME_MAX = 63  # PostgreSQL's identifiers

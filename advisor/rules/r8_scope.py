@@ -6,7 +6,7 @@ from advisor import sources
 from advisor.advice import Advice, Change
 from advisor.evidence import Evidence
 from advisor.thresholds import Thresholds
-from readings.sql_names import quote_ident
+from collectors.sql_names import quote_ident
 
 CODE = "scope"
 

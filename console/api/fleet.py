@@ -11,6 +11,7 @@ from rest_framework.views import APIView
 
 from accounts.access import sees_connection_detail, visible_servers
 from advisor.selectors import recommendation_counts
+from collectors.public import shown
 from console.api.common import (
     PAGE_PARAMETERS,
     TABLE_RENDERERS,
@@ -21,7 +22,6 @@ from console.api.common import (
     paged,
     window_params,
 )
-from readings.public import shown
 from readtier import fleet_summary
 
 
@@ -91,7 +91,7 @@ class Fleet(APIView):
         rows = fleet_summary(server_ids=chosen, window=window) if chosen else []
         counts = recommendation_counts(server_ids=chosen)
         results = []
-        detail = sees_connection_detail(request.user)  # libpq's words: console staff only (readings.errors)
+        detail = sees_connection_detail(request.user)  # libpq's words: console staff only (collectors.errors)
         for r in rows:
             c = counts[r.server_id]
             item = {name: getattr(r, name) for name in field_names(FleetServer) if name != "recommendations"}

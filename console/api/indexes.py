@@ -1,7 +1,7 @@
 """/api/v1/ tables and indexes of a server: what the schema reading last found in each database, and each table
 and index with its scans and writes over a window, from the selector the Indexes page reads (the largest first,
 paged). Why a database was not read reads as on the page: libpq's words for console staff, the console's sentence
-for everyone else (readings.database_error)."""
+for everyone else (collectors.schema.reading.database_error)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from rest_framework import serializers
 from rest_framework.views import APIView
 
 from accounts.access import sees_connection_detail, server_for
+from collectors.public import database_error
 from console.api.common import (
     PAGE_PARAMETERS,
     TABLE_RENDERERS,
@@ -20,7 +21,6 @@ from console.api.common import (
     page_schema,
     window_params,
 )
-from readings.public import database_error
 from readtier import IndexRow, TableRow, schema_overview
 
 

@@ -13,13 +13,13 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.access import MANAGE_SERVERS, require_role
+from collectors.public import plan_tracked, tracked
 from console.api.common import api
 from console.api.servers import TaskOut, task_out
 from console.api.statements import statement_of
 from console.api.throttling import page_rate
 from console.throttling import EXPLAIN_RATES
 from presentation.plans import plan_text
-from readings.public import plan_tracked, tracked
 from readtier import index_candidates, plan_detail, statement_owner, statement_plans
 
 

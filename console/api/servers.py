@@ -27,6 +27,7 @@ from accounts.access import (
     visible_organizations,
     visible_servers,
 )
+from collectors.public import CheckState, check_enqueue, check_queue, collect_tracked, shown, tracked
 from console.api.common import (
     PAGE_PARAMETERS,
     TABLE_RENDERERS,
@@ -47,7 +48,6 @@ from inventory.connection import Connection
 from inventory.crypto import CredentialsError
 from inventory.models import Server
 from inventory.services import server_create, server_update
-from readings.public import CheckState, check_enqueue, check_queue, collect_tracked, shown, tracked
 from readtier import Page, latest_snapshot, recent_errors, server_status, snapshot_page, version_text
 
 SSLMODES = [c for c, _ in Server.SslMode.choices]

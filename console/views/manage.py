@@ -1,5 +1,5 @@
 """Server management: the list of servers (DBA and admin roles act on them; viewers see it read-only),
-adding and editing one with a "test connection" check (readings.check, run by a worker: readings.checks)
+adding and editing one with a "test connection" check (collectors.check, run by a worker: collectors.checks)
 before saving, enabling or disabling, and removing one with its history. The password is write-only: no page
 ever renders it."""
 
@@ -26,6 +26,7 @@ from accounts.access import (
     server_for,
     visible_servers,
 )
+from collectors.public import MONITORING_ROLE_SQL, CheckFinding, CheckReport, CheckState, check_enqueue, check_queue
 from console import throttling
 from console.forms import ServerForm
 from console.services import server_delete
@@ -35,7 +36,6 @@ from inventory.crypto import CredentialsError
 from inventory.endpoint import Endpoint
 from inventory.models import Server
 from inventory.services import CONNECTION_FIELDS, PLANS_TRUST_FIELDS, server_create, server_update
-from readings.public import MONITORING_ROLE_SQL, CheckFinding, CheckReport, CheckState, check_enqueue, check_queue
 
 FORM_TEMPLATE = "console/server_form.html"
 LEVEL_BADGE = {"ok": "ok", "info": "new", "warning": "stale", "problem": "failing"}

@@ -49,11 +49,11 @@ from accounts.access import sees_every_organization, visible_servers
 from accounts.tokens import token_check, token_used
 from advisor.selectors import recommendation_counts
 from alerts.selectors import failing_deliveries, open_alert_counts
+from collectors.public import last_dispatched_at
 from console.queues import queue_depths
 from console.single_flight import NotInTime, computed_once
 from console.throttling import scrape_wait_s
 from console.views.metrics_families import FleetCollector, StatementFamilies
-from readings.public import last_dispatched_at
 from readtier import (
     FleetRow,
     Page,

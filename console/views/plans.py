@@ -15,11 +15,11 @@ from django.urls import path, reverse
 from django.views.decorators.http import require_POST
 
 from accounts.access import MANAGE_SERVERS, require_role, role_in, server_for, visible_organization_ids
+from collectors.public import plan_tracked, tracked
 from console import throttling
 from console.views.common import render_page, server_header
 from presentation.formatting import DASH, bytes_text, number_text
 from presentation.plans import plan_nodes, plan_text
-from readings.public import plan_tracked, tracked
 from readtier import CandidateRow, StatementPlans, index_candidates, plan_detail, statement_detail_of, statement_plans
 
 METHODS = {

@@ -1,5 +1,5 @@
 """The stored record of a failed collection is FailedCollection, no longer CollectionError (the exception's
-name, readings.errors): the table keeps its name and its rows, the content type is renamed with the model."""
+name, collectors.errors): the table keeps its name and its rows, the content type is renamed with the model."""
 
 from django.db import migrations
 

@@ -6,7 +6,7 @@ from django.db import migrations, models
 # Every history table's primary key holds server_id (migration 0009; docs/operations.md, "Scaling out").
 _PKEY = "ALTER TABLE {0} DROP CONSTRAINT {0}_pkey, ADD CONSTRAINT {0}_pkey PRIMARY KEY ({1})"
 
-# One row per reading of one database (readings/schema/): the relations that changed in the interval, by the id of
+# One row per reading of one database (collectors/schema/): the relations that changed in the interval, by the id of
 # their row in collectors_schema_table or collectors_schema_index, each counter's deltas in the same order. A
 # database read and found unchanged has its row with empty arrays (read, nothing moved), one not read has none.
 _DELTA = """

@@ -13,13 +13,13 @@ from django.db import connection
 
 from advisor.gather import NO_SNAPSHOT, server_evidence, windows
 from bench import synthetic
+from collectors.services import server_collect
+from collectors.settings import instance
+from collectors.statements import pgss
+from collectors.waits import waits
 from console.services import server_delete
 from history import rollups
 from history.models import ServerState, Statement
-from readings.services import server_collect
-from readings.settings import instance
-from readings.statements import pgss
-from readings.waits import waits
 from tests.history_world import raw_sums
 
 pytestmark = pytest.mark.django_db

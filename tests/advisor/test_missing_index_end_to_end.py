@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from advisor.selectors import recommendations
 from advisor.services import server_advise
-from readings.plans.service import statement_plan
+from collectors.plans.service import statement_plan
 from readtier import index_candidates
 from tests.world import collect, register, run, server_entry
 

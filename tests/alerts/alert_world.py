@@ -8,11 +8,11 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from bench import synthetic
+from collectors.services import server_collect
+from collectors.settings import instance
+from collectors.statements import pgss
 from history import rollups
 from inventory.models import Organization, Server
-from readings.services import server_collect
-from readings.settings import instance
-from readings.statements import pgss
 
 
 class Synthetic(synthetic.SyntheticServer):

@@ -374,7 +374,7 @@ def test_a_pending_regression_asks_the_plans_worker_for_its_statements_plan(org,
     evaluate(org, T)
     evaluate(org, T + MINUTE)
     sent = [json.loads(m) for m in broker.lrange("plans", 0, -1)]
-    assert [m["headers"]["task"] for m in sent] == ["readings.tasks.plan_statement"] * 2
+    assert [m["headers"]["task"] for m in sent] == ["collectors.tasks.plan_statement"] * 2
     assert json.loads(b64decode(sent[0]["body"]))[0] == [server.pk, 77, 600]
     evaluate(org, T + 16 * MINUTE)  # the evaluation that opens it still finds it pending: asked once more
     assert Alert.objects.get(key="statement:77").state == Alert.State.OPEN and broker.llen("plans") == 3

@@ -22,11 +22,11 @@ from django.utils import timezone
 
 from alerts.lifecycle import evaluate_organization
 from alerts.models import Alert, Rule
+from collectors.plans.service import statement_plan
+from collectors.settings import instance
 from history import rollups
 from history.models import PlanChange
 from inventory.models import Membership, Organization
-from readings.plans.service import statement_plan
-from readings.settings import instance
 from tests.console.views.test_statements import charts_of, page
 from tests.processes import console_env, processes, wait_for, worker_argv
 from tests.world import APP_DB, collect, register, server_entry

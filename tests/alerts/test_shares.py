@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from alerts import shares
-from readings import shares as collection_shares
+from collectors import shares as collection_shares
 from tests.history.test_shares import Holder as StoreHolder
 
 pytestmark = pytest.mark.django_db(transaction=True)

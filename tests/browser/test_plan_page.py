@@ -16,9 +16,9 @@ import pytest
 from django.utils import timezone
 from playwright.sync_api import expect
 
+from collectors.plans.hypothetical import Candidate
 from history import plans
 from history.models import PlanShape
-from readings.plans.hypothetical import Candidate
 from tests.browser.conftest import assert_charts_drawn
 from tests.plans_world import report_plan, store
 from tests.processes import console_env, processes, wait_ready, worker_argv

@@ -21,7 +21,7 @@ from history.sessions import limit_statements
 from tests.processes import console_env, database_url, processes, wait_for, wait_ready, worker_argv
 from tests.world import register, snapshots
 
-# tests/readings/test_tasks.py's Redis database (docs/development.md): both hold the test clusters' lock, so they
+# tests/collectors/test_tasks.py's Redis database (docs/development.md): both hold the test clusters' lock, so they
 # never run at once.
 BROKER = "redis://127.0.0.1:6379/7"
 
@@ -52,7 +52,7 @@ def test_the_application_has_every_apps_tasks_the_django_settings_and_the_whole_
     app.loader.import_default_modules()
     app.finalize()
     modules = {task.__module__ for task in app.tasks.values()}
-    assert {f"{name}.tasks" for name in ("readings", "history", "advisor", "reports", "exports", "alerts")} <= modules
+    assert {f"{name}.tasks" for name in ("collectors", "history", "advisor", "reports", "exports", "alerts")} <= modules
     assert (app.conf.broker_url, app.conf.task_default_queue) == (
         settings.CELERY_BROKER_URL,
         settings.CELERY_TASK_DEFAULT_QUEUE,
@@ -134,7 +134,7 @@ def test_a_workers_statement_stuck_on_the_history_store_is_stopped_at_worker_sta
     """A real worker, as compose runs one: its collection waits on a lock another session holds on the history
     store's snapshots, for ever without a limit; past WORKER_STATEMENT_TIMEOUT_MS the history store stops the
     statement, the worker's thread is free, the collection is retried and stored once the lock is gone."""
-    from readings.tasks import collect_server
+    from collectors.tasks import collect_server
 
     server = register(pg_clusters[17], name="stuck-on-the-history")
     redis.Redis.from_url(BROKER).flushdb()

@@ -15,11 +15,11 @@ from django.utils import timezone
 
 from alerts.evidence import conditions_now
 from alerts.models import Rule
+from collectors.errors import summary
 from exports.audit import audit_content
 from exports.audit_data import audit_json
 from history.models import FailedCollection
 from inventory.models import Membership, Server
-from readings.errors import summary
 from readtier import Window
 from reports.digest import organization_digest
 from reports.selectors import report_week

@@ -177,7 +177,7 @@ _COMPARED = [COUNTER_NAMES.index(c) for c in ("calls", "plans", "total_exec_us")
 
 
 def _server_sends(prev: Entries, cur: Entries):
-    """A numpy model of what pgss.read_entries' query sends back (tests/readings/test_changed_only.py
+    """A numpy model of what pgss.read_entries' query sends back (tests/collectors/test_changed_only.py
     checks the query itself against full readings on real servers)."""
     idx = match_keys(prev.keys, cur.keys)
     matched = idx >= 0

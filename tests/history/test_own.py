@@ -1,7 +1,7 @@
 """history/own.py: the console's mark is its installation's (a token derived from SECRET_KEY, never the key, the
 same in every process of one installation), on a line of its own; and a statement is the console's own only when
 its text ends with a mark and it ran as the monitoring role, in Python and in SQL alike. The console's real
-collections, and statements forged by other roles on a real server: tests/readings/test_own_statements.py."""
+collections, and statements forged by other roles on a real server: tests/collectors/test_own_statements.py."""
 
 import os
 import re

@@ -6,11 +6,11 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.db import connection
 
+from collectors.schema.catalog import Database, DatabaseRead, IndexRead, TableRead
 from history import partitions, schema
 from history.models import SchemaIndex, SchemaTable
 from inventory.connection import parse_dsn
 from inventory.services import server_create
-from readings.schema.catalog import Database, DatabaseRead, IndexRead, TableRead
 
 T0 = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 T1 = T0 + timedelta(minutes=10)

@@ -1,7 +1,7 @@
 """Each organization's share of a kind of worker thread (history/shares.py): slots held by running jobs in their own
 sessions of the history store, across threads as across workers, each kind's share apart from the others'. The
-shares at work: collections and plans (tests/readings/test_shares.py, tests/production/test_faults_fleet.py,
-tests/readings/test_tasks.py), alert deliveries (tests/alerts/test_shares.py,
+shares at work: collections and plans (tests/collectors/test_shares.py, tests/production/test_faults_fleet.py,
+tests/collectors/test_tasks.py), alert deliveries (tests/alerts/test_shares.py,
 tests/production/test_faults_receivers.py)."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import pytest
 from django.db import connection
 
 from alerts import shares as alert_shares
+from collectors import shares as reading_shares
 from history import shares
-from readings import shares as reading_shares
 
 pytestmark = pytest.mark.django_db(transaction=True)
 KINDS = (reading_shares.SHARE_NAMESPACE, reading_shares.PLANS_NAMESPACE, alert_shares.SHARE_NAMESPACE)

@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 from django.db import connection
 
+from collectors import connection as monitored
+from collectors.services import server_collect
 from console.keys import generate_credentials_key, generate_secret_key
 from inventory import network_policy
 from inventory.models import Server
-from readings import connection as monitored
-from readings.services import server_collect
 from tests.console.test_settings import _python
 from tests.world import register
 

@@ -116,12 +116,14 @@ def gaps_s(snaps: list[Snap]) -> list[float]:
 
 def collect_tasks(worker_log: str) -> list[str]:
     """The ids of the collection tasks a worker received, in order (a redelivered one shows twice)."""
-    return re.findall(r"Task readings\.tasks\.collect_server\[([^\]]+)\] received", worker_log)
+    return re.findall(r"Task collectors\.tasks\.collect_server\[([^\]]+)\] received", worker_log)
 
 
 def claims(worker_log: str) -> int:
     """How many collections the dispatcher claimed (each dispatch task returns its count)."""
-    found = re.findall(r"Task readings\.tasks\.dispatch_due_collections\[[^\]]+\] succeeded in \S+: (\d+)", worker_log)
+    found = re.findall(
+        r"Task collectors\.tasks\.dispatch_due_collections\[[^\]]+\] succeeded in \S+: (\d+)", worker_log
+    )
     return sum(map(int, found))
 
 

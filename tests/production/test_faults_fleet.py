@@ -15,8 +15,8 @@ import numpy as np
 import psycopg
 import pytest
 
-from readings import shares
-from readings.scheduling import phase_s
+from collectors import shares
+from collectors.scheduling import phase_s
 from tests.conftest import APP_DB
 from tests.processes import beat_argv, wait_for
 from tests.production.fault_world import FaultWorld, gaps_s
@@ -226,5 +226,5 @@ def test_an_organization_whose_servers_answer_slowly_takes_its_share_of_the_work
 
 
 def _running(world: FaultWorld, organization_id: int) -> int:
-    """How many of the organization's collections hold a slot of its share now (readings.shares.running)."""
+    """How many of the organization's collections hold a slot of its share now (collectors.shares.running)."""
     return world.history.sql(shares.RUNNING_SQL, shares.running_params(organization_id))[0][0]

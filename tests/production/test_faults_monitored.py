@@ -1,6 +1,6 @@
 """A monitored server that restarts, fails over to its promoted replica, then is replaced by a cluster of another
 lineage, while beat and a worker collect it through one address (a TCP proxy playing the virtual IP): the
-lineage rules (readings/statements/lineage.py) in the running system."""
+lineage rules (collectors/statements/lineage.py) in the running system."""
 
 from __future__ import annotations
 

@@ -118,7 +118,7 @@ def test_a_tenants_trickling_receivers_leave_another_tenants_collections_on_time
     assert len(r.requests) == CHANNELS * 2 * 2
     assert set(r.most_in_flight.values()) == {1}, r.most_in_flight
     assert "Task alerts.tasks.deliver[" not in worker_log  # the collection worker never sent one
-    assert "Task readings.tasks.collect_server[" in worker_log
+    assert "Task collectors.tasks.collect_server[" in worker_log
 
 
 SHARE = 2  # ALERTS_ORG_MAX_SENDING: the slow tenant's share of the alerts worker's 8 threads

@@ -349,7 +349,7 @@ def test_beat_has_the_plans_worker_read_the_top_statements_plan(production):
     assert (code, reason) == ("planned", "")
     assert any("Seq Scan on prod_items" in shape for shape in shapes), shapes
     worker = next(proc for proc in production.procs.started if proc.name == "plans")
-    assert "readings.tasks.plan_server" in worker.text() and "plans of server" in worker.text()
+    assert "collectors.tasks.plan_server" in worker.text() and "plans of server" in worker.text()
 
 
 def _deploy_warnings(env: dict[str, str]) -> set[str]:

@@ -9,9 +9,9 @@ from datetime import datetime, timedelta
 import numpy as np
 
 from bench import synthetic
+from collectors.services import server_collect
+from collectors.settings import instance
 from history import rollups
-from readings.services import server_collect
-from readings.settings import instance
 from tests.history_world import HardTexts
 
 STEP = timedelta(minutes=10)

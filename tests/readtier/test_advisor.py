@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from bench import synthetic
+from collectors.services import server_collect
+from collectors.statements import pgss
 from console.services import server_delete
-from readings.services import server_collect
-from readings.statements import pgss
 from readtier import Window
 from readtier.advisor import server_facts
 

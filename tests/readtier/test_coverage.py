@@ -12,12 +12,12 @@ import pytest
 from django.db import connection
 
 from bench import synthetic
+from collectors.services import server_collect
+from collectors.settings import instance
+from collectors.statements import pgss
 from console.services import server_delete
 from history import rollups
 from history.models import FailedCollection
-from readings.services import server_collect
-from readings.settings import instance
-from readings.statements import pgss
 from readtier import Window
 from readtier.coverage import WindowSummary, collection_coverage, window_summary
 

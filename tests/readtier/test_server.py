@@ -10,10 +10,10 @@ import pytest
 from django.utils import timezone
 
 from bench import synthetic
+from collectors.services import KEEP_ERRORS, server_collect
 from history.models import FailedCollection, Snapshot, Statement
 from inventory.connection import parse_dsn
 from inventory.services import server_create
-from readings.services import KEEP_ERRORS, server_collect
 from readtier import Page, StatementFilters, Window, compare_windows, db, top_statements
 from readtier.server import (
     config_changes,

@@ -12,13 +12,13 @@ import pytest
 from django.db import connection
 
 from bench import synthetic
+from collectors.services import server_collect
+from collectors.settings import instance
 from console.services import server_delete
 from history import rollups, tiers
 from history.columns import COUNTER_NAMES, TOTAL_NAMES
 from history.models import Statement, TextStatus
 from inventory.models import Organization, Server
-from readings.services import server_collect
-from readings.settings import instance
 from readtier import Page, Window, db, top_statements
 from readtier.statement_detail import (
     last_seen_at,

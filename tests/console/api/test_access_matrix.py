@@ -22,15 +22,15 @@ from advisor.services import recommendations_apply
 from alerts.models import Alert, Channel, Delivery, Rule
 from alerts.services import channel_create, rules_default
 from bench import synthetic
+from collectors.checks import check_queue
+from collectors.services import server_collect
+from collectors.tasks import track
 from console.services import organizations_delete
 from exports.models import AuditExport
 from history.models import Statement
 from inventory.connection import parse_dsn
 from inventory.models import Membership, Organization, Server
 from inventory.services import server_create
-from readings.checks import check_queue
-from readings.services import server_collect
-from readings.tasks import track
 from tests.api_world import ApiWorld, assert_error, build_api_world
 from tests.console.api.schema_check import CheckedClient
 from tests.plans_world import report_plan, store

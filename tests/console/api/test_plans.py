@@ -14,9 +14,9 @@ import pytest
 import redis
 from django.utils import timezone
 
+from collectors.plans.service import statement_plan
 from history.models import PlanShape, Statement
 from inventory.models import Server
-from readings.plans.service import statement_plan
 from tests.api_world import assert_error
 from tests.processes import console_env, processes, worker_argv
 from tests.world import collect, register, run, server_entry

@@ -132,7 +132,7 @@ def test_superusers_see_every_server_with_the_ones_to_look_at_first(client, user
     assert " ".join(summary.split()).endswith("6 servers: failing 1 · stale 1 · never collected 1 · ok 2 · disabled 1")
     failing = row_html(response, s["n-failing"])
     assert 'class="badge failing"' in failing and "<strong>connection</strong>" in failing
-    # A member reads the console's sentence for the class (libpq's words are console staff's: readings.errors) ...
+    # A member reads the console's sentence for the class (libpq's words are console staff's: collectors.errors) ...
     assert "The collection failed." in failing and "Connection refused" not in failing
     # ... staff read the message, which comes from a monitored server: escaped.
     as_staff = row_html(get(client, users["superuser"]), s["n-failing"])

@@ -14,11 +14,11 @@ import pytest
 from django.contrib.auth.models import User
 from django.urls import reverse
 
+from collectors.plans.hypothetical import Candidate
 from history import plans
 from history.models import Statement
 from inventory.models import Membership, Organization, Server
 from presentation.plans import plan_text
-from readings.plans.hypothetical import Candidate
 from tests.plans_world import node, store
 
 pytestmark = pytest.mark.django_db
@@ -185,7 +185,7 @@ def test_explain_now_is_for_dbas_and_admins_and_the_tab_follows_it_to_its_outcom
     does so for real); the tab then polls its own body every 2 s until the worker's outcome is in, and says it."""
     import redis
 
-    from readings.tasks import track
+    from collectors.tasks import track
 
     server, statement, bob = world
     url = reverse("statement-plan-now", args=[statement.pk])
@@ -204,7 +204,7 @@ def test_explain_now_is_for_dbas_and_admins_and_the_tab_follows_it_to_its_outcom
     task_id = asked.url.rsplit("?asked=", 1)[1]
     (sent,) = [json.loads(m)["headers"] for m in broker.lrange("plans", 0, -1)]
     broker.delete("plans")
-    assert sent["task"] == "readings.tasks.plan_statement" and sent["id"] == task_id
+    assert sent["task"] == "collectors.tasks.plan_statement" and sent["id"] == task_id
 
     waiting = client.get(asked.url).content.decode()
     assert 'hx-trigger="every 2s"' in waiting and "waiting for the plans worker" in waiting
@@ -212,7 +212,7 @@ def test_explain_now_is_for_dbas_and_admins_and_the_tab_follows_it_to_its_outcom
     fragment = client.get(asked.url, HTTP_HX_REQUEST="true").content.decode()
     assert fragment.lstrip().startswith('<div id="plan-body"') and "server-nav" not in fragment
 
-    # The worker's outcome as it records it (readings.tasks.track): the tab stops polling and says it.
+    # The worker's outcome as it records it (collectors.tasks.track): the tab stops polling and says it.
     reason = "the monitoring role may not read a table the statement uses: permission denied for table orders"
     track(task_id, server.pk, "failed", {"ok": False, "kind": "plan", "error_code": "permission", "reason": reason})
     done = client.get(asked.url).content.decode()
@@ -247,9 +247,9 @@ def test_explain_now_past_the_users_rate_says_how_long_to_wait_and_queues_nothin
 
 
 def test_an_explain_put_off_by_its_organizations_share_says_so_and_then_why_it_did_not_run(client, world):
-    """The plans worker's share of the organization was in use (readings.tasks): the tab says the EXPLAIN waits
+    """The plans worker's share of the organization was in use (collectors.tasks): the tab says the EXPLAIN waits
     for it, and, when it expired so, that it did not run and why."""
-    from readings.tasks import track
+    from collectors.tasks import track
 
     server, statement, _ = world
     reason = "the plans worker was running 2 plan jobs of plan-page, its share (ORG_MAX_PLANNING)"

@@ -15,12 +15,12 @@ from django.contrib.auth.models import User
 from django.urls import reverse
 from django.utils import timezone
 
+from collectors.errors import summary
+from collectors.services import server_collect
 from console.services import server_delete
 from inventory.connection import parse_dsn
 from inventory.models import Membership, Organization, Server
 from inventory.services import server_create
-from readings.errors import summary
-from readings.services import server_collect
 from readtier import Window, db, server_series
 from readtier.server import config_changes
 from tests.history_world import build

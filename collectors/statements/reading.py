@@ -1,0 +1,238 @@
+"""The statements reading: pg_stat_statements' counters (pgss.py), and whether they continue the previous
+snapshot's (lineage.py).
+
+The previous state goes to the server, which sends back only the entries that are new or changed; deltas follow
+DESIGN.md's rules (history/deltas.py). Its read also decides whether the snapshot is a baseline, which every other
+reading follows.
+"""
+
+from dataclasses import dataclass
+from datetime import datetime
+
+import numpy as np
+from django.conf import settings
+
+from collectors.errors import ClockWentBack
+from collectors.settings import instance
+from collectors.state_cache import state_cache
+from collectors.statements import lineage, pgss
+from collectors.texts import texts
+from collectors.unit import Failure, Reading, Snapshot, Sql
+from history import codec, store, tables
+from history.columns import TOTAL_NAMES, totals_of
+from history.deltas import DeltaResult, restarted_rows
+from history.deltas import compute as compute_deltas
+from history.models import ServerState
+
+
+@dataclass
+class Read:
+    identity: lineage.Identity
+    dealloc: int | None
+    stats_reset_us: int | None
+    continuity: lineage.Continuity
+    reading: pgss.Reading
+    cmap: object  # history.columns.ColumnMap of the installed extension version
+    statements: store.StatementLookup
+    restarted: np.ndarray  # rows counting from zero again (deltas.restarted_rows): for texts, then deltas
+
+
+@dataclass
+class Computed:
+    deltas: DeltaResult
+    booked: np.ndarray  # rows whose deltas are this interval's facts
+
+
+def read(snap: Snapshot) -> Read:
+    conn, meta, server, previous = snap.conn, snap.meta, snap.server, snap.previous
+    cmap = pgss.column_map(conn, server.pk, meta)
+    identity = lineage.read_identity(conn, meta)
+    dealloc, stats_reset_us = pgss.read_info(conn, meta)
+    continuity = lineage.assess(previous.state, meta, identity, stats_reset_us)
+    snap.baseline = previous.state is None or continuity.baseline_reason is not None
+    budget = texts.Budget.from_settings()
+    max_chars = texts.server_cut(settings.COLLECTOR["QUERY_TEXT_MAX_BYTES"])
+    # Churning (new keys at the last snapshot, or entries evicted since: pg_stat_statements_info.dealloc moved,
+    # 14+, for a storm's lull with no new key): the text file is read at every snapshot anyway, so the new keys'
+    # texts come with their counters, before a storm can evict them in between; and so do those of known
+    # statements still without one, when the server sends their entries. A baseline (a first snapshot, or one
+    # after a restart or another server's statistics) reads every key as new and the text file for them anyway:
+    # their texts come with the counters too, so that a server already churning when its history begins (or
+    # begins again) loses none in between.
+    churning = not snap.baseline and (
+        bool(previous.state.new_entries)
+        or None not in (dealloc, previous.state.dealloc)
+        and dealloc != previous.state.dealloc
+    )
+    wanting = store.statements_wanting_text(server.pk, previous.entries.statement_id) if churning else None
+    reading = pgss.read_entries(
+        conn,
+        meta,
+        cmap,
+        previous.entries,
+        send_all=continuity.full_reset or snap.baseline,
+        texts_of_new=(max_chars, budget.in_scan(max_chars)) if churning or snap.baseline else None,
+        wanting_text=wanting,
+    )
+    snap.notes.extend(lineage.notes(meta))
+    if reading.hidden:
+        snap.notes.append(
+            f"{reading.hidden} entries of other roles are not visible: grant pg_monitor (pg_read_all_stats) "
+            "to the monitoring role"
+        )
+    statements = store.lookup_statements(
+        server.pk, reading.entries, previous.entries, reading.prev_index, reading.sent_rows
+    )
+    restarted = restarted_rows(previous.entries, reading.entries, reading.prev_index)
+    return Read(identity, dealloc, stats_reset_us, continuity, reading, cmap, statements, restarted)
+
+
+def compute(snap: Snapshot, got: Read) -> Computed:
+    meta, cur, previous, continuity = snap.meta, got.reading.entries, snap.previous, got.continuity
+    prev_state = previous.state
+    snap.taken_at = taken_at = instance.timestamp(meta.taken_at_us)
+    if prev_state is not None and taken_at <= prev_state.taken_at:
+        raise ClockWentBack(
+            f"snapshot time {taken_at.isoformat()} is not after the previous one "
+            f"({prev_state.taken_at.isoformat()}): the server clock went back"
+        )
+    baseline = snap.baseline
+    if continuity.baseline_reason:
+        snap.notes.insert(0, continuity.baseline_reason)
+    # After another lineage every entry is read again from zero, so the whole state is rewritten.
+    d = compute_deltas(
+        previous.entries,
+        cur,
+        full_reset=continuity.full_reset or baseline,
+        prev_index=got.reading.prev_index,
+        restarted=got.restarted,
+    )
+    booked = np.zeros(len(cur), bool) if baseline else d.changed.copy()
+    newly_visible = continuity.newly_visible(cur.keys, d.new)
+    if not baseline and newly_visible.any():
+        booked &= ~newly_visible
+        snap.notes.append(
+            f"the monitoring role now sees statements it could not see before (pg_read_all_stats granted, or "
+            f"another role): the {int(newly_visible.sum())} that became visible are counted from the next snapshot "
+            "on (their earlier activity was not visible)"
+        )
+    dealloc_delta = None
+    if not baseline:
+        snap.interval_s = (taken_at - prev_state.taken_at).total_seconds()
+        if got.dealloc is not None:
+            if prev_state.dealloc is None or continuity.full_reset or got.dealloc < prev_state.dealloc:
+                dealloc_delta = got.dealloc
+            else:
+                dealloc_delta = got.dealloc - prev_state.dealloc
+    new_entries = 0 if baseline else int(d.new.sum())  # a baseline's entries are all "new": not churn
+    snap.facts |= {
+        "taken_at": taken_at,
+        "prev_taken_at": None if baseline else prev_state.taken_at,
+        "interval_s": snap.interval_s,
+        "kind": "baseline" if baseline else "delta",
+        "entries": len(cur),
+        "entries_hidden": got.reading.hidden,
+        "changed": int(booked.sum()),
+        "new_entries": new_entries,
+        "gone_entries": len(d.gone),
+        "dealloc": got.dealloc,
+        "dealloc_delta": dealloc_delta,
+        "stats_reset_at": instance.timestamp(got.stats_reset_us),
+        "full_reset": continuity.full_reset,
+    }
+    # The interval's server totals, once: the snapshot's row stores them and the running totals add them.
+    snap.totals = None if baseline else totals_of(d.deltas[booked]).sum(axis=0)
+    snap.state |= running_totals(
+        prev_state,
+        taken_at,
+        snap.totals,
+        dealloc_delta=None if baseline else dealloc_delta,
+        planning=meta.flag("track_planning") is True,
+    )
+    snap.state |= {
+        "taken_at": taken_at,
+        "stats_reset_at": instance.timestamp(got.stats_reset_us),
+        "dealloc": got.dealloc,
+        "system_identifier": got.identity.system_identifier,
+        "timeline_id": got.identity.timeline_id,
+        "in_recovery": got.identity.in_recovery,
+        "new_entries": new_entries,
+    }
+    return Computed(d, booked)
+
+
+_CALLS, _EXEC, _PLAN = (TOTAL_NAMES.index(name) for name in ("calls", "exec_us", "plan_us"))
+
+
+def running_totals(
+    previous: ServerState | None,
+    taken_at: datetime,
+    sums: np.ndarray | None,
+    *,
+    dealloc_delta: int | None,
+    planning: bool,
+) -> dict:
+    """The server's running totals (ServerState's counted_since, calls_total, …) after a snapshot: the previous
+    ones plus this delta's `sums` (TOTAL_NAMES, its booked statements'; None for a baseline, which adds nothing).
+    Planning is added only while tracked and deallocations only where known: until then each stays None."""
+    if previous is None or previous.counted_since is None:
+        since, calls, exec_us, plan_us, dealloc = taken_at, 0, 0, None, None
+    else:
+        since, calls, exec_us = previous.counted_since, previous.calls_total or 0, previous.exec_us_total or 0
+        plan_us, dealloc = previous.plan_us_total, previous.dealloc_total
+    if sums is not None:
+        calls, exec_us = calls + int(sums[_CALLS]), exec_us + int(sums[_EXEC])
+        if planning:
+            plan_us = (plan_us or 0) + int(sums[_PLAN])
+        if dealloc_delta is not None:
+            dealloc = (dealloc or 0) + dealloc_delta
+    return {
+        "counted_since": since,
+        "calls_total": calls,
+        "exec_us_total": exec_us,
+        "plan_us_total": plan_us,
+        "dealloc_total": dealloc,
+    }
+
+
+def persist(snap: Snapshot, computed: Computed) -> None:
+    """The statements' dimension (the new ones with what the texts reading found of them), the interval's block of
+    deltas (snap.block, which the collection stores in the snapshot's row), and the state the next snapshot
+    compares with."""
+    got: Read = snap.got["statements"]
+    cur, d, server_id, taken_at = got.reading.entries, computed.deltas, snap.server.pk, snap.taken_at
+    state_cache.drop(server_id)  # until this transaction commits, the cached state may not be the stored one
+    found = snap.computed.get("texts") or texts.nothing_read(cur.keys, got.statements)
+    cur.statement_id = store.statement_ids(server_id, got.statements, cur.keys, found.new_statements, taken_at)
+    if not snap.baseline:
+        rows = np.flatnonzero(computed.booked)
+        order = rows[np.argsort(cur.statement_id[rows], kind="stable")]
+        snap.block = codec.Block(cur.statement_id[order], d.deltas[order], d.fact_gauges[order])
+    previous = snap.previous.entries
+    gone_ids = previous.statement_id[d.gone] if len(previous) else np.empty(0, np.int64)
+    store.write_statement_state(
+        server_id, cur.take(np.flatnonzero(d.state_dirty)), gone_ids, taken_at, back_ids=cur.statement_id[d.new]
+    )
+
+
+def committed(snap: Snapshot, computed: Computed) -> None:
+    state_cache.put(snap.server.pk, snap.taken_at, snap.got["statements"].reading.entries)
+
+
+READING = Reading(
+    name="statements",
+    what="pg_stat_statements' counters",
+    sql=Sql(((instance.MIN_SERVER_VERSION, pgss.entries_sql),)),  # its columns are the installed extension's
+    tables=(tables.SNAPSHOT, tables.STATEMENT, tables.STATEMENT_STATE),
+    delta_rules=(
+        "DESIGN.md, 'Counters are cumulative': now − before for a key seen before with counters not smaller and "
+        "the same stats_since; now for a key new or restarted; nothing for a key gone; a baseline when the "
+        "statistics are not the previous snapshot's (lineage.py)"
+    ),
+    failure=Failure.SNAPSHOT,
+    read=read,
+    compute=compute,
+    persist=persist,
+    committed=committed,
+    after=("settings",),
+)

@@ -1,0 +1,78 @@
+"""The texts reading: the query texts of statements never seen, and of known ones still without a text
+(texts.py says which, and what an answer means), cut on the monitored server and redacted before they are stored.
+
+A failure leaves the new statements pending: they are stored with their counters, and the next snapshots read
+their texts first.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+from django.conf import settings
+
+from collectors.settings import instance
+from collectors.texts import texts
+from collectors.unit import Failure, Reading, Snapshot, Sql
+from history import store, tables
+
+
+@dataclass
+class Read:
+    rows: np.ndarray  # rows of the statements' entries whose text was asked for
+    found: texts.Texts
+
+
+def read(snap: Snapshot) -> Read:
+    statements = snap.got["statements"]
+    budget = texts.Budget.from_settings()
+    rows = texts.rows_to_read(statements.reading.sent_rows, statements.statements, statements.restarted)
+    found = texts.read_texts(
+        snap.conn,
+        snap.meta,
+        statements.cmap,
+        statements.reading.entries.keys[rows],
+        max_chars=texts.server_cut(settings.COLLECTOR["QUERY_TEXT_MAX_BYTES"]),
+        max_texts=budget.texts,
+        budget_chars=budget.chars,
+        already=statements.reading.texts,
+    )
+    if found.deferred:
+        snap.notes.append(
+            f"{found.deferred} query texts put off to the next snapshots: this one read its limit "
+            f"({budget.texts:,} texts or {budget.chars / 2**20:g} MB of text; COLLECTOR_TEXTS_PER_SNAPSHOT, "
+            "COLLECTOR_TEXT_BYTES_PER_SNAPSHOT)"
+        )
+    return Read(rows, found)
+
+
+def compute(snap: Snapshot, got: Read) -> texts.Found:
+    statements = snap.got["statements"]
+    new_statements, texts_found = texts.outcome(
+        statements.reading.entries.keys,
+        got.rows,
+        statements.statements,
+        got.found,
+        settings.COLLECTOR["QUERY_TEXT_MAX_BYTES"],
+    )
+    return texts.Found(new_statements, texts_found)
+
+
+def persist(snap: Snapshot, found: texts.Found) -> None:
+    """The texts read again for known statements (the new ones' come with their dimension rows, which the
+    statements reading writes)."""
+    store.update_texts(snap.server.pk, found.texts_found)
+
+
+READING = Reading(
+    name="texts",
+    what="query texts",
+    sql=Sql(((instance.MIN_SERVER_VERSION, texts.texts_sql),)),  # toplevel in the key from 14 (extension 1.9)
+    tables=(tables.STATEMENT,),
+    delta_rules="none: a statement's text is kept once read (redacted, cut to QUERY_TEXT_MAX_BYTES), or why not",
+    failure=Failure.OWN,
+    read=read,
+    compute=compute,
+    persist=persist,
+    after=("statements",),
+    budget=texts.SNAPSHOT_BUDGET,
+)
