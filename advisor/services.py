@@ -74,7 +74,7 @@ def _fields(rec: found.Advice) -> dict:
 
 
 @dataclass
-class Outcome:
+class EvaluationOutcome:
     """What one evaluation of a server changed."""
 
     server_id: int
@@ -88,9 +88,9 @@ class Outcome:
 
 def recommendations_apply(
     *, server: Server, found_now: list[found.Advice], now: datetime, clear_after: timedelta
-) -> Outcome:
+) -> EvaluationOutcome:
     """Persist one evaluation's findings: create, refresh, reopen, or clear (the lifecycle's core)."""
-    out = Outcome(server.pk)
+    out = EvaluationOutcome(server.pk)
     existing = {(r.rule, r.subject_key): r for r in Recommendation.objects.filter(server=server)}
     seen = set()
     for rec in found_now:
@@ -155,7 +155,7 @@ def recommendations_apply(
     return out
 
 
-def server_advise(*, server_id: int, now: datetime | None = None) -> Outcome:
+def server_advise(*, server_id: int, now: datetime | None = None) -> EvaluationOutcome:
     """Evaluate one server now and persist the result. A failure is recorded on its Evaluation row and
     never touches its recommendations (nothing is cleared on an evaluation that did not happen)."""
     now = now or timezone.now()
@@ -172,13 +172,13 @@ def server_advise(*, server_id: int, now: datetime | None = None) -> Outcome:
         )
         log.warning("advisor: server %s: %s", server_id, error)
         Evaluation.objects.update_or_create(server=server, defaults={"at": now, "error": error})
-        return Outcome(server_id, error=error)
+        return EvaluationOutcome(server_id, error=error)
     except Exception as exc:  # the history store down, a selector bug: recorded, next run retries
         log.exception("advisor: evaluating server %s failed", server_id)
         Evaluation.objects.update_or_create(
             server=server, defaults={"at": now, "error": f"{type(exc).__name__}: {exc}"}
         )
-        return Outcome(server_id, error=str(exc))
+        return EvaluationOutcome(server_id, error=str(exc))
     with transaction.atomic():
         out = recommendations_apply(server=server, found_now=found_now, now=now, clear_after=thresholds.clear_after)
         Evaluation.objects.update_or_create(

@@ -60,7 +60,7 @@ class _Slice:
     def identity(self) -> lineage.Identity:
         return lineage.Identity(system_identifier=7_000_000_000_000_001_000 + self.k, timeline_id=1, in_recovery=False)
 
-    def read_entries(self, prev: Entries, *, send_all: bool = False) -> pgss.Reading:
+    def read_entries(self, prev: Entries, *, send_all: bool = False) -> pgss.PgssReading:
         f, r = self.fleet, self.rows
         cur = Entries(
             keys=f.keys[r].copy(),
@@ -69,7 +69,7 @@ class _Slice:
             stats_since_us=f.stats_since[r].copy(),
             minmax_stats_since_us=f.minmax_since[r].copy(),
         )
-        return pgss.Reading(
+        return pgss.PgssReading(
             entries=cur, prev_index=match_keys(prev.keys, cur.keys), hidden=0, total=len(cur), sent=len(cur)
         )
 

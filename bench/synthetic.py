@@ -296,13 +296,13 @@ class SyntheticServer:
     def identity(self) -> lineage.Identity:
         return lineage.Identity(system_identifier=7_000_000_000_000_000_001, timeline_id=1, in_recovery=False)
 
-    def read_entries(self, prev: Entries, *, send_all: bool = False) -> pgss.Reading:
+    def read_entries(self, prev: Entries, *, send_all: bool = False) -> pgss.PgssReading:
         """What pgss.read_entries returns: every entry, its row in the previous state, and how many
         were sent (the real read puts the sent ones last; here only the baseline sends any, all)."""
         cur = self.current
         prev_index = match_keys(prev.keys, cur.keys)
         sent = len(cur) if send_all or not len(prev) else 0
-        return pgss.Reading(entries=cur, prev_index=prev_index, hidden=0, total=len(cur), sent=sent)
+        return pgss.PgssReading(entries=cur, prev_index=prev_index, hidden=0, total=len(cur), sent=sent)
 
     def read_texts(self, keys: np.ndarray) -> texts.Texts:
         found = texts.Texts()
@@ -350,7 +350,7 @@ def reading_from(synth: SyntheticServer):
         (
             schema_catalog,
             "read_databases",
-            lambda conn, sql, **_: (schema_catalog.Databases([], 0), schema_catalog.Server(False, 0)),
+            lambda conn, sql, **_: (schema_catalog.Databases([], 0), schema_catalog.ServerRole(False, 0)),
         ),
     ]
     saved = [(module, name, getattr(module, name)) for module, name, _ in patches]

@@ -5,9 +5,9 @@ database's too). The advisor's rules, which import no Django, take quote_ident f
 
 Not imported by the app's own __init__: it imports models, which Django loads after the apps."""
 
-from collectors.check import MONITORING_ROLE_SQL, CheckFinding, CheckReport
-from collectors.checks import CheckState, check_queue, check_state
+from collectors.connection_check import MONITORING_ROLE_SQL, CheckFinding, CheckReport
 from collectors.errors import shown
+from collectors.queued_checks import CheckState, check_queue, check_state
 from collectors.schema.reading import database_error
 from collectors.tasks import check_enqueue, collect_tracked, last_dispatched_at, plan_soon, plan_tracked, tracked
 

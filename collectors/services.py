@@ -19,7 +19,7 @@ from collectors import connection as monitored
 from collectors import shares
 from collectors.errors import CollectionBusy, CollectionError, HistoryUnavailable, OverShare, history_full
 from collectors.state_cache import state_cache
-from collectors.unit import Previous, Snapshot, registered
+from collectors.unit import Collection, Previous, registered
 from history import partitions, store
 from history.deltas import Entries
 from history.models import FailedCollection, ServerState
@@ -76,14 +76,14 @@ def _load_previous(server_id: int) -> Previous:
 # --- read: every registered reading, in order, on one connection within the snapshot's deadline ---------
 
 
-def _read(conn: psycopg.Connection, server: Server, previous: Previous) -> Snapshot:
-    snap = Snapshot(server=server, previous=previous, conn=conn)
+def _read(conn: psycopg.Connection, server: Server, previous: Previous) -> Collection:
+    snap = Collection(server=server, previous=previous, conn=conn)
     for reading in registered():
         snap.read(reading)
     return snap
 
 
-def _read_with_retry(server: Server, previous: Previous) -> Snapshot:
+def _read_with_retry(server: Server, previous: Previous) -> Collection:
     target = monitored.monitoring_target(server)
     budget_s = target.limits().snapshot_s
     deadline = time.monotonic() + budget_s  # connecting (bounded by connect_timeout) counts too
@@ -111,7 +111,7 @@ def _read_with_retry(server: Server, previous: Previous) -> Snapshot:
 # --- compute: each reading's rows, the snapshot's facts and the server's new state, without I/O -----------
 
 
-def _compute(snap: Snapshot) -> tuple[store.NewSnapshot, ServerState]:
+def _compute(snap: Collection) -> tuple[store.NewSnapshot, ServerState]:
     for reading in registered():
         if reading.name in snap.got:
             snap.computed[reading.name] = reading.compute(snap, snap.got[reading.name])
@@ -124,7 +124,7 @@ def _compute(snap: Snapshot) -> tuple[store.NewSnapshot, ServerState]:
 # --- persist: one transaction ----------------------------------------------------------------------------
 
 
-def _persist(snap: Snapshot, row: store.NewSnapshot, state: ServerState) -> None:
+def _persist(snap: Collection, row: store.NewSnapshot, state: ServerState) -> None:
     try:
         _persist_once(snap, row, state)
     except IntegrityError as exc:
@@ -137,7 +137,7 @@ def _persist(snap: Snapshot, row: store.NewSnapshot, state: ServerState) -> None
         _persist_once(snap, row, state)
 
 
-def _persist_once(snap: Snapshot, row: store.NewSnapshot, state: ServerState) -> None:
+def _persist_once(snap: Collection, row: store.NewSnapshot, state: ServerState) -> None:
     ran = [reading for reading in registered() if reading.name in snap.computed]
     # Partitions are created outside the snapshot's transaction, so their DDL never waits on it.
     for table in {table for reading in ran for table in reading.tables if table.span}:

@@ -11,10 +11,10 @@ from django.conf import settings
 from django.core.cache import cache
 from django.core.exceptions import ObjectDoesNotExist
 
-from collectors.checks import QUEUE_WAIT_S, check_run
 from collectors.errors import HistoryUnavailable
 from collectors.plans.auto import plan_fresh, plan_top_statements
 from collectors.plans.service import OVER_SHARE, statement_plan_in_share
+from collectors.queued_checks import QUEUE_WAIT_S, check_run
 from collectors.scheduling import servers_dispatch_due
 from collectors.services import server_collect
 from inventory.models import Server
@@ -129,12 +129,12 @@ def _plan_put_off(task, args: tuple, kwargs: dict, what: str) -> bool:
 
 @shared_task(acks_late=True)
 def check_connection(check_id: str) -> str | None:
-    """A "test connection" asked for by a page or the API (collectors.checks): its state is polled there."""
+    """A "test connection" asked for by a page or the API (collectors.queued_checks): its state is polled there."""
     return check_run(check_id)
 
 
 def check_enqueue(check_id: str) -> None:
-    """What collectors.checks.check_queue is handed to send a check to a worker (its message expires with it)."""
+    """What collectors.queued_checks.check_queue is handed to send a check to a worker (its message expires with it)."""
     check_connection.apply_async((check_id,), task_id=check_id, expires=QUEUE_WAIT_S)
 
 

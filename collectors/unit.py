@@ -88,10 +88,10 @@ class Reading:
     tables: tuple[HistoryTable, ...]  # what it writes in the history store (its partitions are made before)
     delta_rules: str  # how what is read becomes history (DESIGN.md's rules, for this reading)
     failure: Failure
-    read: Callable[[Snapshot], Any]
-    compute: Callable[[Snapshot, Any], Any]
-    persist: Callable[[Snapshot, Any], None] | None = None
-    committed: Callable[[Snapshot, Any], None] | None = None  # after the snapshot's transaction commits
+    read: Callable[[Collection], Any]
+    compute: Callable[[Collection, Any], Any]
+    persist: Callable[[Collection, Any], None] | None = None
+    committed: Callable[[Collection, Any], None] | None = None  # after the snapshot's transaction commits
     after: tuple[str, ...] = ()  # readings whose read and compute come first (this one uses what they found)
     cadence: str | None = EVERY_SNAPSHOT  # the COLLECTOR setting of the seconds between two of its reads
     budget: Budget = Budget()
@@ -123,7 +123,7 @@ class Previous:
 
 
 @dataclass
-class Snapshot:
+class Collection:
     """One collection of one server, as its readings see it.
 
     The settings and statements readings, which every other one comes after, set the snapshot's frame: the
@@ -167,7 +167,7 @@ class Snapshot:
         self.status[reading.name] = self.status.get(reading.name, {}) | {"at_us": self.meta.taken_at_us, "ok": True}
 
 
-def _within_budget(snap: Snapshot, reading: Reading) -> Any:
+def _within_budget(snap: Collection, reading: Reading) -> Any:
     seconds = reading.budget.value("seconds")
     if seconds is None:
         return reading.read(snap)

@@ -7,7 +7,7 @@ from django.core.wsgi import get_wsgi_application
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
 application = get_wsgi_application()
 
-from console.checks import plain_http  # noqa: E402  (needs the settings loaded above)
+from console.deploy_checks import plain_http  # noqa: E402  (needs the settings loaded above)
 
 for problem in plain_http():
     logging.getLogger("console").warning("%s: %s %s", problem.id, problem.msg, problem.hint or "")

@@ -98,7 +98,7 @@ def _attempt(server_id: int, statement_id: int, at: datetime, code: str, reason:
 
 
 @dataclass(frozen=True)
-class Budget:
+class PlanBudget:
     """What a server's plans may cost (settings.PLANS): EXPLAINs and milliseconds of planning on the server per UTC
     hour, bytes of new shapes stored per UTC day."""
 
@@ -117,7 +117,7 @@ class Grant:
 
 
 @dataclass(frozen=True)
-class Refused:
+class PlanRefused:
     reason: str
 
 
@@ -126,7 +126,7 @@ def _hour(at: datetime) -> datetime:
     return at.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
 
 
-def budget_reserve(server_id: int, budget: Budget, *, at: datetime, want_ms: int) -> Grant | Refused:
+def budget_reserve(server_id: int, budget: PlanBudget, *, at: datetime, want_ms: int) -> Grant | PlanRefused:
     """Take one EXPLAIN and up to `want_ms` of planning from the server's hour, or say why the budget refuses it.
     The row is locked while it is read and written, so that two EXPLAINs of one server never share the same rest
     of the hour; budget_settle gives back what the EXPLAIN did not use."""
@@ -135,7 +135,7 @@ def budget_reserve(server_id: int, budget: Budget, *, at: datetime, want_ms: int
     with transaction.atomic():
         spend, _ = PlanSpend.objects.select_for_update().get_or_create(server_id=server_id, hour=hour)
         if spend.explains >= budget.explains_per_hour:
-            return Refused(
+            return PlanRefused(
                 f"the server's plan budget is spent: {spend.explains} EXPLAINs this hour, of "
                 f"{budget.explains_per_hour} (PLANS_EXPLAINS_PER_HOUR); more from {next_hour}"
             )
@@ -146,13 +146,13 @@ def budget_reserve(server_id: int, budget: Budget, *, at: datetime, want_ms: int
             )
         )
         if stored >= budget.bytes_per_day:
-            return Refused(
+            return PlanRefused(
                 f"the server's plan budget is spent: {stored:,} bytes of new plans stored today, of "
                 f"{budget.bytes_per_day:,} (PLANS_BYTES_PER_DAY); more from 00:00 UTC"
             )
         left = budget.planning_ms_per_hour - spend.planning_ms
         if left < budget.least_ms:
-            return Refused(
+            return PlanRefused(
                 f"the server's plan budget is spent: {spend.planning_ms / 1000:.2f} s of planning this hour, of "
                 f"{budget.planning_ms_per_hour / 1000:.2f} s (PLANS_PLANNING_S_PER_HOUR); more from {next_hour}"
             )

@@ -10,7 +10,7 @@ import numpy as np
 from history import tables, tiers
 from history.columns import TOTAL_NAMES
 from readtier import db
-from readtier.windows import Plan
+from readtier.windows import ReadPlan
 
 N = len(TOTAL_NAMES)
 _TOTALS_SQL = ", ".join(TOTAL_NAMES)
@@ -205,7 +205,7 @@ def core_totals(server_id: int, core: tuple[datetime, datetime] | None) -> Serve
     return totals
 
 
-def window_totals(server_id: int, p: Plan, raw: ServerTotals | None = None) -> ServerTotals:
+def window_totals(server_id: int, p: ReadPlan, raw: ServerTotals | None = None) -> ServerTotals:
     totals = raw if raw is not None else read_raw(server_id, p.raw, statements=False)[0]
     out = ServerTotals()
     out.add(totals)

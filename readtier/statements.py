@@ -226,7 +226,7 @@ def _dimension(server_id: int) -> sql.Composable:
 
 def _aggregate(
     server_id: int,
-    p: windows.Plan,
+    p: windows.ReadPlan,
     raw: tiers.Sums,
     *,
     filters: StatementFilters,
@@ -315,7 +315,7 @@ def _row(r: tuple, planning: Planning) -> StatementTotals:
     )
 
 
-def _read_window(server_id: int, window: Window) -> tuple[windows.Plan, tiers.Sums, parts.ServerTotals]:
+def _read_window(server_id: int, window: Window) -> tuple[windows.ReadPlan, tiers.Sums, parts.ServerTotals]:
     """The plan of a window, its raw edges' per-statement sums, and the server's totals over it."""
     p = windows.plan(window, windows.coverage(server_id))
     raw_totals, raw = parts.read_raw(server_id, p.raw)

@@ -170,7 +170,7 @@ def history_older_than(server_ids: list[int], ages: list[timedelta], *, now: dat
 
 
 @dataclass
-class Plan:
+class ReadPlan:
     """How to read one window of one server."""
 
     window: Window
@@ -184,18 +184,18 @@ class Plan:
     resolutions: list[str] = field(default_factory=list)
 
 
-def plan(window: Window, cov: Coverage) -> Plan:
+def plan(window: Window, cov: Coverage) -> ReadPlan:
     start, end = window.start, window.end
     if cov.data_from is None or end <= cov.data_from:
         # Before the server's history begins: nothing to read (widening an edge to its hour or day
         # would bring in data from after the window).
-        return Plan(window=window, start=start, end=end)
+        return ReadPlan(window=window, start=start, end=end)
     if not cov.has_raw(start):
         # Raw data has expired (or never existed) at the start edge: whole hours, or whole days.
         start = floor_hour(start) if cov.hourly_from is not None and start >= cov.hourly_from else tiers.day_of(start)
     if not cov.has_raw(end):
         end = ceil_hour(end) if cov.hourly_from is not None and end >= cov.hourly_from else ceil_day(end)
-    p = Plan(window=window, start=start, end=end)
+    p = ReadPlan(window=window, start=start, end=end)
     if cov.hours_boundary is None:
         p.raw.append((start, end, +1))
         p.resolutions.append("raw")

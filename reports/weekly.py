@@ -39,7 +39,7 @@ class InlineImage:
 
 
 @dataclass(frozen=True)
-class Figure:
+class WeekFigure:
     label: str
     value: str
     change: str  # against the previous week
@@ -79,7 +79,7 @@ class ServerSection:
     advisor_url: str
     heading_note: str  # version and status
     summary: str  # one plain sentence
-    figures: list[Figure]
+    figures: list[WeekFigure]
     planning: str
     dealloc: str
     coverage: str
@@ -159,7 +159,7 @@ def _regression_line(c: StatementChange, params: dict[str, str], planned: list[P
     return MailStatementLine(**{**line.__dict__, "detail": detail})
 
 
-def _figures(d: ServerDigest) -> list[Figure]:
+def _figures(d: ServerDigest) -> list[WeekFigure]:
     w, p = d.week, d.previous
     if not p.snapshots:  # nothing to compare with: no history the week before
         before = {"db": ("", f.NO_DATA), "calls": ("", f.NO_DATA), "dealloc": ("", f.NO_DATA)}
@@ -171,9 +171,9 @@ def _figures(d: ServerDigest) -> list[Figure]:
             "dealloc": (dealloc_change, f.count_text(p.dealloc)),
         }
     out = [
-        Figure("Database time", f.duration_text(w.db_time_ms), *before["db"]),
-        Figure("Calls", f.count_text(w.calls), *before["calls"]),
-        Figure(
+        WeekFigure("Database time", f.duration_text(w.db_time_ms), *before["db"]),
+        WeekFigure("Calls", f.count_text(w.calls), *before["calls"]),
+        WeekFigure(
             "Planning share",
             f.plan_share_text(w.plan_share, w.planning),
             "",
@@ -181,7 +181,7 @@ def _figures(d: ServerDigest) -> list[Figure]:
         ),
     ]
     if w.dealloc is not None:
-        out.append(Figure("Deallocations", f.count_text(w.dealloc), *before["dealloc"]))
+        out.append(WeekFigure("Deallocations", f.count_text(w.dealloc), *before["dealloc"]))
     return out
 
 

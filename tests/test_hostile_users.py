@@ -27,7 +27,7 @@ from django.db.models import F
 
 from advisor.selectors import recommendations
 from advisor.services import server_advise
-from collectors.check import server_check
+from collectors.connection_check import server_check
 from collectors.plans.auto import plan_top_statements
 from collectors.plans.explain import HELPER_SQL
 from collectors.plans.service import statement_plan

@@ -492,7 +492,7 @@ import json, os
 import django
 django.setup()
 from django.conf import settings
-from collectors.check import server_check
+from collectors.connection_check import server_check
 from inventory import tls
 from inventory.endpoint import Endpoint
 

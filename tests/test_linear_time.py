@@ -33,7 +33,7 @@ NOT_QUERY_TEXTS = {
     "advisor/sources.py": "the seeds' citations",
     "advisor/advice.py": "the advisor's own ALTER SYSTEM lines",
     "alerts/channels.py": "a PagerDuty routing key (32 characters, fullmatch)",
-    "collectors/check.py": "libpq's error messages",
+    "collectors/connection_check.py": "libpq's error messages",
     "collectors/plans/explain.py": "the server's message naming a parameter ($2)",
     "history/partitions.py": "partition names of the history store",
     "console/management/commands/top.py": "a command-line duration",

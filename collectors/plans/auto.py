@@ -17,7 +17,7 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.utils import timezone
 
-from collectors.plans.service import Outcome, plans_slot, statement_plan
+from collectors.plans.service import PlanOutcome, plans_slot, statement_plan
 from history import plans
 from history.models import PlanAttempt
 from readtier import Page, StatementFilters, Window, top_statements
@@ -27,7 +27,7 @@ from readtier import Page, StatementFilters, Window, top_statements
 class Round:
     server_id: int
     candidates: int  # top statements considered
-    outcomes: dict[int, Outcome]  # statement id -> what its EXPLAIN gave, in the order they were planned
+    outcomes: dict[int, PlanOutcome]  # statement id -> what its EXPLAIN gave, in the order they were planned
     over_share: str = ""  # why the round did not start: its organization's share of the plans worker was in use
 
     @property
@@ -103,7 +103,7 @@ def plan_top_statements(server_id: int, *, now: datetime | None = None) -> Round
         if refused:
             return Round(server_id, 0, {}, over_share=refused)
         candidates, due = due_statements(server_id, now=now)
-        outcomes: dict[int, Outcome] = {}
+        outcomes: dict[int, PlanOutcome] = {}
         for statement_id in due:
             PACE.wait(settings.PLANS["WORKER_EXPLAINS_PER_S"])
             outcomes[statement_id] = outcome = statement_plan(server_id=server_id, statement_id=statement_id)

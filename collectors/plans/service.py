@@ -35,7 +35,7 @@ OVER_SHARE = "over_share"  # a plan job not run: its organization's share of the
 
 
 @dataclass(frozen=True)
-class Outcome:
+class PlanOutcome:
     planned: bool
     code: str  # history.plans.PLANNED, or why not
     reason: str = ""
@@ -106,16 +106,16 @@ def _too_long(size_bytes: int) -> Unexplained:
     )
 
 
-def plan_budget() -> plans.Budget:
+def plan_budget() -> plans.PlanBudget:
     cfg = settings.PLANS
-    return plans.Budget(
+    return plans.PlanBudget(
         explains_per_hour=cfg["EXPLAINS_PER_HOUR"],
         planning_ms_per_hour=cfg["PLANNING_S_PER_HOUR"] * 1000.0,
         bytes_per_day=cfg["BYTES_PER_DAY"],
     )
 
 
-def statement_plan(*, server_id: int, statement_id: int) -> Outcome:
+def statement_plan(*, server_id: int, statement_id: int) -> PlanOutcome:
     """EXPLAIN one statement of one server now, within the server's plan budget, and store its plan (or why there
     is none). The EXPLAIN's statement_timeout is what the budget grants: PLANS_STATEMENT_TIMEOUT_MS, or less when
     less is left of the hour's planning time."""
@@ -123,7 +123,7 @@ def statement_plan(*, server_id: int, statement_id: int) -> Outcome:
     statement = Statement.objects.get(server_id=server_id, pk=statement_id)
     at = timezone.now()
     grant = plans.budget_reserve(server_id, plan_budget(), at=at, want_ms=settings.PLANS["STATEMENT_TIMEOUT_MS"])
-    if isinstance(grant, plans.Refused):
+    if isinstance(grant, plans.PlanRefused):
         return _unexplained(server_id, statement_id, Unexplained(plans.BUDGET, grant.reason), at)
     spent = _Spent()
     try:
@@ -145,13 +145,13 @@ def plans_slot(server_id: int) -> Iterator[str]:
         yield "" if mine else f"the plans worker was running {jobs}, its share (ORG_MAX_PLANNING)"
 
 
-def statement_plan_in_share(*, server_id: int, statement_id: int) -> Outcome:
+def statement_plan_in_share(*, server_id: int, statement_id: int) -> PlanOutcome:
     """statement_plan for a job of its own on the plans worker (an EXPLAIN asked for): within its organization's
     share of the worker; when the share is in use, Outcome(False, OVER_SHARE, why), nothing stored nor spent
     (the task puts it off)."""
     with plans_slot(server_id) as refused:
         if refused:
-            return Outcome(False, OVER_SHARE, refused)
+            return PlanOutcome(False, OVER_SHARE, refused)
         return statement_plan(server_id=server_id, statement_id=statement_id)
 
 
@@ -161,7 +161,7 @@ class _Spent:
     bytes: int = 0
 
 
-def _plan(server: Server, statement: Statement, at, grant: plans.Grant, spent: _Spent) -> Outcome:
+def _plan(server: Server, statement: Statement, at, grant: plans.Grant, spent: _Spent) -> PlanOutcome:
     server_id, statement_id = server.pk, statement.pk
     indexes = None
     try:
@@ -221,7 +221,7 @@ def _plan(server: Server, statement: Statement, at, grant: plans.Grant, spent: _
     spent.bytes = stored.new_bytes
     if indexes is not None:
         plans.record_candidates(server_id, statement_id, database.database, indexes, at=at)
-    return Outcome(True, plans.PLANNED, shape_id=stored.shape_id, access_paths=paths, fingerprint=new.fingerprint)
+    return PlanOutcome(True, plans.PLANNED, shape_id=stored.shape_id, access_paths=paths, fingerprint=new.fingerprint)
 
 
 def _candidates(conn, text: str, plan, version: int, role: str, explaining: dict) -> list | None:
@@ -243,6 +243,6 @@ def _allowed(grant: plans.Grant) -> str:
     )
 
 
-def _unexplained(server_id: int, statement_id: int, found: Unexplained, at) -> Outcome:
+def _unexplained(server_id: int, statement_id: int, found: Unexplained, at) -> PlanOutcome:
     plans.record_unexplained(server_id, statement_id, code=found.code, reason=found.reason, at=at)
-    return Outcome(False, found.code, found.reason)
+    return PlanOutcome(False, found.code, found.reason)

@@ -34,7 +34,7 @@ NAMEDATALEN = 64  # a name is cut to 63 bytes
 
 
 @dataclass(frozen=True)
-class Statement:
+class Explainable:
     """One explainable statement: its first keyword, its highest parameter ($n), its text without a final
     semicolon, and what it names: every name as PostgreSQL reads it (folded to lower case unless quoted, cut at
     NAMEDATALEN), every run of operator characters, and whether a U&"" name hides one (user_code.py asks)."""
@@ -280,7 +280,7 @@ class _Lexer:
         return max(j, i + 1)
 
 
-def classify(text: str, server_version_num: int) -> Statement | NotExplainable:
+def classify(text: str, server_version_num: int) -> Explainable | NotExplainable:
     """The statement the text holds if EXPLAIN can plan it on this server without running it, else why not."""
     scan = _Lexer(text, server_version_num)
     scan.run()
@@ -308,7 +308,7 @@ def classify(text: str, server_version_num: int) -> Statement | NotExplainable:
     if scan.first_word == "merge" and server_version_num < MERGE_FROM:
         return NotExplainable("version", "MERGE is explained from PostgreSQL 15")
     body = text if scan.end < 0 else text[: scan.end]
-    return Statement(
+    return Explainable(
         kind=scan.first_word,
         parameters=scan.parameters,
         text=body.rstrip(),

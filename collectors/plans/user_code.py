@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import psycopg
 
-from collectors.plans.statement import Statement
+from collectors.plans.statement import Explainable
 
 # The census: every untrusted routine, operator and cast, the relations built on one, the untrusted names that
 # shadow trusted ones. %(roles)s and %(schemas)s: what the DBA trusts besides the superusers.
@@ -206,7 +206,7 @@ def _in_operators(symbol: str, operators: tuple[str, ...]) -> bool:
     return any(symbol in run for run in runs)
 
 
-def planning_could_call(found: Census, statement: Statement, search_path: str) -> Untrusted | None:
+def planning_could_call(found: Census, statement: Explainable, search_path: str) -> Untrusted | None:
     """The first untrusted code that planning `statement` under `search_path` could run, or None."""
     if not found.complete:
         return Untrusted("relation", "every relation", "", "an untrusted role", "the database holds too much to read")

@@ -184,7 +184,7 @@ def _md5(text: str | None) -> str:
 
 
 @dataclass(frozen=True)
-class Server:
+class ServerRole:
     """What the index advice must know of the server: a standby's scans, or its standbys', are not the primary's."""
 
     in_recovery: bool
@@ -200,13 +200,13 @@ class Databases:
     total: int
 
 
-def read_databases(conn, sql: dict, *, limit: int) -> tuple[Databases, Server]:
+def read_databases(conn, sql: dict, *, limit: int) -> tuple[Databases, ServerRole]:
     """The databases a reading may read, the snapshot's first, at most `limit`, and the server's place in
     replication."""
     rows = conn.execute(sql["databases"], {"limit": limit}).fetchmany(limit)
     databases = [Database(name, current, bool(may), reset) for name, current, may, reset, *_ in rows]
     total = max(int(rows[0][6]), len(rows)) if rows else 0
-    return Databases(databases, total), Server(bool(rows[0][4]), int(rows[0][5])) if rows else Server(False, 0)
+    return Databases(databases, total), ServerRole(bool(rows[0][4]), int(rows[0][5])) if rows else ServerRole(False, 0)
 
 
 def read_database(

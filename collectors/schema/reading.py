@@ -24,7 +24,7 @@ from django.conf import settings
 from collectors import connection as monitored
 from collectors.errors import CollectionError, SnapshotTimeout, from_query_error, summary
 from collectors.schema import catalog
-from collectors.unit import Budget, Failure, Reading, Snapshot
+from collectors.unit import Budget, Collection, Failure, Reading
 from history import schema as stored
 from history import tables
 
@@ -38,7 +38,7 @@ NAMED_BEYOND_CAP = 5
 
 
 @dataclass
-class Outcome:
+class DatabaseOutcome:
     """One database: what was read of it, or why nothing was."""
 
     name: str
@@ -50,9 +50,9 @@ class Outcome:
 
 @dataclass
 class SchemaRead:
-    outcomes: list[Outcome]
+    outcomes: list[DatabaseOutcome]
     previous: dict[str, stored.DatabaseState]
-    replication: catalog.Server
+    replication: catalog.ServerRole
     spent_s: float
     databases_total: int = 0  # the server's databases a reading may list, read or not
     databases_cap: int = 0  # SCHEMA_MAX_DATABASES when read
@@ -86,7 +86,7 @@ def database_error(code: str, message: str, *, detail: bool) -> str:
     return DATABASE_SUMMARIES.get(code) or summary(code)
 
 
-def _deadline(snap: Snapshot) -> tuple[float, float]:
+def _deadline(snap: Collection) -> tuple[float, float]:
     budget_s = float(settings.COLLECTOR["SCHEMA_SECONDS"])
     deadline = time.monotonic() + budget_s
     snapshot_deadline = getattr(snap.conn, "deadline", None)
@@ -111,7 +111,7 @@ def _read_elsewhere(target, database: catalog.Database, sql: dict, deadline: flo
         conn.close()
 
 
-def read(snap: Snapshot) -> SchemaRead:
+def read(snap: Collection) -> SchemaRead:
     cfg = settings.COLLECTOR
     started = time.monotonic()
     deadline, budget_s = _deadline(snap)
@@ -129,7 +129,7 @@ def read(snap: Snapshot) -> SchemaRead:
     tables_left, indexes_left = cfg["SCHEMA_MAX_TABLES"], cfg["SCHEMA_MAX_INDEXES"]
     outcomes = []
     for database in databases:
-        outcome = Outcome(database.name)
+        outcome = DatabaseOutcome(database.name)
         outcomes.append(outcome)
         if not database.may_connect:
             outcome.code, outcome.error = (
@@ -188,15 +188,15 @@ def _known(state: stored.DatabaseState | None, earlier: dict, at_us: int) -> dic
 
 
 @dataclass
-class Computed:
+class SchemaComputed:
     databases: list[stored.DatabaseRows] = field(default_factory=list)
 
 
-def compute(snap: Snapshot, got: SchemaRead) -> Computed:
+def compute(snap: Collection, got: SchemaRead) -> SchemaComputed:
     taken_at, at_us = snap.taken_at, snap.meta.taken_at_us
     before = ((snap.previous.state.readings or {}).get("schema") or {}) if snap.previous.state else {}
     seen_before = before.get("databases") or {}
-    computed, databases = Computed(), {}
+    computed, databases = SchemaComputed(), {}
     for outcome in got.outcomes:
         earlier = seen_before.get(outcome.name) or {}
         if outcome.read is None:
@@ -263,7 +263,7 @@ def compute(snap: Snapshot, got: SchemaRead) -> Computed:
     return computed
 
 
-def persist(snap: Snapshot, computed: Computed) -> None:
+def persist(snap: Collection, computed: SchemaComputed) -> None:
     for rows in computed.databases:
         stored.save_database(snap.server.pk, snap.taken_at, rows)
 

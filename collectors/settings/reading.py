@@ -5,16 +5,16 @@ snapshot, so that the advisor and the pages know the settings in force at every 
 """
 
 from collectors.settings import instance
-from collectors.unit import Failure, Reading, Snapshot, Sql
+from collectors.unit import Collection, Failure, Reading, Sql
 from history import tables
 
 
-def read(snap: Snapshot) -> instance.ServerMeta:
+def read(snap: Collection) -> instance.ServerMeta:
     snap.meta = instance.read_meta(snap.conn, instance.FUNCTIONS)
     return snap.meta
 
 
-def compute(snap: Snapshot, meta: instance.ServerMeta) -> None:
+def compute(snap: Collection, meta: instance.ServerMeta) -> None:
     sample_rate, max_setting = meta.setting("sample_rate"), meta.setting("max")
     snap.facts |= {
         "server_version_num": meta.server_version_num,

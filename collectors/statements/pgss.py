@@ -86,7 +86,7 @@ def read_info(conn: psycopg.Connection, meta: ServerMeta) -> tuple[int | None, i
 
 
 @dataclass
-class Reading:
+class PgssReading:
     entries: Entries  # every visible entry, current
     prev_index: np.ndarray  # for each entry its row in the previous state, or -1
     hidden: int  # entries of other users whose queryid this role cannot see
@@ -227,7 +227,7 @@ def read_entries(
     send_all: bool = False,
     texts_of_new: tuple[int, int] | None = None,
     wanting_text: np.ndarray | None = None,
-) -> Reading:
+) -> PgssReading:
     """The current entries, with only the new and changed ones sent by the server.
 
     The previous state goes to the server as array parameters; one FULL JOIN there finds the
@@ -287,6 +287,6 @@ def read_entries(
     entries, prev_index = merge_changed(sent_state, changed, changed_prev_index, gone)
     if send_all:
         prev_index = match_keys(prev.keys, entries.keys)
-    return Reading(
+    return PgssReading(
         entries=entries, prev_index=prev_index, hidden=hidden, total=len(entries) + hidden, sent=n, texts=texts
     )

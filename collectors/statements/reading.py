@@ -17,7 +17,7 @@ from collectors.settings import instance
 from collectors.state_cache import state_cache
 from collectors.statements import lineage, pgss
 from collectors.texts import texts
-from collectors.unit import Failure, Reading, Snapshot, Sql
+from collectors.unit import Collection, Failure, Reading, Sql
 from history import codec, store, tables
 from history.columns import TOTAL_NAMES, totals_of
 from history.deltas import DeltaResult, restarted_rows
@@ -26,31 +26,31 @@ from history.models import ServerState
 
 
 @dataclass
-class Read:
+class StatementsRead:
     identity: lineage.Identity
     dealloc: int | None
     stats_reset_us: int | None
     continuity: lineage.Continuity
-    reading: pgss.Reading
+    reading: pgss.PgssReading
     cmap: object  # history.columns.ColumnMap of the installed extension version
     statements: store.StatementLookup
     restarted: np.ndarray  # rows counting from zero again (deltas.restarted_rows): for texts, then deltas
 
 
 @dataclass
-class Computed:
+class StatementsComputed:
     deltas: DeltaResult
     booked: np.ndarray  # rows whose deltas are this interval's facts
 
 
-def read(snap: Snapshot) -> Read:
+def read(snap: Collection) -> StatementsRead:
     conn, meta, server, previous = snap.conn, snap.meta, snap.server, snap.previous
     cmap = pgss.column_map(conn, server.pk, meta)
     identity = lineage.read_identity(conn, meta)
     dealloc, stats_reset_us = pgss.read_info(conn, meta)
     continuity = lineage.assess(previous.state, meta, identity, stats_reset_us)
     snap.baseline = previous.state is None or continuity.baseline_reason is not None
-    budget = texts.Budget.from_settings()
+    budget = texts.TextBudget.from_settings()
     max_chars = texts.server_cut(settings.COLLECTOR["QUERY_TEXT_MAX_BYTES"])
     # Churning (new keys at the last snapshot, or entries evicted since: pg_stat_statements_info.dealloc moved,
     # 14+, for a storm's lull with no new key): the text file is read at every snapshot anyway, so the new keys'
@@ -84,10 +84,10 @@ def read(snap: Snapshot) -> Read:
         server.pk, reading.entries, previous.entries, reading.prev_index, reading.sent_rows
     )
     restarted = restarted_rows(previous.entries, reading.entries, reading.prev_index)
-    return Read(identity, dealloc, stats_reset_us, continuity, reading, cmap, statements, restarted)
+    return StatementsRead(identity, dealloc, stats_reset_us, continuity, reading, cmap, statements, restarted)
 
 
-def compute(snap: Snapshot, got: Read) -> Computed:
+def compute(snap: Collection, got: StatementsRead) -> StatementsComputed:
     meta, cur, previous, continuity = snap.meta, got.reading.entries, snap.previous, got.continuity
     prev_state = previous.state
     snap.taken_at = taken_at = instance.timestamp(meta.taken_at_us)
@@ -158,7 +158,7 @@ def compute(snap: Snapshot, got: Read) -> Computed:
         "in_recovery": got.identity.in_recovery,
         "new_entries": new_entries,
     }
-    return Computed(d, booked)
+    return StatementsComputed(d, booked)
 
 
 _CALLS, _EXEC, _PLAN = (TOTAL_NAMES.index(name) for name in ("calls", "exec_us", "plan_us"))
@@ -195,11 +195,11 @@ def running_totals(
     }
 
 
-def persist(snap: Snapshot, computed: Computed) -> None:
+def persist(snap: Collection, computed: StatementsComputed) -> None:
     """The statements' dimension (the new ones with what the texts reading found of them), the interval's block of
     deltas (snap.block, which the collection stores in the snapshot's row), and the state the next snapshot
     compares with."""
-    got: Read = snap.got["statements"]
+    got: StatementsRead = snap.got["statements"]
     cur, d, server_id, taken_at = got.reading.entries, computed.deltas, snap.server.pk, snap.taken_at
     state_cache.drop(server_id)  # until this transaction commits, the cached state may not be the stored one
     found = snap.computed.get("texts") or texts.nothing_read(cur.keys, got.statements)
@@ -215,7 +215,7 @@ def persist(snap: Snapshot, computed: Computed) -> None:
     )
 
 
-def committed(snap: Snapshot, computed: Computed) -> None:
+def committed(snap: Collection, computed: StatementsComputed) -> None:
     state_cache.put(snap.server.pk, snap.taken_at, snap.got["statements"].reading.entries)
 
 

@@ -12,19 +12,19 @@ from django.conf import settings
 
 from collectors.settings import instance
 from collectors.texts import texts
-from collectors.unit import Failure, Reading, Snapshot, Sql
+from collectors.unit import Collection, Failure, Reading, Sql
 from history import store, tables
 
 
 @dataclass
-class Read:
+class TextsRead:
     rows: np.ndarray  # rows of the statements' entries whose text was asked for
     found: texts.Texts
 
 
-def read(snap: Snapshot) -> Read:
+def read(snap: Collection) -> TextsRead:
     statements = snap.got["statements"]
-    budget = texts.Budget.from_settings()
+    budget = texts.TextBudget.from_settings()
     rows = texts.rows_to_read(statements.reading.sent_rows, statements.statements, statements.restarted)
     found = texts.read_texts(
         snap.conn,
@@ -42,10 +42,10 @@ def read(snap: Snapshot) -> Read:
             f"({budget.texts:,} texts or {budget.chars / 2**20:g} MB of text; COLLECTOR_TEXTS_PER_SNAPSHOT, "
             "COLLECTOR_TEXT_BYTES_PER_SNAPSHOT)"
         )
-    return Read(rows, found)
+    return TextsRead(rows, found)
 
 
-def compute(snap: Snapshot, got: Read) -> texts.Found:
+def compute(snap: Collection, got: TextsRead) -> texts.Found:
     statements = snap.got["statements"]
     new_statements, texts_found = texts.outcome(
         statements.reading.entries.keys,
@@ -57,7 +57,7 @@ def compute(snap: Snapshot, got: Read) -> texts.Found:
     return texts.Found(new_statements, texts_found)
 
 
-def persist(snap: Snapshot, found: texts.Found) -> None:
+def persist(snap: Collection, found: texts.Found) -> None:
     """The texts read again for known statements (the new ones' come with their dimension rows, which the
     statements reading writes)."""
     store.update_texts(snap.server.pk, found.texts_found)

@@ -192,7 +192,7 @@ class Found:
 
 
 @dataclass(frozen=True)
-class Budget:
+class TextBudget:
     """How much text one snapshot reads (settings COLLECTOR_TEXTS_PER_SNAPSHOT, COLLECTOR_TEXT_BYTES_PER_SNAPSHOT)."""
 
     texts: int
@@ -204,7 +204,7 @@ class Budget:
         return max(1, min(self.texts, self.chars // max_chars))
 
     @classmethod
-    def from_settings(cls) -> Budget:
+    def from_settings(cls) -> TextBudget:
         return cls(texts=int(SNAPSHOT_BUDGET.value("rows")), chars=int(SNAPSHOT_BUDGET.value("bytes")))
 
 

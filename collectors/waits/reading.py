@@ -8,12 +8,12 @@ import redis
 from django.conf import settings
 
 from collectors.errors import CollectionError
-from collectors.unit import Budget, Failure, Reading, Snapshot
+from collectors.unit import Budget, Collection, Failure, Reading
 from collectors.waits import sampler, waits
 from history import store, tables
 
 
-def read(snap: Snapshot) -> waits.WaitReading | None:
+def read(snap: Collection) -> waits.WaitReading | None:
     conn, meta = snap.conn, snap.meta
     if meta.wait_sampling_schema:
         try:
@@ -28,7 +28,7 @@ def read(snap: Snapshot) -> waits.WaitReading | None:
     return _sampled_activity(snap)
 
 
-def _sampled_activity(snap: Snapshot) -> waits.WaitReading | None:
+def _sampled_activity(snap: Collection) -> waits.WaitReading | None:
     """pg_stat_activity's samples for this interval: those the sampler took since the previous snapshot while
     one runs (none at a baseline: they belong to no interval, and are dropped), else a few looks now, inline.
     Redis not answering: no sampler can be reached either, so the looks are taken inline."""
@@ -44,7 +44,7 @@ def _sampled_activity(snap: Snapshot) -> waits.WaitReading | None:
     return waits.sample_activity(snap.conn, snap.meta, samples=samples, span_s=span_s)
 
 
-def compute(snap: Snapshot, got: waits.WaitReading | None) -> list[waits.IntervalWait]:
+def compute(snap: Collection, got: waits.WaitReading | None) -> list[waits.IntervalWait]:
     counted = not snap.baseline and got is not None
     previous = waits.decode_profile(snap.previous.state.wait_profile) if counted else None
     rows = waits.rows_for_interval(got, previous, snap.interval_s) if counted else []
@@ -53,7 +53,7 @@ def compute(snap: Snapshot, got: waits.WaitReading | None) -> list[waits.Interva
     return rows
 
 
-def persist(snap: Snapshot, rows: list[waits.IntervalWait]) -> None:
+def persist(snap: Collection, rows: list[waits.IntervalWait]) -> None:
     store.insert_waits(snap.server.pk, snap.taken_at, rows)
 
 

@@ -189,7 +189,7 @@ def spark_points(window: Window, trend: Sequence[float | None]) -> tuple[list[da
 
 
 @dataclass(frozen=True)
-class Line:
+class FleetLine:
     """One server as the table shows it."""
 
     row: FleetRow
@@ -221,7 +221,7 @@ def advice_text(counts: Counts) -> str:
     return " · ".join(f"{n} {severity}" for n, severity in parts if n)
 
 
-def _line(row: FleetRow, window: Window, now: datetime, advice: Counts = NO_ADVICE) -> Line:
+def _line(row: FleetRow, window: Window, now: datetime, advice: Counts = NO_ADVICE) -> FleetLine:
     x, y = spark_points(window, row.trend_calls_per_s)
     if row.entries_peak is None:
         entries = "–"
@@ -229,7 +229,7 @@ def _line(row: FleetRow, window: Window, now: datetime, advice: Counts = NO_ADVI
         entries = f"{row.entries_peak:,}"
     else:
         entries = f"{row.entries_peak:,} / {row.entries_max:,}"
-    return Line(
+    return FleetLine(
         row=row,
         status_css=STATUSES.get(row.status, ("", ""))[1],
         version=version_text(row.server_version_num) or "not read yet",

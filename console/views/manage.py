@@ -1,7 +1,7 @@
 """Server management: the list of servers (DBA and admin roles act on them; viewers see it read-only),
-adding and editing one with a "test connection" check (collectors.check, run by a worker: collectors.checks)
-before saving, enabling or disabling, and removing one with its history. The password is write-only: no page
-ever renders it."""
+adding and editing one with a "test connection" check (collectors.connection_check, run by a worker:
+collectors.queued_checks) before saving, enabling or disabling, and removing one with its history. The password
+is write-only: no page ever renders it."""
 
 from __future__ import annotations
 

@@ -59,7 +59,7 @@ class Untracked:
 
 
 @dataclass(frozen=True)
-class Row:
+class RankingRow:
     """One statement of a ranking as the table writes it."""
 
     s: StatementTotals
@@ -157,17 +157,17 @@ class Ranking:
     title: str
     help: str
     top: TopStatements
-    rows: list[Row]
+    rows: list[RankingRow]
 
 
-def ranking_rows(top: TopStatements, query: str) -> list[Row]:
+def ranking_rows(top: TopStatements, query: str) -> list[RankingRow]:
     rows = []
     for s in top.rows:
         if not s.plan_ms:  # no planning in the range (a prepared statement): nothing to rank it by
             continue
         text = s.query if s.query is not None else missing_text(s.text_status)
         rows.append(
-            Row(
+            RankingRow(
                 s=s,
                 text=text,
                 has_text=s.query is not None,

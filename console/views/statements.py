@@ -126,35 +126,37 @@ def statement_charts(series: StatementSeries, window: Window, markers: list[tupl
 
 
 @dataclass(frozen=True)
-class Figure:
+class StatementFigure:
     label: str  # with its unit
     text: str
     not_tracked: bool = False
 
 
-def range_figures(s: StatementTotals) -> list[Figure]:
+def range_figures(s: StatementTotals) -> list[StatementFigure]:
     """The statement's sums over the range as the page writes them (planning: "not tracked", never 0)."""
 
-    def planning(label: str, text: str) -> Figure:
-        return Figure(label, text) if s.plan_ms is not None else Figure(label, "not tracked", True)
+    def planning(label: str, text: str) -> StatementFigure:
+        return StatementFigure(label, text) if s.plan_ms is not None else StatementFigure(label, "not tracked", True)
 
     share = s.plan_share
     return [
-        Figure("Calls", number_text(s.calls, 0)),
-        Figure("Total time (ms)", number_text(s.total_ms, 1)),
-        Figure("Execution (ms)", number_text(s.exec_ms, 1)),
-        Figure("Mean execution (ms)", ms_number_text(s.mean_exec_ms)),
+        StatementFigure("Calls", number_text(s.calls, 0)),
+        StatementFigure("Total time (ms)", number_text(s.total_ms, 1)),
+        StatementFigure("Execution (ms)", number_text(s.exec_ms, 1)),
+        StatementFigure("Mean execution (ms)", ms_number_text(s.mean_exec_ms)),
         planning("Planning (ms)", number_text(s.plan_ms, 1)),
         planning("Plans", number_text(s.plans, 0)),
         planning("Mean planning (ms)", ms_number_text(s.mean_plan_ms)),
         planning("Plan share (%)", number_text(None if share is None else share * 100, 1)),
-        Figure("Rows", number_text(s.rows, 0)),
-        Figure("Rows per call", number_text(s.rows_per_call, 2)),
-        Figure("Shared buffer hit ratio (%)", number_text(None if s.hit_ratio is None else s.hit_ratio * 100, 2)),
-        Figure("Shared blocks read", number_text(s.shared_blks_read, 0)),
-        Figure("Temp blocks (read + written)", number_text(s.temp_blks, 0)),
-        Figure("I/O time (ms)", number_text(s.io_ms, 1)),
-        Figure("WAL (bytes)", number_text(s.wal_bytes, 0)),
+        StatementFigure("Rows", number_text(s.rows, 0)),
+        StatementFigure("Rows per call", number_text(s.rows_per_call, 2)),
+        StatementFigure(
+            "Shared buffer hit ratio (%)", number_text(None if s.hit_ratio is None else s.hit_ratio * 100, 2)
+        ),
+        StatementFigure("Shared blocks read", number_text(s.shared_blks_read, 0)),
+        StatementFigure("Temp blocks (read + written)", number_text(s.temp_blks, 0)),
+        StatementFigure("I/O time (ms)", number_text(s.io_ms, 1)),
+        StatementFigure("WAL (bytes)", number_text(s.wal_bytes, 0)),
     ]
 
 

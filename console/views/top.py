@@ -116,7 +116,7 @@ class Cell:
 
 
 @dataclass(frozen=True)
-class Row:
+class TopRow:
     """One statement as the table shows it."""
 
     s: StatementTotals
@@ -141,7 +141,7 @@ def figure_text(s: StatementTotals, order: str) -> str | None:
     return number_text(value, 0)
 
 
-def _row(s: StatementTotals, previous: dict[int, StatementTotals] | None, server=None) -> Row:
+def _row(s: StatementTotals, previous: dict[int, StatementTotals] | None, server=None) -> TopRow:
     text = s.query if s.query is not None else missing_text(s.text_status)
     c = StatementChange(s, previous.get(s.statement_id)) if previous is not None else None
     cells = []
@@ -158,7 +158,7 @@ def _row(s: StatementTotals, previous: dict[int, StatementTotals] | None, server
         cells.append(Cell(shown, "num", change, css))
     share = s.plan_share
     cells.append(Cell("not tracked", "num not-tracked") if share is None else Cell(f"{share * 100:.1f}"))
-    return Row(s, text, s.query is not None, c is not None and c.is_new, cells, server)
+    return TopRow(s, text, s.query is not None, c is not None and c.is_new, cells, server)
 
 
 def _url(base: str, tr: TimeRange, params: dict[str, str]) -> str:
@@ -183,7 +183,7 @@ def _links(base: str, tr: TimeRange, state: TableState, pages: int) -> dict:
     }
 
 
-def _table(state: TableState, rows: list[Row], total_count: int, planning: str, pages: int, names) -> dict:
+def _table(state: TableState, rows: list[TopRow], total_count: int, planning: str, pages: int, names) -> dict:
     first = (state.page - 1) * PAGE_SIZE + 1
     return {
         "state": state,

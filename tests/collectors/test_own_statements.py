@@ -20,7 +20,7 @@ from django.db.models import Value
 from django.db.models.functions import Concat, Left, Length
 from django.utils import timezone
 
-from collectors.check import server_check
+from collectors.connection_check import server_check
 from collectors.plans.auto import due_statements
 from collectors.waits import sampler
 from console.services import server_delete

@@ -10,7 +10,7 @@ import pytest
 from django.db import connection
 
 from collectors import connection as monitored
-from collectors.check import server_check
+from collectors.connection_check import server_check
 from collectors.errors import ServerSilent
 from collectors.services import LOCK_NAMESPACE, CollectionResult, server_collect
 from inventory.endpoint import Endpoint

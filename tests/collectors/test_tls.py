@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 from django.core.exceptions import ValidationError
 
-from collectors.check import CheckReport, server_check
+from collectors.connection_check import CheckReport, server_check
 from collectors.services import server_collect
 from devenv import tls as devenv_tls
 from devenv.cluster import Cluster

@@ -13,7 +13,7 @@ from django.core.management.base import SystemCheckError
 from django.test import Client, RequestFactory
 from django.utils import timezone
 
-from console.checks import plain_http
+from console.deploy_checks import plain_http
 from console.login_guard import client_ip
 
 pytestmark = pytest.mark.django_db

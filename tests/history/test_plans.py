@@ -66,7 +66,7 @@ def test_the_plans_of_a_statement_gone_from_the_dimension_go_with_it(statement):
     assert not PlanShape.objects.filter(server_id=server_id).exists()
 
 
-BUDGET = plans.Budget(explains_per_hour=3, planning_ms_per_hour=1000.0, bytes_per_day=10_000)
+BUDGET = plans.PlanBudget(explains_per_hour=3, planning_ms_per_hour=1000.0, bytes_per_day=10_000)
 
 
 def test_the_budget_grants_what_is_left_of_the_hour_and_counts_what_was_used(statement):
@@ -76,7 +76,7 @@ def test_the_budget_grants_what_is_left_of_the_hour_and_counts_what_was_used(sta
     assert first == plans.Grant(T0, 1000)  # the timeout cut to the hour's whole budget
     # While the first EXPLAIN runs, its grant is held: nothing is left for a second one of the same server.
     held = plans.budget_reserve(server_id, BUDGET, at=at, want_ms=2000)
-    assert isinstance(held, plans.Refused) and "0.00 s" not in held.reason and "1.00 s of planning" in held.reason
+    assert isinstance(held, plans.PlanRefused) and "0.00 s" not in held.reason and "1.00 s of planning" in held.reason
     plans.budget_settle(server_id, first, used_ms=120.0, new_bytes=900)
     second = plans.budget_reserve(server_id, BUDGET, at=at, want_ms=2000)
     assert second == plans.Grant(T0, 880)
@@ -91,7 +91,7 @@ def test_the_budget_refuses_past_its_explains_its_time_or_its_bytes_and_says_unt
         grant = plans.budget_reserve(server_id, BUDGET, at=T0, want_ms=100)
         plans.budget_settle(server_id, grant, used_ms=5.0, new_bytes=0)
     refused = plans.budget_reserve(server_id, BUDGET, at=T0 + timedelta(minutes=59), want_ms=100)
-    assert refused == plans.Refused(
+    assert refused == plans.PlanRefused(
         "the server's plan budget is spent: 3 EXPLAINs this hour, of 3 (PLANS_EXPLAINS_PER_HOUR); more from 13:00 UTC"
     )
     assert isinstance(plans.budget_reserve(server_id, BUDGET, at=T0 + timedelta(hours=1), want_ms=100), plans.Grant)
@@ -99,12 +99,12 @@ def test_the_budget_refuses_past_its_explains_its_time_or_its_bytes_and_says_unt
     slow = plans.budget_reserve(server_id, BUDGET, at=T0 + timedelta(hours=2), want_ms=2000)
     plans.budget_settle(server_id, slow, used_ms=980.0, new_bytes=0)  # 20 ms left: less than any EXPLAIN needs
     refused = plans.budget_reserve(server_id, BUDGET, at=T0 + timedelta(hours=2, minutes=5), want_ms=2000)
-    assert isinstance(refused, plans.Refused) and "0.98 s of planning this hour, of 1.00 s" in refused.reason
+    assert isinstance(refused, plans.PlanRefused) and "0.98 s of planning this hour, of 1.00 s" in refused.reason
 
     big = plans.budget_reserve(server_id, BUDGET, at=T0 + timedelta(hours=3), want_ms=100)
     plans.budget_settle(server_id, big, used_ms=5.0, new_bytes=10_000)
     refused = plans.budget_reserve(server_id, BUDGET, at=T0 + timedelta(hours=4), want_ms=100)
-    assert isinstance(refused, plans.Refused) and "10,000 bytes of new plans stored today" in refused.reason
+    assert isinstance(refused, plans.PlanRefused) and "10,000 bytes of new plans stored today" in refused.reason
     assert isinstance(plans.budget_reserve(server_id, BUDGET, at=T0 + timedelta(days=1), want_ms=100), plans.Grant)
 
 
@@ -120,7 +120,7 @@ def test_the_budgets_hour_is_the_utc_hour_whatever_the_zone_of_the_time_given(st
     assert list(PlanSpend.objects.filter(server_id=server_id).values_list("hour", "explains")) == [(T0, 2)]
     plans.budget_settle(server_id, plans.budget_reserve(server_id, BUDGET, at=T0, want_ms=5), used_ms=1.0, new_bytes=0)
     refused = plans.budget_reserve(server_id, BUDGET, at=(T0 + timedelta(minutes=50)).astimezone(india), want_ms=5)
-    assert isinstance(refused, plans.Refused) and refused.reason.endswith("more from 13:00 UTC"), refused
+    assert isinstance(refused, plans.PlanRefused) and refused.reason.endswith("more from 13:00 UTC"), refused
 
 
 def test_the_budgets_hours_are_forgotten_after_a_week_and_with_their_server(statement):

@@ -9,8 +9,8 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from collectors.check import CheckFinding
 from collectors.connection import PINNED_OPTIONS
+from collectors.connection_check import CheckFinding
 from collectors.plans import explain as explaining
 from collectors.plans.explain import HELPER_SQL, Plan, Unexplained, explain, helper_usable
 from tests.collectors.test_check import check

@@ -2,7 +2,7 @@
 
 import pytest
 
-from collectors.plans.statement import NotExplainable, Statement, classify
+from collectors.plans.statement import Explainable, NotExplainable, classify
 
 PG16, PG14 = 160004, 140011
 
@@ -26,7 +26,7 @@ PG16, PG14 = 160004, 140011
 )
 def test_explainable_statements_with_their_kind_and_parameters(text, kind, parameters):
     found = classify(text, PG16)
-    assert isinstance(found, Statement) and (found.kind, found.parameters) == (kind, parameters)
+    assert isinstance(found, Explainable) and (found.kind, found.parameters) == (kind, parameters)
     assert not found.text.rstrip().endswith(";")  # a final semicolon is not sent
 
 

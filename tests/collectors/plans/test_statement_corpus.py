@@ -13,7 +13,7 @@ import psycopg
 import pytest
 from psycopg import pq
 
-from collectors.plans.statement import NotExplainable, Statement, classify
+from collectors.plans.statement import Explainable, NotExplainable, classify
 
 MAJORS = (13, 14, 15, 16, 17, 18)
 
@@ -100,8 +100,8 @@ def _server(conn: psycopg.Connection, text: str) -> tuple[str, int]:
     return "syntax", -1
 
 
-def _ours(found: Statement | NotExplainable) -> str:
-    if isinstance(found, Statement):
+def _ours(found: Explainable | NotExplainable) -> str:
+    if isinstance(found, Explainable):
         return "one"
     return {"utility": "one", "empty": "one", "version": "one"}.get(found.code, found.code)
 
@@ -127,7 +127,7 @@ def test_the_console_reads_every_text_as_the_servers_lexer_does(pg_clusters, maj
             }[ours] and not (server in ("several", "unterminated") and ours != server)
             if not agreed:
                 disagreements.append((text, found, server))
-            if isinstance(found, Statement) and parameters >= 0 and found.parameters != parameters:
+            if isinstance(found, Explainable) and parameters >= 0 and found.parameters != parameters:
                 disagreements.append((text, f"{found.parameters} parameters", f"{parameters} to the server"))
             if ours == "one" and _server(escaping, text)[0] != server:
                 disagreements.append((text, found, "another reading with standard_conforming_strings off"))
@@ -139,4 +139,4 @@ def test_the_corpus_holds_each_verdict_and_the_attacks_are_refused():
     assert verdicts == {"one", "several", "unterminated", "ambiguous"}
     attacks = [text for text in CORPUS if "; SELECT 1 -- '" in text or "CREATE" in text]
     assert len(attacks) >= 8
-    assert [text for text in attacks if isinstance(classify(text, 170000), Statement)] == []
+    assert [text for text in attacks if isinstance(classify(text, 170000), Explainable)] == []

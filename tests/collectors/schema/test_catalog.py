@@ -57,7 +57,7 @@ def test_a_databases_tables_and_indexes_as_its_majors_views_give_them(pg_cluster
         listed, replication = catalog.read_databases(conn, sql, limit=100)
         databases = listed.listed
         assert databases[0].name == "app" and databases[0].current and listed.total == len(databases)
-        assert replication == catalog.Server(in_recovery=False, standbys=0)
+        assert replication == catalog.ServerRole(in_recovery=False, standbys=0)
         assert {"postgres", "app"} <= {d.name for d in databases} and "template1" not in {d.name for d in databases}
         read = catalog.read_database(conn, sql, databases[0], max_tables=1000, max_indexes=1000)
     tables = {t.name: t for t in read.tables}
@@ -141,4 +141,4 @@ def test_the_list_of_databases_is_as_long_as_asked_and_counts_them_all(pg_cluste
     ordered = sorted(d.name for d in every.listed if d.name != "app")
     assert every.total == len(every.listed) >= 5 and set(names) <= set(ordered)
     assert [d.name for d in two.listed] == ["app", ordered[0]] and two.total == every.total
-    assert replication == catalog.Server(in_recovery=False, standbys=0)
+    assert replication == catalog.ServerRole(in_recovery=False, standbys=0)

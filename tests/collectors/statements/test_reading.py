@@ -12,7 +12,7 @@ from collectors.errors import ClockWentBack
 from collectors.services import _load_previous
 from collectors.settings.reading import READING as SETTINGS
 from collectors.statements.reading import READING, running_totals
-from collectors.unit import Snapshot
+from collectors.unit import Collection
 from history import tables
 from history.columns import TOTAL_NAMES
 from history.models import ServerState
@@ -21,8 +21,8 @@ from tests.world import collect, register, run
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def _read(server) -> Snapshot:
-    snap = Snapshot(server=server, previous=_load_previous(server.pk))
+def _read(server) -> Collection:
+    snap = Collection(server=server, previous=_load_previous(server.pk))
     target = monitored.monitoring_target(server)
     snap.conn = monitored.connect(target)
     try:

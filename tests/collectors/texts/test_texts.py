@@ -39,9 +39,9 @@ def _entries(n: int, calls: list[int] | None = None) -> Entries:
     )
 
 
-def _reading(n: int, sent: int, prev_index: list[int], calls: list[int] | None = None) -> pgss.Reading:
+def _reading(n: int, sent: int, prev_index: list[int], calls: list[int] | None = None) -> pgss.PgssReading:
     entries = _entries(n, calls)
-    return pgss.Reading(entries=entries, prev_index=np.array(prev_index, np.int64), hidden=0, total=n, sent=sent)
+    return pgss.PgssReading(entries=entries, prev_index=np.array(prev_index, np.int64), hidden=0, total=n, sent=sent)
 
 
 def test_rows_to_read_are_unseen_keys_put_off_texts_and_a_bounded_number_of_retries(monkeypatch):

@@ -1,6 +1,6 @@
 """collectors/waits/reading.py: what the waits reading makes of a reading, and of none."""
 
-from collectors.unit import Previous, Snapshot
+from collectors.unit import Collection, Previous
 from collectors.waits import waits
 from collectors.waits.reading import compute
 from history.deltas import Entries
@@ -10,9 +10,9 @@ from inventory.models import Server
 PROFILE = waits.WaitReading(source="pg_wait_sampling", profile={(7, "IO", "DataFileRead", 42): 300}, period_ms=10)
 
 
-def _snapshot(previous_profile, *, baseline=False) -> Snapshot:
+def _snapshot(previous_profile, *, baseline=False) -> Collection:
     state = ServerState(wait_profile=previous_profile)
-    return Snapshot(server=Server(pk=1), previous=Previous(state, Entries.empty()), baseline=baseline, interval_s=60)
+    return Collection(server=Server(pk=1), previous=Previous(state, Entries.empty()), baseline=baseline, interval_s=60)
 
 
 def test_a_profile_with_an_earlier_one_gives_the_intervals_session_seconds():

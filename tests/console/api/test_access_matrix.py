@@ -22,7 +22,7 @@ from advisor.services import recommendations_apply
 from alerts.models import Alert, Channel, Delivery, Rule
 from alerts.services import channel_create, rules_default
 from bench import synthetic
-from collectors.checks import check_queue
+from collectors.queued_checks import check_queue
 from collectors.services import server_collect
 from collectors.tasks import track
 from console.services import organizations_delete

@@ -15,7 +15,7 @@ from django.contrib.messages import get_messages
 from django.core.cache import cache
 from django.urls import reverse
 
-from collectors.checks import QUEUE_WAIT_S
+from collectors.queued_checks import QUEUE_WAIT_S
 from inventory.connection import parse_dsn
 from inventory.models import Membership, Organization, Server
 from inventory.services import server_create
@@ -364,7 +364,7 @@ def test_removing_a_server_removes_its_history(client, collected_server, history
 
 
 # --- test connection ------------------------------------------------------------------------------------
-# The page queues the check and polls it (collectors.checks); check_worker is a real worker serving the queue.
+# The page queues the check and polls it (collectors.queued_checks); check_worker is a real worker serving the queue.
 
 POLL = re.compile(r'<section id="check-result"[^>]*hx-get="([^"]+)"')
 

@@ -1,4 +1,4 @@
-"""A "test connection" check queued for a worker (collectors.checks), on real Redis and a real server: what the
+"""A "test connection" check queued for a worker (collectors.queued_checks), on real Redis and a real server: what the
 broker and the cache hold of the password, the worker's side run here in the test's process, and the checks
 that never end (no worker took it, a worker stopped, keys that differ). The page and the API that poll it are
 tested in tests/console/views/test_manage.py, tests/console/api/test_servers.py and in a browser."""
@@ -13,7 +13,7 @@ import redis
 from django.conf import settings
 from django.core.cache import cache
 
-from collectors.checks import QUEUE_WAIT_S, check_queue, check_run, check_state, longest_check_s
+from collectors.queued_checks import QUEUE_WAIT_S, check_queue, check_run, check_state, longest_check_s
 from collectors.tasks import check_enqueue
 from inventory.endpoint import Endpoint
 from tests.conftest import MONITOR_PASSWORD, MONITOR_USER

@@ -1,4 +1,4 @@
-"""collectors/check.py, the "test connection" check, against real clusters: a server with everything,
+"""collectors/connection_check.py, the "test connection" check, against real clusters: a server with everything,
 one where the extension is missing in the database asked for, a role that sees only its own statements,
 PostgreSQL 13 (no pg_stat_statements_info), and the ways a connection fails (authentication, a closed
 port, a silent port, DNS; TLS and SCRAM in test_tls.py). The password never appears in a report."""
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from collectors.check import MONITORING_ROLE_SQL, CheckReport, server_check
+from collectors.connection_check import MONITORING_ROLE_SQL, CheckReport, server_check
 from inventory.endpoint import Endpoint
 from tests.conftest import APP_DB, MONITOR_PASSWORD, MONITOR_USER
 from tests.world import run

@@ -1,4 +1,4 @@
-"""Test connection, off the web request: a page or the API queues a check (collectors.check.server_check) for
+"""Test connection, off the web request: a page or the API queues a check (collectors.connection_check.server_check) for
 a worker (queue `checks`) and polls its state, kept in the cache for an hour.
 
 The web process never dials a monitored server, and a server that takes its time holds a worker thread (within
@@ -18,7 +18,7 @@ from django.conf import settings
 from django.core.cache import cache
 from django.views.decorators.debug import sensitive_variables
 
-from collectors.check import CheckReport, server_check
+from collectors.connection_check import CheckReport, server_check
 from inventory.crypto import CredentialsError, decrypt_secret, encrypt_secret
 from inventory.endpoint import Endpoint
 
