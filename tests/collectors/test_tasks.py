@@ -13,7 +13,7 @@ from django.utils import timezone
 from advisor.gather import NO_SNAPSHOT
 from advisor.models import Evaluation
 from inventory.models import Server
-from tests.processes import beat_argv, console_env, database_url, processes, worker_argv
+from tests.processes import beat_argv, console_env, database_url, processes, wait_ready, worker_argv
 from tests.world import register, run, server_entry, snapshots
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
@@ -138,7 +138,11 @@ def test_collection_retries_until_the_history_store_is_back(pg_clusters, tmp_pat
     server = register(pg_clusters[13], name="retry-me")
     redis.Redis.from_url(BROKER).flushdb()
     with processes(tmp_path, console_env(DATABASE_URL=url, REDIS_URL=BROKER)) as procs:
-        log = procs.start("worker", worker_argv(concurrency=1)).log
+        worker = procs.start("worker", worker_argv(concurrency=1))
+        log = worker.log
+        # A loaded machine (the whole suite at once) can take most of a minute to start a worker: the retries are
+        # timed from its start.
+        wait_ready(worker, 120)
         try:
             from console.celery import app
 

@@ -13,7 +13,7 @@ from collectors.connection import PINNED_OPTIONS
 from collectors.connection_check import CheckFinding
 from collectors.plans import explain as explaining
 from collectors.plans.explain import HELPER_SQL, Plan, Unexplained, explain, helper_usable
-from tests.collectors.test_check import check
+from tests.collectors.test_connection_check import check
 from tests.world import APP_DB, MONITOR_PASSWORD, MONITOR_USER
 
 LIMITS = {"statement_timeout_ms": 2000, "lock_timeout_ms": 200}
