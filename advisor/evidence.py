@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from readtier import IndexFact  # the read tier's record of an index, as the rules read it
+
 
 @dataclass(frozen=True)
 class Settings:
@@ -36,40 +38,6 @@ class StatementFact:
     def plan_share(self) -> float:
         total = self.total_exec_ms + self.total_plan_ms
         return self.total_plan_ms / total if total > 0 else 0.0
-
-
-@dataclass(frozen=True)
-class IndexFact:
-    """One index of the server as the schema reading last found it, and its scans since it has been watched
-    without a reset (readtier.schema.IndexRow)."""
-
-    database: str
-    schema_name: str
-    name: str
-    table_name: str
-    table_relid: int
-    definition: str
-    method: str = "btree"
-    key_attnums: tuple[int, ...] = ()  # 0: an expression
-    key_columns: tuple[str | None, ...] = ()
-    include_count: int = 0
-    opclasses: tuple[int, ...] = ()
-    predicate_md5: str = ""  # "": no predicate
-    expressions_md5: str = ""  # "": no expression
-    is_unique: bool = False
-    is_primary: bool = False
-    constraint: str = ""  # the constraint it backs ("": none)
-    is_valid: bool = True
-    size_bytes: int = 0
-    watched_since: datetime | None = None
-    scans_since: int = 0
-    last_scan_at: datetime | None = None  # a scan seen (or, from 16, pg_stat_user_indexes.last_idx_scan)
-    table_writes_per_day: float | None = None  # its table's inserts and non-HOT updates a day (None: not known)
-
-    @property
-    def enforces(self) -> bool:
-        """Unique, primary or backing a constraint: never proposed for removal."""
-        return self.is_unique or self.is_primary or bool(self.constraint)
 
 
 @dataclass(frozen=True)

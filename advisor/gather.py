@@ -14,7 +14,6 @@ from django.conf import settings as django_settings
 from advisor.evidence import (
     Evidence,
     HelpedStatement,
-    IndexFact,
     MadeIndexFact,
     MissingIndexFact,
     Settings,
@@ -23,7 +22,6 @@ from advisor.evidence import (
 )
 from inventory.models import Server
 from readtier import (
-    IndexRow,
     SchemaOverview,
     Window,
     all_statements,
@@ -191,7 +189,7 @@ def server_evidence(*, server: Server, now: datetime) -> Gathered:
         server_db_time_ms=sum(s.exec_ms + (s.plan_ms or 0.0) for s in statements_day),
         statements=facts,
         schema_read_at=schema.read_at,
-        indexes=tuple(_index_fact(i) for i in schema.indexes),
+        indexes=tuple(schema.indexes),
         in_recovery=schema.in_recovery,
         standbys=schema.standbys,
         missing_indexes=_missing_indexes(server.pk, statements_day, schema),
@@ -247,33 +245,6 @@ def _missing_indexes(server_id: int, statements_day, schema: SchemaOverview) -> 
     return tuple(found)
 
 
-def _index_fact(index: IndexRow) -> IndexFact:
-    return IndexFact(
-        database=index.database,
-        schema_name=index.schema_name,
-        name=index.name,
-        table_name=index.table_name,
-        table_relid=index.table_relid,
-        definition=index.definition,
-        method=index.method,
-        key_attnums=tuple(index.key_attnums),
-        key_columns=tuple(index.key_columns),
-        include_count=index.include_count,
-        opclasses=tuple(index.opclasses),
-        predicate_md5=index.predicate_md5,
-        expressions_md5=index.expressions_md5,
-        is_unique=index.is_unique,
-        is_primary=index.is_primary,
-        constraint=index.constraint,
-        is_valid=index.is_valid,
-        size_bytes=index.size_bytes,
-        watched_since=index.stats_since,
-        scans_since=index.scans_since,
-        last_scan_at=index.last_scan_at,
-        table_writes_per_day=index.table_index_writes_per_day,
-    )
-
-
 def _made_indexes(server_id: int, schema: SchemaOverview, now: datetime) -> tuple[MadeIndexFact, ...]:
     """The indexes made in the last week (first seen after their database's first reading), with the statements
     whose current plan reads each and their mean time the week before it and since."""
@@ -306,5 +277,5 @@ def _made_indexes(server_id: int, schema: SchemaOverview, now: datetime) -> tupl
             )
             for sid in sorted(ids)
         )
-        found.append(MadeIndexFact(index=_index_fact(i), made_at=i.first_seen_at, statements=effects))
+        found.append(MadeIndexFact(index=i, made_at=i.first_seen_at, statements=effects))
     return tuple(found)

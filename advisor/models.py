@@ -4,6 +4,7 @@ evaluation of each server, and the thresholds an organization overrides."""
 from django.conf import settings
 from django.db import models
 
+from advisor.thresholds import OVERRIDES
 from inventory.models import Organization, Server
 
 
@@ -107,25 +108,9 @@ class OrganizationThresholds(models.Model):
     organization = models.OneToOneField(
         Organization, on_delete=models.CASCADE, primary_key=True, related_name="advisor_thresholds"
     )
-    dealloc_critical_per_s = models.FloatField(null=True, blank=True)
-    dealloc_warning_per_s = models.FloatField(null=True, blank=True)
-    lwlock_share_warning = models.FloatField(null=True, blank=True)
-    lwlock_share_critical = models.FloatField(null=True, blank=True)
-    spindelay_share = models.FloatField(null=True, blank=True)
-    plan_share = models.FloatField(null=True, blank=True)
-    material_time_share = models.FloatField(null=True, blank=True)
-    family_min_entries = models.PositiveIntegerField(null=True, blank=True)
-    resets_max = models.PositiveIntegerField(null=True, blank=True)
-    clear_after_minutes = models.PositiveIntegerField(null=True, blank=True)
+    # One nullable field per advisor.thresholds.OVERRIDES (None: the default), added below from the declaration.
 
-    OVERRIDABLE = (
-        "dealloc_critical_per_s",
-        "dealloc_warning_per_s",
-        "lwlock_share_warning",
-        "lwlock_share_critical",
-        "spindelay_share",
-        "plan_share",
-        "material_time_share",
-        "family_min_entries",
-        "resets_max",
-    )
+
+for _override in OVERRIDES:
+    _kind = models.PositiveIntegerField if _override.kind == "count" else models.FloatField
+    OrganizationThresholds.add_to_class(_override.field, _kind(null=True, blank=True))

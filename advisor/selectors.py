@@ -19,6 +19,7 @@ from advisor.models import (
     Severity,
     Status,
 )
+from advisor.thresholds import OVERRIDES
 
 ACTIVE = (Status.OPEN, Status.ACKNOWLEDGED)
 # The rules whose advice is about a server's indexes: the Indexes page and the weekly report's section list them.
@@ -208,7 +209,7 @@ def evaluations(*, server_ids: Iterable[int]) -> dict[int, EvaluationRow]:
 
 def threshold_overrides(*, organization_id: int) -> dict[str, float | int | None]:
     """The organization's advisor thresholds as stored, by field (None: the default applies)."""
-    names = [*OrganizationThresholds.OVERRIDABLE, "clear_after_minutes"]
+    names = [o.field for o in OVERRIDES]
     row = OrganizationThresholds.objects.filter(organization_id=organization_id).values(*names).first()
     return row or dict.fromkeys(names)
 

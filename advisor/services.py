@@ -18,7 +18,7 @@ from advisor import advice as found
 from advisor.gather import server_evidence
 from advisor.models import Evaluation, OrganizationThresholds, Recommendation, RecommendationEvent, Status
 from advisor.rules import evaluate
-from advisor.thresholds import Thresholds
+from advisor.thresholds import OVERRIDES, Thresholds
 from history.public import drop_history_connection
 from inventory.models import Organization, Server
 
@@ -35,12 +35,8 @@ def organization_thresholds(*, organization: Organization) -> Thresholds:
     row = OrganizationThresholds.objects.filter(organization=organization).first()
     if row is None:
         return Thresholds()
-    changes = {
-        name: getattr(row, name) for name in OrganizationThresholds.OVERRIDABLE if getattr(row, name) is not None
-    }
-    if row.clear_after_minutes is not None:
-        changes["clear_after"] = timedelta(minutes=row.clear_after_minutes)
-    return replace(Thresholds(), **changes)
+    stored = {o: getattr(row, o.field) for o in OVERRIDES}
+    return replace(Thresholds(), **{o.threshold: o.value(v) for o, v in stored.items() if v is not None})
 
 
 def subject_key(subject: str) -> str:
@@ -227,7 +223,7 @@ def recommendation_resolve(*, recommendation_id: int, user: AbstractBaseUser) ->
 
 def organization_thresholds_update(*, organization: Organization, values: dict) -> OrganizationThresholds:
     """Set an organization's overrides; a value of None returns that threshold to its default."""
-    unknown = set(values) - set(OrganizationThresholds.OVERRIDABLE) - {"clear_after_minutes"}
+    unknown = set(values) - {o.field for o in OVERRIDES}
     if unknown:
         raise ValueError(f"not an advisor threshold: {', '.join(sorted(unknown))}")
     row, _ = OrganizationThresholds.objects.get_or_create(organization=organization)

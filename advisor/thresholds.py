@@ -77,3 +77,111 @@ class Thresholds:
     # for this long is resolved automatically; a user's "resolved" is reopened only after it (the change
     # needs time to show in windows of an hour and more).
     clear_after: timedelta = timedelta(hours=2)
+
+
+@dataclass(frozen=True)
+class Override:
+    """A threshold an organization may override: its field (advisor.models.OrganizationThresholds stores it, None
+    for the default; the organization's page sets it), its words there, and the values it takes."""
+
+    field: str  # Thresholds' field of the same name; clear_after_minutes: clear_after, in minutes
+    label: str
+    kind: str  # "share": a fraction 0..1; "rate": a number >= 0; "count": a whole number >= minimum
+    help_text: str
+    minimum: int = 0
+
+    @property
+    def threshold(self) -> str:
+        """The Thresholds field it overrides."""
+        return self.field.removesuffix("_minutes")
+
+    def default(self) -> float | int:
+        """Thresholds' default, as the field holds it."""
+        value = getattr(Thresholds(), self.threshold)
+        return int(value.total_seconds() // 60) if isinstance(value, timedelta) else value
+
+    def value(self, stored: float | int) -> float | int | timedelta:
+        """A stored override as Thresholds holds it."""
+        return timedelta(minutes=stored) if self.field.endswith("_minutes") else stored
+
+    @property
+    def maximum(self) -> float:
+        return {"share": 1.0, "rate": 1e9, "count": 1_000_000}[self.kind]
+
+
+# What an organization may override, in the order its page lists them.
+OVERRIDES: tuple[Override, ...] = (
+    Override(
+        field="dealloc_critical_per_s",
+        label="Deallocations per second: critical",
+        kind="rate",
+        help_text=(
+            "Sustained pg_stat_statements deallocations per second above which pg_stat_statements.max is "
+            "critically small."
+        ),
+    ),
+    Override(
+        field="dealloc_warning_per_s",
+        label="Deallocations per second: warning",
+        kind="rate",
+        help_text="Sustained deallocations per second above which it is a warning.",
+    ),
+    Override(
+        field="lwlock_share_warning",
+        label="LWLock:pg_stat_statements share: warning",
+        kind="share",
+        help_text="Share of active time waiting on pg_stat_statements' lock that is a warning (0.05 = 5%).",
+    ),
+    Override(
+        field="lwlock_share_critical",
+        label="LWLock:pg_stat_statements share: critical",
+        kind="share",
+        help_text="Share of active time waiting on pg_stat_statements' lock that is critical.",
+    ),
+    Override(
+        field="spindelay_share",
+        label="SpinDelay share",
+        kind="share",
+        help_text="Share of active time spent in SpinDelay that counts as spinlock contention.",
+    ),
+    Override(
+        field="plan_share",
+        label="Plan share",
+        kind="share",
+        help_text="Share of a statement's time spent planning above which planning is flagged.",
+    ),
+    Override(
+        field="material_time_share",
+        label="Material time share",
+        kind="share",
+        help_text="Share of the server's database time a statement needs for its plan share to matter.",
+    ),
+    Override(
+        field="family_min_entries",
+        label="Family entries",
+        kind="count",
+        help_text="Entries over a day that make a family of similar statements churn.",
+        minimum=1,
+    ),
+    Override(
+        field="resets_max",
+        label="Resets over 7 days",
+        kind="count",
+        help_text="More resets of pg_stat_statements than this over 7 days is too often.",
+    ),
+    Override(
+        field="clear_after_minutes",
+        label="Clear after (minutes)",
+        kind="count",
+        help_text=(
+            "Minutes a condition must stay clear before its recommendation resolves by itself (and before a "
+            "recommendation a user resolved can open again)."
+        ),
+        minimum=1,
+    ),
+)
+# (warning, critical): the warning's value, overridden or not, stays below the critical one's.
+OVERRIDE_PAIRS = (
+    ("dealloc_warning_per_s", "dealloc_critical_per_s"),
+    ("lwlock_share_warning", "lwlock_share_critical"),
+)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Protocol
 
 EXEC_COLOR = "#2f5fb3"
 PLAN_COLOR = "#d9822b"
@@ -72,6 +73,51 @@ def time_chart(
     if y_max is not None:
         spec["yMax"] = y_max
     return spec
+
+
+class Spanned(Protocol):
+    start: datetime
+    end: datetime
+
+
+def time_axis(
+    points: Sequence[Spanned], window_range: tuple[datetime, datetime], markers: Sequence[tuple[datetime, str]] = ()
+) -> dict:
+    """A page's time axis, time_chart's common arguments: each point drawn flat across the time it covers (a
+    bucket, or a snapshot's interval), over the range shown, with the page's markers."""
+    return {
+        "x": [p.start for p in points],
+        "x_end": [p.end for p in points],
+        "x_range": window_range,
+        "markers": list(markers),
+    }
+
+
+def calls_chart(calls_per_s: Sequence[float | None], **axis) -> Chart:
+    """Calls per second, on a server's page and a statement's alike."""
+    return Chart(
+        "chart-calls",
+        "Calls per second",
+        time_chart(series=[Series("calls/s", calls_per_s, EXEC_COLOR)], unit="calls/s", **axis),
+    )
+
+
+def split_chart(
+    id: str,
+    title: str,
+    execution: Sequence[float | None],
+    planning: Sequence[float | None],
+    *,
+    unit: str,
+    plan_label: str = "planning",
+    stacked: bool = False,
+    note: str = "",
+    **axis,
+) -> Chart:
+    """Execution and planning side by side (stacked: the database time they add up to), in the same colours and
+    words on every page; planning None where it was not tracked (a gap, never 0)."""
+    series = [Series("execution", execution, EXEC_COLOR), Series(plan_label, planning, PLAN_COLOR)]
+    return Chart(id, title, time_chart(series=series, unit=unit, stacked=stacked, **axis), note)
 
 
 def hit_ratio_chart(ratios: Sequence[float | None], **common) -> Chart:

@@ -7,7 +7,7 @@ from django import forms
 from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
 
-from advisor.thresholds import Thresholds
+from advisor.thresholds import OVERRIDE_PAIRS, OVERRIDES
 from inventory import tls
 from inventory.catalog_names import clean_names
 from inventory.connection import Connection
@@ -184,111 +184,28 @@ class RoleForm(forms.Form):
     role = forms.ChoiceField(choices=ROLE_CHOICES)
 
 
-# The advisor's thresholds an organization may override: (field, label, kind, what it means). kind "share" is a
-# fraction 0..1, "rate" a number >= 0, "count" a whole number >= `minimum`.
-THRESHOLD_FIELDS: tuple[tuple[str, str, str, str], ...] = (
-    (
-        "dealloc_critical_per_s",
-        "Deallocations per second: critical",
-        "rate",
-        "Sustained pg_stat_statements deallocations per second above which pg_stat_statements.max is critically small.",
-    ),
-    (
-        "dealloc_warning_per_s",
-        "Deallocations per second: warning",
-        "rate",
-        "Sustained deallocations per second above which it is a warning.",
-    ),
-    (
-        "lwlock_share_warning",
-        "LWLock:pg_stat_statements share: warning",
-        "share",
-        "Share of active time waiting on pg_stat_statements' lock that is a warning (0.05 = 5%).",
-    ),
-    (
-        "lwlock_share_critical",
-        "LWLock:pg_stat_statements share: critical",
-        "share",
-        "Share of active time waiting on pg_stat_statements' lock that is critical.",
-    ),
-    (
-        "spindelay_share",
-        "SpinDelay share",
-        "share",
-        "Share of active time spent in SpinDelay that counts as spinlock contention.",
-    ),
-    (
-        "plan_share",
-        "Plan share",
-        "share",
-        "Share of a statement's time spent planning above which planning is flagged.",
-    ),
-    (
-        "material_time_share",
-        "Material time share",
-        "share",
-        "Share of the server's database time a statement needs for its plan share to matter.",
-    ),
-    (
-        "family_min_entries",
-        "Family entries",
-        "count",
-        "Entries over a day that make a family of similar statements churn.",
-    ),
-    (
-        "resets_max",
-        "Resets over 7 days",
-        "count",
-        "More resets of pg_stat_statements than this over 7 days is too often.",
-    ),
-    (
-        "clear_after_minutes",
-        "Clear after (minutes)",
-        "count",
-        "Minutes a condition must stay clear before its recommendation resolves by itself (and before a "
-        "recommendation a user resolved can open again).",
-    ),
-)
-# Two thresholds of one measure: the warning must stay below the critical one.
-THRESHOLD_PAIRS = (
-    ("dealloc_warning_per_s", "dealloc_critical_per_s"),
-    ("lwlock_share_warning", "lwlock_share_critical"),
-)
-
-
-def threshold_defaults() -> dict[str, float | int]:
-    """Each overridable threshold's default (advisor.thresholds.Thresholds), clear_after in minutes."""
-    defaults = Thresholds()
-    out = {name: getattr(defaults, name) for name, *_ in THRESHOLD_FIELDS if name != "clear_after_minutes"}
-    out["clear_after_minutes"] = int(defaults.clear_after.total_seconds() // 60)
-    return out
-
-
 class AdvisorThresholdsForm(forms.Form):
     """An organization's overrides of the advisor's thresholds: blank keeps the default, shown as the placeholder."""
 
     def __init__(self, *args, overrides: dict[str, float | int | None] | None = None, **kwargs):
         kwargs.setdefault("initial", {}).update({k: v for k, v in (overrides or {}).items() if v is not None})
         super().__init__(*args, **kwargs)
-        self.defaults = threshold_defaults()
-        for name, label, kind, meaning in THRESHOLD_FIELDS:
-            default = self.defaults[name]
-            attrs = {"placeholder": f"{default:g}", "step": "any" if kind != "count" else "1"}
-            help_text = f"Default {default:g}. {meaning}"
-            if kind == "count":
-                minimum = 1 if name in ("family_min_entries", "clear_after_minutes") else 0
-                field = forms.IntegerField(min_value=minimum, max_value=1_000_000)
-            elif kind == "share":
-                field = forms.FloatField(min_value=0.0, max_value=1.0)
+        self.defaults = {o.field: o.default() for o in OVERRIDES}
+        for o in OVERRIDES:
+            default = self.defaults[o.field]
+            if o.kind == "count":
+                field = forms.IntegerField(min_value=o.minimum, max_value=int(o.maximum))
             else:
-                field = forms.FloatField(min_value=0.0, max_value=1e9)
-            field.required, field.label, field.help_text = False, label, help_text
-            field.widget = forms.NumberInput(attrs=attrs)
-            self.fields[name] = field
+                field = forms.FloatField(min_value=0.0, max_value=o.maximum)
+            field.required, field.label, field.help_text = False, o.label, f"Default {default:g}. {o.help_text}"
+            field.widget = forms.NumberInput(
+                attrs={"placeholder": f"{default:g}", "step": "1" if o.kind == "count" else "any"}
+            )
+            self.fields[o.field] = field
 
     def clean(self) -> dict:
         cleaned = super().clean()
-        for warning, critical in THRESHOLD_PAIRS:
+        for warning, critical in OVERRIDE_PAIRS:
             low = cleaned.get(warning) if cleaned.get(warning) is not None else self.defaults[warning]
             high = cleaned.get(critical) if cleaned.get(critical) is not None else self.defaults[critical]
             if warning in cleaned and critical in cleaned and low >= high:
@@ -297,4 +214,4 @@ class AdvisorThresholdsForm(forms.Form):
 
     def rows(self) -> list[tuple[forms.BoundField, float | int | None, float | int]]:
         """(field, the organization's value or None for the default, the default) of every threshold."""
-        return [(self[name], self.initial.get(name), self.defaults[name]) for name, *_ in THRESHOLD_FIELDS]
+        return [(self[o.field], self.initial.get(o.field), self.defaults[o.field]) for o in OVERRIDES]

@@ -17,12 +17,12 @@ from history.public import redact_text
 from inventory.models import Organization, Server
 from readtier import (
     CONFIG_COLUMNS,
-    NOT_TRACKED,
     CollectionCoverage,
     ConfigChange,
     Page,
     PlanChangeRow,
     Planning,
+    PlanningState,
     ServerSeries,
     StatementFilters,
     StatementTotals,
@@ -76,7 +76,7 @@ class ServerAudit:
         return dict(self.settings.values).get("server version")
 
     @property
-    def planning_state(self) -> str:
+    def planning_state(self) -> PlanningState:
         return self.planning.state
 
 
@@ -128,7 +128,7 @@ class AuditContent:
     @property
     def not_tracked(self) -> list[str]:
         """Servers whose planning was not tracked over the window."""
-        return [s.name for s in self.servers if s.planning_state == NOT_TRACKED]
+        return [s.name for s in self.servers if s.planning_state == PlanningState.NOT_TRACKED]
 
     def findings_by_severity(self) -> dict[str, int]:
         out = {"critical": 0, "warning": 0, "info": 0}
@@ -170,7 +170,7 @@ def server_audit(*, server: Server, window: Window, top_n: int = TOP_N) -> Serve
         found = top_statements(server_id=server.pk, window=window, order=order, page=Page(1, top_n), filters=OWN_HIDDEN)
         planning, count = found.planning, found.total_count
         # Ranked by a planning time nobody measured, the list would be noise: it stays empty.
-        if order == "plan" and found.planning.state == NOT_TRACKED:
+        if order == "plan" and found.planning.state == PlanningState.NOT_TRACKED:
             top[order] = []
             continue
         top[order] = []

@@ -11,7 +11,8 @@ from pathlib import Path
 
 from collectors.public import shown
 from exports.audit import TOP_ORDERS, AuditContent, AuditFinding, ServerAudit
-from readtier import NOT_TRACKED, StatementTotals
+from presentation.formatting import NOT_TRACKED
+from readtier import StatementTotals
 
 FORMAT = "pgconsole-audit-export"
 VERSION = 1

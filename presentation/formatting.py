@@ -8,9 +8,11 @@ from __future__ import annotations
 from datetime import datetime, timedelta, tzinfo
 
 from history.public import TextStatus
-from readtier import NO_DATA, NOT_TRACKED
+from readtier import PlanningState
 
 UNKNOWN = "unknown"
+NO_DATA = PlanningState.NO_DATA.value  # a figure of a range without history
+NOT_TRACKED = PlanningState.NOT_TRACKED.value  # a planning figure while track_planning was off (never 0 ms)
 DASH = "–"  # a table's cell without a figure
 # Why a statement has no text, where its text would be (the statement's page explains it at length).
 MISSING_TEXT = {
@@ -110,10 +112,12 @@ def share_text(share: float | None) -> str:
     return f"{percent:.0f}%" if percent >= 10 or percent == 0 else f"{percent:.1f}%"
 
 
-def plan_share_text(share: float | None, planning: str) -> str:
+def plan_share_text(share: float | None, planning: PlanningState) -> str:
     """Planning's share of database time, or "not tracked" where track_planning was off (never 0)."""
     if share is None:
-        return NOT_TRACKED if planning == NOT_TRACKED else NO_DATA if planning == NO_DATA else UNKNOWN
+        if planning in (PlanningState.NOT_TRACKED, PlanningState.NO_DATA):
+            return planning.value
+        return UNKNOWN
     return share_text(share)
 
 

@@ -19,7 +19,7 @@ from readtier.fleet import (
     running_totals,
     server_status,
 )
-from readtier.parts import NO_DATA, NOT_TRACKED
+from readtier.parts import PlanningState, relative_change
 from readtier.plans import (
     LastAttempt,
     PlanChangeRow,
@@ -35,6 +35,7 @@ from readtier.plans import (
 from readtier.schema import (
     CandidateRow,
     DatabaseStatus,
+    IndexFact,
     IndexRow,
     SchemaOverview,
     TableRow,
@@ -96,11 +97,12 @@ __all__ = [
     "LastAttempt",
     "MAX_PAGES",
     "MAX_PAGE_SIZE",
-    "NOT_TRACKED",
-    "NO_DATA",
+    "PlanningState",
+    "relative_change",
     "ORDERS",
     "CandidateRow",
     "DatabaseStatus",
+    "IndexFact",
     "IndexRow",
     "Page",
     "PlanChangeRow",

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from history import tables
 from readtier import db
+from readtier.parts import PlanningState
 from readtier.statements import MAX_PAGE_SIZE, ORDERS, Page, StatementFilters, StatementTotals
 from readtier.statements import top_statements as server_top
 from readtier.windows import Window
@@ -77,7 +78,7 @@ def statements_across(
         count += top.total_count
         if top.planning.span_s > 0:
             tracked |= top.planning.tracked
-            everywhere &= top.planning.state == "tracked"
+            everywhere &= top.planning.state == PlanningState.TRACKED
     rows.sort(key=lambda r: _key(order, r))
     start = (page.number - 1) * page.size
     return StatementsAcross(

@@ -8,7 +8,7 @@ from datetime import datetime
 
 from history.models import FailedCollection
 from readtier import parts, series, windows
-from readtier.parts import ServerTotals
+from readtier.parts import PlanningState, ServerTotals
 from readtier.server import RecentError
 from readtier.windows import Window
 
@@ -20,7 +20,7 @@ class WindowSummary:
     window: Window
     snapshots: int
     span_s: float  # seconds covered by the intervals read
-    planning: str  # tracked | partly tracked | not tracked | no data
+    planning: PlanningState
     calls: int
     exec_ms: float
     plan_ms: float | None

@@ -13,7 +13,7 @@ from history.columns import TOTAL_NAMES
 from history.models import ServerState
 from inventory.models import Server
 from readtier import db, windows
-from readtier.parts import BUCKET_FIGURES, ServerTotals, bucket_sums, bucket_totals
+from readtier.parts import BUCKET_FIGURES, PlanningState, ServerTotals, bucket_sums, bucket_totals
 from readtier.windows import Window
 
 STALE_AFTER_INTERVALS = 3  # no snapshot for this many intervals (plus a minute): stale
@@ -39,7 +39,7 @@ class FleetRow:
     calls_per_s: float | None
     exec_ms_per_s: float | None
     plan_ms_per_s: float | None  # None: planning not tracked in the window
-    planning: str  # tracked | partly tracked | not tracked | no data
+    planning: PlanningState
     dealloc_per_s: float | None  # None: unknown (before 14, or no data)
     entries_peak: int | None
     entries_max: int | None

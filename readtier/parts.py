@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from enum import StrEnum
 
 import numpy as np
 
@@ -16,20 +17,32 @@ N = len(TOTAL_NAMES)
 _TOTALS_SQL = ", ".join(TOTAL_NAMES)
 
 
-# The planning states, as every surface shows them (a page, the mail, an audit bundle): "not tracked" is never 0.
-NO_DATA = "no data"
-NOT_TRACKED = "not tracked"
+class PlanningState(StrEnum):
+    """Whether planning time was tracked over some history (track_planning, per interval), in the words every
+    surface shows (a page, the API, the mail, an audit bundle): planning not tracked is never 0 ms."""
+
+    TRACKED = "tracked"
+    PARTLY_TRACKED = "partly tracked"
+    NOT_TRACKED = "not tracked"
+    NO_DATA = "no data"
 
 
-def planning_state(tracked_s: float, span_s: float) -> str:
-    """Whether planning time was tracked over some seconds of history (track_planning, per interval)."""
+def planning_state(tracked_s: float, span_s: float) -> PlanningState:
+    """Whether planning time was tracked over some seconds of history."""
     if span_s <= 0:
-        return NO_DATA
+        return PlanningState.NO_DATA
     if tracked_s <= 0:
-        return NOT_TRACKED
+        return PlanningState.NOT_TRACKED
     if tracked_s < span_s:
-        return "partly tracked"
-    return "tracked"
+        return PlanningState.PARTLY_TRACKED
+    return PlanningState.TRACKED
+
+
+def relative_change(now: float | None, before: float | None) -> float | None:
+    """A figure's change against before, as a ratio (0.25 = +25%); None where either is unknown or before is 0."""
+    if now is None or before is None or before == 0:
+        return None
+    return now / before - 1.0
 
 
 @dataclass
@@ -96,7 +109,7 @@ class ServerTotals:
         return int(self.values[TOTAL_NAMES.index(name)])
 
     @property
-    def planning(self) -> str:
+    def planning(self) -> PlanningState:
         return planning_state(self.planning_tracked_s, self.span_s)
 
     def per_s(self, name: str, scale: float = 1.0) -> float | None:

@@ -90,37 +90,47 @@ class TableRow:
 
 
 @dataclass(frozen=True)
-class IndexRow:
-    id: int
+class IndexFact:
+    """One index of the server as the schema reading last found it, and its scans since it has been watched
+    without a reset: the one record of an index from the read tier to the advisor's rules (advisor.evidence)."""
+
     database: str
     schema_name: str
     name: str
     table_name: str
     table_relid: int
     definition: str
-    method: str
-    key_attnums: list[int]
-    key_columns: list[str | None]
-    include_count: int
-    opclasses: list[int]
-    predicate_md5: str
-    expressions_md5: str
-    is_unique: bool
-    is_primary: bool
-    constraint: str
-    is_valid: bool
-    size_bytes: int
-    first_seen_at: datetime
-    stats_since: datetime
-    scans_since: int  # scans since stats_since (the cumulative counter less its value then)
-    last_scan_at: datetime | None
-    scans: int | None  # over the window (None: no reading of its database in it after its first)
-    table_index_writes_per_day: float | None  # its table's inserts and non-HOT updates a day: each writes here
+    method: str = "btree"
+    key_attnums: tuple[int, ...] = ()  # 0: an expression
+    key_columns: tuple[str | None, ...] = ()
+    include_count: int = 0
+    opclasses: tuple[int, ...] = ()
+    predicate_md5: str = ""  # "": no predicate
+    expressions_md5: str = ""  # "": no expression
+    is_unique: bool = False
+    is_primary: bool = False
+    constraint: str = ""  # the constraint it backs ("": none)
+    is_valid: bool = True
+    size_bytes: int = 0
+    watched_since: datetime | None = None
+    scans_since: int = 0
+    last_scan_at: datetime | None = None  # a scan seen (or, from 16, pg_stat_user_indexes.last_idx_scan)
+    table_writes_per_day: float | None = None  # its table's inserts and non-HOT updates a day (None: not known)
 
     @property
     def enforces(self) -> bool:
         """Unique, primary or backing a constraint: never proposed for removal."""
         return self.is_unique or self.is_primary or bool(self.constraint)
+
+
+@dataclass(frozen=True, kw_only=True)
+class IndexRow(IndexFact):
+    """An index as the Indexes page and the API list it: its record, when the console first saw it, and its scans
+    over the window (None: no reading of its database in it after its first)."""
+
+    id: int
+    first_seen_at: datetime
+    scans: int | None
 
 
 @dataclass(frozen=True)
@@ -288,10 +298,10 @@ def schema_overview(*, server_id: int, window: Window, limit: int | None = None)
             table_relid=r["table_relid"],
             definition=r["definition"],
             method=r["method"],
-            key_attnums=r["key_attnums"],
-            key_columns=r["key_columns"],
+            key_attnums=tuple(r["key_attnums"]),
+            key_columns=tuple(r["key_columns"]),
             include_count=r["include_count"],
-            opclasses=r["opclasses"],
+            opclasses=tuple(r["opclasses"]),
             predicate_md5=r["predicate_md5"],
             expressions_md5=r["expressions_md5"],
             is_unique=r["is_unique"],
@@ -300,11 +310,11 @@ def schema_overview(*, server_id: int, window: Window, limit: int | None = None)
             is_valid=r["is_valid"],
             size_bytes=r["size_bytes"],
             first_seen_at=r["first_seen_at"],
-            stats_since=r["stats_since"],
+            watched_since=r["stats_since"],
             scans_since=r["idx_scan"] - r["scans_at_since"],
             last_scan_at=r["last_scan_at"],
             scans=index_sums.get(r["id"], 0) if r["database"] in spans else None,
-            table_index_writes_per_day=writes.get((r["database"], r["table_relid"])),
+            table_writes_per_day=writes.get((r["database"], r["table_relid"])),
         )
         for r in index_rows
     ]

@@ -18,7 +18,7 @@ from history import codec, tables, tiers
 from history.columns import TOTAL_NAMES, totals_of
 from history.wait_rows import event_label
 from readtier import db, windows
-from readtier.parts import BUCKET_FIGURES, ServerTotals, bucket_totals
+from readtier.parts import BUCKET_FIGURES, PlanningState, ServerTotals, bucket_totals
 from readtier.windows import Window, WindowError
 
 RESOLUTIONS = ("raw", "10min", "hourly", "daily")  # a server's series
@@ -329,7 +329,7 @@ class ServerPoint:
     start: datetime
     end: datetime
     span_s: float | None  # None: no data (a gap)
-    planning: str | None  # tracked | partly tracked | not tracked; None: gap
+    planning: PlanningState | None  # None: a gap
     calls_per_s: float | None
     exec_ms_per_s: float | None
     plan_ms_per_s: float | None  # None where planning was not tracked

@@ -71,7 +71,7 @@ class Planning:
     span_s: float
 
     @property
-    def state(self) -> str:
+    def state(self) -> parts.PlanningState:
         return parts.planning_state(self.tracked_s, self.span_s)
 
     @property
@@ -403,10 +403,7 @@ class StatementChange:
         """Relative change of a figure (0.5 = +50%); None where either side lacks it or it was 0."""
         if self.current is None or self.previous is None:
             return None
-        now, before = getattr(self.current, attribute), getattr(self.previous, attribute)
-        if now is None or before is None or before == 0:
-            return None
-        return now / before - 1.0
+        return parts.relative_change(getattr(self.current, attribute), getattr(self.previous, attribute))
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from readtier import (
     compare_windows,
     fleet_summary,
     plan_changes_by_statement,
+    relative_change,
     server_series,
     version_text,
     wait_events,
@@ -33,13 +34,6 @@ from reports.weeks import ReportWeek
 TOP_STATEMENTS = 10
 TOP_WAITS = 5
 LISTED = 10  # new statements and regressions listed (with the count of all of them)
-
-
-def relative_change(now: float | None, before: float | None) -> float | None:
-    """now / before - 1 (0.25 = +25%); None where either is unknown or before is 0."""
-    if now is None or before is None or before == 0:
-        return None
-    return now / before - 1.0
 
 
 @dataclass(frozen=True)

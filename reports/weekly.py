@@ -14,7 +14,7 @@ from django.urls import reverse
 
 from presentation import formatting as f
 from presentation.charts import Line, chart_png
-from readtier import PlanChangeRow, StatementChange, StatementTotals
+from readtier import PlanChangeRow, PlanningState, StatementChange, StatementTotals, relative_change
 from reports.digest import LISTED, OrganizationDigest, ServerDigest, organization_digest
 from reports.weeks import ReportWeek
 
@@ -80,7 +80,7 @@ class ServerSection:
     heading_note: str  # version and status
     summary: str  # one plain sentence
     figures: list[WeekFigure]
-    planning: str
+    planning: PlanningState
     dealloc: str
     coverage: str
     gaps: list[str]
@@ -164,7 +164,7 @@ def _figures(d: ServerDigest) -> list[WeekFigure]:
     if not p.snapshots:  # nothing to compare with: no history the week before
         before = {"db": ("", f.NO_DATA), "calls": ("", f.NO_DATA), "dealloc": ("", f.NO_DATA)}
     else:
-        dealloc_change = "" if not w.dealloc and not p.dealloc else f.change_text(_relative(w.dealloc, p.dealloc))
+        dealloc_change = "" if not w.dealloc and not p.dealloc else f.change_text(relative_change(w.dealloc, p.dealloc))
         before = {
             "db": (f.change_text(d.db_time_change), f.duration_text(p.db_time_ms)),
             "calls": (f.change_text(d.calls_change), f.count_text(p.calls)),
@@ -185,20 +185,16 @@ def _figures(d: ServerDigest) -> list[WeekFigure]:
     return out
 
 
-def _relative(now: float | None, before: float | None) -> float | None:
-    return None if now is None or not before else now / before - 1.0
-
-
 def _planning(d: ServerDigest) -> str:
     w = d.week
-    if w.planning == "not tracked":
+    if w.planning == PlanningState.NOT_TRACKED:
         return (
             "Planning time: not tracked (pg_stat_statements.track_planning is off), so database time is "
             "execution time only."
         )
-    if w.planning == "no data":
+    if w.planning == PlanningState.NO_DATA:
         return "Planning time: no data this week."
-    where = " while it was tracked (part of the week)" if w.planning == "partly tracked" else ""
+    where = " while it was tracked (part of the week)" if w.planning == PlanningState.PARTLY_TRACKED else ""
     return f"Planning took {f.share_text(w.plan_share)} of database time ({f.duration_text(w.plan_ms)}){where}."
 
 
@@ -413,13 +409,13 @@ def highlights(digest: OrganizationDigest) -> list[str]:
             "report with figures is the one after the first collections.",
             *_failing_sentences(digest),
         ]
-    change = _relative(digest.db_time_ms, digest.previous_db_time_ms)
+    change = relative_change(digest.db_time_ms, digest.previous_db_time_ms)
     text = (
         f"Your {_plural(n, 'server')} spent {f.duration_text(digest.db_time_ms)} in the database over "
         f"{f.calls_text(digest.calls)}"
     )
     if change is not None:
-        calls = _relative(digest.calls, digest.previous_calls)
+        calls = relative_change(digest.calls, digest.previous_calls)
         text += (
             f": {f.change_text(change)} in time and {f.change_text(calls)} in calls on the "
             f"{previous_label(digest.week)} "
@@ -454,7 +450,7 @@ def weekly_report(
     w = week.window
     headline = (
         f"{f.duration_text(digest.db_time_ms)} database time "
-        f"({f.change_text(_relative(digest.db_time_ms, digest.previous_db_time_ms))})"
+        f"({f.change_text(relative_change(digest.db_time_ms, digest.previous_db_time_ms))})"
     )
     return WeeklyReport(
         organization_id=organization_id,

@@ -22,7 +22,7 @@ from console.api.common import (
     paged,
     window_params,
 )
-from readtier import fleet_summary
+from readtier import PlanningState, fleet_summary
 
 
 class AdviceCounts(serializers.Serializer):
@@ -50,7 +50,7 @@ class FleetServer(serializers.Serializer):
     calls_per_s = serializers.FloatField(allow_null=True)
     exec_ms_per_s = serializers.FloatField(allow_null=True)
     plan_ms_per_s = serializers.FloatField(allow_null=True, help_text="null: planning not tracked in the window")
-    planning = serializers.ChoiceField(choices=["tracked", "partly tracked", "not tracked", "no data"])
+    planning = serializers.ChoiceField(choices=[s.value for s in PlanningState])
     dealloc_per_s = serializers.FloatField(allow_null=True, help_text="null: unknown (before 14, or no data)")
     entries_peak = serializers.IntegerField(allow_null=True)
     entries_max = serializers.IntegerField(allow_null=True)

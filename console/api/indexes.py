@@ -117,7 +117,7 @@ def _table(t: TableRow) -> dict:
 def _index(i: IndexRow) -> dict:
     return {f: getattr(i, f) for f in IndexOut().fields if f not in ("partial", "watched_since")} | {
         "partial": bool(i.predicate_md5),
-        "watched_since": i.stats_since,
+        "watched_since": i.watched_since,
     }
 
 

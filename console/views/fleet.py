@@ -22,7 +22,17 @@ from console.ranges import OPENING, PRESETS, TimeRange, opening_key_of, parse_ra
 from console.views.common import page_number, render_page
 from inventory.models import Server
 from presentation.formatting import rate_text
-from readtier import HOUR, FleetRow, Window, fleet_summary, floor_hour, history_older_than, server_status, version_text
+from readtier import (
+    HOUR,
+    FleetRow,
+    PlanningState,
+    Window,
+    fleet_summary,
+    floor_hour,
+    history_older_than,
+    server_status,
+    version_text,
+)
 
 PAGE_SIZE = 50
 SPARK_POINTS = 72  # a sparkline is ~140 px wide: 30 days of hours are averaged down to this many points
@@ -238,7 +248,7 @@ def _line(row: FleetRow, window: Window, now: datetime, advice: Counts = NO_ADVI
         db_time=rate_cell(db_time_ms_per_s(row)),
         exec_time=rate_cell(row.exec_ms_per_s),
         plan_time=None if row.plan_ms_per_s is None else rate_cell(row.plan_ms_per_s),
-        plan_partly=row.planning == "partly tracked",
+        plan_partly=row.planning == PlanningState.PARTLY_TRACKED,
         dealloc=rate_text(row.dealloc_per_s, unit=""),
         entries=entries,
         entries_max="" if row.entries_max is None else f"{row.entries_max:,}",

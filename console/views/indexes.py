@@ -106,7 +106,7 @@ def index_line(i: IndexRow) -> IndexLine:
         size=bytes_text(i.size_bytes),
         scans=_count(i.scans),
         scans_since=count_text(i.scans_since),
-        since=i.stats_since,
+        since=i.watched_since,
         last_scan=i.last_scan_at,
         flags=index_flags(i),
         invalid=not i.is_valid,

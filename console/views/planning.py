@@ -13,12 +13,13 @@ from django.urls import path, reverse
 
 from accounts.access import server_for
 from advisor.thresholds import Thresholds
-from console.charts import EXEC_COLOR, PLAN_COLOR, Chart, Series, time_chart
+from console.charts import PLAN_COLOR, Chart, Series, split_chart, time_axis, time_chart
 from console.ranges import parse_range
 from console.views.common import range_links, render_page, server_header
 from presentation.formatting import missing_text, ms_number_text, number_text
 from readtier import (
     Page,
+    PlanningState,
     ServerSeries,
     StatementFilters,
     StatementTotals,
@@ -85,11 +86,11 @@ def untracked_intervals(series: ServerSeries) -> list[Untracked]:
         out.append(Untracked(max(start, series.window.start), min(end, series.window.end), partly))
 
     for p in series.points:
-        if p.planning in ("not tracked", "partly tracked"):
+        if p.planning in (PlanningState.NOT_TRACKED, PlanningState.PARTLY_TRACKED):
             if start is None:
                 start, partly = p.start, False
             end = p.end
-            partly = partly or p.planning == "partly tracked"
+            partly = partly or p.planning == PlanningState.PARTLY_TRACKED
             continue
         if start is not None:
             close()
@@ -115,8 +116,8 @@ def planning_charts(series: ServerSeries, window: Window, untracked: list[Untrac
     """The plan share over time and the time split, from one ServerSeries. Where planning was never
     tracked in the range there is no share at all: that chart is not drawn (spec None), it says why."""
     points = series.points
-    common = {"x": [p.start for p in points], "x_end": [p.end for p in points], "x_range": (window.start, window.end)}
-    never = bool(untracked) and all(p.planning in (None, "not tracked") for p in points)
+    common = time_axis(points, (window.start, window.end))
+    never = bool(untracked) and all(p.planning in (None, PlanningState.NOT_TRACKED) for p in points)
     if never:
         share_note, time_note, plan_label = (
             "planning not tracked in this range: there is no plan share to draw",
@@ -134,19 +135,16 @@ def planning_charts(series: ServerSeries, window: Window, untracked: list[Untrac
     )
     return [
         Chart("chart-plan-share", "Plan share of database time", None if never else share, share_note),
-        Chart(
+        split_chart(
             "chart-plan-time",
             "Database time per second, execution and planning",
-            time_chart(
-                series=[
-                    Series("execution", [p.exec_ms_per_s for p in points], EXEC_COLOR),
-                    Series(plan_label, [p.plan_ms_per_s for p in points], PLAN_COLOR),
-                ],
-                unit="ms/s",
-                stacked=True,
-                **common,
-            ),
-            time_note,
+            [p.exec_ms_per_s for p in points],
+            [p.plan_ms_per_s for p in points],
+            unit="ms/s",
+            plan_label=plan_label,
+            stacked=True,
+            note=time_note,
+            **common,
         ),
     ]
 

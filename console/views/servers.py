@@ -12,12 +12,22 @@ from django.urls import path, reverse
 
 from accounts.access import server_for
 from advisor.selectors import recommendation_counts
-from console.charts import EXEC_COLOR, PLAN_COLOR, Chart, Series, hit_ratio_chart, time_chart
+from console.charts import (
+    EXEC_COLOR,
+    Chart,
+    Series,
+    calls_chart,
+    hit_ratio_chart,
+    split_chart,
+    time_axis,
+    time_chart,
+)
 from console.ranges import parse_range
 from console.views.common import is_fragment_request, render_page, server_header
 from console.views.top import parse_table, range_context, statements_table
 from readtier import (
     ConfigChange,
+    PlanningState,
     ServerSeries,
     ServerSettings,
     Window,
@@ -115,39 +125,31 @@ def server_charts(
 ) -> list[Chart]:
     """The six charts of the server page, from one ServerSeries."""
     points = series.points
-    # Each point drawn flat across the time it covers (a bucket, or a snapshot's interval).
-    spans = {"x": [p.start for p in points], "x_end": [p.end for p in points]}
-    common = {**spans, "markers": markers, "x_range": (window.start, window.end)}
+    common = time_axis(points, (window.start, window.end), markers)
     states = {p.planning for p in points if p.planning is not None}
-    if states and states <= {"not tracked"}:
+    if states and states <= {PlanningState.NOT_TRACKED}:
         planning_note, plan_label = " (planning not tracked)", "planning (not tracked)"
-    elif "not tracked" in states or "partly tracked" in states:
+    elif PlanningState.NOT_TRACKED in states or PlanningState.PARTLY_TRACKED in states:
         planning_note, plan_label = " (planning not tracked for part of the range)", "planning"
     else:
         planning_note, plan_label = "", "planning"
-    time = time_chart(
-        series=[
-            Series("execution", [p.exec_ms_per_s for p in points], EXEC_COLOR),
-            Series(plan_label, [p.plan_ms_per_s for p in points], PLAN_COLOR),
-        ],
-        unit="ms/s",
-        stacked=True,
-        **common,
-    )
     entries_max = settings.entries_max
     max_text = f"{entries_max:,}" if entries_max is not None else "unknown"
     version = settings.server_version_num
     dealloc_note = "dealloc needs PostgreSQL 14 (pg_stat_statements_info)" if version and version < 140000 else ""
     waits = [Series(ev, [p.active_sessions.get(ev, 0.0) if p.span_s else None for p in points]) for ev in series.events]
     return [
-        Chart("chart-time", f"Database time per second, execution and planning{planning_note}", time),
-        Chart(
-            "chart-calls",
-            "Calls per second",
-            time_chart(
-                series=[Series("calls/s", [p.calls_per_s for p in points], EXEC_COLOR)], unit="calls/s", **common
-            ),
+        split_chart(
+            "chart-time",
+            f"Database time per second, execution and planning{planning_note}",
+            [p.exec_ms_per_s for p in points],
+            [p.plan_ms_per_s for p in points],
+            unit="ms/s",
+            plan_label=plan_label,
+            stacked=True,
+            **common,
         ),
+        calls_chart([p.calls_per_s for p in points], **common),
         Chart(
             "chart-dealloc",
             f"Deallocations per second (pg_stat_statements.max = {max_text})",

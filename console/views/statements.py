@@ -12,12 +12,20 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.urls import path, reverse
 
 from accounts.access import server_for, visible_organization_ids
-from console.charts import EXEC_COLOR, PLAN_COLOR, Chart, Series, hit_ratio_chart, time_chart
+from console.charts import (
+    Chart,
+    Series,
+    calls_chart,
+    hit_ratio_chart,
+    split_chart,
+    time_axis,
+    time_chart,
+)
 from console.ranges import parse_range
 from console.sql_highlight import highlight
 from console.views.common import is_fragment_request, range_links, render_page, server_header
 from history.public import TextStatus
-from presentation.formatting import ms_number_text, number_text
+from presentation.formatting import NOT_TRACKED, ms_number_text, number_text
 from readtier import (
     PlanChangeRow,
     StatementSeries,
@@ -79,35 +87,21 @@ def statement_charts(series: StatementSeries, window: Window, markers: list[tupl
     """The five charts of the statement page from one StatementSeries (None stays a gap), each plan change marked
     as the server page marks its configuration changes."""
     points = series.points
-    common = {
-        "x": [p.start for p in points],
-        "x_end": [p.end for p in points],
-        "x_range": (window.start, window.end),
-        "markers": markers,
-    }
+    common = time_axis(points, (window.start, window.end), markers)
     note = planning_note(series)
     plan_label = "planning (not tracked)" if note.startswith("planning not tracked (") else "planning"
     temp_per_s = [p.temp_blks / p.span_s if p.span_s and p.temp_blks is not None else None for p in points]
     return [
-        Chart(
-            "chart-calls",
-            "Calls per second",
-            time_chart(
-                series=[Series("calls/s", [p.calls_per_s for p in points], EXEC_COLOR)], unit="calls/s", **common
-            ),
-        ),
-        Chart(
+        calls_chart([p.calls_per_s for p in points], **common),
+        split_chart(
             "chart-mean",
             "Mean time per call, execution and planning",
-            time_chart(
-                series=[
-                    Series("execution", [p.mean_exec_ms for p in points], EXEC_COLOR),
-                    Series(plan_label, [p.mean_plan_ms for p in points], PLAN_COLOR),
-                ],
-                unit="ms",
-                **common,
-            ),
-            note,
+            [p.mean_exec_ms for p in points],
+            [p.mean_plan_ms for p in points],
+            unit="ms",
+            plan_label=plan_label,
+            note=note,
+            **common,
         ),
         Chart(
             "chart-rows",
@@ -136,7 +130,7 @@ def range_figures(s: StatementTotals) -> list[StatementFigure]:
     """The statement's sums over the range as the page writes them (planning: "not tracked", never 0)."""
 
     def planning(label: str, text: str) -> StatementFigure:
-        return StatementFigure(label, text) if s.plan_ms is not None else StatementFigure(label, "not tracked", True)
+        return StatementFigure(label, text) if s.plan_ms is not None else StatementFigure(label, NOT_TRACKED, True)
 
     share = s.plan_share
     return [

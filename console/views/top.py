@@ -17,11 +17,12 @@ from accounts.access import organization_for, server_for
 from console.ranges import TimeRange, parse_range
 from console.views.common import page_number, range_links, render_page, server_header
 from inventory.models import Server
-from presentation.formatting import bytes_text, missing_text, ms_number_text, number_text
+from presentation.formatting import NOT_TRACKED, bytes_text, missing_text, ms_number_text, number_text
 from readtier import (
     MAX_PAGES,
     ORDERS,
     Page,
+    PlanningState,
     StatementChange,
     StatementFilters,
     StatementTotals,
@@ -148,7 +149,7 @@ def _row(s: StatementTotals, previous: dict[int, StatementTotals] | None, server
     for order, (_, attribute) in COLUMNS.items():
         shown = figure_text(s, order)
         if shown is None:
-            cells.append(Cell("not tracked", "num not-tracked"))
+            cells.append(Cell(NOT_TRACKED, "num not-tracked"))
             continue
         ratio = c.change(attribute) if c is not None else None
         if ratio is None or round(ratio * 100) == 0:
@@ -157,7 +158,7 @@ def _row(s: StatementTotals, previous: dict[int, StatementTotals] | None, server
             change, css = f"{ratio * 100:+,.0f}%", "up" if ratio > 0 else "down"
         cells.append(Cell(shown, "num", change, css))
     share = s.plan_share
-    cells.append(Cell("not tracked", "num not-tracked") if share is None else Cell(f"{share * 100:.1f}"))
+    cells.append(Cell(NOT_TRACKED, "num not-tracked") if share is None else Cell(f"{share * 100:.1f}"))
     return TopRow(s, text, s.query is not None, c is not None and c.is_new, cells, server)
 
 
@@ -183,7 +184,7 @@ def _links(base: str, tr: TimeRange, state: TableState, pages: int) -> dict:
     }
 
 
-def _table(state: TableState, rows: list[TopRow], total_count: int, planning: str, pages: int, names) -> dict:
+def _table(state: TableState, rows: list[TopRow], total_count: int, planning: PlanningState, pages: int, names) -> dict:
     first = (state.page - 1) * PAGE_SIZE + 1
     return {
         "state": state,
@@ -277,9 +278,9 @@ def organization_table(servers: list, tr: TimeRange, state: TableState, base: st
         for r in top.rows
     ]
     if top.planning_everywhere:
-        planning = "tracked"
+        planning = PlanningState.TRACKED
     else:
-        planning = "partly tracked" if top.planning_tracked else "not tracked"
+        planning = PlanningState.PARTLY_TRACKED if top.planning_tracked else PlanningState.NOT_TRACKED
     pages = max(1, min(MAX_PAGES, ceil(top.total_count / PAGE_SIZE)))
     table = _table(state, rows, top.total_count, planning, pages, statement_names_across(server_ids=ids))
     return {

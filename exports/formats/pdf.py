@@ -15,7 +15,7 @@ from advisor.selectors import CHANGE_APPLY_TEXT
 from exports.audit import QUERY_MAX_CHARS, TOP_N, AuditContent, AuditFinding, ServerAudit
 from presentation import formatting as fmt
 from presentation.charts import Line, chart_png
-from readtier import NOT_TRACKED, StatementTotals
+from readtier import PlanningState, StatementTotals
 
 QUERY_PDF_CHARS = 200  # a statement's text in a table; the data files carry up to QUERY_MAX_CHARS
 ORDER_TITLES = {
@@ -62,7 +62,7 @@ class FindingView:
 
 
 def _plan(ms: float | None) -> str:
-    return NOT_TRACKED if ms is None else fmt.duration_text(ms)
+    return fmt.NOT_TRACKED if ms is None else fmt.duration_text(ms)
 
 
 def _line(rank: int, r: StatementTotals) -> PdfStatementLine:
@@ -87,7 +87,7 @@ def _tables(s: ServerAudit) -> list[TopTable]:
     for order, title in ORDER_TITLES.items():
         rows = s.top[order]
         note = ""
-        if order == "plan" and s.planning_state == NOT_TRACKED:
+        if order == "plan" and s.planning_state == PlanningState.NOT_TRACKED:
             note = "Planning was not tracked on this server in the window (track_planning off): no ranking by it."
         elif not rows:
             note = "No statement ran in the window."
@@ -128,7 +128,7 @@ def db_time_chart(s: ServerAudit, tz) -> str:
     points = s.series.points
     ends = [p.end for p in points]  # each point drawn flat across what it covers (presentation/charts.py)
     lines = [Line("execution", [(p.start, p.exec_ms_per_s) for p in points], ends)]
-    if s.planning_state != NOT_TRACKED:
+    if s.planning_state != PlanningState.NOT_TRACKED:
         lines.append(Line("planning", [(p.start, p.plan_ms_per_s) for p in points], ends))
     png = chart_png(
         lines,

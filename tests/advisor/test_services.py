@@ -11,7 +11,7 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from advisor import advice as found
-from advisor.models import Recommendation, Status
+from advisor.models import OrganizationThresholds, Recommendation, Status
 from advisor.selectors import recommendation_counts, recommendation_history, recommendations
 from advisor.services import (
     LifecycleError,
@@ -21,7 +21,7 @@ from advisor.services import (
     recommendation_resolve,
     recommendations_apply,
 )
-from advisor.thresholds import Thresholds
+from advisor.thresholds import OVERRIDES, Thresholds
 from inventory.connection import parse_dsn
 from inventory.services import server_create
 
@@ -207,3 +207,16 @@ def test_organization_thresholds_override_the_defaults(server):
     assert organization_thresholds(organization=org).dealloc_critical_per_s == Thresholds().dealloc_critical_per_s
     with pytest.raises(ValueError, match="not an advisor threshold"):
         organization_thresholds_update(organization=org, values={"max_round_to": 1})
+
+
+def test_every_declared_override_is_stored_and_applied_and_nothing_else(server):
+    """advisor.thresholds.OVERRIDES is the one declaration: the model holds a field for each (and no other
+    threshold), and each stored value reaches the Thresholds field it names."""
+    stored = {f.name for f in OrganizationThresholds._meta.get_fields()} - {"organization"}
+    assert stored == {o.field for o in OVERRIDES}
+    values = {o.field: (o.minimum or 0) + 3 if o.kind == "count" else o.maximum / 4 for o in OVERRIDES}
+    organization_thresholds_update(organization=server.organization, values=values)
+    th = organization_thresholds(organization=server.organization)
+    for o in OVERRIDES:
+        expected = timedelta(minutes=values[o.field]) if o.field == "clear_after_minutes" else values[o.field]
+        assert getattr(th, o.threshold) == expected != o.value(o.default()), o.field

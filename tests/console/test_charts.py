@@ -1,11 +1,25 @@
 """console.charts: the data every chart reads — times as epoch milliseconds, values rounded to 6 decimals with None
-kept as a gap, span ends only when each point has one, and the hit ratio in percent on a 0-100 axis."""
+kept as a gap, span ends only when each point has one, the hit ratio in percent on a 0-100 axis, and the charts
+every page draws alike (calls, execution and planning) on a page's time axis."""
 
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from console.charts import HIT_COLOR, Chart, Series, epoch_ms, hit_ratio_chart, time_chart
+from console.charts import (
+    EXEC_COLOR,
+    HIT_COLOR,
+    PLAN_COLOR,
+    Chart,
+    Series,
+    calls_chart,
+    epoch_ms,
+    hit_ratio_chart,
+    split_chart,
+    time_axis,
+    time_chart,
+)
 
 T0 = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
 XS = [T0 + timedelta(minutes=5 * i) for i in range(3)]
@@ -70,3 +84,44 @@ def test_hit_ratio_takes_the_pages_time_axis():
     chart = hit_ratio_chart([0.5, 0.5, None], x=XS, x_end=ends, markers=[(XS[0], "reset")])
     assert chart.spec["x"] == [epoch_ms(t) for t in XS] and chart.spec["xEnd"] == [epoch_ms(t) for t in ends]
     assert chart.spec["markers"] == [{"x": epoch_ms(XS[0]), "label": "reset"}]
+
+
+@dataclass(frozen=True)
+class Point:
+    start: datetime
+    end: datetime
+
+
+def test_a_pages_time_axis_spans_each_point_over_the_range_with_its_markers():
+    points = [Point(t, t + timedelta(minutes=4)) for t in XS]
+    axis = time_axis(points, (T0, T0 + timedelta(hours=1)), [(XS[1], "reset")])
+    spec = calls_chart([1, None, 2], **axis).spec
+    assert spec["x"] == [epoch_ms(t) for t in XS] and spec["xEnd"] == [epoch_ms(p.end) for p in points]
+    assert (spec["xMin"], spec["xMax"]) == (epoch_ms(T0), epoch_ms(T0) + 3_600_000)
+    assert spec["markers"] == [{"x": epoch_ms(XS[1]), "label": "reset"}]
+    assert spec["series"] == [{"label": "calls/s", "data": [1.0, None, 2.0], "color": EXEC_COLOR}]
+
+
+def test_execution_and_planning_read_the_same_on_every_page_with_planning_not_tracked_a_gap():
+    chart = split_chart(
+        "chart-x",
+        "Time",
+        [2, 3, None],
+        [None, 1, None],
+        unit="ms/s",
+        plan_label="planning (not tracked)",
+        note="n",
+        stacked=True,
+        x=XS,
+    )
+    assert (chart.id, chart.title, chart.note, chart.spec["unit"], chart.spec["stacked"]) == (
+        "chart-x",
+        "Time",
+        "n",
+        "ms/s",
+        True,
+    )
+    assert chart.spec["series"] == [
+        {"label": "execution", "data": [2.0, 3.0, None], "color": EXEC_COLOR},
+        {"label": "planning (not tracked)", "data": [None, 1.0, None], "color": PLAN_COLOR},
+    ]

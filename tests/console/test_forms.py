@@ -5,7 +5,7 @@ used directly."""
 
 import pytest
 
-from console.forms import AdvisorThresholdsForm, MemberAddForm, RoleForm, ServerForm, threshold_defaults
+from console.forms import AdvisorThresholdsForm, MemberAddForm, RoleForm, ServerForm
 from devenv.tls import new_ca
 from inventory.connection import Connection, parse_dsn
 from inventory.models import Organization
@@ -166,7 +166,7 @@ def test_a_member_gets_one_of_the_consoles_three_roles():
 
 
 def test_blank_thresholds_keep_the_defaults_shown_as_placeholders():
-    defaults = threshold_defaults()
+    defaults = AdvisorThresholdsForm({}).defaults
     assert defaults["clear_after_minutes"] == 120 and defaults["dealloc_critical_per_s"] == 10.0
     form = AdvisorThresholdsForm({}, overrides={"plan_share": 0.7, "resets_max": None})
     assert form.is_valid() and set(form.cleaned_data.values()) == {None}

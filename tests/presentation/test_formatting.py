@@ -7,7 +7,7 @@ import pytest
 
 from history.models import TextStatus
 from presentation import formatting as f
-from readtier.parts import NO_DATA, NOT_TRACKED
+from readtier import PlanningState
 
 
 @pytest.mark.parametrize(
@@ -37,9 +37,10 @@ def test_a_duration_in_the_unit_read_at_a_glance(ms, text):
 
 
 def test_planning_not_tracked_is_never_zero():
-    assert f.plan_share_text(None, NOT_TRACKED) == NOT_TRACKED
-    assert f.plan_share_text(None, NO_DATA) == NO_DATA
-    assert f.plan_share_text(0.0, "tracked") == "0%"
+    assert f.plan_share_text(None, PlanningState.NOT_TRACKED) == f.NOT_TRACKED == "not tracked"
+    assert f.plan_share_text(None, PlanningState.NO_DATA) == f.NO_DATA == "no data"
+    assert f.plan_share_text(None, PlanningState.PARTLY_TRACKED) == f.UNKNOWN
+    assert f.plan_share_text(0.0, PlanningState.TRACKED) == "0%"
 
 
 def test_changes_and_spans():

@@ -4,7 +4,9 @@ buckets, and a server's totals over a window, here against sums computed from th
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,7 +16,15 @@ from console.services import server_delete
 from history.columns import TOTAL_NAMES
 from inventory.models import Organization
 from readtier import Window, db, parts, windows
-from readtier.parts import ServerTotals, bucket_sums, bucket_totals, planning_state, window_totals
+from readtier.parts import (
+    PlanningState,
+    ServerTotals,
+    bucket_sums,
+    bucket_totals,
+    planning_state,
+    relative_change,
+    window_totals,
+)
 from tests.alerts.alert_world import Synthetic, collected
 from tests.history_world import build, raw_rows
 
@@ -42,7 +52,32 @@ def server(django_db_setup, django_db_blocker):
     ],
 )
 def test_planning_state_never_reads_not_tracked_as_zero(tracked, span, state):
-    assert planning_state(tracked, span) == state
+    found = planning_state(tracked, span)
+    assert found == state and isinstance(found, PlanningState) and str(found) == state
+
+
+def test_the_audit_exports_schema_knows_every_planning_state_and_no_other():
+    schema = json.loads((Path(__file__).resolve().parents[2] / "exports/schemas/audit-export.schema.json").read_text())
+    enums = [node["enum"] for node in _nodes(schema) if "enum" in node and "partly tracked" in node["enum"]]
+    assert enums and all(sorted(e) == sorted(s.value for s in PlanningState) for e in enums)
+
+
+def _nodes(node):
+    if isinstance(node, dict):
+        yield node
+        for value in node.values():
+            yield from _nodes(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _nodes(value)
+
+
+@pytest.mark.parametrize(
+    "now, before, change",
+    [(150, 100, 0.5), (50, 100, -0.5), (100, 100, 0.0), (5, 0, None), (None, 100, None), (100, None, None)],
+)
+def test_a_relative_change_is_none_where_a_side_is_unknown_or_zero(now, before, change):
+    assert relative_change(now, before) == change
 
 
 def test_totals_add_snapshots_and_know_rates_only_where_they_were_counted():

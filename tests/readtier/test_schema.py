@@ -59,7 +59,7 @@ def test_a_servers_tables_and_indexes_with_their_window_of_scans_and_writes(pg_c
     hours = dataclasses.replace(items, observed_s=2 * 3600.0)
     assert hours.per_day(hours.index_writes) == pytest.approx(hours.index_writes * 12)
     pkey = next(i for i in now.indexes if i.name == "rs_items_pkey")
-    assert pkey.scans == scanned - baseline >= 3 and pkey.enforces and pkey.table_index_writes_per_day is None
+    assert pkey.scans == scanned - baseline >= 3 and pkey.enforces and pkey.table_writes_per_day is None
     other = next(i for i in now.indexes if i.name == "rs_items_v")
     assert other.scans == 0 and not other.enforces and other.scans_since == 0
     assert now.read_at is not None and not now.in_recovery and now.standbys == 0

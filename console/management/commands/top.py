@@ -9,6 +9,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from history.public import TextStatus
 from inventory.lookups import find_server
+from presentation.formatting import NOT_TRACKED
 from readtier import MAX_PAGE_SIZE, ORDERS, Page, StatementTotals, Window, top_statements
 
 _UNITS = {"s": 1, "m": 60, "min": 60, "h": 3600, "d": 86400, "w": 604800}
@@ -83,7 +84,7 @@ class Command(BaseCommand):
         )
         self.stdout.write(header)
         for r in top.rows:
-            plan = "not tracked" if r.plan_ms is None else f"{r.plan_ms:.2f}"
+            plan = NOT_TRACKED if r.plan_ms is None else f"{r.plan_ms:.2f}"
             plans = "-" if r.plans is None else str(r.plans)
             text = " ".join((r.query or f"<text {TextStatus(r.text_status).label}>").split())[:80]
             self.stdout.write(
