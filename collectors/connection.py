@@ -339,6 +339,10 @@ class Target:
         except network_policy.Late as exc:
             raise Unreachable(f"cannot connect to {self.label}: {exc.words(host, bound_s)}") from exc
 
+    def in_database(self, name: str) -> "Target":
+        """This target's server (and its pinned address, if any), another of its databases."""
+        return replace(self, endpoint=replace(self.endpoint, database=name))
+
     def pinned(self, address: str | None = None) -> "Target":
         """This target dialing one address for good: `address` (a connection's own, conn.info.hostaddr, dialed
         after the policy allowed it) or else the one its host name resolves to now. The connections a snapshot
@@ -383,6 +387,19 @@ def connect(target: Target, *, within_s: float | None = None) -> MonitoredConnec
         raise from_connect_error(exc, target.label) from exc
     conn.reply_timeout_s = target.limits().reply_timeout_s
     return conn
+
+
+@contextlib.contextmanager
+def connected(target: Target, deadline: float, budget_s: float) -> Iterator[MonitoredConnection]:
+    """A connection of its own for one piece of work beside the snapshot's (each other database of a reading that
+    reads every database, a plan in the statement's database), within `deadline` (time.monotonic()): connecting,
+    and every statement on it (MonitoredConnection.limit_to, `budget_s` being the whole work's time), closed after."""
+    conn = connect(target, within_s=max(deadline - time.monotonic(), 0.0))
+    try:
+        conn.limit_to(deadline, budget_s)
+        yield conn
+    finally:
+        conn.close()
 
 
 @sensitive_variables("conninfo", "held", "held_info")

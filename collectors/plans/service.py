@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import psycopg
 from django.conf import settings
@@ -69,16 +69,6 @@ class _Read:
     text: str | None  # None: pg_stat_statements no longer holds it, or it is over PLANS_MAX_TEXT_BYTES
     text_bytes: int | None  # its size (None: not held)
     address: str  # the address the connection dialed: the statement's database's is dialed there too
-
-
-@contextlib.contextmanager
-def _connected(target: monitored.Target, deadline: float, budget_s: float):
-    conn = monitored.connect(target)
-    try:
-        conn.limit_to(deadline, budget_s)
-        yield conn
-    finally:
-        conn.close()
 
 
 def _text_and_role(conn: psycopg.Connection, statement: Statement) -> _Read:
@@ -169,7 +159,7 @@ def _plan(server: Server, statement: Statement, at, grant: plans.Grant, spent: _
         budget_s = target.limits().snapshot_s
         deadline = time.monotonic() + budget_s
         try:
-            with _connected(target, deadline, budget_s) as conn:
+            with monitored.connected(target, deadline, budget_s) as conn:
                 read = _text_and_role(conn, statement)
         except CollectionError as exc:
             # The console's sentence for the failure, not libpq's words: the reason is shown to every member of the
@@ -187,10 +177,9 @@ def _plan(server: Server, statement: Statement, at, grant: plans.Grant, spent: _
                 else "the statement's role no longer exists",
             )
             return _unexplained(server_id, statement_id, missing, at)
-        database = replace(target.endpoint, database=statement.database_name or target.endpoint.database)
         # Where the first connection went: a host name switched meanwhile to another address is not followed.
-        there = replace(target, endpoint=database).pinned(read.address)
-        with _connected(there, deadline, budget_s) as conn:
+        there = target.in_database(statement.database_name or target.endpoint.database).pinned(read.address)
+        with monitored.connected(there, deadline, budget_s) as conn:
             started = time.monotonic()
             explaining = {  # explain()'s keywords, for the plan and for each candidate costed with hypopg
                 "statement_timeout_ms": grant.timeout_ms,
@@ -220,7 +209,7 @@ def _plan(server: Server, statement: Statement, at, grant: plans.Grant, spent: _
     stored = plans.record_plan(server_id, statement_id, new, at=at, strict=settings.COLLECTOR["REDACT_STRICT"])
     spent.bytes = stored.new_bytes
     if indexes is not None:
-        plans.record_candidates(server_id, statement_id, database.database, indexes, at=at)
+        plans.record_candidates(server_id, statement_id, there.endpoint.database, indexes, at=at)
     return PlanOutcome(True, plans.PLANNED, shape_id=stored.shape_id, access_paths=paths, fingerprint=new.fingerprint)
 
 

@@ -14,7 +14,6 @@ reading's status; the others are stored. It runs after the other readings, so th
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from dataclasses import dataclass, field
 
@@ -95,20 +94,16 @@ def _deadline(snap: Collection) -> tuple[float, float]:
     return deadline, budget_s
 
 
-def _read_elsewhere(target, database: catalog.Database, sql: dict, deadline: float, caps: dict) -> catalog.DatabaseRead:
+def _read_elsewhere(
+    target: monitored.Target, database: catalog.Database, sql: dict, deadline: float, caps: dict
+) -> catalog.DatabaseRead:
     """One database other than the snapshot's, on a short connection of its own within the reading's time."""
-    left_s = deadline - time.monotonic()
-    there = dataclasses.replace(target, endpoint=dataclasses.replace(target.endpoint, database=database.name))
-    conn = monitored.connect(there, within_s=left_s)
-    try:
-        conn.limit_to(deadline, settings.COLLECTOR["SCHEMA_SECONDS"])
+    with monitored.connected(target.in_database(database.name), deadline, settings.COLLECTOR["SCHEMA_SECONDS"]) as conn:
         try:
             with monitored.read_only(conn, deadline - time.monotonic()):
                 return catalog.read_database(conn, sql, database, **caps)
         except psycopg.Error as exc:
             raise from_query_error(exc, f"reading the tables and indexes of database {database.name}") from exc
-    finally:
-        conn.close()
 
 
 def read(snap: Collection) -> SchemaRead:
