@@ -14,7 +14,10 @@ never silent, so a snapshot (and a connection check) has a deadline too.
 Whatever a tenant registers, libpq offers it nothing of the console's machine: no password file, no client
 certificate and key, no Kerberos ticket, no service file, no PG* variable (the console's processes drop them at
 start: isolate_libpq_environment). What a connection uses is what the server's form says.
-"""
+
+One module over 400 lines: every limit a monitored connection has (timeouts, keepalives, the reply watch, the pinned
+session, the address the policy allowed, reuse between snapshots) is set where the connection is made, so that none
+can be forgotten by a path that connects."""
 
 import contextlib
 import functools

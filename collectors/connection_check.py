@@ -4,7 +4,11 @@ what was seen and, where something is missing, the exact SQL or configuration li
 
 It connects as the collector does (collectors.connection: same timeouts, read-only session) and reads
 only catalogs, settings and two cheap pg_stat_statements calls (showtext := false). The password is
-never part of the report, not even inside a server's error message."""
+never part of the report, not even inside a server's error message.
+
+One module over 400 lines: one check, read top to bottom as a DBA reads its report (connecting, TLS and SCRAM, then
+preload, extension, privileges, plans and settings), each finding beside the SQL it reads; every part runs once per
+check, in this order."""
 
 from __future__ import annotations
 

@@ -1,7 +1,10 @@
 """The audit's data: one JSON document written from the content (raw numbers: milliseconds to 3 decimals,
 shares as fractions, times as ISO 8601 in UTC, null where planning was not tracked), and the canonical
 tables flattened from that document, which the XLSX sheets and the CSV files are both written from — so
-the three formats cannot disagree. Its JSON Schema is exports/schemas/audit-export.schema.json."""
+the three formats cannot disagree. Its JSON Schema is exports/schemas/audit-export.schema.json.
+
+One module over 400 lines: the JSON document and the tables flattened from it are written together, so that the
+three formats built from them cannot disagree."""
 
 from __future__ import annotations
 

@@ -1,7 +1,10 @@
 """Audit exports: request one (validated, queued, logged), build it (the worker's job, with progress on its
 row), write one into a folder (manage.py export), and hand a built one to a DBA or admin of its
 organization (logged). Every generation and every download lands in the organization's audit log. Where the
-files lie and how they go: exports/files.py."""
+files lie and how they go: exports/files.py.
+
+One module over 400 lines: an export's whole life (asked for, built, tidied, downloaded, written by the command),
+each step logged in the organization's audit log by the same helpers."""
 
 from __future__ import annotations
 

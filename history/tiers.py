@@ -11,7 +11,9 @@ day is C(b) - C(a): two rows per statement, whatever the range's length. A bound
 
 Measured against the alternatives in docs/read-tier.md. Buckets are rebuilt whole and in order
 from raw snapshots (hours) or from the hourly tier (days), so rebuilding is idempotent.
-"""
+
+One module over 400 lines: the hourly and daily writers share the prefix-sum rules above and the copy to and from
+the tier tables; a rebuild and a write must agree to the byte, which one module keeps in view."""
 
 from __future__ import annotations
 

@@ -3,7 +3,10 @@
 Rates are sums over the span of the intervals behind a point, never over the point's width: a
 snapshot taken after an outage spans the outage, so its deltas show as their average over it, and
 the buckets of the outage itself have no data: a gap is a gap (None), not a zero.
-"""
+
+One module over 400 lines: a statement's series and a server's are cut by the same rules (the resolution chosen for
+a window, the grid of its buckets, a rate over the seconds known, a gap kept a gap); split, those rules would be
+shared by import across two modules that each need all of them."""
 
 from __future__ import annotations
 

@@ -1,5 +1,8 @@
 """Statements over a window: the top list (one SQL aggregate over the statement-major tier, joined
-to the statement dimension, filtered, ordered and paged in SQL), and one window against another."""
+to the statement dimension, filtered, ordered and paged in SQL), and one window against another.
+
+One module over 400 lines: the top list and the comparison of two windows are the same SQL aggregate (one select
+list, one filter, one page), built once here for both."""
 
 from __future__ import annotations
 

@@ -1,6 +1,9 @@
 """What the weekly mail shows, built from the organization's digest alone (reports/digest.py): plain
 sentences first, then each server's figures with their units, week-over-week changes, links into the
-console, and the charts as PNG images. The templates (templates/reports/weekly*) only lay this out."""
+console, and the charts as PNG images. The templates (templates/reports/weekly*) only lay this out.
+
+One module over 400 lines: the whole mail's content, each section from the same digest, so that the sentences at its
+top and the figures under them cannot disagree; the templates only lay it out."""
 
 from __future__ import annotations
 

@@ -122,3 +122,22 @@ def test_a_declaration_declares():
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
     ]
     assert not wrong, "\n".join(wrong)
+
+
+LONG_LINES = 400
+WHY_LONG = "One module over 400 lines:"
+
+
+def test_a_module_over_400_lines_says_why_at_its_top():
+    """A long module is split by what it does, or its docstring says why it is one ("One module over 400 lines:
+    ..."): a module that grew past it without a reason is found here."""
+    wrong = []
+    for package in PRODUCT:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            rel = path.relative_to(ROOT)
+            text = path.read_text()
+            if "migrations" in rel.parts or len(text.splitlines()) <= LONG_LINES:
+                continue
+            if WHY_LONG not in (ast.get_docstring(ast.parse(text)) or ""):
+                wrong.append(f"{rel.as_posix()}: {len(text.splitlines())} lines, no {WHY_LONG!r} at its top")
+    assert not wrong, "\n".join(wrong)

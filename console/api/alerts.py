@@ -1,7 +1,11 @@
 """/api/v1/: an organization's alert channels, rules and alerts. Any member reads them (a channel as its kind,
 its URL's host and how its deliveries went: never its secret); a DBA or admin acknowledges an alert; an admin
 adds, tests and deletes channels and changes rules. Read through alerts.selectors, written through
-alerts.services: the console's alert pages show and do the same."""
+alerts.services: the console's alert pages show and do the same.
+
+One module over 400 lines: the endpoints of one resource (an organization's alerting: channels, rules, alerts) with
+the serializers that are their contract, next to the view that answers with them, as Django REST framework writes an
+API; the OpenAPI schema is built from them together."""
 
 from __future__ import annotations
 

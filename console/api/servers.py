@@ -2,7 +2,11 @@
 collect now (each 202 and something to poll), their snapshots and recent collection errors. Writes go through
 inventory.services and console.services (DBA or admin of the server's organization); the monitoring
 password is write-only: never in a response, cleared when organization, host, port, user, database, sslmode,
-ssl_root_cert or require_scram change without it. New servers require TLS (sslmode require) and SCRAM."""
+ssl_root_cert or require_scram change without it. New servers require TLS (sslmode require) and SCRAM.
+
+One module over 400 lines: the endpoints of one resource (a server and what is asked of it: checks, collections, its
+snapshots and errors) with the serializers that are their contract, next to the view that answers with them, as
+Django REST framework writes an API; the OpenAPI schema is built from them together."""
 
 from __future__ import annotations
 

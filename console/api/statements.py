@@ -1,6 +1,10 @@
 """/api/v1/ statements and series: the top statements of a server or an organization over a window, one
 statement (totals, series, wait events of its query_id) and a server's series — from the same selectors as
-the console's pages. Planning that was not tracked is null with `planning_tracked` false, never 0."""
+the console's pages. Planning that was not tracked is null with `planning_tracked` false, never 0.
+
+One module over 400 lines: the endpoints of one resource (statements and their series) with the serializers that are
+their contract, next to the view that answers with them, as Django REST framework writes an API; the OpenAPI schema
+is built from them together."""
 
 from __future__ import annotations
 
