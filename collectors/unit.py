@@ -27,15 +27,17 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
 from functools import cache
-from typing import Any
+from typing import Any, Generic, TypeVar
 
+import numpy as np
 import psycopg
 from django.conf import settings
 
-from collectors.connection import read_only
+from collectors.connection import MonitoredConnection, read_only
 from collectors.errors import CollectionError, from_query_error
 from collectors.scheduling import next_due
-from collectors.settings.instance import timestamp
+from collectors.settings.instance import ServerMeta, timestamp
+from history.codec import Block
 from history.deltas import Entries
 from history.models import ServerState
 from history.tables import HistoryTable
@@ -80,18 +82,22 @@ class Budget:
         return None if name is None else settings.COLLECTOR[name]
 
 
+R = TypeVar("R")  # what a reading's read returns
+C = TypeVar("C")  # what its compute returns, which its persist and committed take
+
+
 @dataclass(frozen=True)
-class Reading:
+class Reading(Generic[R, C]):
     name: str  # the folder's name
     what: str  # what it reads, in a DBA's words
     sql: Sql
     tables: tuple[HistoryTable, ...]  # what it writes in the history store (its partitions are made before)
     delta_rules: str  # how what is read becomes history (DESIGN.md's rules, for this reading)
     failure: Failure
-    read: Callable[[Collection], Any]
-    compute: Callable[[Collection, Any], Any]
-    persist: Callable[[Collection, Any], None] | None = None
-    committed: Callable[[Collection, Any], None] | None = None  # after the snapshot's transaction commits
+    read: Callable[[Collection], R]
+    compute: Callable[[Collection, R], C]
+    persist: Callable[[Collection, C], None] | None = None
+    committed: Callable[[Collection, C], None] | None = None  # after the snapshot's transaction commits
     after: tuple[str, ...] = ()  # readings whose read and compute come first (this one uses what they found)
     cadence: str | None = EVERY_SNAPSHOT  # the COLLECTOR setting of the seconds between two of its reads
     budget: Budget = Budget()
@@ -134,19 +140,28 @@ class Collection:
 
     server: Server
     previous: Previous
-    conn: psycopg.Connection | None = None
-    meta: Any = None
+    conn: MonitoredConnection | None = None
+    meta: ServerMeta | None = None
     baseline: bool = True
     taken_at: datetime | None = None
     interval_s: float | None = None
     notes: list[str] = field(default_factory=list)
-    got: dict[str, Any] = field(default_factory=dict)  # reading -> what its read returned
-    computed: dict[str, Any] = field(default_factory=dict)  # reading -> what its compute returned
+    # reading -> what its read returned, and what its compute did: another reading asks found() and made()
+    got: dict[str, Any] = field(default_factory=dict)
+    computed: dict[str, Any] = field(default_factory=dict)
     facts: dict[str, Any] = field(default_factory=dict)
     state: dict[str, Any] = field(default_factory=dict)
     status: dict[str, dict] = field(default_factory=dict)  # reading -> its status, kept on the server's state
-    block: Any = None  # the interval's statement deltas (history.codec.Block), set by the statements reading
-    totals: Any = None  # their sums (history.columns.TOTAL_NAMES; None for a baseline), set by it with them
+    block: Block | None = None  # the interval's statement deltas, set by the statements reading
+    totals: np.ndarray | None = None  # their sums (history.columns.TOTAL_NAMES; None for a baseline), set with them
+
+    def found(self, reading: Reading[R, Any]) -> R:
+        """What `reading` read in this snapshot: one that the asking reading comes after (its `after`)."""
+        return self.got[reading.name]
+
+    def made(self, reading: Reading[Any, C]) -> C | None:
+        """What `reading` computed in this snapshot (None: it was not read in it, failed or not due)."""
+        return self.computed.get(reading.name)
 
     def read(self, reading: Reading) -> None:
         """Run one reading's read within its budget; its own failure is noted, a snapshot's failure raised."""

@@ -199,10 +199,11 @@ def persist(snap: Collection, computed: StatementsComputed) -> None:
     """The statements' dimension (the new ones with what the texts reading found of them), the interval's block of
     deltas (snap.block, which the collection stores in the snapshot's row), and the state the next snapshot
     compares with."""
-    got: StatementsRead = snap.got["statements"]
+    got = snap.found(READING)
     cur, d, server_id, taken_at = got.reading.entries, computed.deltas, snap.server.pk, snap.taken_at
     state_cache.drop(server_id)  # until this transaction commits, the cached state may not be the stored one
-    found = snap.computed.get("texts") or texts.nothing_read(cur.keys, got.statements)
+    # the texts reading's (which comes after this one: named, as it cannot be imported here without a circle)
+    found: texts.Found = snap.computed.get("texts") or texts.nothing_read(cur.keys, got.statements)
     cur.statement_id = store.statement_ids(server_id, got.statements, cur.keys, found.new_statements, taken_at)
     if not snap.baseline:
         rows = np.flatnonzero(computed.booked)
@@ -216,7 +217,7 @@ def persist(snap: Collection, computed: StatementsComputed) -> None:
 
 
 def committed(snap: Collection, computed: StatementsComputed) -> None:
-    state_cache.put(snap.server.pk, snap.taken_at, snap.got["statements"].reading.entries)
+    state_cache.put(snap.server.pk, snap.taken_at, snap.found(READING).reading.entries)
 
 
 READING = Reading(

@@ -11,6 +11,7 @@ import numpy as np
 from django.conf import settings
 
 from collectors.settings import instance
+from collectors.statements import reading as statements_reading
 from collectors.texts import texts
 from collectors.unit import Collection, Failure, Reading, Sql
 from history import store, tables
@@ -23,7 +24,7 @@ class TextsRead:
 
 
 def read(snap: Collection) -> TextsRead:
-    statements = snap.got["statements"]
+    statements = snap.found(statements_reading.READING)
     budget = texts.TextBudget.from_settings()
     rows = texts.rows_to_read(statements.reading.sent_rows, statements.statements, statements.restarted)
     found = texts.read_texts(
@@ -46,7 +47,7 @@ def read(snap: Collection) -> TextsRead:
 
 
 def compute(snap: Collection, got: TextsRead) -> texts.Found:
-    statements = snap.got["statements"]
+    statements = snap.found(statements_reading.READING)
     new_statements, texts_found = texts.outcome(
         statements.reading.entries.keys,
         got.rows,

@@ -124,6 +124,31 @@ def test_a_new_reading_declared_alone_is_collected_with_the_others(pg_clusters, 
     assert second.kind == "delta" and _waits_sources(server)[-1] == "pg_stat_activity"  # the others as before
 
 
+def test_a_reading_finds_what_those_it_comes_after_read_and_made(pg_clusters, with_reading, example_table):
+    """found() and made(): a reading takes what another read and computed in the same snapshot by that reading's
+    declaration, typed as its read and compute return it; what was not computed in it is None."""
+    from collectors.statements.reading import READING as STATEMENTS
+    from collectors.waits.reading import READING as WAITS
+
+    seen = []
+
+    def compute(snap, row):
+        statements = snap.found(STATEMENTS)
+        seen.append((len(statements.reading.entries), snap.baseline, snap.made(WAITS), snap.made(example)))
+        return row
+
+    example = _example(compute=compute, after=("statements", "waits"))
+    c = pg_clusters[16]
+    server = register(c)
+    with_reading(example)
+    collect(server)
+    run(c, "SELECT 1", 5)
+    collect(server)
+    (entries, baseline, waits_made, itself), (later_entries, later_baseline, later_waits, _) = seen
+    assert entries > 0 and later_entries >= entries and (baseline, later_baseline) == (True, False)
+    assert waits_made == [] and isinstance(later_waits, list) and itself is None  # a baseline's waits: no rows
+
+
 def test_a_reading_that_fails_on_its_own_leaves_its_status_and_the_snapshot_is_stored(
     pg_clusters, with_reading, example_table
 ):
