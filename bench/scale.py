@@ -643,9 +643,9 @@ def _measure(world: World, ids: list[int], workers: int, window_s: float, label:
 
 def _activity_samples() -> int:
     """The looks per interval the product's processes take: the default (this process runs with none)."""
-    from console import settings as product
+    from collectors.waits.config import ACTIVITY_SAMPLES_DEFAULT
 
-    return product.ACTIVITY_SAMPLES_DEFAULT
+    return ACTIVITY_SAMPLES_DEFAULT
 
 
 def _sampler_log(world: World) -> Path | None:

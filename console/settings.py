@@ -12,6 +12,7 @@ from django.core.exceptions import ImproperlyConfigured
 from kombu import Queue
 from whitenoise.compress import Compressor
 
+from collectors.config import from_environment as readings_settings
 from console import keys
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -395,13 +396,11 @@ DEFAULT_FROM_EMAIL = env("DEFAULT_FROM_EMAIL", default="pgconsole <reports@local
 CONSOLE_URL = env("CONSOLE_URL", default="http://127.0.0.1:8000").rstrip("/")
 
 # --- Collection -------------------------------------------------------------
-ACTIVITY_SAMPLES_DEFAULT = 10  # looks at pg_stat_activity per interval (the fleet benchmark judges by it)
 COLLECTOR = {
     "CONNECT_TIMEOUT_S": env.int("COLLECTOR_CONNECT_TIMEOUT_S", default=5),
     "STATEMENT_TIMEOUT_MS": env.int("COLLECTOR_STATEMENT_TIMEOUT_MS", default=10_000),
     "LOCK_TIMEOUT_MS": env.int("COLLECTOR_LOCK_TIMEOUT_MS", default=1_000),
     "APPLICATION_NAME": env("COLLECTOR_APPLICATION_NAME", default="pgconsole-collector"),
-    "QUERY_TEXT_MAX_BYTES": env.int("COLLECTOR_QUERY_TEXT_MAX_BYTES", default=64 * 1024),
     # Every string literal and comment of a query text replaced before it is stored, not only the secrets the
     # redaction recognizes (history/redact.py): for a console whose readers must never see a literal.
     "REDACT_STRICT": env.bool("COLLECTOR_REDACT_STRICT", default=False),
@@ -409,18 +408,6 @@ COLLECTOR = {
     # is stored cut after the part redacted, with a note, so that no text built to be slow holds a collection
     # thread. A 64 KiB function body takes about 70 ms, a 64 KiB text built against the redaction about 0.3 s.
     "REDACT_BUDGET_MS": env.int("COLLECTOR_REDACT_BUDGET_MS", default=1000),
-    # Query texts one snapshot reads at most (new statements first), and about how much text: the rest is read
-    # by the next snapshots (status "pending" meanwhile), so a server inventing statements never fills memory.
-    "TEXTS_PER_SNAPSHOT": env.int("COLLECTOR_TEXTS_PER_SNAPSHOT", default=2000),
-    "TEXT_BYTES_PER_SNAPSHOT": env.int("COLLECTOR_TEXT_BYTES_PER_SNAPSHOT", default=16 * 2**20),
-    # Sampled pg_stat_activity when pg_wait_sampling is absent: N samples over about SPAN seconds.
-    "ACTIVITY_SAMPLES": env.int("COLLECTOR_ACTIVITY_SAMPLES", default=ACTIVITY_SAMPLES_DEFAULT),
-    "ACTIVITY_SPAN_S": env.float("COLLECTOR_ACTIVITY_SPAN_S", default=1.0),
-    # pg_wait_sampling's profile keeps a row per backend, event and query id since the server's start: one larger
-    # than this is not read (a part would make wrong deltas), and pg_stat_activity is sampled instead, with a note.
-    "WAIT_PROFILE_MAX_ROWS": env.int("COLLECTOR_WAIT_PROFILE_MAX_ROWS", default=100_000),
-    # How often the wait sampler (manage.py sample_waits) reads the servers to sample again (added, changed).
-    "SAMPLER_REFRESH_S": env.float("COLLECTOR_SAMPLER_REFRESH_S", default=15.0),
     # Each worker process keeps the statement state of the servers it collected, up to this many MB (about
     # 0.27 MB per 1,000 entries), so the next snapshot need not read it back from the history store.
     "STATE_CACHE_MB": env.int("COLLECTOR_STATE_CACHE_MB", default=512),
@@ -440,14 +427,8 @@ COLLECTOR = {
     "KEEPALIVES_IDLE_S": env.int("COLLECTOR_KEEPALIVES_IDLE_S", default=10),
     "KEEPALIVES_INTERVAL_S": env.int("COLLECTOR_KEEPALIVES_INTERVAL_S", default=5),
     "KEEPALIVES_COUNT": env.int("COLLECTOR_KEEPALIVES_COUNT", default=3),
-    # The schema reading (collectors/schema/): every database's tables and indexes, every SCHEMA_INTERVAL_S, within
-    # SCHEMA_SECONDS of the server's time all told (and the snapshot's deadline); at most SCHEMA_MAX_DATABASES
-    # databases, SCHEMA_MAX_TABLES tables (the largest) and SCHEMA_MAX_INDEXES of their indexes per server.
-    "SCHEMA_INTERVAL_S": env.int("COLLECTOR_SCHEMA_INTERVAL_S", default=600),
-    "SCHEMA_SECONDS": env.float("COLLECTOR_SCHEMA_SECONDS", default=5.0),
-    "SCHEMA_MAX_DATABASES": env.int("COLLECTOR_SCHEMA_MAX_DATABASES", default=20),
-    "SCHEMA_MAX_TABLES": env.int("COLLECTOR_SCHEMA_MAX_TABLES", default=10_000),
-    "SCHEMA_MAX_INDEXES": env.int("COLLECTOR_SCHEMA_MAX_INDEXES", default=30_000),
+    # Each reading's own (its folder's config.py: the schema reading's caps, the texts' budget, the waits' looks).
+    **readings_settings(env),
 }
 
 # --- /metrics (console/views/metrics.py) -----------------------------------------

@@ -91,7 +91,8 @@ PURE_FOR_RULES = {"collectors.sql_names"}
 ENTRIES = {
     "readtier": ("readtier",),  # not a Django app: its package is its entry
     "history": ("history.public",),
-    "collectors": ("collectors.public", "collectors.sql_names"),  # sql_names: pure, for the advisor's rules
+    # sql_names: pure, for the advisor's rules; config: pure, the readings' settings for console/settings.py
+    "collectors": ("collectors.public", "collectors.sql_names", "collectors.config"),
 }
 
 
