@@ -21,16 +21,10 @@ from collectors.errors import (
     from_query_error,
 )
 from collectors.settings.instance import ServerMeta
+from collectors.statements.columns import ROW_COLUMNS, ColumnMap, build_column_map
 from collectors.texts.texts import TextRead, bounded
 from history import binary_array
-from history.columns import (
-    COUNTER_NAMES,
-    GAUGE_NAMES,
-    KEY_NAMES,
-    ROW_COLUMNS,
-    ColumnMap,
-    build_column_map,
-)
+from history.columns import COUNTER_NAMES, GAUGE_NAMES, KEY_NAMES
 from history.deltas import Entries, match_keys, merge_changed
 
 COLUMNS_SQL = """

@@ -16,6 +16,7 @@ from collectors.errors import ClockWentBack
 from collectors.settings import instance
 from collectors.state_cache import state_cache
 from collectors.statements import lineage, pgss
+from collectors.statements.columns import ColumnMap
 from collectors.texts import texts
 from collectors.unit import Collection, Failure, Reading, Sql
 from history import codec, store, tables
@@ -32,7 +33,7 @@ class StatementsRead:
     stats_reset_us: int | None
     continuity: lineage.Continuity
     reading: pgss.PgssReading
-    cmap: object  # history.columns.ColumnMap of the installed extension version
+    cmap: ColumnMap  # of the installed extension version
     statements: store.StatementLookup
     restarted: np.ndarray  # rows counting from zero again (deltas.restarted_rows): for texts, then deltas
 

@@ -1,100 +1,23 @@
-"""columns: the canonical pg_stat_statements columns, and for an installed extension's own columns the SQL that
-reads each of them (the newest source name first, times in ms to integer µs, what is missing as 0 or NaN). The
-expressions are evaluated by PostgreSQL here, on a table shaped like an extension's view; totals_of is read bit
-by bit."""
-
-import math
-from datetime import UTC, datetime, timedelta
+"""history.columns: the figures the history stores, and the read tier's totals summed from the counters (read bit
+by bit)."""
 
 import numpy as np
-import pytest
-from django.db import connection
 
-from history.columns import (
-    COUNTERS,
-    FACT_GAUGE_NAMES,
-    GAUGE_NAMES,
-    ROW_COLUMNS,
-    TOTALS,
-    build_column_map,
-    totals_of,
-)
-
-STATS_SINCE = datetime(2024, 5, 6, 7, 8, 9, 123456, tzinfo=UTC)
-# A view with both 1.7's and 1.8's name of the execution time, NULLs, and wal_bytes as numeric (as in the extension).
-SOURCE = {
-    "userid": ("oid", 10),
-    "dbid": ("oid", 16384),
-    "queryid": ("int8", -42),
-    "toplevel": ("bool", False),
-    "calls": ("int8", 7),
-    "rows": ("int8", 21),
-    "total_exec_time": ("float8", 12.3456),
-    "total_time": ("float8", 99.0),
-    "shared_blks_hit": ("int8", None),
-    "wal_bytes": ("numeric", 123456789012),
-    "min_exec_time": ("float8", 0.25),
-    "max_time": ("float8", None),
-    "stats_since": ("timestamptz", STATS_SINCE),
-}
-
-
-@pytest.mark.django_db
-def test_the_expressions_read_an_extensions_row_into_the_canonical_columns():
-    cmap = build_column_map("1.11", list(SOURCE))
-    assert [name for name, _ in cmap.exprs] == [name for name, _ in ROW_COLUMNS]
-    with connection.cursor() as cur:
-        cur.execute("CREATE TEMP TABLE pgss (" + ", ".join(f"{c} {t}" for c, (t, _) in SOURCE.items()) + ")")
-        cur.execute(f"INSERT INTO pgss VALUES ({', '.join(['%s'] * len(SOURCE))})", [v for _, v in SOURCE.values()])
-        cur.execute(f"SELECT {', '.join(expr for _, expr in cmap.exprs)} FROM pgss")
-        got = dict(zip([name for name, _ in ROW_COLUMNS], cur.fetchone(), strict=True))
-    expected = {
-        "userid": 10,
-        "dbid": 16384,
-        "queryid": -42,
-        "toplevel": 0,
-        "calls": 7,
-        "rows": 21,
-        "total_exec_us": round(12.3456 * 1000),  # the newer name wins over total_time
-        "shared_blks_hit": 0,  # NULL
-        "wal_bytes": 123456789012,
-        "stats_since_us": (STATS_SINCE - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(microseconds=1),
-        "min_exec_ms": 0.25,
-    }
-    assert {name: got[name] for name in expected} == expected
-    rest = {name: value for name, value in got.items() if name not in expected}
-    assert {value for name, value in rest.items() if name not in GAUGE_NAMES} == {0}
-    assert all(math.isnan(value) for name, value in rest.items() if name in GAUGE_NAMES)  # max_time NULL included
-
-
-def test_an_older_extension_maps_its_own_names_and_says_what_it_lacks():
-    old = build_column_map("1.7", ["userid", "dbid", "queryid", "calls", "rows", "total_time", "blk_read_time"])
-    assert old.expr("total_exec_us") == "(coalesce(total_time, 0) * 1000)::int8"
-    assert old.expr("shared_blk_read_us") == "(coalesce(blk_read_time, 0) * 1000)::int8"
-    assert old.expr("toplevel") == "1::int8" and old.expr("max_exec_ms") == "'NaN'::float8"
-    assert not (old.has_toplevel or old.has_planning or old.has_stats_since)
-    new = build_column_map("1.11", [*SOURCE, "total_plan_time"])
-    assert new.has_toplevel and new.has_planning and new.has_stats_since
-
-
-def test_an_extension_without_the_key_columns_is_refused_by_name():
-    with pytest.raises(ValueError, match=r"pg_stat_statements 0.9 lacks expected columns: \['calls', 'queryid'\]"):
-        build_column_map("0.9", ["userid", "dbid", "rows", "total_time"])
+from history.columns import COUNTER_NAMES, FACT_GAUGE_NAMES, GAUGE_NAMES, TOTALS, totals_of
 
 
 def test_each_total_sums_exactly_its_counters():
     # Counter j holds 2**j: the bits of a total name the counters it summed, each once.
-    counters = np.array([[1 << j for j in range(len(COUNTERS))]] * 2, np.int64)
+    counters = np.array([[1 << j for j in range(len(COUNTER_NAMES))]] * 2, np.int64)
     counters[1] *= 3  # and it is a sum per row
     totals = totals_of(counters)
     assert totals.shape == (2, len(TOTALS)) and (totals[1] == 3 * totals[0]).all()
     for (name, sources), total in zip(TOTALS, totals[0], strict=True):
-        summed = {COUNTERS[j][0] for j in range(len(COUNTERS)) if int(total) >> j & 1}
+        summed = {COUNTER_NAMES[j] for j in range(len(COUNTER_NAMES)) if int(total) >> j & 1}
         assert summed == set(sources), name
-    assert totals_of(np.zeros((0, len(COUNTERS)), np.int64)).shape == (0, len(TOTALS))
+    assert totals_of(np.zeros((0, len(COUNTER_NAMES)), np.int64)).shape == (0, len(TOTALS))
 
 
-def test_times_are_named_by_their_unit():
-    assert all(name.endswith("_us") == is_ms for name, _, is_ms in COUNTERS)
+def test_gauges_are_named_by_their_unit_and_the_facts_are_gauges():
     assert all(name.endswith("_ms") for name in GAUGE_NAMES) and set(FACT_GAUGE_NAMES) <= set(GAUGE_NAMES)
-    assert len({name for name, _ in ROW_COLUMNS}) == len(ROW_COLUMNS)
+    assert len(set(COUNTER_NAMES)) == len(COUNTER_NAMES)
