@@ -44,6 +44,7 @@ from collectors import connection as monitored
 from collectors.plans import auto, service
 from collectors.plans import explain as explaining
 from collectors.plans.statement import NotExplainable, classify
+from collectors.redact import redact
 from collectors.services import server_collect
 from history import plans as history_plans
 from history import tables
@@ -400,7 +401,7 @@ def _plan_tab(server_id: int, statement_id: int, runs: int) -> PlanTab:
 
     plan = _wide_plan(TAB_NODES)
     new = history_plans.NewPlan(plan, shape.fingerprint(plan), shape.access_paths(plan), TAB_NODES, "generic_plan")
-    history_plans.record_plan(server_id, statement_id, new, at=timezone.now())
+    history_plans.record_plan(server_id, statement_id, new, at=timezone.now(), redact=redact)
     _collect_static()
     user, _ = get_user_model().objects.update_or_create(username="bench-plans", defaults={"is_superuser": True})
     client = Client(HTTP_HOST="localhost")

@@ -1,5 +1,6 @@
 """Celery tasks: thin wrappers that take primary keys and call services."""
 
+import functools
 import logging
 import random
 import time
@@ -11,12 +12,14 @@ from django.conf import settings
 from django.core.cache import cache
 from django.core.exceptions import ObjectDoesNotExist
 
+from collectors import redact
 from collectors.errors import HistoryUnavailable
 from collectors.plans.auto import plan_fresh, plan_top_statements
 from collectors.plans.service import OVER_SHARE, statement_plan_in_share
 from collectors.queued_checks import QUEUE_WAIT_S, check_run
 from collectors.scheduling import servers_dispatch_due
 from collectors.services import server_collect
+from history import store
 from inventory.models import Server
 
 log = logging.getLogger(__name__)
@@ -248,3 +251,19 @@ def plan_tracked(server_id: int, statement_id: int) -> str:
 def plan_soon(server_id: int, statement_id: int) -> None:
     """A statement's plan asked for by the regression rule: read by the plans worker unless it is fresh."""
     plan_statement.apply_async((server_id, statement_id, FRESH_S), expires=FRESH_S)
+
+
+@shared_task
+def redact_texts_again(budget_s: float = 60.0) -> int:
+    """Beat's: the stored texts an older redaction left (redact.VERSION), redacted again in batches for up to
+    `budget_s`; the next run goes on. How many."""
+    started, done = time.monotonic(), 0
+    again = functools.partial(redact.redact, strict=settings.COLLECTOR["REDACT_STRICT"])
+    while time.monotonic() - started < budget_s:
+        batch = store.statements_redact_again(version=redact.VERSION, redact=again)
+        done += batch
+        if not batch:
+            break
+    if done:
+        log.info("redaction version %s: %d stored texts redacted again", redact.VERSION, done)
+    return done

@@ -55,7 +55,7 @@ def beat_schedule() -> dict:
         },
         # Stored texts redacted by an older version of the redaction: redacted again, in batches.
         "redact-texts-again": {
-            "task": "history.tasks.redact_texts_again",
+            "task": "collectors.tasks.redact_texts_again",
             "schedule": 600.0,
             "options": {"expires": 590},
         },

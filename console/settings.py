@@ -402,9 +402,9 @@ COLLECTOR = {
     "LOCK_TIMEOUT_MS": env.int("COLLECTOR_LOCK_TIMEOUT_MS", default=1_000),
     "APPLICATION_NAME": env("COLLECTOR_APPLICATION_NAME", default="pgconsole-collector"),
     # Every string literal and comment of a query text replaced before it is stored, not only the secrets the
-    # redaction recognizes (history/redact.py): for a console whose readers must never see a literal.
+    # redaction recognizes (collectors/redact.py): for a console whose readers must never see a literal.
     "REDACT_STRICT": env.bool("COLLECTOR_REDACT_STRICT", default=False),
-    # CPU time the redaction of a query text may take, for each 64 KiB of it (history/redact.py): past it the text
+    # CPU time the redaction of a query text may take, for each 64 KiB of it (collectors/redact.py): past it the text
     # is stored cut after the part redacted, with a note, so that no text built to be slow holds a collection
     # thread. A 64 KiB function body takes about 70 ms, a 64 KiB text built against the redaction about 0.3 s.
     "REDACT_BUDGET_MS": env.int("COLLECTOR_REDACT_BUDGET_MS", default=1000),

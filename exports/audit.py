@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from advisor.models import SEVERITY_RANK
 from advisor.selectors import RecommendationRow, recommendation_activity, recommendations
-from history.public import redact_text
+from collectors.public import redact_text
 from inventory.models import Organization, Server
 from readtier import (
     CONFIG_COLUMNS,

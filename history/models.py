@@ -41,7 +41,7 @@ class Statement(models.Model):
     # When its entry last left pg_stat_statements (evicted, reset); NULL while it is there. A statement gone
     # longer than raw retention that no tier references any more is pruned (history/prune.py).
     gone_at = models.DateTimeField(null=True, blank=True)
-    # The redaction's version its text went through (history.redact.VERSION): an older one is redacted again.
+    # The redaction's version its text went through (collectors.redact.VERSION): an older one is redacted again.
     redacted_with = models.PositiveSmallIntegerField(db_default=1)
 
     class Meta:

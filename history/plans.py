@@ -8,6 +8,7 @@ its output) are redacted as query texts are, before they are stored.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -16,7 +17,6 @@ from django.db.models import F
 
 from history import tables
 from history.models import IndexCandidate, PlanAttempt, PlanChange, PlanShape, PlanSpend, StatementPlan
-from history.redact import redact
 
 PLANNED = "planned"
 BUDGET = "budget"  # the attempt's code when the server's budget refused it (tried again once there is budget)
@@ -33,14 +33,14 @@ class NewPlan:
     method: str
 
 
-def redacted(value, *, strict: bool = False):
-    """A plan with every string in it redacted (its keys are EXPLAIN's own names)."""
+def redacted(value, redact: Callable[[str], str]):
+    """A plan with every string in it redacted by `redact` (its keys are EXPLAIN's own names)."""
     if isinstance(value, str):
-        return redact(value, strict=strict)
+        return redact(value)
     if isinstance(value, list):
-        return [redacted(v, strict=strict) for v in value]
+        return [redacted(v, redact) for v in value]
     if isinstance(value, dict):
-        return {k: redacted(v, strict=strict) for k, v in value.items()}
+        return {k: redacted(v, redact) for k, v in value.items()}
     return value
 
 
@@ -50,8 +50,11 @@ class Stored:
     new_bytes: int  # the plan's bytes when its shape was new to the server, else 0
 
 
-def record_plan(server_id: int, statement_id: int, new: NewPlan, *, at: datetime, strict: bool = False) -> Stored:
-    """Store a statement's plan: its shape once, the statement's row for that shape, its last attempt."""
+def record_plan(
+    server_id: int, statement_id: int, new: NewPlan, *, at: datetime, redact: Callable[[str], str]
+) -> Stored:
+    """Store a statement's plan: its shape once (its strings redacted by `redact`, the collectors' redaction), the
+    statement's row for that shape, its last attempt."""
     top = new.plan["Plan"]
     last = {"last_seen_at": at, "total_cost": top["Total Cost"], "plan_rows": top["Plan Rows"], "method": new.method}
     with transaction.atomic():
@@ -65,7 +68,7 @@ def record_plan(server_id: int, statement_id: int, new: NewPlan, *, at: datetime
             server_id=server_id,
             fingerprint=new.fingerprint,
             defaults={
-                "plan": redacted(new.plan, strict=strict),
+                "plan": redacted(new.plan, redact),
                 "access_paths": new.access_paths,
                 "node_count": new.node_count,
                 "first_seen_at": at,

@@ -14,6 +14,7 @@ that kept only the largest tables (it may have existed unseen, with counts from 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -21,7 +22,6 @@ from django.db import connection
 
 from history import tables
 from history.models import SchemaIndex, SchemaTable
-from history.redact import redact
 
 TABLE_COUNTERS = (
     "seq_scan",
@@ -136,10 +136,11 @@ def rows_for_database(
     interval_s: float | None,
     new_counted: bool,
     reset_at: datetime | None = None,
-    strict_redaction: bool = False,
+    redact: Callable[[str], str],
 ) -> DatabaseRows:
     """Rows and deltas of one reading of one database (`read`: collectors.schema.catalog.DatabaseRead) against what
-    its last reading stored. `reset_at`: the database's statistics were reset then, since that reading."""
+    its last reading stored. `reset_at`: the database's statistics were reset then, since that reading. `redact`:
+    the collectors' redaction, for the definitions of the indexes described."""
     previous = previous or DatabaseState()
     rows = DatabaseRows(read.database.name, interval_s, complete=not read.capped)
     counting = interval_s is not None
@@ -195,7 +196,7 @@ def rows_for_database(
             last_scan_at = i.last_scan_at
         if i.described or before is None:
             described = {
-                "definition": redact(i.definition or "", strict=strict_redaction),
+                "definition": redact(i.definition or ""),
                 "key_columns": i.key_columns or [],
                 "predicate_md5": i.predicate_md5 or "",
                 "expressions_md5": i.expressions_md5 or "",

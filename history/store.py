@@ -1,9 +1,14 @@
 """Reads and writes of the history store that the collector needs: the previous cumulative state,
 the statement dimension, and one snapshot written atomically (facts, waits, state, status); and the
-removal of a server's whole history."""
+removal of a server's whole history.
+
+One module over 400 lines: the writer a collection hands its rows to, every table's writes in the order the
+snapshot's one transaction makes them and under the same advisory lock; it is what issue 53's typed writer is to
+become, and is split then, by table, behind that one door."""
 
 import contextlib
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -12,7 +17,7 @@ import psycopg
 from django.db import connection, transaction
 from psycopg import sql
 
-from history import binary_copy, codec, redact, tables
+from history import binary_copy, codec, tables
 from history.columns import COUNTER_NAMES, GAUGE_NAMES, TOTAL_NAMES
 from history.deltas import Entries
 from history.models import ServerState
@@ -232,10 +237,17 @@ class NewStatement:
 
 
 def statement_ids(
-    server_id: int, lookup: StatementLookup, keys: np.ndarray, new: list[NewStatement], first_seen_at: datetime
+    server_id: int,
+    lookup: StatementLookup,
+    keys: np.ndarray,
+    new: list[NewStatement],
+    first_seen_at: datetime,
+    *,
+    redacted_with: int,
 ) -> np.ndarray:
     """The statement id of every current entry: the lookup's, and for the keys never seen (`new`, in
-    the order of lookup.unseen) the ids of their new dimension rows."""
+    the order of lookup.unseen) the ids of their new dimension rows, their texts redacted by the redaction's
+    version `redacted_with` (collectors.redact.VERSION)."""
     ids = lookup.ids.copy()
     unseen = np.flatnonzero(lookup.unseen)
     if not len(unseen):
@@ -244,7 +256,7 @@ def statement_ids(
         cur.execute(
             f"INSERT INTO {_STATEMENT} (server_id, userid, dbid, queryid, toplevel, database_name, "
             "user_name, query, query_truncated, text_status, first_seen_at, redacted_with) "
-            f"SELECT %s, u, d, q, t, dn, un, qt, tr, ts, %s, {redact.VERSION} "
+            "SELECT %s, u, d, q, t, dn, un, qt, tr, ts, %s, %s "
             "FROM unnest(%s::int8[], %s::int8[], %s::int8[], "
             "%s::bool[], %s::text[], %s::text[], %s::text[], %s::bool[], %s::text[]) "
             "AS n(u, d, q, t, dn, un, qt, tr, ts) "
@@ -252,6 +264,7 @@ def statement_ids(
             (
                 server_id,
                 first_seen_at,
+                redacted_with,
                 *_key_arrays(np.array([s.key for s in new], dtype=np.int64).reshape(-1, 4)),
                 [s.database_name for s in new],
                 [s.user_name for s in new],
@@ -265,17 +278,19 @@ def statement_ids(
     return ids
 
 
-def update_texts(server_id: int, texts: dict[int, StatementText]) -> None:
-    """Store the texts read again for known statements (statement id -> text)."""
+def update_texts(server_id: int, texts: dict[int, StatementText], *, redacted_with: int) -> None:
+    """Store the texts read again for known statements (statement id -> text), redacted by the redaction's version
+    `redacted_with`."""
     if not texts:
         return
     with _raw_cursor() as cur:
         cur.execute(
             f"UPDATE {_STATEMENT} s SET query = u.q, query_truncated = u.tr, text_status = u.ts, "
-            f"redacted_with = {redact.VERSION} "
+            "redacted_with = %s "
             "FROM unnest(%s::int8[], %s::text[], %s::bool[], %s::text[]) AS u(id, q, tr, ts) "
             "WHERE s.server_id = %s AND s.id = u.id",
             (
+                redacted_with,
                 list(texts),
                 [t.query for t in texts.values()],
                 [t.truncated for t in texts.values()],
@@ -375,23 +390,24 @@ def delete_server_history(server_id: int) -> None:
             cur.execute(f'DELETE FROM "{table.name}" WHERE server_id = %s', [server_id])
 
 
-def statements_redact_again(*, limit: int = 500, strict: bool = False) -> int:
-    """Up to `limit` stored texts redacted by an older version of the redaction (history.redact.VERSION),
-    redacted again by this one, in one transaction; rows taken by another run at once are skipped. How many."""
+def statements_redact_again(*, version: int, redact: Callable[[str], str], limit: int = 500) -> int:
+    """Up to `limit` stored texts redacted by a version of the redaction older than `version`, redacted again by
+    `redact` (collectors.redact's, of that version), in one transaction; rows taken by another run at once are
+    skipped. How many."""
     with transaction.atomic(), connection.cursor() as cur:
         cur.execute(
             f"SELECT server_id, id, query FROM {_STATEMENT} WHERE redacted_with < %s ORDER BY redacted_with "
             "LIMIT %s FOR UPDATE SKIP LOCKED",
-            [redact.VERSION, limit],
+            [version, limit],
         )
         rows = cur.fetchall()
         if not rows:
             return 0
-        texts = [None if q is None else redact.redact(q, strict=strict) for _, _, q in rows]
+        texts = [None if q is None else redact(q) for _, _, q in rows]
         cur.execute(
             f"UPDATE {_STATEMENT} s SET query = u.q, redacted_with = %s "
             "FROM unnest(%s::int8[], %s::int8[], %s::text[]) AS u(sid, id, q) "
             "WHERE s.server_id = u.sid AND s.id = u.id",
-            [redact.VERSION, [r[0] for r in rows], [r[1] for r in rows], texts],
+            [version, [r[0] for r in rows], [r[1] for r in rows], texts],
         )
     return len(rows)

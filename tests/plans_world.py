@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from collectors.plans import shape
+from collectors.redact import redact
 from history import plans
 from history.models import Statement
 from inventory.models import Organization, Server
@@ -33,7 +34,7 @@ def store(server_id: int, statement_id: int, plan: dict, at: datetime) -> str:
         node_count=shape.node_count(plan),
         method="generic_plan",
     )
-    plans.record_plan(server_id, statement_id, new, at=at)
+    plans.record_plan(server_id, statement_id, new, at=at, redact=redact)
     return new.fingerprint
 
 

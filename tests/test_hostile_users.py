@@ -27,6 +27,7 @@ from django.db.models import F
 
 from advisor.selectors import recommendations
 from advisor.services import server_advise
+from collectors import redact
 from collectors.connection_check import server_check
 from collectors.plans.auto import plan_top_statements
 from collectors.plans.explain import HELPER_SQL
@@ -34,7 +35,6 @@ from collectors.plans.service import statement_plan
 from devenv.cluster import Cluster
 from devenv.fleet import ClusterSpec, monitored_setup, start_many, stop_many
 from devenv.ports import TEST_ATTACK_PORT
-from history import redact
 from history.models import PlanAttempt, SchemaIndex, Statement
 from inventory.endpoint import Endpoint
 from tests import slots

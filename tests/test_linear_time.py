@@ -3,7 +3,7 @@ redaction, the advisor's family rule, the highlighter) and each of their entry p
 adversarial input. Each is fed inputs built to defeat it (runs of eyJ-, tmp111…1a, comments that never close,
 literals that never end, secret names before long blanks...) at a size and at 16 times that size: the time may
 grow ×16 and a little more, never ×256 as a quadratic scan's does. A ratio in one run, not an absolute time. The
-redaction is timed without its budget (history.redact.redact's budget_s), which would cut a slow one short.
+redaction is timed without its budget (collectors.redact.redact's budget_s), which would cut a slow one short.
 
 A module of the product that compiles a regular expression is either one of these readers or named below as
 one that reads no query text, so that a new pattern cannot escape the check."""
@@ -21,9 +21,9 @@ from pathlib import Path
 import pytest
 
 from advisor.rules import r5_families
+from collectors import redact
 from collectors.plans import statement
 from console import sql_highlight
-from history import redact
 from tests.test_tree import PRODUCT
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -12,6 +12,7 @@ threads (plans_slot), as a collection does.
 from __future__ import annotations
 
 import contextlib
+import functools
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -22,7 +23,7 @@ from django.utils import timezone
 from psycopg import sql
 
 from collectors import connection as monitored
-from collectors import shares
+from collectors import redact, shares
 from collectors.errors import CollectionError, from_query_error, summary
 from collectors.plans import hypothetical, shape
 from collectors.plans.explain import TOO_LARGE, Trust, Unexplained, explain
@@ -206,7 +207,8 @@ def _plan(server: Server, statement: Statement, at, grant: plans.Grant, spent: _
         node_count=shape.node_count(found.plan),
         method=found.method,
     )
-    stored = plans.record_plan(server_id, statement_id, new, at=at, strict=settings.COLLECTOR["REDACT_STRICT"])
+    again = functools.partial(redact.redact, strict=settings.COLLECTOR["REDACT_STRICT"])
+    stored = plans.record_plan(server_id, statement_id, new, at=at, redact=again)
     spent.bytes = stored.new_bytes
     if indexes is not None:
         plans.record_candidates(server_id, statement_id, there.endpoint.database, indexes, at=at)

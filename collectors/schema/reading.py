@@ -14,6 +14,7 @@ reading's status; the others are stored. It runs after the other readings, so th
 
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import dataclass, field
 
@@ -21,6 +22,7 @@ import psycopg
 from django.conf import settings
 
 from collectors import connection as monitored
+from collectors import redact
 from collectors.errors import CollectionError, SnapshotTimeout, from_query_error, summary
 from collectors.schema import catalog
 from collectors.unit import Budget, Collection, Failure, Reading
@@ -213,7 +215,7 @@ def compute(snap: Collection, got: SchemaRead) -> SchemaComputed:
             interval_s=None if last_us is None else (at_us - last_us) / 1e6,
             new_counted=bool(earlier.get("complete")),
             reset_at=reset if last_us is not None and reset_iso not in (None, earlier.get("stats_reset")) else None,
-            strict_redaction=settings.COLLECTOR["REDACT_STRICT"],
+            redact=functools.partial(redact.redact, strict=settings.COLLECTOR["REDACT_STRICT"]),
         )
         computed.databases.append(rows)
         read = outcome.read

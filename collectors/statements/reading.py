@@ -12,6 +12,7 @@ from datetime import datetime
 import numpy as np
 from django.conf import settings
 
+from collectors import redact
 from collectors.errors import ClockWentBack
 from collectors.settings import instance
 from collectors.state_cache import state_cache
@@ -205,7 +206,9 @@ def persist(snap: Collection, computed: StatementsComputed) -> None:
     state_cache.drop(server_id)  # until this transaction commits, the cached state may not be the stored one
     # the texts reading's (which comes after this one: named, as it cannot be imported here without a circle)
     found: texts.Found = snap.computed.get("texts") or texts.nothing_read(cur.keys, got.statements)
-    cur.statement_id = store.statement_ids(server_id, got.statements, cur.keys, found.new_statements, taken_at)
+    cur.statement_id = store.statement_ids(
+        server_id, got.statements, cur.keys, found.new_statements, taken_at, redacted_with=redact.VERSION
+    )
     if not snap.baseline:
         rows = np.flatnonzero(computed.booked)
         order = rows[np.argsort(cur.statement_id[rows], kind="stable")]

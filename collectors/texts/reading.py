@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 from django.conf import settings
 
+from collectors import redact
 from collectors.settings import instance
 from collectors.statements import reading as statements_reading
 from collectors.texts import texts
@@ -61,7 +62,7 @@ def compute(snap: Collection, got: TextsRead) -> texts.Found:
 def persist(snap: Collection, found: texts.Found) -> None:
     """The texts read again for known statements (the new ones' come with their dimension rows, which the
     statements reading writes)."""
-    store.update_texts(snap.server.pk, found.texts_found)
+    store.update_texts(snap.server.pk, found.texts_found, redacted_with=redact.VERSION)
 
 
 READING = Reading(

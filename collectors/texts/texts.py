@@ -26,11 +26,11 @@ from psycopg import sql
 
 from collectors import unit
 from collectors.errors import from_query_error
+from collectors.redact import clip, redact
 from collectors.settings.instance import ServerMeta
 from collectors.statements.columns import ColumnMap
 from history import store
 from history.models import TextStatus
-from history.redact import clip, redact
 
 
 @dataclass(frozen=True)

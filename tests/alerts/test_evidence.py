@@ -12,6 +12,7 @@ import pytest
 
 from alerts.evidence import conditions_now
 from alerts.models import Rule
+from collectors.redact import redact
 from history import plans
 from history.models import Statement
 from inventory.models import Organization
@@ -157,7 +158,7 @@ def _planned(server_id: int, statement_id: int, paths: list[str], at: datetime) 
         node_count=1,
         method="generic_plan",
     )
-    plans.record_plan(server_id, statement_id, new, at=at)
+    plans.record_plan(server_id, statement_id, new, at=at, redact=redact)
 
 
 def test_a_regression_names_the_plan_change_that_fell_in_its_window(org, regressed):

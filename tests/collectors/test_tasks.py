@@ -14,7 +14,7 @@ from advisor.gather import NO_SNAPSHOT
 from advisor.models import Evaluation
 from inventory.models import Server
 from tests.processes import beat_argv, console_env, database_url, processes, wait_ready, worker_argv
-from tests.world import register, run, server_entry, snapshots
+from tests.world import collect, register, run, server_entry, snapshots
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]
@@ -267,3 +267,35 @@ def test_one_organizations_plan_jobs_take_its_share_of_the_plans_worker_and_the_
     assert min(gaps) >= 1.9, gaps  # one after the other, each held to its connection's timeout
     (calm_at,) = PlanAttempt.objects.filter(server=calm).values_list("at", flat=True)
     assert calm_at < busy_at[1], (calm_at, busy_at)
+
+
+SECRET = "Qz7slackpath0000"
+OLD_TEXT = f"SELECT 1 /* notify https://hooks.slack.com/services/T00/B00/{SECRET} */"
+
+
+@pytest.mark.django_db
+def test_texts_of_an_older_redaction_are_redacted_again_once(pg_clusters):
+    """A statement collected from a real server records the redaction's version; one stored by an older version
+    (its secret kept, as that version kept it) is redacted by beat's task, in batches, and once only."""
+    from collectors import redact
+    from collectors.tasks import redact_texts_again
+    from history.models import Statement
+
+    c = pg_clusters[15]
+    run(c, "SELECT pg_stat_statements_reset()")
+    run(c, "SELECT 'redact-again' /* plain */")
+    server = register(c)
+    collect(server)
+    fresh = Statement.objects.filter(server=server, query__contains="plain").get()
+    assert fresh.redacted_with == redact.VERSION  # what the collector stores records the version
+    # As a version that did not know Slack's webhooks stored one: the secret kept, version 1.
+    old = Statement.objects.filter(server=server).exclude(pk=fresh.pk).first()
+    Statement.objects.filter(pk=old.pk).update(query=OLD_TEXT, redacted_with=1)
+
+    assert redact_texts_again() >= 1
+    old.refresh_from_db()
+    assert SECRET not in old.query and "hooks.slack.com/services/<redacted>" in old.query
+    assert old.redacted_with == redact.VERSION
+    assert redact_texts_again() == 0  # done: the next run finds nothing
+    fresh.refresh_from_db()
+    assert fresh.query == "SELECT $1 /* plain */" and fresh.redacted_with == redact.VERSION

@@ -5,6 +5,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
+from collectors.redact import redact
 from history import plans
 from history.models import PlanAttempt, PlanShape, PlanSpend, Statement, StatementPlan
 from inventory.models import Server
@@ -21,9 +22,13 @@ def statement():
 
 def test_a_shape_is_stored_once_and_the_statement_keeps_one_row_per_shape(statement):
     sid, server_id = statement.pk, statement.server_id
-    first = plans.record_plan(server_id, sid, one_node_plan("Index Scan", 8.3, 10), at=T0)
-    again = plans.record_plan(server_id, sid, one_node_plan("Index Scan", 9.1, 12), at=T0 + timedelta(hours=6))
-    other = plans.record_plan(server_id, sid, one_node_plan("Seq Scan", 4100.0, 10), at=T0 + timedelta(hours=12))
+    first = plans.record_plan(server_id, sid, one_node_plan("Index Scan", 8.3, 10), at=T0, redact=redact)
+    again = plans.record_plan(
+        server_id, sid, one_node_plan("Index Scan", 9.1, 12), at=T0 + timedelta(hours=6), redact=redact
+    )
+    other = plans.record_plan(
+        server_id, sid, one_node_plan("Seq Scan", 4100.0, 10), at=T0 + timedelta(hours=12), redact=redact
+    )
     assert first.shape_id == again.shape_id != other.shape_id
     assert PlanShape.objects.filter(server_id=server_id).count() == 2
     # Bytes are counted once per shape: the budget's "bytes stored" is what a new shape adds.
@@ -38,7 +43,7 @@ def test_a_shape_is_stored_once_and_the_statement_keeps_one_row_per_shape(statem
 
 def test_an_explain_without_a_plan_keeps_the_plans_and_says_why(statement):
     sid, server_id = statement.pk, statement.server_id
-    plans.record_plan(server_id, sid, one_node_plan("Index Scan", 8.3, 10), at=T0)
+    plans.record_plan(server_id, sid, one_node_plan("Index Scan", 8.3, 10), at=T0, redact=redact)
     plans.record_unexplained(
         server_id, sid, code="timeout", reason="planning took longer than its timeout", at=T0 + timedelta(hours=6)
     )
@@ -50,7 +55,7 @@ def test_an_explain_without_a_plan_keeps_the_plans_and_says_why(statement):
 def test_a_plans_strings_are_redacted_before_they_are_stored(statement):
     secret = "(dsn = 'postgresql://app:s3cret-pw@db1/app'::text)"
     shape_id = plans.record_plan(
-        statement.server_id, statement.pk, one_node_plan("Seq Scan", 1.0, 1, secret), at=T0
+        statement.server_id, statement.pk, one_node_plan("Seq Scan", 1.0, 1, secret), at=T0, redact=redact
     ).shape_id
     stored = PlanShape.objects.get(server_id=statement.server_id, id=shape_id).plan
     assert "s3cret-pw" not in str(stored) and stored["Plan"]["Node Type"] == "Seq Scan"
@@ -59,7 +64,7 @@ def test_a_plans_strings_are_redacted_before_they_are_stored(statement):
 
 def test_the_plans_of_a_statement_gone_from_the_dimension_go_with_it(statement):
     sid, server_id = statement.pk, statement.server_id
-    plans.record_plan(server_id, sid, one_node_plan("Index Scan", 8.3, 10), at=T0)
+    plans.record_plan(server_id, sid, one_node_plan("Index Scan", 8.3, 10), at=T0, redact=redact)
     assert plans.prune_orphans(server_id) == 0  # its statement is there
     Statement.objects.filter(pk=sid).delete()
     assert plans.prune_orphans(server_id) == 3  # its plan, its attempt, and the shape nobody has any more

@@ -1,11 +1,13 @@
 """history/schema.py: the delta rules of tables and indexes (by hand, no server), and one reading stored and loaded
 back: only what changed is written, the deltas as one row of arrays, the relations gone marked."""
 
+import functools
 from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.db import connection
 
+from collectors.redact import redact
 from collectors.schema.catalog import Database, DatabaseRead, IndexRead, TableRead
 from history import partitions, schema
 from history.models import SchemaIndex, SchemaTable
@@ -14,6 +16,11 @@ from inventory.services import server_create
 
 T0 = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 T1 = T0 + timedelta(minutes=10)
+
+
+def _rows(*args, **kwargs):
+    """history.schema.rows_for_database with the collectors' redaction, as the schema reading calls it."""
+    return schema.rows_for_database(*args, **{"redact": redact, **kwargs})
 
 
 def _table(relid=10, *, counters=(1, 100, 2, 20, 5, 3, 1, 0), live=100):
@@ -63,9 +70,7 @@ def _state(rows: schema.DatabaseRows) -> schema.DatabaseState:
 
 
 def test_a_databases_first_reading_stores_its_relations_and_no_delta():
-    rows = schema.rows_for_database(
-        _read([_table()], [_index()]), None, taken_at=T0, interval_s=None, new_counted=False
-    )
+    rows = _rows(_read([_table()], [_index()]), None, taken_at=T0, interval_s=None, new_counted=False)
     assert set(rows.tables) == {10} and set(rows.indexes) == {20}
     assert rows.table_deltas == [] and rows.index_deltas == []
     assert rows.indexes[20]["stats_since"] == T0 and rows.indexes[20]["scans_at_since"] == 4
@@ -73,29 +78,21 @@ def test_a_databases_first_reading_stores_its_relations_and_no_delta():
 
 
 def test_now_minus_before_and_an_unchanged_relation_not_written_again():
-    first = schema.rows_for_database(
-        _read([_table()], [_index()]), None, taken_at=T0, interval_s=None, new_counted=False
-    )
+    first = _rows(_read([_table()], [_index()]), None, taken_at=T0, interval_s=None, new_counted=False)
     moved = _table(counters=(3, 300, 2, 20, 9, 3, 1, 2))
-    rows = schema.rows_for_database(
-        _read([moved], [_index()]), _state(first), taken_at=T1, interval_s=600.0, new_counted=True
-    )
+    rows = _rows(_read([moved], [_index()]), _state(first), taken_at=T1, interval_s=600.0, new_counted=True)
     assert rows.table_deltas == [(10, (2, 200, 0, 0, 4, 0, 0, 2))]
     assert rows.index_deltas == [] and rows.indexes == {} and rows.ids == {("i", 20): 101}
     assert rows.tables[10]["stats_since"] == T0 and rows.tables[10]["first_seen_at"] == T0
 
 
 def test_a_counter_gone_back_counts_from_zero_and_watches_again_from_then():
-    first = schema.rows_for_database(
-        _read([], [_index(scans=50)]), None, taken_at=T0, interval_s=None, new_counted=False
-    )
-    rows = schema.rows_for_database(
-        _read([], [_index(scans=3)]), _state(first), taken_at=T1, interval_s=600.0, new_counted=True
-    )
+    first = _rows(_read([], [_index(scans=50)]), None, taken_at=T0, interval_s=None, new_counted=False)
+    rows = _rows(_read([], [_index(scans=3)]), _state(first), taken_at=T1, interval_s=600.0, new_counted=True)
     assert rows.index_deltas == [(20, (3, 6, 3))]
     assert rows.indexes[20]["stats_since"] == T1 and rows.indexes[20]["scans_at_since"] == 3
     reset_at = T1 - timedelta(minutes=4)
-    rows = schema.rows_for_database(
+    rows = _rows(
         _read([], [_index(scans=60)]), _state(first), taken_at=T1, interval_s=600.0, new_counted=True, reset_at=reset_at
     )
     assert rows.index_deltas == [(20, (60, 120, 60))]  # all since the database's reset, none from before it
@@ -103,35 +100,29 @@ def test_a_counter_gone_back_counts_from_zero_and_watches_again_from_then():
 
 
 def test_a_new_relation_counts_from_zero_only_after_a_whole_reading():
-    first = schema.rows_for_database(_read([_table()]), None, taken_at=T0, interval_s=None, new_counted=False)
+    first = _rows(_read([_table()]), None, taken_at=T0, interval_s=None, new_counted=False)
     new = _table(relid=11, counters=(0, 0, 0, 0, 7, 0, 0, 0))
-    counted = schema.rows_for_database(
-        _read([_table(), new]), _state(first), taken_at=T1, interval_s=600.0, new_counted=True
-    )
+    counted = _rows(_read([_table(), new]), _state(first), taken_at=T1, interval_s=600.0, new_counted=True)
     assert counted.table_deltas == [(11, (0, 0, 0, 0, 7, 0, 0, 0))]
     # After a capped reading, a relation first seen may have been there, unseen, with counts from before.
-    unknown = schema.rows_for_database(
-        _read([_table(), new]), _state(first), taken_at=T1, interval_s=600.0, new_counted=False
-    )
+    unknown = _rows(_read([_table(), new]), _state(first), taken_at=T1, interval_s=600.0, new_counted=False)
     assert unknown.table_deltas == [] and 11 in unknown.tables
 
 
 def test_a_scan_seen_sets_when_and_the_servers_own_time_wins_where_it_says():
-    first = schema.rows_for_database(_read([], [_index()]), None, taken_at=T0, interval_s=None, new_counted=False)
-    rows = schema.rows_for_database(
-        _read([], [_index(scans=5)]), _state(first), taken_at=T1, interval_s=600.0, new_counted=True
-    )
+    first = _rows(_read([], [_index()]), None, taken_at=T0, interval_s=None, new_counted=False)
+    rows = _rows(_read([], [_index(scans=5)]), _state(first), taken_at=T1, interval_s=600.0, new_counted=True)
     assert rows.indexes[20]["last_scan_at"] == T1
     said = T1 - timedelta(minutes=3)
-    rows = schema.rows_for_database(
+    rows = _rows(
         _read([], [_index(scans=5, last_scan_at=said)]), _state(first), taken_at=T1, interval_s=600.0, new_counted=True
     )
     assert rows.indexes[20]["last_scan_at"] == said
 
 
 def test_an_index_known_and_not_described_again_keeps_its_stored_description():
-    first = schema.rows_for_database(_read([], [_index()]), None, taken_at=T0, interval_s=None, new_counted=False)
-    rows = schema.rows_for_database(
+    first = _rows(_read([], [_index()]), None, taken_at=T0, interval_s=None, new_counted=False)
+    rows = _rows(
         _read([], [_index(scans=9, definition=None)]), _state(first), taken_at=T1, interval_s=600.0, new_counted=True
     )
     assert rows.indexes[20]["definition"] == "CREATE INDEX i ON public.t10 USING btree (a)"
@@ -140,13 +131,13 @@ def test_an_index_known_and_not_described_again_keeps_its_stored_description():
 
 def test_an_index_definition_is_redacted_as_texts_are():
     hidden = "CREATE INDEX i ON public.t10 USING btree (a) WHERE (b <> 'secret-literal'::text)"
-    rows = schema.rows_for_database(
+    rows = _rows(
         _read([], [_index(definition=hidden)]),
         None,
         taken_at=T0,
         interval_s=None,
         new_counted=False,
-        strict_redaction=True,
+        redact=functools.partial(redact, strict=True),
     )
     assert "secret-literal" not in rows.indexes[20]["definition"] and "CREATE INDEX i" in rows.indexes[20]["definition"]
 
@@ -155,16 +146,14 @@ def test_an_index_definition_is_redacted_as_texts_are():
 def test_a_reading_stored_and_loaded_back_with_its_deltas_and_what_went():
     server = server_create(name="schema-store", connection=parse_dsn("postgresql://mon:pw@db1.example:5432/app"))
     partitions.ensure("collectors_schema_delta", T1)
-    first = schema.rows_for_database(
+    first = _rows(
         _read([_table(), _table(relid=11)], [_index()]), None, taken_at=T0, interval_s=None, new_counted=False
     )
     schema.save_database(server.pk, T0, first)
     state = schema.load_state(server.pk)["app"]
     assert set(state.tables) == {10, 11} and state.indexes[20]["definition"].startswith("CREATE INDEX")
     moved = _table(counters=(2, 100, 2, 20, 5, 3, 1, 0))
-    second = schema.rows_for_database(
-        _read([moved], [_index(scans=6)]), state, taken_at=T1, interval_s=600.0, new_counted=True
-    )
+    second = _rows(_read([moved], [_index(scans=6)]), state, taken_at=T1, interval_s=600.0, new_counted=True)
     schema.save_database(server.pk, T1, second)
     ids = dict(SchemaTable.objects.filter(server_id=server.pk).values_list("relid", "id"))
     index_id = SchemaIndex.objects.get(server_id=server.pk, relid=20).pk

@@ -5,6 +5,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from collectors.redact import redact
 from history import plans
 from history.models import Statement
 from readtier import PlanChangeRow, Window, plan_changes, plan_changes_by_statement, plan_detail, statement_plans
@@ -22,10 +23,14 @@ def statement():
 
 def test_a_plan_that_changes_shape_and_back_is_two_changes_each_named_by_what_it_reads(statement):
     sid, server_id = statement.pk, statement.server_id
-    plans.record_plan(server_id, sid, one_node_plan("Index Scan", 8.3, 10), at=T0)
-    plans.record_plan(server_id, sid, one_node_plan("Index Scan", 8.4, 10), at=T0 + timedelta(hours=1))  # same shape
-    plans.record_plan(server_id, sid, one_node_plan("Seq Scan", 4100.0, 10), at=T0 + timedelta(hours=2))
-    plans.record_plan(server_id, sid, one_node_plan("Index Scan", 8.3, 10), at=T0 + timedelta(hours=3))  # back
+    plans.record_plan(server_id, sid, one_node_plan("Index Scan", 8.3, 10), at=T0, redact=redact)
+    plans.record_plan(
+        server_id, sid, one_node_plan("Index Scan", 8.4, 10), at=T0 + timedelta(hours=1), redact=redact
+    )  # same shape
+    plans.record_plan(server_id, sid, one_node_plan("Seq Scan", 4100.0, 10), at=T0 + timedelta(hours=2), redact=redact)
+    plans.record_plan(
+        server_id, sid, one_node_plan("Index Scan", 8.3, 10), at=T0 + timedelta(hours=3), redact=redact
+    )  # back
     changes = plan_changes(server_id=server_id, window=Window(T0, T0 + timedelta(days=1)))
     assert [(c.at, c.before, c.after) for c in changes] == [
         (T0 + timedelta(hours=2), ["Index Scan on orders"], ["Seq Scan on orders"]),
@@ -66,7 +71,7 @@ def test_a_plan_by_fingerprint_is_a_statements_own_only_when_asked_for_its(state
     keys = {"userid": statement.userid, "dbid": statement.dbid, "queryid": statement.queryid + 1}
     other = Statement.objects.create(server_id=server_id, first_seen_at=T0, **keys)
     new = one_node_plan("Seq Scan", 4100.0, 10)
-    plans.record_plan(server_id, other.pk, new, at=T0)
+    plans.record_plan(server_id, other.pk, new, at=T0, redact=redact)
     assert plan_detail(server_id=server_id, fingerprint=new.fingerprint).fingerprint == new.fingerprint
     assert plan_detail(server_id=server_id, fingerprint=new.fingerprint, statement_id=other.pk).node_count == 1
     with pytest.raises(LookupError, match="no such plan of this statement"):

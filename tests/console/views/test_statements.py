@@ -16,6 +16,7 @@ from django.contrib.auth.models import User
 from django.urls import reverse
 from django.utils import timezone
 
+from collectors.redact import redact
 from console.services import server_delete
 from history.models import Statement
 from inventory.models import Membership, Organization, Server
@@ -369,7 +370,7 @@ def test_each_plan_change_is_marked_on_every_chart_and_named_under_them(client, 
         node = paths[0].split(" on ")[0].split(" using ")[0]
         plan = {"Plan": {"Node Type": node, "Relation Name": "orders", "Total Cost": 1.0, "Plan Rows": 1.0}}
         new = plans.NewPlan(plan, node.replace(" ", "").ljust(32, "0"), paths, 1, "generic_plan")
-        plans.record_plan(world.planned.pk, sid, new, at=at)
+        plans.record_plan(world.planned.pk, sid, new, at=at, redact=redact)
     named = "the plan changed from Index Scan using orders_customer_idx on orders to Seq Scan on orders"
 
     html = page(client, sid, **custom(world, hours=6)[1])

@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from history import redact as redact_module
-from history.redact import redact
+from collectors import redact as redact_module
+from collectors.redact import redact
 
 SECRET = "s3cr3t"
 

@@ -1,12 +1,12 @@
-"""The redaction corpus (tests/history/redaction_corpus.py) through redact() alone: every secret gone, and in
+"""The redaction corpus (tests/collectors/redaction_corpus.py) through redact() alone: every secret gone, and in
 strict mode no literal nor comment left at all."""
 
 import re
 
 import pytest
 
-from history.redact import redact
-from tests.history.redaction_corpus import CORPUS
+from collectors.redact import redact
+from tests.collectors.redaction_corpus import CORPUS
 
 
 def test_the_corpus_is_large_and_every_secret_distinct():
