@@ -25,8 +25,8 @@ from history.models import Statement
 from inventory.models import Membership, Server
 from reports.selectors import preview_week
 from reports.services import report_send_test
-from tests.conftest import APP_DB
 from tests.collectors.redaction_corpus import CORPUS, DATABASE, SETUP, TEARDOWN
+from tests.conftest import APP_DB
 from tests.reports.weekly_world import running_smtp
 from tests.world import collect, register, run
 
