@@ -15,7 +15,9 @@ def test_every_readings_settings_are_in_collector_each_once():
     keys = [s.key for s in declared()]
     assert len(keys) == len(set(keys))
     assert {"SCHEMA_MAX_TABLES", "TEXTS_PER_SNAPSHOT", "WAIT_PROFILE_MAX_ROWS"} <= set(keys)
-    assert all(s.variable == f"COLLECTOR_{s.key}" and isinstance(s.default, s.kind | None) for s in declared())
+    assert all(
+        s.variable == f"COLLECTOR_{s.key}" and isinstance(s.default, s.kind | None) and s.help for s in declared()
+    )
 
 
 def test_a_setting_comes_from_its_environment_variable_else_its_default(monkeypatch):
