@@ -222,6 +222,9 @@ def test_the_rounds_of_a_worker_take_their_turns_at_its_pace_whatever_its_thread
     for r in rounds:
         r.join(60)
     assert len(started) >= 6, started  # three statements of ours each, the console's own left out
-    gaps = [b - a for a, b in zip(sorted(started), sorted(started)[1:], strict=False)]
-    assert min(gaps) >= 0.2 - 0.01, gaps
+    # The pace grants a turn every 0.2 s; a thread can be late to start after its turn on a loaded machine (a gap
+    # looks shorter when the one before it was late), never early: the whole takes its turns, and no two come at once.
+    at = sorted(started)
+    gaps = [b - a for a, b in zip(at, at[1:], strict=False)]
+    assert at[-1] - at[0] >= (len(at) - 1) * 0.2 - 0.05 and min(gaps) >= 0.1, gaps
     assert all(StatementPlan.objects.filter(server_id=s.pk).exists() for s in servers)
