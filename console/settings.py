@@ -450,34 +450,8 @@ METRICS = {
 }
 
 # --- Plans (collectors/plans/) ----------------------------------------------------
-PLANS = {
-    # Plans of each server's top statements, read by beat and the `plans` queue's worker (off: on demand only).
-    "ENABLED": env.bool("PLANS_ENABLED", default=True),
-    # The top statements by total time over the last interval, each planned at most once per interval.
-    "TOP_N": env.int("PLANS_TOP_N", default=20),
-    "INTERVAL_S": env.int("PLANS_INTERVAL_S", default=6 * 3600),
-    # How often beat looks for top statements without a recent plan (seconds).
-    "TICK_S": env.int("PLANS_TICK_S", default=900),
-    # Each EXPLAIN on a monitored server runs in its own read-only transaction, given up past these (planning DML
-    # takes a row-exclusive lock on its target: a table held under an exclusive lock is left at once).
-    "STATEMENT_TIMEOUT_MS": env.int("PLANS_STATEMENT_TIMEOUT_MS", default=2_000),
-    "LOCK_TIMEOUT_MS": env.int("PLANS_LOCK_TIMEOUT_MS", default=100),
-    # Each server's budget, whoever asks (beat, the regression alert, a DBA): EXPLAINs and seconds of planning on
-    # the server per UTC hour (an EXPLAIN's timeout is cut to what is left of the hour), bytes of new plan shapes
-    # stored per UTC day.
-    "EXPLAINS_PER_HOUR": env.int("PLANS_EXPLAINS_PER_HOUR", default=60),
-    "PLANNING_S_PER_HOUR": env.float("PLANS_PLANNING_S_PER_HOUR", default=1.0),
-    "BYTES_PER_DAY": env.int("PLANS_BYTES_PER_DAY", default=1_000_000),
-    # What one plan may bring from a monitored server, read before anything is parsed or sent: a statement's
-    # text longer than this is not sent to EXPLAIN, a plan (EXPLAIN's JSON) larger than this is not stored; each
-    # gets the reason "too_large". A generic plan over a table of 1,000 partitions is about 0.45 MB.
-    "MAX_TEXT_BYTES": env.int("PLANS_MAX_TEXT_BYTES", default=2**20),
-    "MAX_PLAN_BYTES": env.int("PLANS_MAX_PLAN_BYTES", default=2 * 2**20),
-    # The automatic rounds' pace in each plans worker, all its threads together (0: unpaced): EXPLAINs a second.
-    # Enough for 2,000 servers' top 20 every 6 hours, and the CPU they take stays the collections' (a round burst
-    # of 1,000 servers took the 2-core fleet benchmark's idle time from 30% to 1% and tripled its lag).
-    "WORKER_EXPLAINS_PER_S": env.float("PLANS_WORKER_EXPLAINS_PER_S", default=2.0),
-}
+# Plans of each server's top statements (collectors/plans/): declared with their reasons in collectors/plans/config.py.
+PLANS = readings_settings(env, "PLANS")
 
 # --- Organizations ----------------------------------------------------------
 # What one organization may register, unless a console administrator set its own limits (Django admin): servers
