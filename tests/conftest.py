@@ -130,14 +130,16 @@ def _unique_node_ids(items: list[pytest.Item]) -> None:
 
 @pytest.fixture(scope="session", autouse=True)
 def _fresh_page_rates() -> None:
-    """Page rate counters (console/throttling.py) are per user id and window: a run's ids start again at 1, so the
-    counters a previous run left in the tests' Redis database within the hour would count against this one's."""
+    """Page rate counters (console/throttling.py) and /metrics' figures (console/views/metrics.py) are kept per user
+    id: a run's ids start again at 1, so what a previous run left in the tests' Redis database within the hour (or
+    the figures' minute) would count against this one's, or answer for it."""
     import redis
     from django.conf import settings
 
     client = redis.Redis.from_url(settings.REDIS_URL)
-    for key in client.scan_iter(match="*page-rate:*"):
-        client.delete(key)
+    for pattern in ("*page-rate:*", "*metrics:*"):
+        for key in client.scan_iter(match=pattern):
+            client.delete(key)
 
 
 @pytest.fixture(scope="session")

@@ -54,7 +54,7 @@ def world(pg_clusters, settings):
     c = pg_clusters[16]
     ours = register(c, name="metrics-16", org="acme")
     collect(ours)
-    run(c, "SELECT 1", 40)
+    run(c, "SELECT 1 AS metrics_workload", 40)  # its own text: pg_stat_statements keeps the first seen
     collect(ours)
     theirs = server_create(
         name="metrics-theirs", connection=parse_dsn("postgresql://m:pw@127.0.0.1:1/app"), organization_name="other"
@@ -203,7 +203,9 @@ def test_statements_only_on_request_bounded_and_said(world, settings):
     found = samples(response.content.decode())
     calls = of(found, "pgconsole_statement_calls_per_second", "metrics-16")
     assert 1 <= len(calls) <= 3
-    select = ours.statements.get(query="SELECT $1")  # the workload's, 40 calls between the two collections
+    select = ours.statements.get(
+        query="SELECT $1 AS metrics_workload"
+    )  # the workload's, 40 calls between the two collections
     (rate,) = [v for labels, v in calls.items() if ("queryid", str(select.queryid)) in labels]
     now = timezone.now()
     (row,) = fleet_summary(server_ids=[ours.pk], window=Window(now - timedelta(minutes=5), now))
