@@ -10,8 +10,9 @@ from datetime import UTC, datetime
 from django.db.models import Count
 
 from history import tables
-from history.models import IndexCandidate, SchemaIndex, SchemaTable, ServerState
+from history.models import IndexCandidate, SchemaIndex, SchemaTable
 from readtier import db
+from readtier.server import reading_status
 from readtier.windows import Window
 
 DAY_S = 86400.0
@@ -160,8 +161,7 @@ def _databases_capped(reading: dict) -> DatabasesCapped | None:
 
 def schema_status(*, server_id: int) -> tuple[list[DatabaseStatus], dict]:
     """What the last schema reading of each database said, and the reading's own status."""
-    state = ServerState.objects.filter(server_id=server_id).values_list("readings", flat=True).first() or {}
-    reading = state.get("schema") or {}
+    reading = reading_status(server_id=server_id, reading="schema")
     found = [
         DatabaseStatus(
             name=name,

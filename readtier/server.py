@@ -93,11 +93,16 @@ def server_settings(*, server_id: int) -> ServerSettings:
     )
 
 
+def reading_status(*, server_id: int, reading: str) -> dict:
+    """What a reading said of itself at its last read (ServerState.readings: collectors.unit), {} before any."""
+    status = ServerState.objects.filter(server_id=server_id).values_list("readings", flat=True).first() or {}
+    return status.get(reading) or {}
+
+
 def wait_profile_cap(*, server_id: int) -> int | None:
     """COLLECTOR_WAIT_PROFILE_MAX_ROWS as it was when the latest snapshot found pg_wait_sampling's profile larger
     and did not read it (its wait events then come from pg_stat_activity); None: not so."""
-    status = ServerState.objects.filter(server_id=server_id).values_list("readings", flat=True).first() or {}
-    return (status.get("waits") or {}).get("profile_over_cap")
+    return reading_status(server_id=server_id, reading="waits").get("profile_over_cap")
 
 
 # -- changes between snapshots ---------------------------------------------------------------------
