@@ -1,9 +1,11 @@
 """One collection of one server: run the registered readings (collectors/unit.py), store what they found atomically.
 
-`server_collect` is the only entry point; tasks and management commands call it. A collection reads (_read: each
-reading in turn, on one connection within the snapshot's deadline), computes (_compute, no I/O) and persists
-(_persist): everything is stored in one transaction of the history store or nothing is, and the server's status
-says why. A reading whose failure is its own leaves a note and its status; the others are stored.
+`server_collect` is the only entry point; tasks and management commands call it. A collection reads what the
+readings compare with (_load_previous), reads (_read: each reading in turn, on one connection within the snapshot's
+deadline), settles (_settle: the history store asked of what was read, the connection given back), computes
+(_compute, no I/O) and persists (_persist): everything is stored in one transaction of the history store or nothing
+is, and the server's status says why. A reading whose failure is its own leaves a note and its status; the others
+are stored.
 """
 
 import logging
@@ -65,12 +67,20 @@ class CollectionResult:
         return text
 
 
-def _load_previous(server_id: int) -> Previous:
-    state = ServerState.objects.filter(server_id=server_id).first()
+def _load_previous(server: Server) -> Previous:
+    """What the readings compare with, read before the monitored connection opens (collectors/unit.py)."""
+    state = ServerState.objects.filter(server_id=server.pk).first()
+    now = timezone.now()
+    own = {
+        reading.name: reading.previous(server.pk)
+        for reading in registered()
+        if reading.previous is not None and reading.may_be_due(state, server.last_success_at, now)
+    }
     if state is None:
-        return Previous(None, Entries.empty())
-    cached = state_cache.get(server_id, state.taken_at)
-    return Previous(state, cached if cached is not None else store.load_statement_state(server_id))
+        return Previous(None, Entries.empty(), readings=own)
+    cached = state_cache.get(server.pk, state.taken_at)
+    entries = cached if cached is not None else store.load_statement_state(server.pk)
+    return Previous(state, entries, store.texts_missing(server.pk, entries.statement_id), own)
 
 
 # --- read: every registered reading, in order, on one connection within the snapshot's deadline ---------
@@ -106,6 +116,15 @@ def _read_with_retry(server: Server, previous: Previous) -> Collection:
     monitored.checkin(target, conn)
     snap.conn = None
     return snap
+
+
+# --- settle: what depends on what was read and only the history store knows, with the connection given back --
+
+
+def _settle(snap: Collection) -> None:
+    for reading in registered():
+        if reading.settle is not None and reading.name in snap.got:
+            reading.settle(snap, snap.got[reading.name])
 
 
 # --- compute: each reading's rows, the snapshot's facts and the server's new state, without I/O -----------
@@ -169,7 +188,8 @@ def _persist_once(snap: Collection, row: store.NewSnapshot, state: ServerState) 
 
 
 def _collect(server: Server) -> CollectionResult:
-    snap = _read_with_retry(server, _load_previous(server.pk))
+    snap = _read_with_retry(server, _load_previous(server))
+    _settle(snap)
     row, state = _compute(snap)
     _persist(snap, row, state)
     snapshot = row.facts

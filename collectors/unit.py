@@ -2,14 +2,20 @@
 
 Each reading is a folder of collectors/ whose `reading.py` holds one `Reading`: what it reads, its SQL per server
 version, its cadence, its budget on the monitored server, the history tables it writes and their delta rules,
-what its failure does, and three steps. The collection (collectors/services.py) runs every registered reading in
+what its failure does, and its steps. The collection (collectors/services.py) runs every registered reading in
 each snapshot, in the order their `after` gives:
 
 - `read` asks the monitored server, on the snapshot's connection and within its deadline (and, with a time
   budget, in a read-only transaction under that statement_timeout);
+- `settle`, once the monitored connection is given back, asks the history store what it knows of what was read
+  (the statements reading: the keys the previous state did not hold);
 - `compute` turns what was read into rows, facts of the snapshot and fields of the server's state, without I/O;
 - `persist` writes its rows inside the snapshot's one transaction of the history store (the partitions of its
   tables are created before it, outside), so that everything of a snapshot is stored or nothing is.
+
+The history store is never asked while the monitored connection is open: what a reading compares with is read
+before it opens (Previous: the server's state, the statements', and each reading's own, `previous`, when the
+reading may be due), and what depends on what was read is asked in `settle`, after.
 
 A reading that fails with `Failure.SNAPSHOT` fails the snapshot (the server's status says why); one with
 `Failure.OWN` leaves a note and its own status on the server's state, and the others are stored. docs/
@@ -44,6 +50,9 @@ from history.tables import HistoryTable
 from inventory.models import Server
 
 EVERY_SNAPSHOT = None
+# A reading's own previous state is loaded when it is due this far ahead of the server's time as the console
+# reckons it (may_be_due): a reading due by the server's clock but not loaded waits for the next snapshot.
+LOAD_AHEAD = timedelta(minutes=2)
 
 
 class Failure(StrEnum):
@@ -101,6 +110,9 @@ class Reading(Generic[R, C]):
     after: tuple[str, ...] = ()  # readings whose read and compute come first (this one uses what they found)
     cadence: str | None = EVERY_SNAPSHOT  # the COLLECTOR setting of the seconds between two of its reads
     budget: Budget = Budget()
+    # its own previous state (server id -> what it compares with), read before the monitored connection opens
+    previous: Callable[[int], Any] | None = None
+    settle: Callable[[Collection, R], None] | None = None  # after the read, with the monitored connection given back
 
     def due(self, previous: ServerState | None, taken_at_us: int) -> bool:
         """Whether this snapshot reads it: at every one; or, with a cadence, at the server's first snapshot and then
@@ -119,13 +131,31 @@ class Reading(Generic[R, C]):
             following += every
         return timestamp(taken_at_us) >= following
 
+    def may_be_due(self, previous: ServerState | None, last_success_at: datetime | None, now: datetime) -> bool:
+        """Whether the snapshot about to open may read it, asked before the monitored connection opens: due at the
+        server's time reckoned as the last snapshot's plus what the console's clock counted since (the two
+        clocks' skew cancels), LOAD_AHEAD to spare."""
+        if previous is None or self.cadence is None:
+            return True
+        since = max(now - last_success_at, timedelta(0)) if last_success_at is not None else timedelta(0)
+        reckoned = previous.taken_at + since + LOAD_AHEAD
+        return self.due(previous, round(reckoned.timestamp() * 1_000_000))
+
 
 @dataclass
 class Previous:
-    """What the previous snapshot left: the server's state (None before the first) and the statements'."""
+    """What the previous snapshot left, read before the monitored connection opens: the server's state (None before
+    the first), the statements' (and the text status of those without a stored text), and the own previous state of
+    each reading that declares one and may be due (`readings`, by name: one not loaded is not read)."""
 
     state: ServerState | None
     entries: Entries
+    texts_missing: dict[int, str] = field(default_factory=dict)  # history.store.texts_missing
+    readings: dict[str, Any] = field(default_factory=dict)
+
+    def of(self, reading: Reading) -> Any:
+        """What `reading` compares with (its `previous`, loaded for this snapshot)."""
+        return self.readings[reading.name]
 
 
 @dataclass
@@ -166,7 +196,10 @@ class Collection:
     def read(self, reading: Reading) -> None:
         """Run one reading's read within its budget; its own failure is noted, a snapshot's failure raised."""
         taken_at_us = self.meta.taken_at_us if self.meta is not None else None
-        if taken_at_us is not None and not reading.due(self.previous.state, taken_at_us):
+        # due by the server's clock; one whose own previous state was not loaded (not thought due when the
+        # connection opened) waits for the next snapshot rather than ask the history store meanwhile
+        unloaded = reading.previous is not None and reading.name not in self.previous.readings
+        if unloaded or taken_at_us is not None and not reading.due(self.previous.state, taken_at_us):
             if self.previous.state is not None and reading.name in (self.previous.state.readings or {}):
                 self.status[reading.name] = self.previous.state.readings[reading.name]
             return

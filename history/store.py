@@ -6,6 +6,8 @@ One module over 400 lines: the writer a collection hands its rows to, every tabl
 snapshot's one transaction makes them and under the same advisory lock; it is what issue 53's typed writer is to
 become, and is split then, by table, behind that one door."""
 
+from __future__ import annotations
+
 import contextlib
 import functools
 from collections.abc import Callable
@@ -164,10 +166,26 @@ def _find(server_id: int, keys: np.ndarray) -> dict[tuple[int, int, int, int], i
 
 @dataclass
 class StatementLookup:
-    """The statement dimension's view of the current entries, before the snapshot is stored."""
+    """The statement dimension's view of the current entries, before the snapshot is stored: from the previous
+    state while the monitored connection is open (from_previous), then from the dimension (lookup_returning)."""
 
-    ids: np.ndarray  # (n,) int64: statement id of each entry, -1 for keys never seen
+    ids: np.ndarray  # (n,) int64: statement id of each entry, -1 for keys not known (yet)
     missing_text: dict[int, str]  # statement id -> text_status, of the present entries' statements without a text
+
+    @classmethod
+    def from_previous(
+        cls, prev: Entries, prev_index: np.ndarray, present: np.ndarray, texts_missing: dict[int, str]
+    ) -> StatementLookup:
+        """Without I/O: the ids of the keys in the previous state (`prev_index`, match_keys'), -1 for the others;
+        the text statuses (texts_missing's, read with the previous state) of the `present` rows' statements, and
+        every pending one. A statement that lost its text and never came back costs nothing."""
+        ids = np.full(len(prev_index), -1, np.int64)
+        matched = prev_index >= 0
+        if len(prev):
+            ids[matched] = prev.statement_id[prev_index[matched]]
+        sent = set(ids[present & (ids >= 0)].tolist())
+        missing = {i: status for i, status in texts_missing.items() if i in sent or status == "pending"}
+        return cls(ids, missing)
 
     @property
     def unseen(self) -> np.ndarray:
@@ -178,45 +196,37 @@ class StatementLookup:
         return [self.missing_text.get(i) for i in self.ids[rows].tolist()]
 
 
-def lookup_statements(
-    server_id: int, entries: Entries, prev: Entries, prev_index: np.ndarray, present: np.ndarray
-) -> StatementLookup:
-    """Statement ids of the current entries: from the previous state for the keys in it, from the
-    dimension for keys seen before but not in the state (evicted since, or hidden), -1 for keys never
-    seen (statement_ids gives them theirs when the snapshot is stored). Text statuses are looked up
-    for the `present` rows only: a statement that lost its text and never came back costs nothing."""
-    ids = np.full(len(entries), -1, np.int64)
-    matched = prev_index >= 0
-    if len(prev):
-        ids[matched] = prev.statement_id[prev_index[matched]]
-    unmatched = np.flatnonzero(~matched)
-    found = _find(server_id, entries.keys[unmatched])
-    ids[unmatched] = [found.get(tuple(k), -1) for k in entries.keys[unmatched].tolist()]
-    # Through the partial index statement_text_missing: the sent entries' statements without a text, and every
-    # statement whose text a snapshot put off (read first by this one, sent or not).
+def texts_missing(server_id: int, statement_ids: np.ndarray) -> dict[int, str]:
+    """statement id -> text status, of `statement_ids`' statements without a stored text and of every statement
+    whose text a snapshot put off (pending), through the partial index statement_text_missing: what a collection
+    knows of texts before it opens the monitored connection (its previous entries' statements)."""
     with _raw_cursor() as cur:
         cur.execute(
             f"SELECT id, text_status FROM {_STATEMENT} WHERE server_id = %s AND text_status <> 'stored' "
             "AND (id = ANY(%s) OR text_status = 'pending')",
-            (server_id, ids[present & (ids >= 0)].tolist()),
+            (server_id, statement_ids.astype(np.int64).tolist()),
         )
-        missing = dict(cur.fetchall())
-    return StatementLookup(ids, missing)
+        return dict(cur.fetchall())
 
 
-def statements_wanting_text(server_id: int, statement_ids: np.ndarray) -> np.ndarray:
-    """Which of `statement_ids` still want a text that pg_stat_statements has (evicted before it was read, not
-    visible to the role then, or put off), through the partial index statement_text_missing."""
-    if not len(statement_ids):
-        return np.zeros(0, bool)
+def lookup_returning(server_id: int, lookup: StatementLookup, keys: np.ndarray) -> StatementLookup:
+    """The lookup once the monitored connection is given back: the keys not in the previous state that the
+    dimension knows (evicted since, or hidden then, and back) get their statement ids, and the text status of
+    those without a stored text; the others stay -1, never seen (statement_ids gives them theirs)."""
+    unseen = np.flatnonzero(lookup.unseen)
+    found = _find(server_id, keys[unseen])
+    if not found:
+        return lookup
+    ids = lookup.ids.copy()
+    ids[unseen] = [found.get(tuple(k), -1) for k in keys[unseen].tolist()]
     with _raw_cursor() as cur:
         cur.execute(
-            f"SELECT id FROM {_STATEMENT} WHERE server_id = %s AND text_status <> 'stored' "
-            "AND text_status <> 'unavailable' AND id = ANY(%s)",
-            (server_id, statement_ids.tolist()),
+            f"SELECT id, text_status FROM {_STATEMENT} WHERE server_id = %s AND text_status <> 'stored' "
+            "AND id = ANY(%s)",
+            (server_id, list(found.values())),
         )
-        wanting = [statement_id for (statement_id,) in cur.fetchall()]
-    return np.isin(statement_ids, wanting)
+        missing = lookup.missing_text | dict(cur.fetchall())
+    return StatementLookup(ids, missing)
 
 
 @dataclass

@@ -119,7 +119,7 @@ def read(snap: Collection) -> SchemaRead:
     except psycopg.Error as exc:
         raise from_query_error(exc, "listing the server's databases") from exc
     databases = listed.listed[:cap]
-    previous = stored.load_state(snap.server.pk)
+    previous = snap.previous.of(READING)
     status = ((snap.previous.state.readings or {}).get("schema") or {}) if snap.previous.state else {}
     before = status.get("databases") or {}
     target = None
@@ -282,4 +282,5 @@ READING = Reading(
     after=("statements", "texts", "waits"),  # last: its time never takes theirs
     cadence="SCHEMA_INTERVAL_S",
     budget=Budget(seconds="SCHEMA_SECONDS", rows="SCHEMA_MAX_TABLES"),
+    previous=stored.load_state,  # each database's tables and indexes as last read
 )

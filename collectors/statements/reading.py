@@ -19,12 +19,12 @@ from collectors.state_cache import state_cache
 from collectors.statements import lineage, pgss
 from collectors.statements.columns import ColumnMap
 from collectors.texts import texts
-from collectors.unit import Collection, Failure, Reading, Sql
+from collectors.unit import Collection, Failure, Previous, Reading, Sql
 from history import codec, store, tables
 from history.columns import TOTAL_NAMES, totals_of
 from history.deltas import DeltaResult, restarted_rows
 from history.deltas import compute as compute_deltas
-from history.models import ServerState
+from history.models import ServerState, TextStatus
 
 
 @dataclass
@@ -66,7 +66,7 @@ def read(snap: Collection) -> StatementsRead:
         or None not in (dealloc, previous.state.dealloc)
         and dealloc != previous.state.dealloc
     )
-    wanting = store.statements_wanting_text(server.pk, previous.entries.statement_id) if churning else None
+    wanting = _wanting_text(previous) if churning else None
     reading = pgss.read_entries(
         conn,
         meta,
@@ -82,11 +82,24 @@ def read(snap: Collection) -> StatementsRead:
             f"{reading.hidden} entries of other roles are not visible: grant pg_monitor (pg_read_all_stats) "
             "to the monitoring role"
         )
-    statements = store.lookup_statements(
-        server.pk, reading.entries, previous.entries, reading.prev_index, reading.sent_rows
+    statements = store.StatementLookup.from_previous(
+        previous.entries, reading.prev_index, reading.sent_rows, previous.texts_missing
     )
     restarted = restarted_rows(previous.entries, reading.entries, reading.prev_index)
     return StatementsRead(identity, dealloc, stats_reset_us, continuity, reading, cmap, statements, restarted)
+
+
+def _wanting_text(previous: Previous) -> np.ndarray:
+    """Which previous entries' statements still want a text that pg_stat_statements has (evicted before it was
+    read, not visible to the role then, or put off): read with the previous state."""
+    wanting = [i for i, status in previous.texts_missing.items() if status != TextStatus.UNAVAILABLE]
+    return np.isin(previous.entries.statement_id, wanting)
+
+
+def settle(snap: Collection, got: StatementsRead) -> None:
+    """The keys the previous state did not hold, looked up in the statements' dimension (evicted and back, or
+    hidden then): their texts were read as if new (the texts reading), and are kept only where none is stored."""
+    got.statements = store.lookup_returning(snap.server.pk, got.statements, got.reading.entries.keys)
 
 
 def compute(snap: Collection, got: StatementsRead) -> StatementsComputed:
@@ -237,6 +250,7 @@ READING = Reading(
     failure=Failure.SNAPSHOT,
     read=read,
     compute=compute,
+    settle=settle,
     persist=persist,
     committed=committed,
     after=("settings",),

@@ -165,7 +165,8 @@ def server_cut(max_bytes: int) -> int:
 
 
 def rows_to_read(sent_rows: np.ndarray, statements: store.StatementLookup, restarted: np.ndarray) -> np.ndarray:
-    """Rows whose text to ask for, most wanted first: keys never seen (in row order), statements whose text
+    """Rows whose text to ask for, most wanted first: keys not in the previous state (in row order; those the
+    dimension knows, back after an eviction, keep their stored text: statements' settle), statements whose text
     a snapshot put off, then known statements without a text whose entry the server just sent (`sent_rows`, evicted
     before their text could be read, or hidden from the role when it was). A text that pg_stat_statements
     did not keep comes back only with a new entry, so only then is it asked for: a key not in the previous
@@ -241,7 +242,7 @@ def outcome(
             new_statements.append(
                 store.NewStatement(key, texts.databases.get(key[1], ""), texts.users.get(key[0], ""), text)
             )
-        elif text.status != status:
+        elif status is not None and text.status != status:  # None: a returning key's, stored already
             changed[int(statements.ids[row])] = text
     return new_statements, changed
 

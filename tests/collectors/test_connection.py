@@ -37,7 +37,7 @@ def test_an_error_report_from_the_collection_path_holds_no_password():
     server.set_password(SECRET)
     server.save()  # saved without full_clean: a server the policy refuses only at connect time
     try:
-        _read_with_retry(server, _load_previous(server.pk))
+        _read_with_retry(server, _load_previous(server))
     except RefusedByPolicy:
         exc_info = sys.exc_info()
     else:

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def _read(server) -> Collection:
-    snap = Collection(server=server, previous=_load_previous(server.pk))
+    snap = Collection(server=server, previous=_load_previous(server))
     target = monitored.monitoring_target(server)
     snap.conn = monitored.connect(target)
     try:
