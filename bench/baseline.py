@@ -15,9 +15,10 @@ from datetime import datetime, timedelta
 import numpy as np
 from django.db import connection
 
-from history import codec, tables
+from history import codec
 from history.columns import COUNTER_NAMES, FACT_GAUGE_NAMES
 from history.models import Statement
+from history.tables import TABLES
 
 HOUR = timedelta(hours=1)
 DAY = timedelta(days=1)
@@ -64,7 +65,7 @@ def hours_from_raw(server_id: int, start: datetime, end: datetime) -> int:
     """Old hourly rollups of the whole hours in [start, end) from the raw snapshots still stored."""
     with connection.cursor() as cur:
         cur.execute(
-            f"SELECT date_trunc('hour', taken_at), interval_s, statements FROM {tables.SNAPSHOT.name} "
+            f"SELECT date_trunc('hour', taken_at), interval_s, statements FROM {TABLES.SNAPSHOT.name} "
             "WHERE server_id = %s AND taken_at >= %s AND taken_at < %s AND kind = 'delta' ORDER BY taken_at",
             [server_id, start, end],
         )
@@ -160,7 +161,7 @@ def statement_totals(server_id: int, start: datetime, end: datetime) -> Statemen
         take_rollups(HOURLY, HOUR, "hourly")
 
     rows = _fetch(
-        f"SELECT taken_at, interval_s, track_planning, dealloc_delta, statements FROM {tables.SNAPSHOT.name} "
+        f"SELECT taken_at, interval_s, track_planning, dealloc_delta, statements FROM {TABLES.SNAPSHOT.name} "
         "WHERE server_id = %s AND taken_at >= %s AND taken_at < %s AND kind = 'delta' ORDER BY taken_at",
         [server_id, start, end],
     )

@@ -18,9 +18,10 @@ from datetime import UTC, datetime
 import numpy as np
 
 from collectors.waits import waits
-from history import codec, partitions, store, tables
+from history import codec, partitions, store
 from history.columns import TOTAL_NAMES, totals_of
 from history.snapshot_facts import SNAPSHOT_FACTS, SnapshotFacts
+from history.tables import TABLES
 
 _WIDTHS = ((1, "<u1", 1), (2, "<u2", 2), (4, "<u4", 3), (8, "<i8", 4))  # width, dtype, code (codec._WIDTHS)
 _HEADER = np.dtype([("version", "u1"), ("rows", "<u4"), ("counters", "<u2"), ("gauges", "<u2")])
@@ -211,9 +212,9 @@ def ensure_partitions(table: str, taken_at_us) -> None:
 
 
 def copy_snapshots(text: str, taken_at_us) -> None:
-    ensure_partitions(tables.SNAPSHOT.name, taken_at_us)
+    ensure_partitions(TABLES.SNAPSHOT.name, taken_at_us)
     cols = ", ".join(store.SNAPSHOT_FIELDS)
-    with store._raw_cursor() as cur, cur.copy(f"COPY {tables.SNAPSHOT.name} ({cols}) FROM STDIN") as copy:
+    with store.raw_cursor() as cur, cur.copy(f"COPY {TABLES.SNAPSHOT.name} ({cols}) FROM STDIN") as copy:
         copy.write(text.encode())
 
 
@@ -229,9 +230,9 @@ def wait_lines(server_id: int, taken_at_us: int, rows: list[waits.IntervalWait])
 def copy_waits(text: str, taken_at_us) -> None:
     if not text:
         return
-    ensure_partitions(tables.WAIT_EVENT.name, taken_at_us)
+    ensure_partitions(TABLES.WAIT_EVENT.name, taken_at_us)
     cols = "server_id, taken_at, event_type, event, query_id, samples, session_s"
-    with store._raw_cursor() as cur, cur.copy(f"COPY {tables.WAIT_EVENT.name} ({cols}) FROM STDIN") as copy:
+    with store.raw_cursor() as cur, cur.copy(f"COPY {TABLES.WAIT_EVENT.name} ({cols}) FROM STDIN") as copy:
         copy.write(text.encode())
 
 

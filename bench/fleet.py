@@ -29,9 +29,11 @@ from bench import bulk, synthetic
 from collectors.services import server_collect
 from collectors.settings import instance
 from collectors.statements import lineage, pgss
-from history import rollups, tables
-from history.deltas import Entries, match_keys
+from collectors.statements.deltas import match_keys
+from history import rollups
+from history.entries import Entries
 from history.models import ServerState
+from history.tables import TABLES
 
 FLUSH_MINUTES = 10  # minutes of all servers' blocks encoded and COPYed at once
 
@@ -80,7 +82,7 @@ class _Slice:
 def _ids(server_ids: list[int], keys: np.ndarray, n: int) -> np.ndarray:
     with connection.cursor() as cur:
         cur.execute(
-            f"SELECT server_id, queryid, id FROM {tables.STATEMENT.name} WHERE server_id = ANY(%s)", [server_ids]
+            f"SELECT server_id, queryid, id FROM {TABLES.STATEMENT.name} WHERE server_id = ANY(%s)", [server_ids]
         )
         found = {(s, q): i for s, q, i in cur.fetchall()}
     return np.array([found[(server_ids[j // n], q)] for j, q in enumerate(keys[:, 2].tolist())], np.int64)

@@ -35,6 +35,7 @@ from bench.stats import summary
 from collectors.services import server_collect
 from history import binary_copy, partitions, rollups, tables
 from history.columns import COUNTER_NAMES, FACT_GAUGE_NAMES, GAUGE_NAMES
+from history.tables import TABLES
 
 HISTORY_TABLES = tuple(t.name for t in tables.PER_SERVER)
 # The timeline is compressed (a day in minutes), so autovacuum, which wakes up every minute of real
@@ -91,7 +92,7 @@ def _naive_baseline(rows: list[tuple[int, np.ndarray, np.ndarray, np.ndarray]]) 
         pos += k
     from history import store
 
-    with store._raw_cursor() as cur:
+    with store.raw_cursor() as cur:
         names = ", ".join(name for name, _ in NAIVE_COLUMNS)
         with cur.copy(f"COPY bench_naive_facts ({names}) FROM STDIN (FORMAT binary)") as copy:
             copy.write(binary_copy.build(arr, NAIVE_COLUMNS))
@@ -153,15 +154,15 @@ def run(*, day: datetime, uniform: bool = False, seed: int = 7, entries: int = 5
     # The read tier, each table's partition that holds this day (the tables were emptied first, so a
     # month or year partition holds this day's rows only).
     roll = {
-        "server hourly": _size(partitions.partition_name(tables.SERVER_HOURLY.name, d)),
-        "statement hourly": _size(partitions.partition_name(tables.STATEMENT_HOURLY.name, d + timedelta(hours=1))),
-        "hourly waits": _size(partitions.partition_name(tables.WAIT_EVENT_HOURLY.name, d)),
-        "server daily": _size(partitions.partition_name(tables.SERVER_DAILY.name, d)),
-        "statement daily": _size(partitions.partition_name(tables.STATEMENT_DAILY.name, d + timedelta(days=1))),
-        "daily waits": _size(partitions.partition_name(tables.WAIT_EVENT_DAILY.name, d)),
+        "server hourly": _size(partitions.partition_name(TABLES.SERVER_HOURLY.name, d)),
+        "statement hourly": _size(partitions.partition_name(TABLES.STATEMENT_HOURLY.name, d + timedelta(hours=1))),
+        "hourly waits": _size(partitions.partition_name(TABLES.WAIT_EVENT_HOURLY.name, d)),
+        "server daily": _size(partitions.partition_name(TABLES.SERVER_DAILY.name, d)),
+        "statement daily": _size(partitions.partition_name(TABLES.STATEMENT_DAILY.name, d + timedelta(days=1))),
+        "daily waits": _size(partitions.partition_name(TABLES.WAIT_EVENT_DAILY.name, d)),
     }
     # The last hour boundary of the day (until = midnight) lies in the next day's partition.
-    roll["statement hourly"] += _size(partitions.partition_name(tables.STATEMENT_HOURLY.name, d + timedelta(days=1)))
+    roll["statement hourly"] += _size(partitions.partition_name(TABLES.STATEMENT_HOURLY.name, d + timedelta(days=1)))
     fixed = {
         "statement dimension": _size("collectors_statement"),
         "statement state": _size("collectors_statement_state"),
@@ -175,10 +176,10 @@ def run(*, day: datetime, uniform: bool = False, seed: int = 7, entries: int = 5
             [server.pk, d, d + timedelta(days=1)],
         )
         n_snap, payload_bytes, stored_rows = cur.fetchone()
-        cur.execute(f"SELECT count(*) FROM {tables.SERVER_HOURLY.name} WHERE server_id = %s", [server.pk])
+        cur.execute(f"SELECT count(*) FROM {TABLES.SERVER_HOURLY.name} WHERE server_id = %s", [server.pk])
         n_hourly = cur.fetchone()[0]
         cur.execute(
-            f"SELECT count(*), count(DISTINCT until) FROM {tables.STATEMENT_HOURLY.name} WHERE server_id = %s",
+            f"SELECT count(*), count(DISTINCT until) FROM {TABLES.STATEMENT_HOURLY.name} WHERE server_id = %s",
             [server.pk],
         )
         hourly_rows, hourly_boundaries = cur.fetchone()
@@ -188,9 +189,9 @@ def run(*, day: datetime, uniform: bool = False, seed: int = 7, entries: int = 5
         n_stmt, text_bytes = cur.fetchone()
         cur.execute("SELECT count(*) FROM collectors_wait_event WHERE server_id = %s", [server.pk])
         wait_rows = cur.fetchone()[0]
-        cur.execute(f"SELECT count(*) FROM {tables.SERVER_DAILY.name} WHERE server_id = %s", [server.pk])
+        cur.execute(f"SELECT count(*) FROM {TABLES.SERVER_DAILY.name} WHERE server_id = %s", [server.pk])
         n_daily = cur.fetchone()[0]
-        cur.execute(f"SELECT count(*) FROM {tables.STATEMENT_DAILY.name} WHERE server_id = %s", [server.pk])
+        cur.execute(f"SELECT count(*) FROM {TABLES.STATEMENT_DAILY.name} WHERE server_id = %s", [server.pk])
         daily_rows = cur.fetchone()[0]
         cur.execute("SELECT count(*) FROM collectors_wait_event_hourly WHERE server_id = %s", [server.pk])
         hourly_wait_rows = cur.fetchone()[0]

@@ -56,7 +56,7 @@ def _state_rows(entries) -> bytes:
 
 def _bare_copy(data: bytes) -> float:
     names = ", ".join(name for name, _ in store.STATE_COLUMNS)
-    with store._raw_cursor() as cur:
+    with store.raw_cursor() as cur:
         cur.execute("TRUNCATE bench_copy_floor")
         t0 = time.perf_counter()
         with cur.copy(f"COPY bench_copy_floor ({names}) FROM STDIN (FORMAT binary)") as copy:

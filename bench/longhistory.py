@@ -29,8 +29,9 @@ from bench import baseline, bulk, synthetic
 from collectors.services import server_collect
 from collectors.settings import instance
 from collectors.waits import waits
-from history import codec, partitions, rollups, store, tables
+from history import codec, partitions, rollups, store
 from history.models import ServerState
+from history.tables import TABLES
 
 MINUTE_US = 60_000_000
 
@@ -52,7 +53,7 @@ class LongHistory:
 
 def _statement_ids(server_id: int, keys: np.ndarray) -> np.ndarray:
     with connection.cursor() as cur:
-        cur.execute(f"SELECT queryid, id FROM {tables.STATEMENT.name} WHERE server_id = %s", [server_id])
+        cur.execute(f"SELECT queryid, id FROM {TABLES.STATEMENT.name} WHERE server_id = %s", [server_id])
         by_queryid = dict(cur.fetchall())
     return np.array([by_queryid[q] for q in keys[:, 2].tolist()], np.int64)
 

@@ -12,11 +12,12 @@ from collections import defaultdict
 
 
 def _targets():
+    from collectors import services
     from collectors.settings import instance
     from collectors.statements import lineage, pgss
     from collectors.statements import reading as statements
     from collectors.texts import texts
-    from history import codec, store
+    from history import codec, store, writer
 
     # (label, module, attribute): wrap the name where the caller looks it up.
     return [
@@ -25,14 +26,14 @@ def _targets():
         ("read: pg_stat_statements_info", pgss, "read_info"),
         ("read: new and changed entries (+ merge)", pgss, "read_entries"),
         ("read: texts of new keys", texts, "read_texts"),
-        ("history: find keys back after an eviction", store, "lookup_returning"),
-        ("history: texts missing (previous state)", store, "texts_missing"),
-        ("history: load statement state", store, "load_statement_state"),
+        ("history: find keys back after an eviction", statements, "lookup_returning"),
+        ("history: texts missing (previous state)", services, "texts_missing"),
+        ("history: load statement state", services, "load_statement_state"),
         ("deltas.compute", statements, "compute_deltas"),
         ("codec.encode", codec, "encode"),
         ("history: insert new statements", store, "statement_ids"),
         ("history: insert snapshot row", store, "insert_snapshot"),
-        ("history: insert waits", store, "insert_waits"),
+        ("history: insert waits", writer.SnapshotWriter, "append"),
         ("history: write statement state", store, "write_statement_state"),
     ]
 

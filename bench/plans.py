@@ -47,16 +47,16 @@ from collectors.plans.statement import NotExplainable, classify
 from collectors.redact import redact
 from collectors.services import server_collect
 from history import plans as history_plans
-from history import tables
 from history.models import PlanAttempt, PlanShape, PlanSpend, ServerState, Statement
 from history.own import is_own
+from history.tables import TABLES
 from inventory.connection import parse_dsn
 from inventory.services import server_create
 
 ROUNDS = 4  # rounds a day at the default PLANS_INTERVAL_S
 PLAN_TABLES = tuple(
     t.name
-    for t in (tables.PLAN_SHAPE, tables.STATEMENT_PLAN, tables.PLAN_ATTEMPT, tables.PLAN_CHANGE, tables.PLAN_SPEND)
+    for t in (TABLES.PLAN_SHAPE, TABLES.STATEMENT_PLAN, TABLES.PLAN_ATTEMPT, TABLES.PLAN_CHANGE, TABLES.PLAN_SPEND)
 )
 
 

@@ -25,7 +25,7 @@ import numpy as np
 from bench import baseline, longhistory
 from bench import fleet as fleet_history
 from bench.measured import WINDOWS, Measured, measure
-from history import tables
+from history.tables import TABLES
 
 # The end of the history: far from today, so its partitions are the benchmark's own.
 LAST_TAKEN_AT = datetime(2025, 1, 4, 13, 37, tzinfo=UTC)
@@ -304,11 +304,11 @@ def _tier_rows(server_id: int) -> dict[str, int]:
     out = {}
     with connection.cursor() as cur:
         for t in (
-            tables.SNAPSHOT,
-            tables.SERVER_HOURLY,
-            tables.SERVER_DAILY,
-            tables.STATEMENT_HOURLY,
-            tables.STATEMENT_DAILY,
+            TABLES.SNAPSHOT,
+            TABLES.SERVER_HOURLY,
+            TABLES.SERVER_DAILY,
+            TABLES.STATEMENT_HOURLY,
+            TABLES.STATEMENT_DAILY,
         ):
             cur.execute(f"SELECT count(*) FROM {t.name} WHERE server_id = %s", [server_id])
             out[t.name] = cur.fetchone()[0]

@@ -41,8 +41,8 @@ from collectors.plans import hypothetical, service
 from collectors.schema import catalog
 from collectors.services import server_collect
 from console.views.indexes import SHOWN
-from history import tables
 from history.models import ServerState
+from history.tables import TABLES
 from inventory.connection import parse_dsn
 from inventory.services import server_create
 from readtier import Window, schema_overview
@@ -307,15 +307,15 @@ def run(cluster, advice_cluster=None, *, quick: bool = False, log=print) -> Sche
         _collect(server.pk, due=True)
         with connection.cursor() as cur:
             cur.execute(
-                f"SELECT pg_column_size(d.*), cardinality(d.table_ids) FROM {tables.SCHEMA_DELTA.name} d "
+                f"SELECT pg_column_size(d.*), cardinality(d.table_ids) FROM {TABLES.SCHEMA_DELTA.name} d "
                 "WHERE server_id = %s AND database = %s ORDER BY taken_at DESC LIMIT 1",
                 [server.pk, small_db],
             )
             delta_bytes, delta_tables = cur.fetchone()
             cur.execute(
-                f"SELECT (SELECT coalesce(sum(pg_column_size(t.*)), 0) FROM {tables.SCHEMA_TABLE.name} t "
+                f"SELECT (SELECT coalesce(sum(pg_column_size(t.*)), 0) FROM {TABLES.SCHEMA_TABLE.name} t "
                 "WHERE server_id = %s), "
-                f"(SELECT coalesce(sum(pg_column_size(i.*)), 0) FROM {tables.SCHEMA_INDEX.name} i "
+                f"(SELECT coalesce(sum(pg_column_size(i.*)), 0) FROM {TABLES.SCHEMA_INDEX.name} i "
                 "WHERE server_id = %s)",
                 [server.pk, server.pk],
             )

@@ -34,10 +34,11 @@ from collectors import connection as monitored
 from collectors.schema import catalog as schema_catalog
 from collectors.settings import instance
 from collectors.statements import lineage, pgss
+from collectors.statements.deltas import match_keys
 from collectors.texts import texts
 from collectors.waits import waits
 from history.columns import COUNTER_NAMES, FACT_GAUGE_NAMES, GAUGE_NAMES
-from history.deltas import Entries, match_keys
+from history.entries import Entries
 
 C = {name: j for j, name in enumerate(COUNTER_NAMES)}
 G = {name: j for j, name in enumerate(GAUGE_NAMES)}

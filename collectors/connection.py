@@ -45,7 +45,7 @@ from collectors.errors import (
     Unreachable,
     from_connect_error,
 )
-from history.own import marked_text
+from history.public import marked_text
 from inventory import network_policy, tls
 from inventory.crypto import CredentialsError
 from inventory.endpoint import Endpoint

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 import psycopg
-from django.db import DatabaseError, IntegrityError, InterfaceError, OperationalError, connection, transaction
+from django.db import DatabaseError, InterfaceError, OperationalError, connection, transaction
 from django.utils import timezone
 
 from collectors import connection as monitored
@@ -22,11 +22,19 @@ from collectors import shares
 from collectors.errors import CollectionBusy, CollectionError, HistoryUnavailable, OverShare, history_full
 from collectors.state_cache import state_cache
 from collectors.unit import Collection, Previous, registered
-from history import partitions, store
-from history.deltas import Entries
-from history.models import FailedCollection, ServerState
-from history.snapshot_facts import SNAPSHOT_FACTS, SnapshotFacts
-from history.store import LOCK_NAMESPACE
+from history.public import (
+    LOCK_NAMESPACE,
+    SNAPSHOT_FACTS,
+    Entries,
+    FailedCollection,
+    NewSnapshot,
+    ServerState,
+    SnapshotFacts,
+    SnapshotWriter,
+    load_statement_state,
+    store_snapshot,
+    texts_missing,
+)
 from inventory.models import Server
 
 log = logging.getLogger(__name__)
@@ -79,8 +87,8 @@ def _load_previous(server: Server) -> Previous:
     if state is None:
         return Previous(None, Entries.empty(), readings=own)
     cached = state_cache.get(server.pk, state.taken_at)
-    entries = cached if cached is not None else store.load_statement_state(server.pk)
-    return Previous(state, entries, store.texts_missing(server.pk, entries.statement_id), own)
+    entries = cached if cached is not None else load_statement_state(server.pk)
+    return Previous(state, entries, texts_missing(server.pk, entries.statement_id), own)
 
 
 # --- read: every registered reading, in order, on one connection within the snapshot's deadline ---------
@@ -130,49 +138,29 @@ def _settle(snap: Collection) -> None:
 # --- compute: each reading's rows, the snapshot's facts and the server's new state, without I/O -----------
 
 
-def _compute(snap: Collection) -> tuple[store.NewSnapshot, ServerState]:
+def _compute(snap: Collection) -> tuple[NewSnapshot, ServerState]:
     for reading in registered():
         if reading.name in snap.got:
             snap.computed[reading.name] = reading.compute(snap, snap.got[reading.name])
     # A fact of a reading not read in this snapshot (failed, or not due) is unknown: None.
     facts = SnapshotFacts(**({name: None for name in SNAPSHOT_FACTS} | snap.facts))
     state = ServerState(server_id=snap.server.pk, readings=snap.status, **snap.state)
-    return store.NewSnapshot(server_id=snap.server.pk, facts=facts, block=None), state
+    return NewSnapshot(server_id=snap.server.pk, facts=facts, block=None), state
 
 
-# --- persist: one transaction ----------------------------------------------------------------------------
+# --- persist: one transaction of the history store (history.writer) ------------------------------------
 
 
-def _persist(snap: Collection, row: store.NewSnapshot, state: ServerState) -> None:
-    try:
-        _persist_once(snap, row, state)
-    except IntegrityError as exc:
-        if "no partition of relation" not in str(exc):
-            raise
-        # A partition this process knew of was dropped since (by hand, or by a migration run back and forth): the
-        # transaction rolled back whole; the partitions are looked at again and the snapshot stored once more.
-        log.warning("history partition missing, made again: %s", str(exc).splitlines()[0])
-        partitions.forget_cache()
-        _persist_once(snap, row, state)
-
-
-def _persist_once(snap: Collection, row: store.NewSnapshot, state: ServerState) -> None:
+def _persist(snap: Collection, row: NewSnapshot, state: ServerState) -> None:
     ran = [reading for reading in registered() if reading.name in snap.computed]
-    # Partitions are created outside the snapshot's transaction, so their DDL never waits on it.
-    for table in {table for reading in ran for table in reading.tables if table.span}:
-        partitions.ensure(table.name, snap.taken_at)
-    with transaction.atomic():
-        # Facts and state commit together, so losing this commit in a crash of the history store
-        # loses no count (the next snapshot spans the gap from the older state): no need to wait
-        # for the WAL flush.
-        with connection.cursor() as dcur:
-            dcur.execute("SET LOCAL synchronous_commit = off")
+
+    def write(writer: SnapshotWriter) -> None:
         for reading in ran:
             if reading.persist is not None:
-                reading.persist(snap, snap.computed[reading.name])
+                reading.persist(snap, snap.computed[reading.name], writer)
         row.block, row.totals = snap.block, snap.totals
-        store.insert_snapshot(row)
-        store.save_server_state(state)
+        writer.snapshot(row)
+        writer.server_state(state)
         Server.objects.filter(pk=snap.server.pk).update(
             last_success_at=timezone.now(),
             consecutive_failures=0,
@@ -182,6 +170,8 @@ def _persist_once(snap: Collection, row: store.NewSnapshot, state: ServerState) 
             server_version_num=snap.meta.server_version_num,
             extension_version=snap.meta.extension_version,
         )
+
+    store_snapshot(snap.server.pk, snap.taken_at, {table for reading in ran for table in reading.tables}, write)
     for reading in ran:
         if reading.committed is not None:
             reading.committed(snap, snap.computed[reading.name])

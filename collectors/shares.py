@@ -14,22 +14,22 @@ from __future__ import annotations
 
 import contextlib
 
-from history import shares as store
+from history.public import worker_shares
 
 SHARE_NAMESPACE = 0x7068_0000  # the collections'
 PLANS_NAMESPACE = 0x7069_0000  # the plans worker's
-RUNNING_SQL = store.RUNNING_SQL
+RUNNING_SQL = worker_shares.RUNNING_SQL
 
 
 def held(organization_id: int, limit: int, *, namespace: int = SHARE_NAMESPACE) -> contextlib.AbstractContextManager:
     """Whether a slot of the organization's share is this job's, for the block (history.shares.held)."""
-    return store.held(namespace, organization_id, limit)
+    return worker_shares.held(namespace, organization_id, limit)
 
 
 def running_params(organization_id: int, *, namespace: int = SHARE_NAMESPACE) -> list[int]:
-    return store.running_params(namespace, organization_id)
+    return worker_shares.running_params(namespace, organization_id)
 
 
 def running(organization_id: int, *, namespace: int = SHARE_NAMESPACE) -> int:
     """How many of the organization's jobs (collections, or plan jobs with PLANS_NAMESPACE) hold a slot now."""
-    return store.running(namespace, organization_id)
+    return worker_shares.running(namespace, organization_id)

@@ -7,7 +7,7 @@ from datetime import datetime
 
 from django.conf import settings
 
-from history.deltas import Entries
+from history.public import Entries
 
 
 def _nbytes(entries: Entries) -> int:

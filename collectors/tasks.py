@@ -19,7 +19,7 @@ from collectors.plans.service import OVER_SHARE, statement_plan_in_share
 from collectors.queued_checks import QUEUE_WAIT_S, check_run
 from collectors.scheduling import servers_dispatch_due
 from collectors.services import server_collect
-from history import store
+from history.public import statements_redact_again
 from inventory.models import Server
 
 log = logging.getLogger(__name__)
@@ -260,7 +260,7 @@ def redact_texts_again(budget_s: float = 60.0) -> int:
     started, done = time.monotonic(), 0
     again = functools.partial(redact.redact, strict=settings.COLLECTOR["REDACT_STRICT"])
     while time.monotonic() - started < budget_s:
-        batch = store.statements_redact_again(version=redact.VERSION, redact=again)
+        batch = statements_redact_again(version=redact.VERSION, redact=again)
         done += batch
         if not batch:
             break

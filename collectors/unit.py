@@ -43,10 +43,7 @@ from collectors.connection import MonitoredConnection, read_only
 from collectors.errors import CollectionError, from_query_error
 from collectors.scheduling import next_due
 from collectors.settings.instance import ServerMeta, timestamp
-from history.codec import Block
-from history.deltas import Entries
-from history.models import ServerState
-from history.tables import HistoryTable
+from history.public import Block, Entries, HistoryTable, ServerState, SnapshotWriter
 from inventory.models import Server
 
 EVERY_SNAPSHOT = None
@@ -105,7 +102,7 @@ class Reading(Generic[R, C]):
     failure: Failure
     read: Callable[[Collection], R]
     compute: Callable[[Collection, R], C]
-    persist: Callable[[Collection, C], None] | None = None
+    persist: Callable[[Collection, C, SnapshotWriter], None] | None = None  # hands its rows to the writer
     committed: Callable[[Collection, C], None] | None = None  # after the snapshot's transaction commits
     after: tuple[str, ...] = ()  # readings whose read and compute come first (this one uses what they found)
     cadence: str | None = EVERY_SNAPSHOT  # the COLLECTOR setting of the seconds between two of its reads

@@ -12,8 +12,9 @@ from datetime import datetime
 from django.db import connection, transaction
 from django.utils import timezone
 
-from history import codec, rollups, tables, tiers
+from history import codec, rollups, tiers
 from history.columns import TOTAL_NAMES
+from history.tables import TABLES
 
 log = logging.getLogger(__name__)
 LEGACY_HOURLY = "collectors_statement_hourly_legacy"
@@ -46,7 +47,7 @@ def fill_snapshot_totals(batch: int = 500) -> int:
     while True:
         with transaction.atomic(), connection.cursor() as cur:
             cur.execute(
-                f"SELECT server_id, taken_at, statements FROM {tables.SNAPSHOT.name} "
+                f"SELECT server_id, taken_at, statements FROM {TABLES.SNAPSHOT.name} "
                 "WHERE kind = 'delta' AND calls IS NULL AND statements IS NOT NULL LIMIT %s FOR UPDATE",
                 [batch],
             )
@@ -55,7 +56,7 @@ def fill_snapshot_totals(batch: int = 500) -> int:
                 sums = tiers.from_blocks([codec.decode(bytes(payload))]).values.sum(axis=0)
                 values = [int(v) for v in sums] if sums.size else [0] * len(TOTAL_NAMES)
                 cur.execute(
-                    f"UPDATE {tables.SNAPSHOT.name} SET "
+                    f"UPDATE {TABLES.SNAPSHOT.name} SET "
                     + ", ".join(f"{c} = %s" for c in TOTAL_NAMES)
                     + " WHERE server_id = %s AND taken_at = %s",
                     [*values, server_id, taken_at],
@@ -96,7 +97,7 @@ def convert_legacy_hours() -> int:
     for (server_id, day), hours in sorted(by_day.items()):
         with transaction.atomic(), connection.cursor() as cur:
             cur.execute(
-                f"SELECT EXISTS (SELECT 1 FROM {tables.SNAPSHOT.name} WHERE server_id = %s AND taken_at >= %s "
+                f"SELECT EXISTS (SELECT 1 FROM {TABLES.SNAPSHOT.name} WHERE server_id = %s AND taken_at >= %s "
                 "AND taken_at < %s)",
                 [server_id, day, day + tiers.DAY],
             )
@@ -114,7 +115,7 @@ def convert_legacy_days(until: datetime) -> int:
     for server_id, bucket, snapshots, span_s, tracked_s, dd, payload in _legacy_rows(LEGACY_DAILY):
         if server_id not in waits:  # the daily wait rollups were kept as they were
             waits[server_id] = tiers.wait_event_sums(
-                tables.WAIT_EVENT_DAILY, "bucket", server_id, datetime.min.replace(tzinfo=until.tzinfo), until, "day"
+                TABLES.WAIT_EVENT_DAILY, "bucket", server_id, datetime.min.replace(tzinfo=until.tzinfo), until, "day"
             )
         day_waits = waits[server_id].get(bucket, {})
         sums = tiers.from_blocks([codec.decode(bytes(payload))])

@@ -5,8 +5,8 @@ from datetime import datetime
 
 from django.db import models
 
-from history import tables
 from history.snapshot_facts import BIGINT, Column, snapshot_columns
+from history.tables import TABLES
 from inventory.models import Server
 
 
@@ -138,7 +138,7 @@ class Snapshot(SnapshotFactsFields):
 
     class Meta:
         managed = False
-        db_table = tables.SNAPSHOT.name
+        db_table = TABLES.SNAPSHOT.name
         ordering = ["-taken_at"]
 
 
@@ -154,7 +154,7 @@ class PlanShape(models.Model):
     first_seen_at = models.DateTimeField()
 
     class Meta:
-        db_table = tables.PLAN_SHAPE.name
+        db_table = TABLES.PLAN_SHAPE.name
         constraints = [models.UniqueConstraint(fields=["server", "fingerprint"], name="plan_shape_unique")]
         indexes = [models.Index(fields=["id"], name="plan_shape_id")]
 
@@ -173,7 +173,7 @@ class StatementPlan(models.Model):
     method = models.CharField(max_length=16)  # generic_plan (16+) or prepare (13-15)
 
     class Meta:
-        db_table = tables.STATEMENT_PLAN.name
+        db_table = TABLES.STATEMENT_PLAN.name
         constraints = [
             models.UniqueConstraint(fields=["server", "statement_id", "shape_id"], name="statement_plan_unique")
         ]
@@ -190,7 +190,7 @@ class PlanAttempt(models.Model):
     reason = models.TextField(blank=True, default="")
 
     class Meta:
-        db_table = tables.PLAN_ATTEMPT.name
+        db_table = TABLES.PLAN_ATTEMPT.name
         constraints = [models.UniqueConstraint(fields=["server", "statement_id"], name="plan_attempt_unique")]
 
 
@@ -206,7 +206,7 @@ class PlanChange(models.Model):
     to_shape_id = models.BigIntegerField()
 
     class Meta:
-        db_table = tables.PLAN_CHANGE.name
+        db_table = TABLES.PLAN_CHANGE.name
         indexes = [models.Index(fields=["server", "statement_id", "at"], name="plan_change_statement")]
 
 
@@ -222,7 +222,7 @@ class PlanSpend(models.Model):
     bytes = models.BigIntegerField(default=0)
 
     class Meta:
-        db_table = tables.PLAN_SPEND.name
+        db_table = TABLES.PLAN_SPEND.name
         constraints = [models.UniqueConstraint(fields=["server", "hour"], name="plan_spend_unique")]
 
 
@@ -256,7 +256,7 @@ class SchemaTable(models.Model):
     last_analyze_at = models.DateTimeField(null=True)
 
     class Meta:
-        db_table = tables.SCHEMA_TABLE.name
+        db_table = TABLES.SCHEMA_TABLE.name
         constraints = [
             models.UniqueConstraint(fields=["server", "database", "relid"], name="schema_table_unique"),
         ]
@@ -298,7 +298,7 @@ class SchemaIndex(models.Model):
     idx_tup_fetch = models.BigIntegerField(default=0)
 
     class Meta:
-        db_table = tables.SCHEMA_INDEX.name
+        db_table = TABLES.SCHEMA_INDEX.name
         constraints = [
             models.UniqueConstraint(fields=["server", "database", "relid"], name="schema_index_unique"),
         ]
@@ -326,7 +326,7 @@ class IndexCandidate(models.Model):
     partition_of = models.JSONField(null=True)  # the table's partition tree, when it is a partition
 
     class Meta:
-        db_table = tables.INDEX_CANDIDATE.name
+        db_table = TABLES.INDEX_CANDIDATE.name
         indexes = [models.Index(fields=["server", "statement_id"], name="index_candidate_statement")]
 
 

@@ -32,7 +32,7 @@ from django.conf import settings
 from django.utils.crypto import salted_hmac
 from psycopg import sql
 
-from history import tables
+from history.tables import TABLES
 
 LEGACY_MARK = "/* pgconsole */"
 TOKEN_DIGITS = 16
@@ -82,4 +82,4 @@ def own_sql(server_id: int, alias: str = "st") -> sql.Composable:
     )
     return sql.SQL(
         "coalesce({userid} = (SELECT role_oid FROM {state} WHERE server_id = {sid}) AND ({ends}), false)"
-    ).format(userid=userid, state=sql.Identifier(tables.SERVER_STATE.name), sid=sql.Literal(server_id), ends=ends)
+    ).format(userid=userid, state=sql.Identifier(TABLES.SERVER_STATE.name), sid=sql.Literal(server_id), ends=ends)

@@ -8,8 +8,8 @@ from django.db import connection, transaction
 
 from history import tables
 
-# table -> (partition span, retention setting)
-TABLES: dict[str, tuple[str, str]] = {t.name: (t.span, t.retention) for t in tables.PARTITIONED}
+# table name -> (partition span, retention setting)
+SPANS: dict[str, tuple[str, str]] = {t.name: (t.span, t.retention) for t in tables.PARTITIONED}
 AHEAD = {"day": 3, "month": 2, "year": 1}
 _SUFFIX = {"day": "%Y%m%d", "month": "%Y%m", "year": "%Y"}
 _known: set[str] = set()
@@ -33,7 +33,7 @@ def _next(start: datetime, span: str) -> datetime:
 
 
 def partition_name(table: str, at: datetime) -> str:
-    span = TABLES[table][0]
+    span = SPANS[table][0]
     return f"{table}_p{_floor(at, span).strftime(_SUFFIX[span])}"
 
 
@@ -42,7 +42,7 @@ def ensure(table: str, at: datetime) -> None:
     name = partition_name(table, at)
     if name in _known:
         return
-    span = TABLES[table][0]
+    span = SPANS[table][0]
     start = _floor(at, span)
     end = _next(start, span)
     with transaction.atomic(), connection.cursor() as cur:
@@ -61,7 +61,7 @@ def ensure(table: str, at: datetime) -> None:
 def ensure_ahead(now: datetime | None = None) -> list[str]:
     now = now or datetime.now(UTC)
     created = []
-    for table, (span, _) in TABLES.items():
+    for table, (span, _) in SPANS.items():
         at = _floor(now, span)
         for _ in range(AHEAD[span] + 1):
             name = partition_name(table, at)
@@ -77,7 +77,7 @@ def drop_expired(now: datetime | None = None) -> list[str]:
     now = now or datetime.now(UTC)
     dropped = []
     with connection.cursor() as cur:
-        for table, (span, setting) in TABLES.items():
+        for table, (span, setting) in SPANS.items():
             cutoff = now - timedelta(days=settings.HISTORY[setting])
             cur.execute(
                 "SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid "

@@ -15,8 +15,8 @@ from datetime import UTC, datetime, timedelta
 from django.db import connection, transaction
 from django.db.models import F
 
-from history import tables
 from history.models import IndexCandidate, PlanAttempt, PlanChange, PlanShape, PlanSpend, StatementPlan
+from history.tables import TABLES
 
 PLANNED = "planned"
 BUDGET = "budget"  # the attempt's code when the server's budget refused it (tried again once there is budget)
@@ -180,11 +180,11 @@ def spend_prune(before: datetime) -> int:
 
 
 _S, _SP, _SHAPE, _TRY, _CHANGE = (
-    tables.STATEMENT.name,
-    tables.STATEMENT_PLAN.name,
-    tables.PLAN_SHAPE.name,
-    tables.PLAN_ATTEMPT.name,
-    tables.PLAN_CHANGE.name,
+    TABLES.STATEMENT.name,
+    TABLES.STATEMENT_PLAN.name,
+    TABLES.PLAN_SHAPE.name,
+    TABLES.PLAN_ATTEMPT.name,
+    TABLES.PLAN_CHANGE.name,
 )
 
 

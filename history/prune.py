@@ -16,12 +16,13 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from history import plans, tables
+from history import plans
 from history.store import LOCK_NAMESPACE
+from history.tables import TABLES
 
 SPEND_KEPT_DAYS = 8
-_S, _STATE = tables.STATEMENT.name, tables.STATEMENT_STATE.name
-_HOURLY, _DAILY = tables.STATEMENT_HOURLY.name, tables.STATEMENT_DAILY.name
+_S, _STATE = TABLES.STATEMENT.name, TABLES.STATEMENT_STATE.name
+_HOURLY, _DAILY = TABLES.STATEMENT_HOURLY.name, TABLES.STATEMENT_DAILY.name
 PRUNE_SQL = f"""
 DELETE FROM {_S} s
 WHERE s.server_id = %(server)s AND s.gone_at < %(cutoff)s

@@ -13,6 +13,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from history import partitions, tables, tiers
+from history.tables import TABLES
 
 log = logging.getLogger(__name__)
 
@@ -43,8 +44,8 @@ def _stale(source_sql: str, built: tables.HistoryTable, unit: str, since: dateti
 def _waits(level: str, server_id: int, start: datetime, end: datetime) -> None:
     """Rebuild the wait-event rollup rows of one server over [start, end)."""
     unit, target, source, time_col = {
-        "hourly": ("hour", tables.WAIT_EVENT_HOURLY, tables.WAIT_EVENT, "taken_at"),
-        "daily": ("day", tables.WAIT_EVENT_DAILY, tables.WAIT_EVENT_HOURLY, "bucket"),
+        "hourly": ("hour", TABLES.WAIT_EVENT_HOURLY, TABLES.WAIT_EVENT, "taken_at"),
+        "daily": ("day", TABLES.WAIT_EVENT_DAILY, TABLES.WAIT_EVENT_HOURLY, "bucket"),
     }[level]
     partitions.ensure(target.name, start)
     with connection.cursor() as cur:
@@ -65,8 +66,8 @@ def _waits(level: str, server_id: int, start: datetime, end: datetime) -> None:
 # the partition's creator deadlocked with it (a creator waits for the parent while holding the partition's
 # advisory lock).
 _WRITES = {
-    "hourly": (tables.WAIT_EVENT_HOURLY, tables.STATEMENT_HOURLY, tables.SERVER_HOURLY),
-    "daily": (tables.WAIT_EVENT_DAILY, tables.STATEMENT_DAILY, tables.SERVER_DAILY),
+    "hourly": (TABLES.WAIT_EVENT_HOURLY, TABLES.STATEMENT_HOURLY, TABLES.SERVER_HOURLY),
+    "daily": (TABLES.WAIT_EVENT_DAILY, TABLES.STATEMENT_DAILY, TABLES.SERVER_DAILY),
 }
 
 
@@ -117,11 +118,11 @@ def roll_up(now: datetime | None = None) -> RollupResult:
     hourly_since = day_until - timedelta(days=settings.HISTORY["HOURLY_RETENTION_DAYS"] + 1)
 
     raw_counts = (
-        f"SELECT server_id, date_trunc('hour', taken_at) AS bucket, count(*) AS n FROM {tables.SNAPSHOT.name} "
+        f"SELECT server_id, date_trunc('hour', taken_at) AS bucket, count(*) AS n FROM {TABLES.SNAPSHOT.name} "
         "WHERE taken_at >= %s AND taken_at < %s AND kind = 'delta' GROUP BY 1, 2"
     )
     incomplete: set[tuple[int, datetime]] = set()  # (server, day) with an hour that could not be built
-    for server_id, first in _stale(raw_counts, tables.SERVER_HOURLY, "hour", raw_since, hour_until):
+    for server_id, first in _stale(raw_counts, TABLES.SERVER_HOURLY, "hour", raw_since, hour_until):
         try:
             result.hours += rebuild_hours(server_id, first, hour_until)
         except tiers.BucketFailed as exc:
@@ -135,10 +136,10 @@ def roll_up(now: datetime | None = None) -> RollupResult:
             incomplete.add((server_id, tiers.day_of(first)))
 
     hour_counts = (
-        f"SELECT server_id, date_trunc('day', bucket) AS bucket, sum(snapshots) AS n FROM {tables.SERVER_HOURLY.name} "
+        f"SELECT server_id, date_trunc('day', bucket) AS bucket, sum(snapshots) AS n FROM {TABLES.SERVER_HOURLY.name} "
         "WHERE bucket >= %s AND bucket < %s GROUP BY 1, 2"
     )
-    for server_id, first in _stale(hour_counts, tables.SERVER_DAILY, "day", hourly_since, day_until):
+    for server_id, first in _stale(hour_counts, TABLES.SERVER_DAILY, "day", hourly_since, day_until):
         # A day whose hours are not all built is not summed up, nor the days after it (running sums):
         # they are retried with its hours.
         until = min([day_until, *(day for sid, day in incomplete if sid == server_id and day >= first)])

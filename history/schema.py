@@ -20,8 +20,8 @@ from datetime import datetime
 
 from django.db import connection
 
-from history import tables
 from history.models import SchemaIndex, SchemaTable
+from history.tables import TABLES
 
 TABLE_COUNTERS = (
     "seq_scan",
@@ -267,8 +267,8 @@ def save_database(server_id: int, taken_at: datetime, rows: DatabaseRows) -> Non
     table_ids |= _upsert(SchemaTable, server_id, rows.database, rows.tables, TABLE_FIELDS)
     index_ids |= _upsert(SchemaIndex, server_id, rows.database, rows.indexes, INDEX_FIELDS)
     if rows.complete:
-        _mark_gone(tables.SCHEMA_TABLE.name, server_id, rows.database, rows.table_relids, taken_at)
-        _mark_gone(tables.SCHEMA_INDEX.name, server_id, rows.database, rows.index_relids, taken_at)
+        _mark_gone(TABLES.SCHEMA_TABLE.name, server_id, rows.database, rows.table_relids, taken_at)
+        _mark_gone(TABLES.SCHEMA_INDEX.name, server_id, rows.database, rows.index_relids, taken_at)
     if rows.interval_s is None:
         return
     columns = [[table_ids[relid] for relid, _ in rows.table_deltas]]
@@ -277,7 +277,7 @@ def save_database(server_id: int, taken_at: datetime, rows: DatabaseRows) -> Non
     columns += [[d[k] for _, d in rows.index_deltas] for k in range(len(INDEX_COUNTERS))]
     with connection.cursor() as cur:
         cur.execute(
-            f'INSERT INTO "{tables.SCHEMA_DELTA.name}" (server_id, taken_at, database, interval_s, table_ids, '
+            f'INSERT INTO "{TABLES.SCHEMA_DELTA.name}" (server_id, taken_at, database, interval_s, table_ids, '
             f"{', '.join(TABLE_COUNTERS)}, index_ids, index_scan, index_tup_read, index_tup_fetch) "
             f"VALUES (%s, %s, %s, %s, {', '.join(['%s::int8[]'] * len(columns))})",
             [server_id, taken_at, rows.database, rows.interval_s, *columns],

@@ -1,5 +1,5 @@
 """What one snapshot read of its server, beside its statements' block: one column each of the history's
-snapshot table (history.tables.SNAPSHOT). Declared here once; the writer (history.store.NewSnapshot),
+snapshot table (history.TABLES.SNAPSHOT). Declared here once; the writer (history.store.NewSnapshot),
 the reader (readtier.snapshots), the model (history.models.Snapshot) and the API's snapshot
 serializer derive theirs from it, so a new column is one line here and a migration."""
 

@@ -1,10 +1,10 @@
-"""Reads and writes of the history store that the collector needs: the previous cumulative state,
-the statement dimension, and one snapshot written atomically (facts, waits, state, status); and the
-removal of a server's whole history.
+"""Reads and writes of the history store behind the collectors' door (history.public): the previous cumulative
+state and what the statements' dimension knows of texts, read before a monitored connection opens; the statement
+dimension, the statements' state, the snapshot's row and the server's state, written through history.writer's
+SnapshotWriter in the snapshot's one transaction; and the removal of a server's whole history.
 
-One module over 400 lines: the writer a collection hands its rows to, every table's writes in the order the
-snapshot's one transaction makes them and under the same advisory lock; it is what issue 53's typed writer is to
-become, and is split then, by table, behind that one door."""
+One module over 400 lines: every write of a snapshot's statements in the order its one transaction makes them and
+under the same advisory lock, with the reads of the state they replace, kept in view together."""
 
 from __future__ import annotations
 
@@ -21,10 +21,10 @@ from psycopg import sql
 
 from history import binary_copy, codec, tables
 from history.columns import COUNTER_NAMES, GAUGE_NAMES, TOTAL_NAMES
-from history.deltas import Entries
+from history.entries import Entries
 from history.models import ServerState
 from history.snapshot_facts import SNAPSHOT_FACTS, SnapshotFacts
-from history.wait_rows import IntervalWait
+from history.tables import TABLES
 
 
 def drop_history_connection() -> None:
@@ -67,7 +67,7 @@ STATE_COLUMNS: tuple[tuple[str, str], ...] = (
 _STATE_LIST = sql.SQL(", ").join(sql.Identifier(name) for name, _ in STATE_COLUMNS)
 
 
-def _raw_cursor():
+def raw_cursor():
     """The psycopg cursor under Django's wrapper (for COPY)."""
     connection.ensure_connection()
     return connection.connection.cursor()
@@ -75,10 +75,10 @@ def _raw_cursor():
 
 def load_statement_state(server_id: int) -> Entries:
     query = sql.SQL("COPY (SELECT {cols} FROM {table} WHERE server_id = {sid}) TO STDOUT (FORMAT binary)").format(
-        cols=_STATE_LIST, table=sql.Identifier(tables.STATEMENT_STATE.name), sid=sql.Literal(server_id)
+        cols=_STATE_LIST, table=sql.Identifier(TABLES.STATEMENT_STATE.name), sid=sql.Literal(server_id)
     )
     chunks: list[bytes] = []
-    with _raw_cursor() as cur, cur.copy(query) as copy:
+    with raw_cursor() as cur, cur.copy(query) as copy:
         for chunk in copy:
             chunks.append(bytes(chunk))
     rows = binary_copy.parse(b"".join(chunks), STATE_COLUMNS)
@@ -95,15 +95,15 @@ def load_statement_state(server_id: int) -> Entries:
 
 _DELETE_STATE_SQL = (
     sql.SQL("DELETE FROM {} WHERE server_id = %s AND statement_id = ANY(%s)")
-    .format(sql.Identifier(tables.STATEMENT_STATE.name))
+    .format(sql.Identifier(TABLES.STATEMENT_STATE.name))
     .as_string()
 )
-_GONE_SQL = f"UPDATE {tables.STATEMENT.name} SET gone_at = %s WHERE server_id = %s AND id = ANY(%s)"
+_GONE_SQL = f"UPDATE {TABLES.STATEMENT.name} SET gone_at = %s WHERE server_id = %s AND id = ANY(%s)"
 _BACK_SQL = (
-    f"UPDATE {tables.STATEMENT.name} SET gone_at = NULL WHERE server_id = %s AND id = ANY(%s) AND gone_at IS NOT NULL"
+    f"UPDATE {TABLES.STATEMENT.name} SET gone_at = NULL WHERE server_id = %s AND id = ANY(%s) AND gone_at IS NOT NULL"
 )
 _COPY_STATE_SQL = (
-    sql.SQL("COPY {} ({}) FROM STDIN (FORMAT binary)").format(sql.Identifier(tables.STATEMENT_STATE.name), _STATE_LIST)
+    sql.SQL("COPY {} ({}) FROM STDIN (FORMAT binary)").format(sql.Identifier(TABLES.STATEMENT_STATE.name), _STATE_LIST)
 ).as_string()
 
 
@@ -114,7 +114,7 @@ def write_statement_state(
     they are gone (gone_at), and those back in pg_stat_statements (`back_ids`: entries new to the state) that
     they are there again."""
     ids = np.concatenate([delete_ids, upsert.statement_id]).astype(np.int64)
-    with _raw_cursor() as cur:
+    with raw_cursor() as cur:
         if len(ids):
             cur.execute(_DELETE_STATE_SQL, (server_id, ids.tolist()))
         if len(delete_ids):
@@ -143,7 +143,7 @@ def state_copy_data(server_id: int, entries: Entries) -> bytes:
     return binary_copy.build(rows, STATE_COLUMNS)
 
 
-_STATEMENT = tables.STATEMENT.name
+_STATEMENT = TABLES.STATEMENT.name
 _FIND_SQL = (
     "SELECT s.userid, s.dbid, s.queryid, s.toplevel::int, s.id "
     "FROM unnest(%s::int8[], %s::int8[], %s::int8[], %s::bool[]) AS k(u, d, q, t) "
@@ -159,7 +159,7 @@ def _key_arrays(keys: np.ndarray) -> list[list]:
 def _find(server_id: int, keys: np.ndarray) -> dict[tuple[int, int, int, int], int]:
     if not len(keys):
         return {}
-    with _raw_cursor() as cur:
+    with raw_cursor() as cur:
         cur.execute(_FIND_SQL, (*_key_arrays(keys), server_id))
         return {(u, d, q, t): sid for u, d, q, t, sid in cur.fetchall()}
 
@@ -200,7 +200,7 @@ def texts_missing(server_id: int, statement_ids: np.ndarray) -> dict[int, str]:
     """statement id -> text status, of `statement_ids`' statements without a stored text and of every statement
     whose text a snapshot put off (pending), through the partial index statement_text_missing: what a collection
     knows of texts before it opens the monitored connection (its previous entries' statements)."""
-    with _raw_cursor() as cur:
+    with raw_cursor() as cur:
         cur.execute(
             f"SELECT id, text_status FROM {_STATEMENT} WHERE server_id = %s AND text_status <> 'stored' "
             "AND (id = ANY(%s) OR text_status = 'pending')",
@@ -219,7 +219,7 @@ def lookup_returning(server_id: int, lookup: StatementLookup, keys: np.ndarray) 
         return lookup
     ids = lookup.ids.copy()
     ids[unseen] = [found.get(tuple(k), -1) for k in keys[unseen].tolist()]
-    with _raw_cursor() as cur:
+    with raw_cursor() as cur:
         cur.execute(
             f"SELECT id, text_status FROM {_STATEMENT} WHERE server_id = %s AND text_status <> 'stored' "
             "AND id = ANY(%s)",
@@ -262,7 +262,7 @@ def statement_ids(
     unseen = np.flatnonzero(lookup.unseen)
     if not len(unseen):
         return ids
-    with _raw_cursor() as cur:
+    with raw_cursor() as cur:
         cur.execute(
             f"INSERT INTO {_STATEMENT} (server_id, userid, dbid, queryid, toplevel, database_name, "
             "user_name, query, query_truncated, text_status, first_seen_at, redacted_with) "
@@ -293,7 +293,7 @@ def update_texts(server_id: int, texts: dict[int, StatementText], *, redacted_wi
     `redacted_with`."""
     if not texts:
         return
-    with _raw_cursor() as cur:
+    with raw_cursor() as cur:
         cur.execute(
             f"UPDATE {_STATEMENT} s SET query = u.q, query_truncated = u.tr, text_status = u.ts, "
             "redacted_with = %s "
@@ -314,7 +314,7 @@ def save_server_state(state: ServerState) -> None:
     """Insert or replace a server's state in one round trip (update_or_create takes four); the
     columns are the model's."""
     values = [f.get_db_prep_save(getattr(state, f.attname), connection) for f in ServerState._meta.concrete_fields]
-    with _raw_cursor() as cur:
+    with raw_cursor() as cur:
         cur.execute(_server_state_sql(), values)
 
 
@@ -352,7 +352,7 @@ SNAPSHOT_FIELDS = ("server_id", *SNAPSHOT_FACTS, "statements", *TOTAL_NAMES)
 _INSERT_SNAPSHOT_SQL = (
     sql.SQL("INSERT INTO {} ({}) VALUES ({})")
     .format(
-        sql.Identifier(tables.SNAPSHOT.name),
+        sql.Identifier(TABLES.SNAPSHOT.name),
         sql.SQL(", ").join(sql.Identifier(f) for f in SNAPSHOT_FIELDS),
         sql.SQL(", ").join(sql.Placeholder() * len(SNAPSHOT_FIELDS)),
     )
@@ -367,22 +367,8 @@ def insert_snapshot(row: NewSnapshot) -> None:
     payload = None if row.block is None else codec.encode(row.block)
     sums = [None] * len(TOTAL_NAMES) if row.totals is None else row.totals.tolist()
     values = [row.server_id, *(getattr(row.facts, f) for f in SNAPSHOT_FACTS), payload, *sums]
-    with _raw_cursor() as cur:
+    with raw_cursor() as cur:
         cur.execute(_INSERT_SNAPSHOT_SQL, values)
-
-
-def insert_waits(server_id: int, taken_at: datetime, rows: list[IntervalWait]) -> None:
-    if not rows:
-        return
-    with (
-        _raw_cursor() as cur,
-        cur.copy(
-            f"COPY {tables.WAIT_EVENT.name} (server_id, taken_at, event_type, event, query_id, samples, session_s)"
-            " FROM STDIN"
-        ) as copy,
-    ):
-        for r in rows:
-            copy.write_row((server_id, taken_at, r.event_type, r.event, r.query_id, r.samples, r.session_s))
 
 
 def delete_server_history(server_id: int) -> None:

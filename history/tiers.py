@@ -29,6 +29,7 @@ from psycopg.types.json import Jsonb
 
 from history import binary_copy, codec, partitions, tables
 from history.columns import TOTAL_NAMES, TOTALS, totals_of
+from history.tables import TABLES
 from history.wait_rows import event_label
 
 HOUR = timedelta(hours=1)
@@ -186,7 +187,7 @@ def _raw_hours(server_id: int, start: datetime, end: datetime) -> dict[datetime,
     with connection.cursor() as cur:
         cur.execute(
             f"SELECT date_trunc('hour', taken_at), taken_at, interval_s, track_planning, dealloc_delta, entries, "
-            f"entries_max, changed, new_entries, statements FROM {tables.SNAPSHOT.name} "
+            f"entries_max, changed, new_entries, statements FROM {TABLES.SNAPSHOT.name} "
             "WHERE server_id = %s AND taken_at >= %s AND taken_at < %s AND kind = 'delta' ORDER BY taken_at",
             [server_id, start, end],
         )
@@ -305,9 +306,9 @@ def write_hours(server_id: int, from_hour: datetime, end: datetime, hours: dict[
     `hours` has no snapshot: its bucket and boundary rows go, the running sums carry over). An hour
     that `end` cuts holds the snapshots up to its last one: its bucket says so in built_until."""
     day = day_of(from_hour)
-    waits = wait_event_sums(tables.WAIT_EVENT_HOURLY, "bucket", server_id, from_hour, end, "hour")
-    start_at = latest_boundary(tables.STATEMENT_HOURLY, server_id, from_hour, day)
-    running = Sums.empty() if start_at is None else read_boundary(tables.STATEMENT_HOURLY, server_id, start_at)
+    waits = wait_event_sums(TABLES.WAIT_EVENT_HOURLY, "bucket", server_id, from_hour, end, "hour")
+    start_at = latest_boundary(TABLES.STATEMENT_HOURLY, server_id, from_hour, day)
+    running = Sums.empty() if start_at is None else read_boundary(TABLES.STATEMENT_HOURLY, server_id, start_at)
     written = 0
     hour = from_hour
     while hour < end:
@@ -315,7 +316,7 @@ def write_hours(server_id: int, from_hour: datetime, end: datetime, hours: dict[
         boundary = hour + HOUR
         if h is None:
             # No snapshot in this hour: no bucket (a gap stays a gap); the running sums carry over.
-            _drop_bucket(tables.SERVER_HOURLY, tables.STATEMENT_HOURLY, server_id, hour, boundary)
+            _drop_bucket(TABLES.SERVER_HOURLY, TABLES.STATEMENT_HOURLY, server_id, hour, boundary)
             hour = boundary
             continue
         try:
@@ -324,10 +325,10 @@ def write_hours(server_id: int, from_hour: datetime, end: datetime, hours: dict[
             # The running sums of the later hours of this day depend on this one: stop here.
             raise BucketFailed(hour, written, exc) from exc
         running = add(running, hour_sums)
-        _write_boundary(tables.STATEMENT_HOURLY, server_id, boundary, running)
+        _write_boundary(TABLES.STATEMENT_HOURLY, server_id, boundary, running)
         server_totals = hour_sums.values.sum(axis=0) if len(hour_sums) else np.zeros(len(TOTAL_NAMES), np.int64)
         _write_server_bucket(
-            tables.SERVER_HOURLY,
+            TABLES.SERVER_HOURLY,
             {
                 "server_id": server_id,
                 "bucket": hour,
@@ -356,8 +357,8 @@ def write_hours(server_id: int, from_hour: datetime, end: datetime, hours: dict[
 
 def day_totals(server_id: int, day: datetime) -> Sums:
     """Each statement's sums over one UTC day, from the hourly tier (its latest boundary that day)."""
-    last = latest_boundary(tables.STATEMENT_HOURLY, server_id, day + DAY, day)
-    return Sums.empty() if last is None else read_boundary(tables.STATEMENT_HOURLY, server_id, last)
+    last = latest_boundary(TABLES.STATEMENT_HOURLY, server_id, day + DAY, day)
+    return Sums.empty() if last is None else read_boundary(TABLES.STATEMENT_HOURLY, server_id, last)
 
 
 def rebuild_days(
@@ -375,7 +376,7 @@ def rebuild_days(
             + ", sum(dealloc_delta), sum(dealloc_span_s), max(entries_peak), "
             "(array_agg(entries_max ORDER BY bucket DESC))[1], sum(changed), sum(new_entries), sum(wait_session_s), "
             "jsonb_agg(waits) "
-            f"FROM {tables.SERVER_HOURLY.name} WHERE server_id = %s AND bucket >= %s AND bucket < %s GROUP BY 1",
+            f"FROM {TABLES.SERVER_HOURLY.name} WHERE server_id = %s AND bucket >= %s AND bucket < %s GROUP BY 1",
             [server_id, from_day, end],
         )
         rows = cur.fetchall()
@@ -422,20 +423,20 @@ def add_waits(parts: list[dict[str, float]]) -> dict[str, float]:
 def write_days(server_id: int, from_day: datetime, end: datetime, days: dict[datetime, tuple[dict, Sums]]) -> int:
     """Write days [from_day, end) of one UTC month from each day's server row and statement sums (a day
     absent from `days` has no data: its bucket and boundary rows go, the running sums carry over)."""
-    start_at = latest_boundary(tables.STATEMENT_DAILY, server_id, from_day, month_of(from_day))
-    running = Sums.empty() if start_at is None else read_boundary(tables.STATEMENT_DAILY, server_id, start_at)
+    start_at = latest_boundary(TABLES.STATEMENT_DAILY, server_id, from_day, month_of(from_day))
+    running = Sums.empty() if start_at is None else read_boundary(TABLES.STATEMENT_DAILY, server_id, start_at)
     written = 0
     day = from_day
     while day < end:
         boundary = day + DAY
         if day not in days:
-            _drop_bucket(tables.SERVER_DAILY, tables.STATEMENT_DAILY, server_id, day, boundary)
+            _drop_bucket(TABLES.SERVER_DAILY, TABLES.STATEMENT_DAILY, server_id, day, boundary)
             day = boundary
             continue
         server, sums = days[day]
         running = add(running, sums)
-        _write_boundary(tables.STATEMENT_DAILY, server_id, boundary, running)
-        _write_server_bucket(tables.SERVER_DAILY, server)
+        _write_boundary(TABLES.STATEMENT_DAILY, server_id, boundary, running)
+        _write_server_bucket(TABLES.SERVER_DAILY, server)
         written += 1
         day = boundary
     return written

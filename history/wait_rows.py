@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 @dataclass
 class IntervalWait:
-    """One wait event's samples over one snapshot's interval, as the history store keeps them (tables.WAIT_EVENT);
+    """One wait event's samples over one snapshot's interval, as the history store keeps them (TABLES.WAIT_EVENT);
     the read tier's rows over a window are readtier.waits.WaitEventRow."""
 
     event_type: str | None

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from history import tables
+from history.public import TABLES
 from readtier import db
 from readtier.parts import PlanningState
 from readtier.statements import MAX_PAGE_SIZE, ORDERS, Page, StatementFilters, StatementTotals
@@ -90,7 +90,7 @@ def statement_names_across(*, server_ids: list[int]) -> tuple[list[str], list[st
     """(databases, users) the statements of these servers ran under, for filters (one query)."""
     databases, users = db.fetchone(
         "SELECT coalesce(array_agg(DISTINCT database_name ORDER BY database_name), '{}'), "
-        f"coalesce(array_agg(DISTINCT user_name ORDER BY user_name), '{{}}') FROM {tables.STATEMENT.name} "
+        f"coalesce(array_agg(DISTINCT user_name ORDER BY user_name), '{{}}') FROM {TABLES.STATEMENT.name} "
         "WHERE server_id = ANY(%s)",
         [list(server_ids)],
     )

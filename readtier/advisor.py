@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from history import tables
+from history.public import TABLES
 from readtier import db
 from readtier.windows import Window
 
@@ -27,7 +27,7 @@ class ServerFacts:
 
 def server_facts(*, server_id: int, window: Window) -> ServerFacts:
     """Key churn and resets from the raw snapshots in the window, plus two server-level facts (one query)."""
-    snapshot = tables.SNAPSHOT.name
+    snapshot = TABLES.SNAPSHOT.name
     row = db.fetchone(
         f"""
         WITH s AS (
@@ -44,9 +44,9 @@ def server_facts(*, server_id: int, window: Window) -> ServerFacts:
                    AND stats_reset_at IS NOT NULL AND stats_reset_at >= %(start)s
                    AND stats_reset_at IS DISTINCT FROM prev_reset), '{{}}'),
                count(*) FILTER (WHERE full_reset AND taken_at >= %(start)s),
-               (SELECT avg(octet_length(query)) FROM {tables.STATEMENT.name} WHERE server_id = %(s)s
+               (SELECT avg(octet_length(query)) FROM {TABLES.STATEMENT.name} WHERE server_id = %(s)s
                    AND query IS NOT NULL),
-               (SELECT reads_all_stats FROM {tables.SERVER_STATE.name} WHERE server_id = %(s)s)
+               (SELECT reads_all_stats FROM {TABLES.SERVER_STATE.name} WHERE server_id = %(s)s)
         FROM s
         """,
         {"s": server_id, "start": window.start, "end": window.end},

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from psycopg import sql
 
-from history import tables
+from history.public import TABLES
 from readtier import db
 from readtier.windows import Window, hourly_terms
 
@@ -43,7 +43,7 @@ def hourly_sums(
     terms = [(i, t) for i, w in enumerate(windows) for t in hourly_terms(w)]
     if not ids or not terms:
         return out
-    table = sql.Identifier(tables.STATEMENT_HOURLY.name)
+    table = sql.Identifier(TABLES.STATEMENT_HOURLY.name)
     # Each term's boundary resolved as windows.resolve does (the latest one with rows in its day: rows are dense
     # within a day), then the statements' running sums there, signed and added up per window.
     query = sql.SQL(

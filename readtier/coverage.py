@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from history.models import FailedCollection
+from history.public import FailedCollection
 from readtier import parts, series, windows
 from readtier.parts import PlanningState, ServerTotals
 from readtier.server import RecentError

@@ -8,7 +8,7 @@ import psycopg
 from django.db import connection
 from psycopg import sql
 
-from history import binary_array
+from history.public import register_arrays
 
 _local = threading.local()
 
@@ -19,7 +19,7 @@ def fetchall(query: str | sql.Composable, params=None, *, binary: bool = False) 
     connection.ensure_connection()
     # A plain (server-side binding) cursor: Django's binds on the client, which cannot send binary arrays.
     with psycopg.Cursor(connection.connection) as cur:
-        binary_array.register(cur.adapters)
+        register_arrays(cur.adapters)
         # Never prepared: a generic plan of a partitioned table cannot prune partitions at plan time.
         cur.execute(query, params, binary=binary, prepare=False)
         return cur.fetchall()

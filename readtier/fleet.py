@@ -8,9 +8,7 @@ from datetime import datetime, timedelta
 
 from django.utils import timezone
 
-from history import tables
-from history.columns import TOTAL_NAMES
-from history.models import ServerState
+from history.public import TABLES, TOTAL_NAMES, ServerState
 from inventory.models import Server
 from readtier import db, windows
 from readtier.parts import BUCKET_FIGURES, PlanningState, ServerTotals, bucket_sums, bucket_totals
@@ -87,7 +85,7 @@ def fleet_summary(*, server_ids: list[int], window: Window, now: datetime | None
         WITH h AS MATERIALIZED (
             SELECT server_id, bucket, snapshots, span_s, planning_tracked_s, {", ".join(TOTAL_NAMES)},
                    dealloc_delta, dealloc_span_s, entries_peak, entries_max, wait_session_s, built_until
-            FROM {tables.SERVER_HOURLY.name} WHERE server_id = ANY(%(ids)s) AND bucket >= %(lo)s AND bucket < %(end)s
+            FROM {TABLES.SERVER_HOURLY.name} WHERE server_id = ANY(%(ids)s) AND bucket >= %(lo)s AND bucket < %(end)s
             AND least(bucket + interval '1 hour', built_until) <= %(end)s
         ), upto AS (
             -- Per server, where its buckets stop: from there on (and before the first whole hour),
@@ -101,7 +99,7 @@ def fleet_summary(*, server_ids: list[int], window: Window, now: datetime | None
                    {", ".join(f"coalesce({c}, 0) AS {c}" for c in TOTAL_NAMES)}, dealloc_delta,
                    CASE WHEN dealloc_delta IS NOT NULL THEN interval_s ELSE 0 END AS dealloc_span_s,
                    entries AS entries_peak, entries_max, 0::float8 AS wait_session_s, NULL::timestamptz
-            FROM {tables.SNAPSHOT.name} s WHERE s.server_id = ANY(%(ids)s) AND kind = 'delta'
+            FROM {TABLES.SNAPSHOT.name} s WHERE s.server_id = ANY(%(ids)s) AND kind = 'delta'
             AND taken_at >= %(start)s AND taken_at < least(%(lo)s, %(end)s)
             UNION ALL
             SELECT s.server_id, date_trunc('hour', taken_at), 1, interval_s,
@@ -110,7 +108,7 @@ def fleet_summary(*, server_ids: list[int], window: Window, now: datetime | None
                    CASE WHEN dealloc_delta IS NOT NULL THEN interval_s ELSE 0 END,
                    entries, entries_max, 0::float8, NULL::timestamptz
             -- Lateral: an index range per server from its own `since`, never a scan of the whole window.
-            FROM upto u CROSS JOIN LATERAL (SELECT * FROM {tables.SNAPSHOT.name} s WHERE s.server_id = u.server_id
+            FROM upto u CROSS JOIN LATERAL (SELECT * FROM {TABLES.SNAPSHOT.name} s WHERE s.server_id = u.server_id
                 AND s.taken_at >= u.since AND s.taken_at >= %(lo)s AND s.taken_at < %(end)s AND kind = 'delta'
                 OFFSET 0) s  -- OFFSET 0: kept a subquery, or the planner flattens it into a hash join
         ), b (server_id, bucket, n, snapshots, span_s, planning_tracked_s, {", ".join(TOTAL_NAMES)}, dealloc_delta,
@@ -177,7 +175,7 @@ def fleet_waits(*, server_ids: list[int], window: Window) -> dict[int, dict[str,
     the same window (FleetRow.span_s), they are its average active sessions by type."""
     out: dict[int, dict[str, float]] = {}
     for server_id, event_type, session_s in db.fetchall(
-        f"SELECT server_id, coalesce(event_type, 'CPU'), sum(session_s) FROM {tables.WAIT_EVENT.name} "
+        f"SELECT server_id, coalesce(event_type, 'CPU'), sum(session_s) FROM {TABLES.WAIT_EVENT.name} "
         "WHERE server_id = ANY(%(ids)s) AND taken_at >= %(start)s AND taken_at < %(end)s GROUP BY 1, 2",
         {"ids": list(server_ids), "start": window.start, "end": window.end},
     ):

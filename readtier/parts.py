@@ -8,8 +8,7 @@ from enum import StrEnum
 
 import numpy as np
 
-from history import tables, tiers
-from history.columns import TOTAL_NAMES
+from history.public import TABLES, TOTAL_NAMES, Sums, add_sums, sums_from_payloads
 from readtier import db
 from readtier.windows import ReadPlan
 
@@ -131,15 +130,15 @@ def read_raw(server_id: int, segments: list[tuple[datetime, datetime, int]], *, 
     with its segment's sign (an edge read as a whole hour less the part outside the window)."""
     totals = ServerTotals()
     if not segments:
-        return totals, tiers.Sums.empty()
+        return totals, Sums.empty()
     where = " OR ".join("(taken_at >= %s AND taken_at < %s)" for _ in segments)
     payload = "statements" if statements else "NULL::bytea"
     rows = db.fetchall(
         f"SELECT taken_at, interval_s, coalesce(track_planning, false), dealloc_delta, entries, entries_max, "
         f"{', '.join(f'coalesce({c}, -1)' for c in TOTAL_NAMES)}, {payload}, "
-        f"(SELECT coalesce(sum(session_s), 0) FROM {tables.WAIT_EVENT.name} w "
+        f"(SELECT coalesce(sum(session_s), 0) FROM {TABLES.WAIT_EVENT.name} w "
         f" WHERE w.server_id = s.server_id AND w.taken_at = s.taken_at)::float8 "
-        f"FROM {tables.SNAPSHOT.name} s WHERE server_id = %s AND kind = 'delta' AND ({where}) ORDER BY taken_at",
+        f"FROM {TABLES.SNAPSHOT.name} s WHERE server_id = %s AND kind = 'delta' AND ({where}) ORDER BY taken_at",
         [server_id, *(v for a, b, _ in segments for v in (a, b))],
         binary=True,
     )
@@ -150,16 +149,16 @@ def read_raw(server_id: int, segments: list[tuple[datetime, datetime, int]], *, 
         if blob is not None:
             payloads[sign].append(bytes(blob))
         if figures[0] < 0:  # written before the totals columns existed: from the block
-            figures = tiers.from_payloads([bytes(blob)]).values.sum(axis=0) if blob is not None else [0] * N
+            figures = sums_from_payloads([bytes(blob)]).values.sum(axis=0) if blob is not None else [0] * N
         totals.add(
             ServerTotals.of_snapshot(
                 interval_s, tracked, figures, dd, entries, entries_max, sign=sign, wait_session_s=waits, at=taken_at
             )
         )
     if not statements:
-        return totals, tiers.Sums.empty()
-    plus, minus = tiers.from_payloads(payloads[+1]), tiers.from_payloads(payloads[-1])
-    return totals, tiers.add(plus, tiers.Sums(minus.statement_id, -minus.values))
+        return totals, Sums.empty()
+    plus, minus = sums_from_payloads(payloads[+1]), sums_from_payloads(payloads[-1])
+    return totals, add_sums(plus, Sums(minus.statement_id, -minus.values))
 
 
 def bucket_sums(entries_max: str) -> str:
@@ -201,12 +200,12 @@ def core_totals(server_id: int, core: tuple[datetime, datetime] | None) -> Serve
     s, e = core
     row = db.fetchone(
         f"""
-            WITH hf AS (SELECT min(bucket) AS b FROM {tables.SERVER_HOURLY.name} WHERE server_id = %(sid)s)
+            WITH hf AS (SELECT min(bucket) AS b FROM {TABLES.SERVER_HOURLY.name} WHERE server_id = %(sid)s)
             SELECT {BUCKET_FIGURES} FROM (
-                SELECT * FROM {tables.SERVER_HOURLY.name}
+                SELECT * FROM {TABLES.SERVER_HOURLY.name}
                 WHERE server_id = %(sid)s AND bucket >= %(s)s AND bucket < %(e)s
                 UNION ALL
-                SELECT d.* FROM {tables.SERVER_DAILY.name} d, hf WHERE server_id = %(sid)s AND bucket >= %(s)s
+                SELECT d.* FROM {TABLES.SERVER_DAILY.name} d, hf WHERE server_id = %(sid)s AND bucket >= %(s)s
                 AND bucket + interval '1 day' <= %(e)s AND (hf.b IS NULL OR bucket + interval '1 day' <= hf.b)
             ) parts
             """,

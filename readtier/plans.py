@@ -8,9 +8,7 @@ import json
 from dataclasses import dataclass
 from datetime import datetime
 
-from history import tables
-from history.models import PlanAttempt, PlanShape, StatementPlan
-from history.plans import PLANNED
+from history.public import PLANNED, TABLES, PlanAttempt, PlanShape, StatementPlan
 from readtier import db
 from readtier.windows import Window
 
@@ -127,10 +125,10 @@ def plan_detail(*, server_id: int, fingerprint: str, statement_id: int | None = 
 
 _CHANGES_SQL = f"""
 SELECT c.statement_id, c.at, f.access_paths::text, t.access_paths::text, f.fingerprint, t.fingerprint, s.queryid
-FROM {tables.PLAN_CHANGE.name} c
-LEFT JOIN {tables.STATEMENT.name} s ON s.server_id = c.server_id AND s.id = c.statement_id
-LEFT JOIN {tables.PLAN_SHAPE.name} f ON f.server_id = c.server_id AND f.id = c.from_shape_id
-LEFT JOIN {tables.PLAN_SHAPE.name} t ON t.server_id = c.server_id AND t.id = c.to_shape_id
+FROM {TABLES.PLAN_CHANGE.name} c
+LEFT JOIN {TABLES.STATEMENT.name} s ON s.server_id = c.server_id AND s.id = c.statement_id
+LEFT JOIN {TABLES.PLAN_SHAPE.name} f ON f.server_id = c.server_id AND f.id = c.from_shape_id
+LEFT JOIN {TABLES.PLAN_SHAPE.name} t ON t.server_id = c.server_id AND t.id = c.to_shape_id
 WHERE c.server_id = %(server)s AND c.at >= %(start)s AND c.at < %(end)s
   AND (%(all)s OR c.statement_id = ANY(%(ids)s))
 ORDER BY c.at, c.id

@@ -9,8 +9,7 @@ from datetime import UTC, datetime
 
 from django.db.models import Count
 
-from history import tables
-from history.models import IndexCandidate, SchemaIndex, SchemaTable
+from history.public import TABLES, IndexCandidate, SchemaIndex, SchemaTable
 from readtier import db
 from readtier.server import reading_status
 from readtier.windows import Window
@@ -182,12 +181,12 @@ def schema_status(*, server_id: int) -> tuple[list[DatabaseStatus], dict]:
 
 _SUMS = f"""
 WITH spans AS (
-    SELECT database, sum(interval_s) AS observed_s FROM {tables.SCHEMA_DELTA.name}
+    SELECT database, sum(interval_s) AS observed_s FROM {TABLES.SCHEMA_DELTA.name}
     WHERE server_id = %(server)s AND taken_at > %(start)s AND taken_at <= %(end)s GROUP BY database
 ), t AS (
     SELECT d.id, sum(d.seq) AS seq, sum(d.idx) AS idx, sum(d.ins) AS ins, sum(d.upd) AS upd, sum(d.hot) AS hot,
            sum(d.del) AS del
-    FROM {tables.SCHEMA_DELTA.name} s,
+    FROM {TABLES.SCHEMA_DELTA.name} s,
          unnest(s.table_ids, s.seq_scan, s.idx_scan, s.n_tup_ins, s.n_tup_upd, s.n_tup_hot_upd, s.n_tup_del)
            AS d(id, seq, idx, ins, upd, hot, del)
     WHERE s.server_id = %(server)s AND s.taken_at > %(start)s AND s.taken_at <= %(end)s
@@ -195,7 +194,7 @@ WITH spans AS (
     GROUP BY d.id
 ), i AS (
     SELECT d.id, sum(d.scans) AS scans
-    FROM {tables.SCHEMA_DELTA.name} s, unnest(s.index_ids, s.index_scan) AS d(id, scans)
+    FROM {TABLES.SCHEMA_DELTA.name} s, unnest(s.index_ids, s.index_scan) AS d(id, scans)
     WHERE s.server_id = %(server)s AND s.taken_at > %(start)s AND s.taken_at <= %(end)s
       AND (%(index_ids)s::bigint[] IS NULL OR d.id = ANY(%(index_ids)s::bigint[]))
     GROUP BY d.id

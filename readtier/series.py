@@ -17,9 +17,18 @@ from datetime import UTC, datetime, timedelta
 
 import numpy as np
 
-from history import codec, tables, tiers
-from history.columns import TOTAL_NAMES, totals_of
-from history.wait_rows import event_label
+from history.public import (
+    DAY,
+    HOUR,
+    TABLES,
+    TOTAL_NAMES,
+    HistoryTable,
+    day_of,
+    decode_block,
+    event_label,
+    month_of,
+    totals_of,
+)
 from readtier import db, windows
 from readtier.parts import BUCKET_FIGURES, PlanningState, ServerTotals, bucket_totals
 from readtier.windows import Window, WindowError
@@ -37,7 +46,7 @@ HOURLY_UP_TO = timedelta(days=31)  # hourly up to a month, daily beyond
 MAX_POINTS = 400
 # The last minutes of a range ending now are always drawn snapshot by snapshot, whatever the hour they fall in.
 FRESH = timedelta(minutes=10)
-_STEP = {"hourly": tiers.HOUR, "daily": tiers.DAY}
+_STEP = {"hourly": HOUR, "daily": DAY}
 # Raw snapshots summed per bucket as a row of BUCKET_FIGURES (with its leading count), as the tiers sum them.
 _SNAPSHOT_FIGURES = (
     "count(*), count(*), sum(interval_s), sum(CASE WHEN track_planning THEN interval_s ELSE 0 END), "
@@ -46,8 +55,8 @@ _SNAPSHOT_FIGURES = (
     "(array_agg(entries_max ORDER BY taken_at DESC))[1], 0"
 )
 _TIERS = {
-    "hourly": (tables.SERVER_HOURLY, tables.STATEMENT_HOURLY, tiers.day_of),
-    "daily": (tables.SERVER_DAILY, tables.STATEMENT_DAILY, tiers.month_of),
+    "hourly": (TABLES.SERVER_HOURLY, TABLES.STATEMENT_HOURLY, day_of),
+    "daily": (TABLES.SERVER_DAILY, TABLES.STATEMENT_DAILY, month_of),
 }
 
 
@@ -89,24 +98,22 @@ def _points_of(grid: list[datetime], hours: int, window: Window) -> tuple[dict, 
     """Hourly buckets gathered `hours` by `hours` (aligned on the UTC day): {bucket: its point's start} and the
     points' (start, end), over the buckets each holds. The hours that hold the last FRESH minutes of a window
     ending inside an hour stay points of their own, which the chart draws snapshot by snapshot (_cut_bucket)."""
-    width = tiers.HOUR * hours
+    width = HOUR * hours
     of = {}
     for b in grid:
-        day = tiers.day_of(b)
+        day = day_of(b)
         of[b] = (
-            b
-            if b + tiers.HOUR > window.end - FRESH and grid[-1] + tiers.HOUR > window.end
-            else day + (b - day) // width * width
+            b if b + HOUR > window.end - FRESH and grid[-1] + HOUR > window.end else day + (b - day) // width * width
         )
     spans: dict[datetime, list[datetime]] = {}
     for b in grid:
         spans.setdefault(of[b], []).append(b)
-    points = [(min(bs), max(bs) + tiers.HOUR) for bs in spans.values()]
+    points = [(min(bs), max(bs) + HOUR) for bs in spans.values()]
     return {b: min(spans[key]) for b, key in of.items()}, points
 
 
 def _floor(at: datetime, resolution: str) -> datetime:
-    return windows.floor_hour(at) if resolution == "hourly" else tiers.day_of(at)
+    return windows.floor_hour(at) if resolution == "hourly" else day_of(at)
 
 
 def _grid(window: Window, resolution: str) -> list[datetime]:
@@ -181,7 +188,7 @@ def _statement_point(start, end, span_s, tracked_s, f: Sequence[int] | None) -> 
 def statement_series(*, statement_id: int, window: Window, resolution: str | None = None) -> StatementSeries:
     """One statement's calls/s, mean execution and planning time, rows per call, hit ratio and temp
     blocks over a window, at the resolution asked for or the one that fits the window."""
-    found = db.fetchall(f"SELECT server_id FROM {tables.STATEMENT.name} WHERE id = %s", [statement_id])
+    found = db.fetchall(f"SELECT server_id FROM {TABLES.STATEMENT.name} WHERE id = %s", [statement_id])
     if not found:
         raise LookupError(f"no statement {statement_id}")
     server_id = found[0][0]
@@ -218,14 +225,14 @@ def _statement_snapshots(server_id: int, statement_id: int, start: datetime, end
     """(prev_taken_at, taken_at, interval_s, track_planning, the statement's figures or None) of every delta
     snapshot taken in [start, end), in order."""
     rows = db.fetchall(
-        f"SELECT prev_taken_at, taken_at, interval_s, track_planning, statements FROM {tables.SNAPSHOT.name} "
+        f"SELECT prev_taken_at, taken_at, interval_s, track_planning, statements FROM {TABLES.SNAPSHOT.name} "
         "WHERE server_id = %s AND kind = 'delta' AND taken_at >= %s AND taken_at < %s ORDER BY taken_at",
         [server_id, start, end],
     )
     for prev, taken, interval_s, tracked, payload in rows:
         f = None
         if payload is not None:
-            block = codec.decode(bytes(payload))
+            block = decode_block(bytes(payload))
             i = int(block.statement_id.searchsorted(statement_id))
             if i < len(block) and block.statement_id[i] == statement_id:
                 f = totals_of(block.counters[i : i + 1])[0].tolist()
@@ -244,7 +251,7 @@ _FIGURES = ", ".join(f"coalesce({c}, 0)" for c in TOTAL_NAMES)  # the statement 
 
 
 def _running_sums(
-    table: tables.HistoryTable, server_id: int, statement_id: int, first: datetime, last: datetime, step: timedelta
+    table: HistoryTable, server_id: int, statement_id: int, first: datetime, last: datetime, step: timedelta
 ) -> list[tuple]:
     """(until, *figures) at every boundary from `first` to `last` where the statement has a row, in order.
 
@@ -425,7 +432,7 @@ def _server_tiered(
     rows = db.fetchall(
         f"SELECT bucket, {BUCKET_FIGURES} FROM {server_table.name} "
         "WHERE server_id = %(s)s AND bucket >= %(lo)s AND bucket < %(hi)s GROUP BY bucket "
-        f"UNION ALL SELECT date_trunc('{unit}', taken_at), {_SNAPSHOT_FIGURES} FROM {tables.SNAPSHOT.name} "
+        f"UNION ALL SELECT date_trunc('{unit}', taken_at), {_SNAPSHOT_FIGURES} FROM {TABLES.SNAPSHOT.name} "
         "WHERE server_id = %(s)s AND kind = 'delta' AND taken_at >= greatest(%(lo)s, "
         "%(built)s) AND taken_at < %(hi)s GROUP BY 1",
         {"s": server_id, "lo": lo, "hi": hi, "built": built_until},
@@ -440,7 +447,7 @@ def _server_tiered(
         f"SELECT bucket, waits::text, NULL, NULL, NULL::float8 FROM {server_table.name} "
         "WHERE server_id = %(s)s AND bucket >= %(lo)s AND bucket < %(hi)s AND waits <> '{}' "
         f"UNION ALL SELECT date_trunc('{unit}', taken_at), NULL, event_type, event, sum(session_s) "
-        f"FROM {tables.WAIT_EVENT.name} WHERE server_id = %(s)s AND taken_at >= greatest(%(lo)s, %(built)s) "
+        f"FROM {TABLES.WAIT_EVENT.name} WHERE server_id = %(s)s AND taken_at >= greatest(%(lo)s, %(built)s) "
         "AND taken_at < %(hi)s GROUP BY 1, 2, 3, 4",
         {"s": server_id, "lo": lo, "hi": hi, "built": built_until},
         binary=True,
@@ -487,7 +494,7 @@ def _server_binned(server_id: int, window: Window, top_events: int) -> ServerSer
         at += step
     params = {"s": server_id, "lo": lo, "hi": grid[-1] + step, "step": f"{int(step.total_seconds())} seconds"}
     rows = db.fetchall(
-        f"SELECT {_BIN}, {_SNAPSHOT_FIGURES} FROM {tables.SNAPSHOT.name} "
+        f"SELECT {_BIN}, {_SNAPSHOT_FIGURES} FROM {TABLES.SNAPSHOT.name} "
         "WHERE server_id = %(s)s AND kind = 'delta' AND taken_at >= %(lo)s "
         "AND taken_at < %(hi)s GROUP BY 1",
         params,
@@ -495,7 +502,7 @@ def _server_binned(server_id: int, window: Window, top_events: int) -> ServerSer
     totals = {r[0]: bucket_totals(r[2:]) for r in rows}
     waits: dict[datetime, dict[str, float]] = {}
     for b, et, ev, s in db.fetchall(
-        f"SELECT {_BIN}, event_type, event, sum(session_s) FROM {tables.WAIT_EVENT.name} "
+        f"SELECT {_BIN}, event_type, event, sum(session_s) FROM {TABLES.WAIT_EVENT.name} "
         "WHERE server_id = %(s)s AND taken_at >= %(lo)s AND taken_at < %(hi)s GROUP BY 1, 2, 3",
         params,
     ):
@@ -511,13 +518,13 @@ def _server_raw(server_id: int, window: Window, top_events: int, events: list[st
     """`events`: the wait events to chart (those of the series this joins); by default its own top N."""
     rows = db.fetchall(
         f"SELECT prev_taken_at, taken_at, interval_s, track_planning, {', '.join(TOTAL_NAMES)}, dealloc_delta, "
-        f"entries, entries_max FROM {tables.SNAPSHOT.name} "
+        f"entries, entries_max FROM {TABLES.SNAPSHOT.name} "
         "WHERE server_id = %s AND kind = 'delta' AND taken_at >= %s AND taken_at < %s ORDER BY taken_at",
         [server_id, window.start, window.end],
     )
     waits: dict[datetime, dict[str, float]] = {}
     for taken, et, ev, s in db.fetchall(
-        f"SELECT taken_at, event_type, event, sum(session_s) FROM {tables.WAIT_EVENT.name} "
+        f"SELECT taken_at, event_type, event, sum(session_s) FROM {TABLES.WAIT_EVENT.name} "
         "WHERE server_id = %s AND taken_at >= %s AND taken_at < %s GROUP BY 1, 2, 3",
         [server_id, window.start, window.end],
     ):

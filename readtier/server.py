@@ -8,8 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from history import tables
-from history.models import FailedCollection, ServerState
+from history.public import TABLES, FailedCollection, ServerState
 from readtier import db, statements
 from readtier.statements import MAX_PAGE_SIZE, Page, StatementFilters, StatementTotals
 from readtier.windows import Window
@@ -73,7 +72,7 @@ def server_settings(*, server_id: int) -> ServerSettings:
     """The settings read by the server's latest snapshot (one query)."""
     columns = ", ".join(CONFIG_COLUMNS)
     rows = db.fetchall(
-        f"SELECT taken_at, {columns} FROM {tables.SNAPSHOT.name} WHERE server_id = %s ORDER BY taken_at DESC LIMIT 1",
+        f"SELECT taken_at, {columns} FROM {TABLES.SNAPSHOT.name} WHERE server_id = %s ORDER BY taken_at DESC LIMIT 1",
         [server_id],
     )
     if not rows:
@@ -123,7 +122,7 @@ def config_changes(*, server_id: int, window: Window) -> list[ConfigChange]:
     cols = list(CONFIG_COLUMNS)
     lagged = ", ".join(f"{c}, lag({c}) OVER w AS prev_{c}" for c in cols)
     changed = " OR ".join(f"{c} IS DISTINCT FROM prev_{c}" for c in cols)
-    snapshot = tables.SNAPSHOT.name
+    snapshot = TABLES.SNAPSHOT.name
     rows = db.fetchall(
         f"SELECT taken_at, {', '.join(cols)}, {', '.join(f'prev_{c}' for c in cols)} FROM ("
         f"  SELECT taken_at, row_number() OVER w AS n, {lagged} FROM {snapshot} "
@@ -179,7 +178,7 @@ class StatementNames:
 def statement_names(*, server_id: int) -> StatementNames:
     databases, users = db.fetchone(
         "SELECT coalesce(array_agg(DISTINCT database_name ORDER BY database_name), '{}'), "
-        f"coalesce(array_agg(DISTINCT user_name ORDER BY user_name), '{{}}') FROM {tables.STATEMENT.name} "
+        f"coalesce(array_agg(DISTINCT user_name ORDER BY user_name), '{{}}') FROM {TABLES.STATEMENT.name} "
         "WHERE server_id = %s",
         [server_id],
     )

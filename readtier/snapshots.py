@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from history import tables
-from history.snapshot_facts import SNAPSHOT_FACTS, SnapshotFacts
+from history.public import SNAPSHOT_FACTS, TABLES, SnapshotFacts
 from readtier import db
 from readtier.statements import Page
 from readtier.windows import Window
@@ -25,13 +24,13 @@ def snapshots(*, server_id: int, window: Window | None = None, page: Page = Page
         where += " AND taken_at >= %(start)s AND taken_at < %(end)s"
         params |= {"start": window.start, "end": window.end}
     rows = db.fetchall(
-        f"SELECT {', '.join(SNAPSHOT_FACTS)}, count(*) OVER () FROM {tables.SNAPSHOT.name} WHERE {where} "
+        f"SELECT {', '.join(SNAPSHOT_FACTS)}, count(*) OVER () FROM {TABLES.SNAPSHOT.name} WHERE {where} "
         "ORDER BY taken_at DESC LIMIT %(limit)s OFFSET %(offset)s",
         params,
     )
     total = rows[0][-1] if rows else 0
     if not rows and page.number > 1:
-        total = db.fetchone(f"SELECT count(*) FROM {tables.SNAPSHOT.name} WHERE {where}", params)[0]
+        total = db.fetchone(f"SELECT count(*) FROM {TABLES.SNAPSHOT.name} WHERE {where}", params)[0]
     return SnapshotPage([SnapshotFacts(*r[:-1]) for r in rows], total)
 
 

@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 
 import numpy as np
 
-from history import codec, partitions, tables, tiers
+from history.public import DAY, HOUR, TABLES, HistoryTable, day_of, decode_sums, month_of, partition_name
 from inventory.models import Server
 from readtier import db
 
@@ -52,7 +52,7 @@ def _visible(statement_id: int, organization_ids: Iterable[int] | None) -> tuple
     if organization_ids is not None:
         where += " AND s.organization_id = ANY(%s)"
         params.append(list(organization_ids))
-    return f"FROM {tables.STATEMENT.name} st JOIN {_SERVER_TABLE} s ON s.id = st.server_id WHERE {where}", params
+    return f"FROM {TABLES.STATEMENT.name} st JOIN {_SERVER_TABLE} s ON s.id = st.server_id WHERE {where}", params
 
 
 def statement_owner(*, statement_id: int, organization_ids: Iterable[int] | None = None) -> StatementOwner:
@@ -116,22 +116,22 @@ def last_seen_at(*, server_id: int, statement_id: int) -> tuple[datetime | None,
     if tail is not None:
         return tail, "snapshot"
     hours, days = _boundaries(server_id)
-    hour_ends = _period_ends(hours, tiers.HOUR, tiers.day_of)  # last hour boundary of each UTC day
-    day_ends = _period_ends(days, tiers.DAY, tiers.month_of)  # last day boundary of each month
-    calls = _probe(server_id, statement_id, [(tables.STATEMENT_HOURLY, hour_ends), (tables.STATEMENT_DAILY, day_ends)])
+    hour_ends = _period_ends(hours, HOUR, day_of)  # last hour boundary of each UTC day
+    day_ends = _period_ends(days, DAY, month_of)  # last day boundary of each month
+    calls = _probe(server_id, statement_id, [(TABLES.STATEMENT_HOURLY, hour_ends), (TABLES.STATEMENT_DAILY, day_ends)])
     # The hourly tier holds the latest days; the daily tier only days already in it (or whose hours expired).
-    ran_day = next((b for b in reversed(hour_ends) if calls[tables.STATEMENT_HOURLY.name].get(b, 0) > 0), None)
+    ran_day = next((b for b in reversed(hour_ends) if calls[TABLES.STATEMENT_HOURLY.name].get(b, 0) > 0), None)
     if ran_day is not None:
-        period = tiers.day_of(ran_day - tiers.HOUR)
-        inside = [b for b in hours if tiers.day_of(b - tiers.HOUR) == period]
-        hour_end = _last_growth(server_id, statement_id, tables.STATEMENT_HOURLY, inside)
-        exact = _raw_hit(server_id, statement_id, (hour_end - tiers.HOUR, hour_end))
+        period = day_of(ran_day - HOUR)
+        inside = [b for b in hours if day_of(b - HOUR) == period]
+        hour_end = _last_growth(server_id, statement_id, TABLES.STATEMENT_HOURLY, inside)
+        exact = _raw_hit(server_id, statement_id, (hour_end - HOUR, hour_end))
         return (exact, "snapshot") if exact is not None else (hour_end, "hour")
-    ran_month = next((b for b in reversed(day_ends) if calls[tables.STATEMENT_DAILY.name].get(b, 0) > 0), None)
+    ran_month = next((b for b in reversed(day_ends) if calls[TABLES.STATEMENT_DAILY.name].get(b, 0) > 0), None)
     if ran_month is not None:
-        period = tiers.month_of(ran_month - tiers.DAY)
-        inside = [b for b in days if tiers.month_of(b - tiers.DAY) == period]
-        return _last_growth(server_id, statement_id, tables.STATEMENT_DAILY, inside), "day"
+        period = month_of(ran_month - DAY)
+        inside = [b for b in days if month_of(b - DAY) == period]
+        return _last_growth(server_id, statement_id, TABLES.STATEMENT_DAILY, inside), "day"
     return None, None
 
 
@@ -140,20 +140,20 @@ def _raw_hit(server_id: int, statement_id: int, hour: tuple[datetime, datetime] 
     block counts calls of the statement. Only the calls column of each block is decoded."""
     if hour is None:
         where = (
-            f"taken_at >= coalesce((SELECT max(built_until) FROM {tables.SERVER_HOURLY.name} "
+            f"taken_at >= coalesce((SELECT max(built_until) FROM {TABLES.SERVER_HOURLY.name} "
             "WHERE server_id = %s), '-infinity')"
         )
         params = [server_id, server_id]
     else:
         where, params = "taken_at >= %s AND taken_at < %s", [server_id, *hour]
     rows = db.fetchall(
-        f"SELECT taken_at, statements FROM {tables.SNAPSHOT.name} WHERE server_id = %s AND kind = 'delta' "
+        f"SELECT taken_at, statements FROM {TABLES.SNAPSHOT.name} WHERE server_id = %s AND kind = 'delta' "
         f"AND statements IS NOT NULL AND {where} ORDER BY taken_at DESC",
         params,
         binary=True,
     )
     for taken_at, payload in rows:
-        ids, calls = codec.decode_sums(bytes(payload), _CALLS)
+        ids, calls = decode_sums(bytes(payload), _CALLS)
         i = int(np.searchsorted(ids, statement_id))
         if i < len(ids) and ids[i] == statement_id and calls[i, 0] > 0:
             return taken_at
@@ -164,12 +164,12 @@ def _boundaries(server_id: int) -> tuple[list[datetime], list[datetime]]:
     """The boundaries with rows in the statement tiers: the end of every hourly and daily server bucket
     (the tiers write a boundary exactly where the server has a bucket). One query, a few hundred rows."""
     rows = db.fetchall(
-        f"SELECT 'h', bucket FROM {tables.SERVER_HOURLY.name} WHERE server_id = %(s)s "
-        f"UNION ALL SELECT 'd', bucket FROM {tables.SERVER_DAILY.name} WHERE server_id = %(s)s ORDER BY 2",
+        f"SELECT 'h', bucket FROM {TABLES.SERVER_HOURLY.name} WHERE server_id = %(s)s "
+        f"UNION ALL SELECT 'd', bucket FROM {TABLES.SERVER_DAILY.name} WHERE server_id = %(s)s ORDER BY 2",
         {"s": server_id},
     )
-    hours = [b + tiers.HOUR for kind, b in rows if kind == "h"]
-    days = [b + tiers.DAY for kind, b in rows if kind == "d"]
+    hours = [b + HOUR for kind, b in rows if kind == "h"]
+    days = [b + DAY for kind, b in rows if kind == "d"]
     return hours, days
 
 
@@ -182,7 +182,7 @@ def _period_ends(boundaries: list[datetime], step: timedelta, period_of) -> list
 
 
 def _probe(
-    server_id: int, statement_id: int, wanted: Iterable[tuple[tables.HistoryTable, list[datetime]]]
+    server_id: int, statement_id: int, wanted: Iterable[tuple[HistoryTable, list[datetime]]]
 ) -> dict[str, dict[datetime, int]]:
     """table name -> {boundary: the statement's running calls there} (absent: no row, i.e. 0). One query
     of index probes, grouped by the partition that holds each boundary (the planner prunes each group)."""
@@ -192,7 +192,7 @@ def _probe(
         out[table.name] = {}
         by_partition: dict[str, list[datetime]] = {}
         for u in sorted(untils):
-            by_partition.setdefault(partitions.partition_name(table.name, u), []).append(u)
+            by_partition.setdefault(partition_name(table.name, u), []).append(u)
         for group in by_partition.values():
             pieces.append(
                 f"SELECT %s::text, until, coalesce(calls, 0) FROM {table.name} WHERE server_id = %s "
@@ -205,7 +205,7 @@ def _probe(
     return out
 
 
-def _last_growth(server_id: int, statement_id: int, table: tables.HistoryTable, inside: list[datetime]) -> datetime:
+def _last_growth(server_id: int, statement_id: int, table: HistoryTable, inside: list[datetime]) -> datetime:
     """The last boundary of one period at which the statement's running calls grew (the period's
     last boundary holds a positive sum, so there is one)."""
     calls = _probe(server_id, statement_id, [(table, inside)])[table.name]
@@ -238,8 +238,8 @@ def same_queryid_elsewhere(*, statement_id: int, organization_id: int, limit: in
     """The statements with the same queryid on the organization's other servers, by server name (one query)."""
     rows = db.fetchall(
         "SELECT st.id, st.server_id, s.name, st.database_name, st.user_name, st.toplevel, st.first_seen_at "
-        f"FROM {tables.STATEMENT.name} me JOIN {_SERVER_TABLE} s ON s.organization_id = %s AND s.id <> me.server_id "
-        f"JOIN {tables.STATEMENT.name} st ON st.server_id = s.id AND st.queryid = me.queryid "
+        f"FROM {TABLES.STATEMENT.name} me JOIN {_SERVER_TABLE} s ON s.organization_id = %s AND s.id <> me.server_id "
+        f"JOIN {TABLES.STATEMENT.name} st ON st.server_id = s.id AND st.queryid = me.queryid "
         "WHERE me.id = %s ORDER BY s.name, st.database_name, st.user_name, st.toplevel DESC, st.id LIMIT %s",
         [organization_id, statement_id, limit],
     )

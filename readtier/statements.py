@@ -12,9 +12,7 @@ from datetime import datetime
 import numpy as np
 from psycopg import sql
 
-from history import binary_array, tables, tiers
-from history.columns import TOTAL_NAMES
-from history.own import own_sql
+from history.public import TABLES, TOTAL_NAMES, Sums, array_param, own_sql
 from readtier import db, parts, windows
 from readtier.windows import Window
 
@@ -149,9 +147,7 @@ class TopStatements:
     db_time_ms: float = 0.0  # the server's time (execution and planning) over the window: what a share is of
 
 
-def _parts_sql(
-    server_id: int, resolved, raw: tiers.Sums, ids: tuple[int, ...] | None = None
-) -> tuple[sql.Composable, list]:
+def _parts_sql(server_id: int, resolved, raw: Sums, ids: tuple[int, ...] | None = None) -> tuple[sql.Composable, list]:
     """UNION ALL of signed per-statement figures: each tier term at its resolved boundary, and the raw edges
     (of the statements `ids` only, when given)."""
     pieces: list[sql.Composable] = []
@@ -159,7 +155,7 @@ def _parts_sql(
     only = sql.SQL("")
     if ids is not None:
         keep = np.isin(raw.statement_id, np.asarray(ids, np.int64))
-        raw = tiers.Sums(raw.statement_id[keep], raw.values[keep])
+        raw = Sums(raw.statement_id[keep], raw.values[keep])
         only = sql.SQL(" AND statement_id = ANY(%s)")
     figures = sql.SQL(", ").join(sql.Identifier(c) for c in TOTAL_NAMES)
     for term, until in resolved:
@@ -177,8 +173,8 @@ def _parts_sql(
     if len(raw):
         arrays = sql.SQL(", ").join(sql.SQL("%b") for _ in range(len(TOTAL_NAMES) + 1))
         pieces.append(sql.SQL("SELECT * FROM unnest({}) AS r(statement_id, {})").format(arrays, figures))
-        params.append(binary_array.param(raw.statement_id, "int8"))
-        params += [binary_array.param(raw.values[:, j], "int8") for j in range(len(TOTAL_NAMES))]
+        params.append(array_param(raw.statement_id, "int8"))
+        params += [array_param(raw.values[:, j], "int8") for j in range(len(TOTAL_NAMES))]
     if not pieces:
         pieces.append(
             sql.SQL("SELECT NULL::int8 AS statement_id, {} WHERE false").format(
@@ -230,7 +226,7 @@ def _dimension(server_id: int) -> sql.Composable:
 def _aggregate(
     server_id: int,
     p: windows.ReadPlan,
-    raw: tiers.Sums,
+    raw: Sums,
     *,
     filters: StatementFilters,
     order: str,
@@ -263,7 +259,7 @@ def _aggregate(
             union=union,
             dim=_dimension(server_id),
             figures=figures,
-            dimension=sql.Identifier(tables.STATEMENT.name),
+            dimension=sql.Identifier(TABLES.STATEMENT.name),
             where=where,
             key=sql.SQL(key),
         )
@@ -284,7 +280,7 @@ def _aggregate(
         union=union,
         narrow=narrow,
         key=sql.SQL(key),
-        dimension=sql.Identifier(tables.STATEMENT.name),
+        dimension=sql.Identifier(TABLES.STATEMENT.name),
         where=where,
         dim=_dimension(server_id),
         full=full,
@@ -318,7 +314,7 @@ def _row(r: tuple, planning: Planning) -> StatementTotals:
     )
 
 
-def _read_window(server_id: int, window: Window) -> tuple[windows.ReadPlan, tiers.Sums, parts.ServerTotals]:
+def _read_window(server_id: int, window: Window) -> tuple[windows.ReadPlan, Sums, parts.ServerTotals]:
     """The plan of a window, its raw edges' per-statement sums, and the server's totals over it."""
     p = windows.plan(window, windows.coverage(server_id))
     raw_totals, raw = parts.read_raw(server_id, p.raw)

@@ -6,8 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from history import tables
-from history.wait_rows import event_label
+from history.public import TABLES, event_label
 from readtier import db, parts, windows
 from readtier.windows import Window
 
@@ -36,7 +35,7 @@ def wait_events(*, server_id: int, window: Window, statement_id: int | None = No
     query_id = None
     if statement_id is not None:
         found = db.fetchall(
-            f"SELECT queryid FROM {tables.STATEMENT.name} WHERE id = %s AND server_id = %s", [statement_id, server_id]
+            f"SELECT queryid FROM {TABLES.STATEMENT.name} WHERE id = %s AND server_id = %s", [statement_id, server_id]
         )
         if not found:
             raise LookupError(f"no statement {statement_id} on server {server_id}")
@@ -47,22 +46,22 @@ def wait_events(*, server_id: int, window: Window, statement_id: int | None = No
     qfilter = "" if query_id is None else " AND query_id = %s"
     for a, b, sign in p.raw:
         pieces.append(
-            f"SELECT event_type, event, {sign:d} * session_s AS session_s FROM {tables.WAIT_EVENT.name} "
+            f"SELECT event_type, event, {sign:d} * session_s AS session_s FROM {TABLES.WAIT_EVENT.name} "
             f"WHERE server_id = %s AND taken_at >= %s AND taken_at < %s{qfilter}"
         )
         params += [server_id, a, b] + ([query_id] if query_id is not None else [])
     if p.core is not None:
         s, e = p.core
         pieces.append(
-            f"SELECT event_type, event, session_s FROM {tables.WAIT_EVENT_HOURLY.name} "
+            f"SELECT event_type, event, session_s FROM {TABLES.WAIT_EVENT_HOURLY.name} "
             f"WHERE server_id = %s AND bucket >= %s AND bucket < %s{qfilter}"
         )
         params += [server_id, s, e] + ([query_id] if query_id is not None else [])
         # Days whose hours have expired: the daily rollup.
         pieces.append(
-            f"SELECT event_type, event, session_s FROM {tables.WAIT_EVENT_DAILY.name} d "
+            f"SELECT event_type, event, session_s FROM {TABLES.WAIT_EVENT_DAILY.name} d "
             f"WHERE server_id = %s AND bucket >= %s AND bucket + interval '1 day' <= %s{qfilter} "
-            f"AND bucket + interval '1 day' <= coalesce((SELECT min(bucket) FROM {tables.SERVER_HOURLY.name} "
+            f"AND bucket + interval '1 day' <= coalesce((SELECT min(bucket) FROM {TABLES.SERVER_HOURLY.name} "
             "WHERE server_id = d.server_id), 'infinity')"
         )
         params += [server_id, s, e] + ([query_id] if query_id is not None else [])

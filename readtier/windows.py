@@ -17,11 +17,11 @@ from datetime import UTC, datetime, timedelta
 
 from django.utils import timezone
 
-from history import tables, tiers
+from history.public import DAY, HOUR, TABLES, HistoryTable, day_of, month_of, next_month
 from readtier import db
 
-HOUR = tiers.HOUR
-DAY = tiers.DAY
+HOUR = HOUR
+DAY = DAY
 
 
 class WindowError(ValueError):
@@ -63,7 +63,7 @@ def ceil_hour(at: datetime) -> datetime:
 
 
 def ceil_day(at: datetime) -> datetime:
-    f = tiers.day_of(at)
+    f = day_of(at)
     return f if f == at else f + DAY
 
 
@@ -72,7 +72,7 @@ class Term:
     """+/- the running sums of a statement tier at a boundary (resolved to the latest boundary with
     rows in the same period, which has the same value)."""
 
-    table: tables.HistoryTable
+    table: HistoryTable
     until: datetime
     since: datetime  # the start of the boundary's period (UTC day or month)
     sign: int
@@ -131,15 +131,15 @@ class Coverage:
 
 def coverage(server_id: int) -> Coverage:
     raw_from, deltas_from, hourly_from, last_hour, built_until, first_day, last_day, recent = db.fetchone(
-        f"SELECT (SELECT min(taken_at) FROM {tables.SNAPSHOT.name} WHERE server_id = %(s)s), "
-        f"(SELECT min(taken_at) FROM {tables.SNAPSHOT.name} WHERE server_id = %(s)s AND kind = 'delta'), "
-        f"(SELECT min(bucket) FROM {tables.SERVER_HOURLY.name} WHERE server_id = %(s)s), "
+        f"SELECT (SELECT min(taken_at) FROM {TABLES.SNAPSHOT.name} WHERE server_id = %(s)s), "
+        f"(SELECT min(taken_at) FROM {TABLES.SNAPSHOT.name} WHERE server_id = %(s)s AND kind = 'delta'), "
+        f"(SELECT min(bucket) FROM {TABLES.SERVER_HOURLY.name} WHERE server_id = %(s)s), "
         f"h.bucket, h.built_until, "
-        f"(SELECT min(bucket) FROM {tables.SERVER_DAILY.name} WHERE server_id = %(s)s), "
-        f"(SELECT max(bucket) FROM {tables.SERVER_DAILY.name} WHERE server_id = %(s)s), "
+        f"(SELECT min(bucket) FROM {TABLES.SERVER_DAILY.name} WHERE server_id = %(s)s), "
+        f"(SELECT max(bucket) FROM {TABLES.SERVER_DAILY.name} WHERE server_id = %(s)s), "
         "(SELECT percentile_disc(0.5) WITHIN GROUP (ORDER BY interval_s) FROM (SELECT interval_s "
-        f"FROM {tables.SNAPSHOT.name} WHERE server_id = %(s)s AND kind = 'delta' ORDER BY taken_at DESC LIMIT 5) r) "
-        f"FROM (SELECT 1) one LEFT JOIN LATERAL (SELECT bucket, built_until FROM {tables.SERVER_HOURLY.name} "
+        f"FROM {TABLES.SNAPSHOT.name} WHERE server_id = %(s)s AND kind = 'delta' ORDER BY taken_at DESC LIMIT 5) r) "
+        f"FROM (SELECT 1) one LEFT JOIN LATERAL (SELECT bucket, built_until FROM {TABLES.SERVER_HOURLY.name} "
         f"WHERE server_id = %(s)s ORDER BY bucket DESC LIMIT 1) h ON true",
         {"s": server_id},
     )
@@ -164,7 +164,7 @@ def history_older_than(server_ids: list[int], ages: list[timedelta], *, now: dat
         return [False for _ in ages]
     parts, params = [], []
     for age in ages:
-        parts.append(f"EXISTS (SELECT 1 FROM {tables.SNAPSHOT.name} WHERE server_id = ANY(%s) AND taken_at < %s)")
+        parts.append(f"EXISTS (SELECT 1 FROM {TABLES.SNAPSHOT.name} WHERE server_id = ANY(%s) AND taken_at < %s)")
         params += [server_ids, now - age]
     return list(db.fetchone("SELECT " + ", ".join(f"({p})" for p in parts), params))
 
@@ -192,7 +192,7 @@ def plan(window: Window, cov: Coverage) -> ReadPlan:
         return ReadPlan(window=window, start=start, end=end)
     if not cov.has_raw(start):
         # Raw data has expired (or never existed) at the start edge: whole hours, or whole days.
-        start = floor_hour(start) if cov.hourly_from is not None and start >= cov.hourly_from else tiers.day_of(start)
+        start = floor_hour(start) if cov.hourly_from is not None and start >= cov.hourly_from else day_of(start)
     if not cov.has_raw(end):
         end = ceil_hour(end) if cov.hourly_from is not None and end >= cov.hourly_from else ceil_day(end)
     p = ReadPlan(window=window, start=start, end=end)
@@ -236,7 +236,7 @@ def plan(window: Window, cov: Coverage) -> ReadPlan:
         p.resolutions.append("raw")
     p.core = (s_core, e_core)
     p.terms = _terms(s_core, e_core, cov.days_built_until)
-    for label, table in (("hourly", tables.STATEMENT_HOURLY), ("daily", tables.STATEMENT_DAILY)):
+    for label, table in (("hourly", TABLES.STATEMENT_HOURLY), ("daily", TABLES.STATEMENT_DAILY)):
         if any(t.table is table for t in p.terms):
             p.resolutions.append(label)
     return p
@@ -244,8 +244,8 @@ def plan(window: Window, cov: Coverage) -> ReadPlan:
 
 def _terms(s: datetime, e: datetime, days_built_until: datetime | None) -> list[Term]:
     """The prefix-sum terms whose signed sum is each statement's total over [s, e) (hour-aligned)."""
-    h, d = tables.STATEMENT_HOURLY, tables.STATEMENT_DAILY
-    day_s, day_e = tiers.day_of(s), tiers.day_of(e)
+    h, d = TABLES.STATEMENT_HOURLY, TABLES.STATEMENT_DAILY
+    day_s, day_e = day_of(s), day_of(e)
     if day_s == day_e:
         terms = [Term(h, e, day_e, +1)]
         if s != day_s:
@@ -262,8 +262,8 @@ def _terms(s: datetime, e: datetime, days_built_until: datetime | None) -> list[
     daily_until = min(day_e, days_built_until) if days_built_until is not None else first_whole
     day = first_whole
     while day < daily_until:
-        month = tiers.month_of(day)
-        upto = min(daily_until, tiers.next_month(month))
+        month = month_of(day)
+        upto = min(daily_until, next_month(month))
         terms.append(Term(d, upto, month, +1))
         if day != month:
             terms.append(Term(d, day, month, -1))

@@ -18,8 +18,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from collectors.plans.service import PlanOutcome, plans_slot, statement_plan
-from history import plans
-from history.models import PlanAttempt
+from history.public import ATTEMPT_OVER_BUDGET, NOT_ATTEMPTS, PlanAttempt
 from readtier import Page, StatementFilters, Window, top_statements
 
 
@@ -32,7 +31,7 @@ class Round:
 
     @property
     def stopped_by_budget(self) -> bool:
-        return any(o.code == plans.BUDGET for o in self.outcomes.values())
+        return any(o.code == ATTEMPT_OVER_BUDGET for o in self.outcomes.values())
 
     @property
     def stopped_by_server(self) -> bool:
@@ -56,7 +55,7 @@ def due_statements(server_id: int, *, now: datetime | None = None) -> tuple[int,
     ids = [row.statement_id for row in top.rows]
     recent = set(
         PlanAttempt.objects.filter(server_id=server_id, statement_id__in=ids, at__gt=now - interval)
-        .exclude(code__in=plans.NOT_ATTEMPTS)
+        .exclude(code__in=NOT_ATTEMPTS)
         .values_list("statement_id", flat=True)
     )
     return len(ids), [sid for sid in ids if sid not in recent]
@@ -68,7 +67,7 @@ def plan_fresh(server_id: int, statement_id: int, fresh_s: float) -> bool:
     since = timezone.now() - timedelta(seconds=fresh_s)
     return (
         PlanAttempt.objects.filter(server_id=server_id, statement_id=statement_id, at__gt=since)
-        .exclude(code__in=plans.NOT_ATTEMPTS)
+        .exclude(code__in=NOT_ATTEMPTS)
         .exists()
     )
 
@@ -107,6 +106,6 @@ def plan_top_statements(server_id: int, *, now: datetime | None = None) -> Round
         for statement_id in due:
             PACE.wait(settings.PLANS["WORKER_EXPLAINS_PER_S"])
             outcomes[statement_id] = outcome = statement_plan(server_id=server_id, statement_id=statement_id)
-            if outcome.code == plans.BUDGET or outcome.server_failed:
+            if outcome.code == ATTEMPT_OVER_BUDGET or outcome.server_failed:
                 break
         return Round(server_id, candidates, outcomes)

@@ -28,8 +28,21 @@ from collectors.errors import CollectionError, from_query_error, summary
 from collectors.plans import hypothetical, shape
 from collectors.plans.explain import TOO_LARGE, Trust, Unexplained, explain
 from collectors.settings import instance
-from history import plans
-from history.models import Statement
+from history.public import (
+    ATTEMPT_OVER_BUDGET,
+    ATTEMPT_SERVER_DOWN,
+    PLANNED,
+    Grant,
+    NewPlan,
+    PlanBudget,
+    PlanRefused,
+    Statement,
+    budget_reserve,
+    budget_settle,
+    record_candidates,
+    record_plan,
+    record_unexplained,
+)
 from inventory.models import Organization, Server
 
 OVER_SHARE = "over_share"  # a plan job not run: its organization's share of the plans worker was in use
@@ -48,7 +61,7 @@ class PlanOutcome:
     def server_failed(self) -> bool:
         """The server itself could not be read (its connection, its pg_stat_statements): every other statement of
         it would fail the same way, so a round stops there."""
-        return self.code == plans.SERVER
+        return self.code == ATTEMPT_SERVER_DOWN
 
 
 def _text_sql(schema: str, has_toplevel: bool) -> sql.Composed:
@@ -97,9 +110,9 @@ def _too_long(size_bytes: int) -> Unexplained:
     )
 
 
-def plan_budget() -> plans.PlanBudget:
+def plan_budget() -> PlanBudget:
     cfg = settings.PLANS
-    return plans.PlanBudget(
+    return PlanBudget(
         explains_per_hour=cfg["EXPLAINS_PER_HOUR"],
         planning_ms_per_hour=cfg["PLANNING_S_PER_HOUR"] * 1000.0,
         bytes_per_day=cfg["BYTES_PER_DAY"],
@@ -113,14 +126,14 @@ def statement_plan(*, server_id: int, statement_id: int) -> PlanOutcome:
     server = Server.objects.get(pk=server_id)
     statement = Statement.objects.get(server_id=server_id, pk=statement_id)
     at = timezone.now()
-    grant = plans.budget_reserve(server_id, plan_budget(), at=at, want_ms=settings.PLANS["STATEMENT_TIMEOUT_MS"])
-    if isinstance(grant, plans.PlanRefused):
-        return _unexplained(server_id, statement_id, Unexplained(plans.BUDGET, grant.reason), at)
+    grant = budget_reserve(server_id, plan_budget(), at=at, want_ms=settings.PLANS["STATEMENT_TIMEOUT_MS"])
+    if isinstance(grant, PlanRefused):
+        return _unexplained(server_id, statement_id, Unexplained(ATTEMPT_OVER_BUDGET, grant.reason), at)
     spent = _Spent()
     try:
         return _plan(server, statement, at, grant, spent)
     finally:
-        plans.budget_settle(server_id, grant, used_ms=spent.ms, new_bytes=spent.bytes)
+        budget_settle(server_id, grant, used_ms=spent.ms, new_bytes=spent.bytes)
 
 
 @contextlib.contextmanager
@@ -152,7 +165,7 @@ class _Spent:
     bytes: int = 0
 
 
-def _plan(server: Server, statement: Statement, at, grant: plans.Grant, spent: _Spent) -> PlanOutcome:
+def _plan(server: Server, statement: Statement, at, grant: Grant, spent: _Spent) -> PlanOutcome:
     server_id, statement_id = server.pk, statement.pk
     indexes = None
     try:
@@ -165,7 +178,7 @@ def _plan(server: Server, statement: Statement, at, grant: plans.Grant, spent: _
         except CollectionError as exc:
             # The console's sentence for the failure, not libpq's words: the reason is shown to every member of the
             # organization, who may not see connection detail (collectors.errors.shown).
-            down = Unexplained(plans.SERVER, f"the server could not be read: {summary(exc.code)}")
+            down = Unexplained(ATTEMPT_SERVER_DOWN, f"the server could not be read: {summary(exc.code)}")
             return _unexplained(server_id, statement_id, down, at)
         meta, role, text = read.meta, read.role, read.text
         if text is None and read.text_bytes is not None:
@@ -200,7 +213,7 @@ def _plan(server: Server, statement: Statement, at, grant: plans.Grant, spent: _
             found = Unexplained(found.code, f"{found.reason} ({_allowed(grant)})")
         return _unexplained(server_id, statement_id, found, at)
     paths = shape.access_paths(found.plan)
-    new = plans.NewPlan(
+    new = NewPlan(
         plan=found.plan,
         fingerprint=shape.fingerprint(found.plan),
         access_paths=paths,
@@ -208,11 +221,11 @@ def _plan(server: Server, statement: Statement, at, grant: plans.Grant, spent: _
         method=found.method,
     )
     again = functools.partial(redact.redact, strict=settings.COLLECTOR["REDACT_STRICT"])
-    stored = plans.record_plan(server_id, statement_id, new, at=at, redact=again)
+    stored = record_plan(server_id, statement_id, new, at=at, redact=again)
     spent.bytes = stored.new_bytes
     if indexes is not None:
-        plans.record_candidates(server_id, statement_id, there.endpoint.database, indexes, at=at)
-    return PlanOutcome(True, plans.PLANNED, shape_id=stored.shape_id, access_paths=paths, fingerprint=new.fingerprint)
+        record_candidates(server_id, statement_id, there.endpoint.database, indexes, at=at)
+    return PlanOutcome(True, PLANNED, shape_id=stored.shape_id, access_paths=paths, fingerprint=new.fingerprint)
 
 
 def _candidates(conn, text: str, plan, version: int, role: str, explaining: dict) -> list | None:
@@ -226,7 +239,7 @@ def _candidates(conn, text: str, plan, version: int, role: str, explaining: dict
         return None
 
 
-def _allowed(grant: plans.Grant) -> str:
+def _allowed(grant: Grant) -> str:
     if grant.timeout_ms < settings.PLANS["STATEMENT_TIMEOUT_MS"]:
         return f"{grant.timeout_ms} ms allowed: what was left of the server's planning budget for the hour"
     return (
@@ -235,5 +248,5 @@ def _allowed(grant: plans.Grant) -> str:
 
 
 def _unexplained(server_id: int, statement_id: int, found: Unexplained, at) -> PlanOutcome:
-    plans.record_unexplained(server_id, statement_id, code=found.code, reason=found.reason, at=at)
+    record_unexplained(server_id, statement_id, code=found.code, reason=found.reason, at=at)
     return PlanOutcome(False, found.code, found.reason)

@@ -26,8 +26,7 @@ from collectors import redact
 from collectors.errors import CollectionError, SnapshotTimeout, from_query_error, summary
 from collectors.schema import catalog
 from collectors.unit import Budget, Collection, Failure, Reading
-from history import schema as stored
-from history import tables
+from history.public import TABLES, DatabaseRows, DatabaseState, SnapshotWriter, load_schema_state, rows_for_database
 
 # What the reading leaves of the snapshot's time, at least, for the snapshot to end in.
 RESERVE_S = 1.0
@@ -52,7 +51,7 @@ class DatabaseOutcome:
 @dataclass
 class SchemaRead:
     outcomes: list[DatabaseOutcome]
-    previous: dict[str, stored.DatabaseState]
+    previous: dict[str, DatabaseState]
     replication: catalog.ServerRole
     spent_s: float
     databases_total: int = 0  # the server's databases a reading may list, read or not
@@ -175,7 +174,7 @@ def read(snap: Collection) -> SchemaRead:
     )
 
 
-def _known(state: stored.DatabaseState | None, earlier: dict, at_us: int) -> dict[int, str] | None:
+def _known(state: DatabaseState | None, earlier: dict, at_us: int) -> dict[int, str] | None:
     """The database's indexes not to describe again (oid -> name), or None: describe them all (none known yet,
     or a day since they all were)."""
     described = earlier.get("described_at_us")
@@ -186,7 +185,7 @@ def _known(state: stored.DatabaseState | None, earlier: dict, at_us: int) -> dic
 
 @dataclass
 class SchemaComputed:
-    databases: list[stored.DatabaseRows] = field(default_factory=list)
+    databases: list[DatabaseRows] = field(default_factory=list)
 
 
 def compute(snap: Collection, got: SchemaRead) -> SchemaComputed:
@@ -208,7 +207,7 @@ def compute(snap: Collection, got: SchemaRead) -> SchemaComputed:
         last_us = earlier.get("last_ok_at_us")
         reset = outcome.read.database.stats_reset
         reset_iso = None if reset is None else reset.isoformat()
-        rows = stored.rows_for_database(
+        rows = rows_for_database(
             outcome.read,
             got.previous.get(outcome.name),
             taken_at=taken_at,
@@ -260,16 +259,16 @@ def compute(snap: Collection, got: SchemaRead) -> SchemaComputed:
     return computed
 
 
-def persist(snap: Collection, computed: SchemaComputed) -> None:
+def persist(snap: Collection, computed: SchemaComputed, writer: SnapshotWriter) -> None:
     for rows in computed.databases:
-        stored.save_database(snap.server.pk, snap.taken_at, rows)
+        writer.schema_database(rows)
 
 
 READING = Reading(
     name="schema",
     what="tables and indexes",
     sql=catalog.SQL,
-    tables=(tables.SCHEMA_TABLE, tables.SCHEMA_INDEX, tables.SCHEMA_DELTA),
+    tables=(TABLES.SCHEMA_TABLE, TABLES.SCHEMA_INDEX, TABLES.SCHEMA_DELTA),
     delta_rules=(
         "per table and index: now − before; now for one whose counter went back or whose database's statistics "
         "were reset, and for one new since a whole reading of its database; none at a database's first reading "
@@ -282,5 +281,5 @@ READING = Reading(
     after=("statements", "texts", "waits"),  # last: its time never takes theirs
     cadence="SCHEMA_INTERVAL_S",
     budget=Budget(seconds="SCHEMA_SECONDS", rows="SCHEMA_MAX_TABLES"),
-    previous=stored.load_state,  # each database's tables and indexes as last read
+    previous=load_schema_state,  # each database's tables and indexes as last read
 )

@@ -6,7 +6,7 @@ snapshot, so that the advisor and the pages know the settings in force at every 
 
 from collectors.settings import instance
 from collectors.unit import Collection, Failure, Reading, Sql
-from history import tables
+from history.public import TABLES
 
 
 def read(snap: Collection) -> instance.ServerMeta:
@@ -37,7 +37,7 @@ READING = Reading(
     name="settings",
     what="the server's version and pg_stat_statements' settings",
     sql=Sql(((instance.MIN_SERVER_VERSION, instance.META_SQL),)),
-    tables=(tables.SNAPSHOT, tables.SERVER_STATE),
+    tables=(TABLES.SNAPSHOT, TABLES.SERVER_STATE),
     delta_rules="none: kept as observed with each snapshot (a setting changed shows from the snapshot that saw it)",
     failure=Failure.SNAPSHOT,
     read=read,

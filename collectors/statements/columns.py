@@ -7,7 +7,7 @@ the old columns. See shared/reference/pg_stat_statements.md.
 
 from dataclasses import dataclass
 
-from history.columns import COUNTER_NAMES, GAUGE_NAMES, KEY_NAMES
+from history.public import COUNTER_NAMES, GAUGE_NAMES, KEY_NAMES
 
 # Each counter's source columns, newest name first, and whether it is a time in ms (read as integer µs at the
 # source, so that deltas telescope exactly).

@@ -15,7 +15,7 @@ import psycopg
 from collectors.errors import from_query_error
 from collectors.settings import instance
 from collectors.settings.instance import CONTROL_CHECKPOINT, CONTROL_SYSTEM, FUNCTIONS, IS_IN_RECOVERY
-from history.models import ServerState
+from history.public import ServerState
 
 _READS = {
     CONTROL_SYSTEM: "(SELECT system_identifier FROM pg_catalog.pg_control_system())",

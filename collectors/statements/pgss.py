@@ -22,10 +22,19 @@ from collectors.errors import (
 )
 from collectors.settings.instance import ServerMeta
 from collectors.statements.columns import ROW_COLUMNS, ColumnMap, build_column_map
+from collectors.statements.deltas import match_keys, merge_changed
 from collectors.texts.texts import TextRead, bounded
-from history import binary_array
-from history.columns import COUNTER_NAMES, GAUGE_NAMES, KEY_NAMES
-from history.deltas import Entries, match_keys, merge_changed
+from history.public import (
+    COUNTER_NAMES,
+    GAUGE_NAMES,
+    KEY_NAMES,
+    PG_EPOCH_US,
+    ArrayFormatError,
+    Entries,
+    array_param,
+    parse_array,
+    register_arrays,
+)
 
 COLUMNS_SQL = """
 SELECT a.name
@@ -150,7 +159,7 @@ def _prev_values(prev: Entries, column: _PrevColumn) -> np.ndarray:
         values = prev.keys[:, KEY_NAMES.index(name)]
         return values != 0 if column.kind == "bool" else values
     if name in ("stats_since", "minmax_stats_since"):
-        return getattr(prev, f"{name}_us") - binary_array.PG_EPOCH_US
+        return getattr(prev, f"{name}_us") - PG_EPOCH_US
     return prev.counters[:, COUNTER_NAMES.index(name)]
 
 
@@ -236,14 +245,14 @@ def read_entries(
     want their text), in scan order with the new keys."""
     sent_state = Entries.empty() if send_all else prev
     keys, compared = _prev_columns(cmap)
-    params = [binary_array.param(_prev_values(sent_state, c), c.kind) for c in keys + compared]
+    params = [array_param(_prev_values(sent_state, c), c.kind) for c in keys + compared]
     if texts_of_new is not None:
         max_chars, count = texts_of_new
         wants = np.zeros(len(sent_state), bool) if wanting_text is None or send_all else wanting_text
-        params = [max_chars, max_chars, count, *params, binary_array.param(wants, _WANTS_TEXT.kind)]
+        params = [max_chars, max_chars, count, *params, array_param(wants, _WANTS_TEXT.kind)]
     try:
         with conn.cursor() as cur:
-            binary_array.register(cur.adapters)
+            register_arrays(cur.adapters)
             cur.execute(_entries_query(meta, cmap, texts_of_new is not None), params, binary=True, prepare=False)
             result = cur.pgresult
             values = [result.get_value(0, i) for i in range(result.nfields)]
@@ -251,10 +260,10 @@ def read_entries(
         raise from_query_error(exc, "reading pg_stat_statements") from exc
     try:
         hidden = int.from_bytes(values[0], "big", signed=True)
-        gone = binary_array.parse(values[1], "int8") - 1
-        changed_prev_index = binary_array.parse(values[2], "int8") - 1
+        gone = parse_array(values[1], "int8") - 1
+        changed_prev_index = parse_array(values[2], "int8") - 1
         cols = {
-            name: binary_array.parse(v, _ARRAY_KIND[kind])
+            name: parse_array(v, _ARRAY_KIND[kind])
             for (name, kind), v in zip(ROW_COLUMNS, values[3 : 3 + len(ROW_COLUMNS)], strict=True)
         }
         texts = {}
@@ -268,7 +277,7 @@ def read_entries(
             for u, d, q, t, text, cut in json.loads(values[-1])[:count]:
                 read = TextRead(present=True, visible=True, text=text, cut=bool(cut))
                 texts[(u, d, q, t)] = bounded(read, max_chars)
-    except binary_array.ArrayFormatError as exc:
+    except ArrayFormatError as exc:
         raise CollectionError(f"unexpected reply from pg_stat_statements: {exc}") from exc
     n = len(changed_prev_index)
     changed = Entries(

@@ -2,7 +2,7 @@
 snapshot's (lineage.py).
 
 The previous state goes to the server, which sends back only the entries that are new or changed; deltas follow
-DESIGN.md's rules (history/deltas.py). Its read also decides whether the snapshot is a baseline, which every other
+DESIGN.md's rules (deltas.py). Its read also decides whether the snapshot is a baseline, which every other
 reading follows.
 """
 
@@ -18,13 +18,21 @@ from collectors.settings import instance
 from collectors.state_cache import state_cache
 from collectors.statements import lineage, pgss
 from collectors.statements.columns import ColumnMap
+from collectors.statements.deltas import DeltaResult, restarted_rows
+from collectors.statements.deltas import compute as compute_deltas
 from collectors.texts import texts
 from collectors.unit import Collection, Failure, Previous, Reading, Sql
-from history import codec, store, tables
-from history.columns import TOTAL_NAMES, totals_of
-from history.deltas import DeltaResult, restarted_rows
-from history.deltas import compute as compute_deltas
-from history.models import ServerState, TextStatus
+from history.public import (
+    TABLES,
+    TOTAL_NAMES,
+    Block,
+    ServerState,
+    SnapshotWriter,
+    StatementLookup,
+    TextStatus,
+    lookup_returning,
+    totals_of,
+)
 
 
 @dataclass
@@ -35,7 +43,7 @@ class StatementsRead:
     continuity: lineage.Continuity
     reading: pgss.PgssReading
     cmap: ColumnMap  # of the installed extension version
-    statements: store.StatementLookup
+    statements: StatementLookup
     restarted: np.ndarray  # rows counting from zero again (deltas.restarted_rows): for texts, then deltas
 
 
@@ -82,7 +90,7 @@ def read(snap: Collection) -> StatementsRead:
             f"{reading.hidden} entries of other roles are not visible: grant pg_monitor (pg_read_all_stats) "
             "to the monitoring role"
         )
-    statements = store.StatementLookup.from_previous(
+    statements = StatementLookup.from_previous(
         previous.entries, reading.prev_index, reading.sent_rows, previous.texts_missing
     )
     restarted = restarted_rows(previous.entries, reading.entries, reading.prev_index)
@@ -99,7 +107,7 @@ def _wanting_text(previous: Previous) -> np.ndarray:
 def settle(snap: Collection, got: StatementsRead) -> None:
     """The keys the previous state did not hold, looked up in the statements' dimension (evicted and back, or
     hidden then): their texts were read as if new (the texts reading), and are kept only where none is stored."""
-    got.statements = store.lookup_returning(snap.server.pk, got.statements, got.reading.entries.keys)
+    got.statements = lookup_returning(snap.server.pk, got.statements, got.reading.entries.keys)
 
 
 def compute(snap: Collection, got: StatementsRead) -> StatementsComputed:
@@ -210,27 +218,23 @@ def running_totals(
     }
 
 
-def persist(snap: Collection, computed: StatementsComputed) -> None:
+def persist(snap: Collection, computed: StatementsComputed, writer: SnapshotWriter) -> None:
     """The statements' dimension (the new ones with what the texts reading found of them), the interval's block of
     deltas (snap.block, which the collection stores in the snapshot's row), and the state the next snapshot
     compares with."""
     got = snap.found(READING)
-    cur, d, server_id, taken_at = got.reading.entries, computed.deltas, snap.server.pk, snap.taken_at
+    cur, d, server_id = got.reading.entries, computed.deltas, snap.server.pk
     state_cache.drop(server_id)  # until this transaction commits, the cached state may not be the stored one
     # the texts reading's (which comes after this one: named, as it cannot be imported here without a circle)
     found: texts.Found = snap.computed.get("texts") or texts.nothing_read(cur.keys, got.statements)
-    cur.statement_id = store.statement_ids(
-        server_id, got.statements, cur.keys, found.new_statements, taken_at, redacted_with=redact.VERSION
-    )
+    cur.statement_id = writer.statements(got.statements, cur.keys, found.new_statements, redacted_with=redact.VERSION)
     if not snap.baseline:
         rows = np.flatnonzero(computed.booked)
         order = rows[np.argsort(cur.statement_id[rows], kind="stable")]
-        snap.block = codec.Block(cur.statement_id[order], d.deltas[order], d.fact_gauges[order])
+        snap.block = Block(cur.statement_id[order], d.deltas[order], d.fact_gauges[order])
     previous = snap.previous.entries
     gone_ids = previous.statement_id[d.gone] if len(previous) else np.empty(0, np.int64)
-    store.write_statement_state(
-        server_id, cur.take(np.flatnonzero(d.state_dirty)), gone_ids, taken_at, back_ids=cur.statement_id[d.new]
-    )
+    writer.statement_state(cur.take(np.flatnonzero(d.state_dirty)), gone_ids, back_ids=cur.statement_id[d.new])
 
 
 def committed(snap: Collection, computed: StatementsComputed) -> None:
@@ -241,7 +245,7 @@ READING = Reading(
     name="statements",
     what="pg_stat_statements' counters",
     sql=Sql(((instance.MIN_SERVER_VERSION, pgss.entries_sql),)),  # its columns are the installed extension's
-    tables=(tables.SNAPSHOT, tables.STATEMENT, tables.STATEMENT_STATE),
+    tables=(TABLES.SNAPSHOT, TABLES.STATEMENT, TABLES.STATEMENT_STATE),
     delta_rules=(
         "DESIGN.md, 'Counters are cumulative': now − before for a key seen before with counters not smaller and "
         "the same stats_since; now for a key new or restarted; nothing for a key gone; a baseline when the "

@@ -15,7 +15,7 @@ from collectors.settings import instance
 from collectors.statements import reading as statements_reading
 from collectors.texts import texts
 from collectors.unit import Collection, Failure, Reading, Sql
-from history import store, tables
+from history.public import TABLES, SnapshotWriter
 
 
 @dataclass
@@ -59,17 +59,17 @@ def compute(snap: Collection, got: TextsRead) -> texts.Found:
     return texts.Found(new_statements, texts_found)
 
 
-def persist(snap: Collection, found: texts.Found) -> None:
+def persist(snap: Collection, found: texts.Found, writer: SnapshotWriter) -> None:
     """The texts read again for known statements (the new ones' come with their dimension rows, which the
     statements reading writes)."""
-    store.update_texts(snap.server.pk, found.texts_found, redacted_with=redact.VERSION)
+    writer.texts(found.texts_found, redacted_with=redact.VERSION)
 
 
 READING = Reading(
     name="texts",
     what="query texts",
     sql=Sql(((instance.MIN_SERVER_VERSION, texts.texts_sql),)),  # toplevel in the key from 14 (extension 1.9)
-    tables=(tables.STATEMENT,),
+    tables=(TABLES.STATEMENT,),
     delta_rules="none: a statement's text is kept once read (redacted, cut to QUERY_TEXT_MAX_BYTES), or why not",
     failure=Failure.OWN,
     read=read,

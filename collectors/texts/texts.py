@@ -29,8 +29,7 @@ from collectors.errors import from_query_error
 from collectors.redact import clip, redact
 from collectors.settings.instance import ServerMeta
 from collectors.statements.columns import ColumnMap
-from history import store
-from history.models import TextStatus
+from history.public import NewStatement, StatementLookup, StatementText, TextStatus
 
 
 @dataclass(frozen=True)
@@ -164,7 +163,7 @@ def server_cut(max_bytes: int) -> int:
     return max_bytes + REDACTION_MARGIN_CHARS
 
 
-def rows_to_read(sent_rows: np.ndarray, statements: store.StatementLookup, restarted: np.ndarray) -> np.ndarray:
+def rows_to_read(sent_rows: np.ndarray, statements: StatementLookup, restarted: np.ndarray) -> np.ndarray:
     """Rows whose text to ask for, most wanted first: keys not in the previous state (in row order; those the
     dimension knows, back after an eviction, keep their stored text: statements' settle), statements whose text
     a snapshot put off, then known statements without a text whose entry the server just sent (`sent_rows`, evicted
@@ -188,8 +187,8 @@ def rows_to_read(sent_rows: np.ndarray, statements: store.StatementLookup, resta
 class Found:
     """What a snapshot's texts bring to the statements' dimension."""
 
-    new_statements: list[store.NewStatement]  # the rows of keys never seen, in row order
-    texts_found: dict[int, store.StatementText]  # statement id -> its text read again (or a new reason)
+    new_statements: list[NewStatement]  # the rows of keys never seen, in row order
+    texts_found: dict[int, StatementText]  # statement id -> its text read again (or a new reason)
 
 
 @dataclass(frozen=True)
@@ -209,45 +208,43 @@ class TextBudget:
         return cls(texts=int(SNAPSHOT_BUDGET.value("rows")), chars=int(SNAPSHOT_BUDGET.value("bytes")))
 
 
-def statement_text(read: TextRead, max_bytes: int) -> store.StatementText:
+def statement_text(read: TextRead, max_bytes: int) -> StatementText:
     if not read.visible:
-        return store.StatementText(None, False, TextStatus.NOT_VISIBLE)
+        return StatementText(None, False, TextStatus.NOT_VISIBLE)
     if not read.present:
-        return store.StatementText(None, False, TextStatus.EVICTED)
+        return StatementText(None, False, TextStatus.EVICTED)
     if read.text is None:
-        return store.StatementText(None, False, TextStatus.UNAVAILABLE)
+        return StatementText(None, False, TextStatus.UNAVAILABLE)
     text, truncated = clip(redact(read.text, strict=settings.COLLECTOR["REDACT_STRICT"]), max_bytes)
-    return store.StatementText(text, truncated or read.cut, TextStatus.STORED)
+    return StatementText(text, truncated or read.cut, TextStatus.STORED)
 
 
 def outcome(
-    keys: np.ndarray, rows: np.ndarray, statements: store.StatementLookup, texts: Texts, max_bytes: int
-) -> tuple[list[store.NewStatement], dict[int, store.StatementText]]:
+    keys: np.ndarray, rows: np.ndarray, statements: StatementLookup, texts: Texts, max_bytes: int
+) -> tuple[list[NewStatement], dict[int, StatementText]]:
     """(the dimension rows of the keys never seen, in row order; statement id -> text of the known
     statements whose text was read, where that changed anything)."""
-    new_statements: list[store.NewStatement] = []
-    changed: dict[int, store.StatementText] = {}
+    new_statements: list[NewStatement] = []
+    changed: dict[int, StatementText] = {}
     for row, status in zip(rows.tolist(), statements.text_status(rows), strict=True):
         key = tuple(keys[row].tolist())
         read = texts.by_key.get(key)
         if read is None:  # past the snapshot's budget
             if statements.unseen[row]:
-                text = store.StatementText(None, False, TextStatus.PENDING)
+                text = StatementText(None, False, TextStatus.PENDING)
                 new_statements.append(
-                    store.NewStatement(key, texts.databases.get(key[1], ""), texts.users.get(key[0], ""), text)
+                    NewStatement(key, texts.databases.get(key[1], ""), texts.users.get(key[0], ""), text)
                 )
             continue
         text = statement_text(read, max_bytes)
         if statements.unseen[row]:
-            new_statements.append(
-                store.NewStatement(key, texts.databases.get(key[1], ""), texts.users.get(key[0], ""), text)
-            )
+            new_statements.append(NewStatement(key, texts.databases.get(key[1], ""), texts.users.get(key[0], ""), text))
         elif status is not None and text.status != status:  # None: a returning key's, stored already
             changed[int(statements.ids[row])] = text
     return new_statements, changed
 
 
-def nothing_read(keys: np.ndarray, statements: store.StatementLookup) -> Found:
+def nothing_read(keys: np.ndarray, statements: StatementLookup) -> Found:
     """What the statements' dimension gets when no text was read (the texts reading failed): every new
     statement is stored pending, and the next snapshots read its text first."""
     rows = np.flatnonzero(statements.unseen)

@@ -10,7 +10,7 @@ from django.conf import settings
 from collectors.errors import CollectionError
 from collectors.unit import Budget, Collection, Failure, Reading
 from collectors.waits import sampler, waits
-from history import store, tables
+from history.public import TABLES, SnapshotWriter
 
 
 def read(snap: Collection) -> waits.WaitReading | None:
@@ -53,15 +53,15 @@ def compute(snap: Collection, got: waits.WaitReading | None) -> list[waits.Inter
     return rows
 
 
-def persist(snap: Collection, rows: list[waits.IntervalWait]) -> None:
-    store.insert_waits(snap.server.pk, snap.taken_at, rows)
+def persist(snap: Collection, rows: list[waits.IntervalWait], writer: SnapshotWriter) -> None:
+    writer.append(TABLES.WAIT_EVENT, rows)
 
 
 READING = Reading(
     name="waits",
     what="wait events",
     sql=waits.SQL,
-    tables=(tables.WAIT_EVENT,),
+    tables=(TABLES.WAIT_EVENT,),
     delta_rules=(
         "pg_wait_sampling's profile: now − before per (pid, event, query id), now for a key new or gone back; "
         "pg_stat_activity: counts over the interval's looks, as session-seconds"

@@ -42,7 +42,7 @@ from django.db import close_old_connections, connections
 from collectors.connection import MarkedAsyncCursor, monitoring_target, sampler_application_name
 from collectors.scheduling import phase_s
 from collectors.waits import waits
-from history.models import ServerState
+from history.public import ServerState
 from inventory.models import Server
 
 log = logging.getLogger(__name__)

@@ -18,7 +18,7 @@ from collectors import unit
 from collectors.connection import own_application_names
 from collectors.errors import CollectionError, from_query_error
 from collectors.settings.instance import ServerMeta
-from history.wait_rows import IntervalWait
+from history.public import IntervalWait
 
 ProfileKey = tuple[int, str | None, str | None, int]  # pid, event_type, event, queryid
 EventKey = tuple[str | None, str | None, int | None]  # event_type, event, query_id

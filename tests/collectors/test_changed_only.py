@@ -8,7 +8,7 @@ import pytest
 from collectors.settings import instance
 from collectors.statements import pgss
 from history import binary_array
-from history.deltas import Entries
+from history.entries import Entries
 from tests.world import MONITOR_PASSWORD, MONITOR_USER, run, server_entry
 
 MAJORS = (13, 14, 15, 16, 17, 18)

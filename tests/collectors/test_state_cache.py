@@ -5,7 +5,7 @@ from datetime import UTC, datetime
 import numpy as np
 
 from collectors.state_cache import StateCache
-from history.deltas import N_COUNTERS, N_GAUGES, Entries
+from history.entries import N_COUNTERS, N_GAUGES, Entries
 
 AT = datetime(2026, 11, 26, tzinfo=UTC)
 

@@ -3,6 +3,7 @@ by declaring it alone; its own failure, its time budget and its cadence, through
 server."""
 
 import graphlib
+from dataclasses import dataclass
 
 import psycopg
 import pytest
@@ -56,8 +57,18 @@ def example_table():
         cur.execute(f"DROP TABLE {TABLE}")
 
 
+@dataclass
+class Commits:
+    """A row of the example's table after its server_id and taken_at, as the writer takes it."""
+
+    xact_commit: int
+    read_only: str
+    timeout: str
+
+
 def _example(**declared) -> Reading:
-    """The reading docs/architecture.md walks through, kept small: the database's committed transactions."""
+    """The reading docs/architecture.md walks through, kept small: the database's committed transactions, handed to
+    the history store's writer as typed rows."""
 
     def read(snap):
         row = snap.conn.execute(
@@ -65,11 +76,10 @@ def _example(**declared) -> Reading:
             "FROM pg_stat_database "
             "WHERE datname = current_database()"
         ).fetchone()
-        return row
+        return Commits(*row)
 
-    def persist(snap, row):
-        with connection.cursor() as cur:
-            cur.execute(f"INSERT INTO {TABLE} VALUES (%s, %s, %s, %s, %s)", [snap.server.pk, snap.taken_at, *row])
+    def persist(snap, row, writer):
+        writer.append(HistoryTable(TABLE), [row])
 
     fields = {
         "name": "example",

@@ -6,6 +6,7 @@ import pytest
 from django.db import connection
 
 from history import tables
+from history.tables import TABLES
 from inventory.models import Server
 from tests.world import collect, register, run
 
@@ -39,7 +40,7 @@ def collected_server(pg_clusters, history_rows, transactional_db) -> Callable[..
         run(cluster, "SELECT count(*) FROM pg_class WHERE relpages > 3", times=3)
         collect(server)
         rows = history_rows(server.pk)
-        assert rows[tables.SNAPSHOT.name] == 2 and rows[tables.STATEMENT.name] > 0, rows
+        assert rows[TABLES.SNAPSHOT.name] == 2 and rows[TABLES.STATEMENT.name] > 0, rows
         return server
 
     return make

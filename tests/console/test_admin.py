@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from history import tables
+from history.tables import TABLES
 from inventory.connection import parse_dsn
 from inventory.models import Organization, Server
 from inventory.services import server_create
@@ -168,7 +168,7 @@ def test_deleting_a_server_removes_its_history(admin_client, collected_server, h
     assert response.status_code == 200
     assert not Server.objects.filter(pk=gone.pk).exists()
     assert set(history_rows(gone.pk).values()) == {0}
-    assert history_rows(kept.pk)[tables.SNAPSHOT.name] == 2
+    assert history_rows(kept.pk)[TABLES.SNAPSHOT.name] == 2
 
 
 def test_deleting_selected_servers_removes_their_history(admin_client, collected_server, history_rows):
@@ -180,7 +180,7 @@ def test_deleting_selected_servers_removes_their_history(admin_client, collected
     assert list(Server.objects.values_list("name", flat=True)) == ["kept"]
     for server in servers:
         assert set(history_rows(server.pk).values()) == {0}
-    assert history_rows(kept.pk)[tables.SNAPSHOT.name] == 2
+    assert history_rows(kept.pk)[TABLES.SNAPSHOT.name] == 2
 
 
 def test_deleting_an_organization_removes_its_servers_history(admin_client, collected_server, history_rows):

@@ -16,8 +16,8 @@ from django.db import OperationalError, ProgrammingError, connection
 from advisor.tasks import advise_server
 from console.celery import app
 from console.schedule import beat_schedule
-from history import tables
 from history.sessions import limit_statements
+from history.tables import TABLES
 from tests.processes import console_env, database_url, processes, wait_for, wait_ready, worker_argv
 from tests.world import register, snapshots
 
@@ -142,7 +142,7 @@ def test_a_workers_statement_stuck_on_the_history_store_is_stopped_at_worker_sta
         worker = procs.start("worker", worker_argv(concurrency=1))
         wait_ready(worker)
         with psycopg.connect(database_url().replace("postgres://", "postgresql://", 1)) as holder:
-            holder.execute(f"LOCK TABLE {tables.SNAPSHOT.name} IN ACCESS EXCLUSIVE MODE")  # until the block ends
+            holder.execute(f"LOCK TABLE {TABLES.SNAPSHOT.name} IN ACCESS EXCLUSIVE MODE")  # until the block ends
             with app.connection_for_write(BROKER) as conn:
                 collect_server.apply_async((server.pk,), expires=120, connection=conn)
             wait_for(

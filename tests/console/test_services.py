@@ -3,7 +3,7 @@
 import pytest
 
 from console.services import organization_delete, server_delete
-from history import tables
+from history.tables import TABLES
 from inventory.models import Organization, Server
 
 pytestmark = pytest.mark.django_db
@@ -23,4 +23,4 @@ def test_organization_delete_removes_its_servers_with_their_history(collected_se
     organization_delete(organization=gone.organization)
     assert not Organization.objects.filter(name="leaving").exists()
     assert set(history_rows(gone.pk).values()) == {0}
-    assert history_rows(kept.pk)[tables.SNAPSHOT.name] == 2
+    assert history_rows(kept.pk)[TABLES.SNAPSHOT.name] == 2

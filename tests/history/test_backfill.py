@@ -7,9 +7,10 @@ import pytest
 from django.db import connection
 
 from bench.baseline import merge
-from history import codec, tables
+from history import codec
 from history.backfill import LEGACY_DAILY, LEGACY_HOURLY, history_backfill, pending
 from history.columns import TOTAL_NAMES
+from history.tables import TABLES
 from readtier import Page, Window, top_statements
 from tests.history_world import build, figures, raw_sums
 
@@ -49,7 +50,7 @@ def _old_schema(server_id: int, raw_gone_before: datetime) -> None:
         cur.execute(
             "DELETE FROM collectors_snapshot WHERE server_id = %s AND taken_at < %s", [server_id, raw_gone_before]
         )
-        for t in (tables.SERVER_HOURLY, tables.SERVER_DAILY, tables.STATEMENT_HOURLY, tables.STATEMENT_DAILY):
+        for t in (TABLES.SERVER_HOURLY, TABLES.SERVER_DAILY, TABLES.STATEMENT_HOURLY, TABLES.STATEMENT_DAILY):
             cur.execute(f"DELETE FROM {t.name} WHERE server_id = %s", [server_id])
 
 

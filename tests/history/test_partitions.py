@@ -7,11 +7,12 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 from django.db import connection, transaction
 
-from history import partitions, tables
-from history.partitions import AHEAD, TABLES, drop_expired, ensure, ensure_ahead, forget_cache, partition_name
+from history import partitions
+from history.partitions import AHEAD, SPANS, drop_expired, ensure, ensure_ahead, forget_cache, partition_name
+from history.tables import TABLES
 
 pytestmark = pytest.mark.django_db
-DAY, YEAR = tables.SNAPSHOT.name, tables.SERVER_DAILY.name
+DAY, YEAR = TABLES.SNAPSHOT.name, TABLES.SERVER_DAILY.name
 
 
 class Rollback(Exception):
@@ -39,7 +40,7 @@ def test_a_partition_is_named_and_bounded_by_its_utc_span():
         YEAR: (datetime(2011, 1, 1, tzinfo=UTC), datetime(2012, 1, 1, tzinfo=UTC)),
     }.items():
         name = partition_name(table, at)
-        assert name == f"{table}_p{start.strftime({'day': '%Y%m%d', 'year': '%Y'}[TABLES[table][0]])}"
+        assert name == f"{table}_p{start.strftime({'day': '%Y%m%d', 'year': '%Y'}[SPANS[table][0]])}"
         ensure(table, at)
         ensure(table, start)  # the same partition again: nothing to do, no error
         assert bounds(name) == printed(start, end)
@@ -78,7 +79,7 @@ def test_ensure_ahead_makes_each_tables_partitions_from_now_on_and_remembers_the
     now = datetime(2011, 6, 15, 9, tzinfo=UTC)
     spans = {"day": timedelta(days=1), "year": None}
     expected = []
-    for table, (span, _) in TABLES.items():
+    for table, (span, _) in SPANS.items():
         for k in range(AHEAD[span] + 1):
             at = now + spans[span] * k if spans[span] else now.replace(year=now.year + k)
             expected.append(partition_name(table, at))

@@ -7,7 +7,8 @@ import pytest
 from django.db import connection
 
 from console.services import server_delete
-from history import rollups, tables
+from history import rollups
+from history.tables import TABLES
 from tests.history_world import build
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -19,7 +20,7 @@ END = datetime(2026, 5, 5, 3, 0, tzinfo=UTC)
 def _tier_rows(server_id: int) -> dict[str, int]:
     out = {}
     with connection.cursor() as cur:
-        for t in (tables.SERVER_HOURLY, tables.STATEMENT_HOURLY, tables.SERVER_DAILY, tables.STATEMENT_DAILY):
+        for t in (TABLES.SERVER_HOURLY, TABLES.STATEMENT_HOURLY, TABLES.SERVER_DAILY, TABLES.STATEMENT_DAILY):
             cur.execute(f"SELECT count(*) FROM {t.name} WHERE server_id = %s", [server_id])
             out[t.name] = cur.fetchone()[0]
     return out
@@ -27,7 +28,7 @@ def _tier_rows(server_id: int) -> dict[str, int]:
 
 def _forget_tiers(server_id: int) -> None:
     with connection.cursor() as cur:
-        for t in (tables.SERVER_HOURLY, tables.STATEMENT_HOURLY, tables.SERVER_DAILY, tables.STATEMENT_DAILY):
+        for t in (TABLES.SERVER_HOURLY, TABLES.STATEMENT_HOURLY, TABLES.SERVER_DAILY, TABLES.STATEMENT_DAILY):
             cur.execute(f"DELETE FROM {t.name} WHERE server_id = %s", [server_id])
 
 

@@ -10,7 +10,8 @@ from datetime import UTC, datetime
 import pytest
 from django.db import connection
 
-from history import partitions, rollups, tables
+from history import partitions, rollups
+from history.tables import TABLES
 from history.tasks import maintain_partitions, roll_up_history
 from tests.world import collect, register, run
 
@@ -22,7 +23,7 @@ def test_maintain_partitions_creates_todays_and_the_next_ones_and_prunes(pg_clus
     # if missing; those it creates are remembered once committed, which this test's transaction never is)
     out = maintain_partitions()
     assert set(out) == {"created", "dropped", "pruned", "busy", "plan_spend_pruned"}
-    today = partitions.partition_name(tables.SNAPSHOT.name, datetime.now(UTC))
+    today = partitions.partition_name(TABLES.SNAPSHOT.name, datetime.now(UTC))
     assert today in out["created"]
     with connection.cursor() as cur:
         cur.execute("SELECT 1 FROM pg_class WHERE relname = %s", [today])

@@ -49,7 +49,7 @@ def test_zero_figures_are_stored_as_null_and_read_as_zero(history):
             "SELECT max(until) FROM collectors_statement_hourly WHERE server_id = %s AND plan_us IS NULL", [history.pk]
         )
         until = cur.fetchone()[0]
-    sums = tiers.read_boundary(tiers.tables.STATEMENT_HOURLY, history.pk, until)
+    sums = tiers.read_boundary(tiers.TABLES.STATEMENT_HOURLY, history.pk, until)
     plan_us = sums.values[:, tiers.TOTAL_NAMES.index("plan_us")]
     assert (plan_us == 0).any() and (plan_us >= 0).all()
 
@@ -64,7 +64,7 @@ def test_day_totals_equal_the_sum_of_their_hours(history):
         )
         rows = cur.fetchall()
     assert rows and all(a == b for a, b in rows)
-    month_end = tiers.read_boundary(tiers.tables.STATEMENT_DAILY, history.pk, datetime(2026, 11, 1, tzinfo=UTC))
+    month_end = tiers.read_boundary(tiers.TABLES.STATEMENT_DAILY, history.pk, datetime(2026, 11, 1, tzinfo=UTC))
     expected, _ = raw_sums(history.pk, datetime(2026, 10, 1, tzinfo=UTC), datetime(2026, 11, 1, tzinfo=UTC))
     got = dict(zip(month_end.statement_id.tolist(), month_end.values.tolist(), strict=True))
     assert {k: v for k, v in got.items() if any(v)} == {k: v.tolist() for k, v in expected.items()}

@@ -31,7 +31,8 @@ from console.schedule import beat_schedule
 from console.services import server_delete
 from devenv.cluster import Cluster
 from exports.models import AuditExport
-from history import partitions, tables
+from history import partitions
+from history.tables import TABLES
 from inventory.models import Membership, Organization, Server
 from readtier.parts import core_totals
 from reports.models import ReportOptIn, ReportSchedule, WeeklySend
@@ -211,7 +212,7 @@ def _second_beat(w: World, schedule: Path) -> None:
         return AuditExport.objects.get(pk=export.pk).status
 
     seen["tidied_s"] = wait_until(lambda: status(w.expired) == "expired" and status(w.lost) == "done", 90)
-    ahead = partitions.partition_name(tables.SNAPSHOT.name, timezone.now() + timedelta(days=partitions.AHEAD["day"]))
+    ahead = partitions.partition_name(TABLES.SNAPSHOT.name, timezone.now() + timedelta(days=partitions.AHEAD["day"]))
     seen["ahead"] = ahead
     seen["partitions_s"] = wait_until(lambda: not _exists(w.old_partition) and _exists(ahead), 60)
 
@@ -266,7 +267,7 @@ def world(pg_clusters, django_db_setup, django_db_blocker, tmp_path_factory) -> 
         expired, expired_path, lost = _exports(org, week_server, dba, exports, week)
         old = timezone.now() - timedelta(days=RETENTION_DAYS + 3)
         stack.callback(partitions.forget_cache)  # this process knew the partition the worker dropped
-        partitions.ensure(tables.SNAPSHOT.name, old)
+        partitions.ensure(TABLES.SNAPSHOT.name, old)
         stack.enter_context(_quarantine(servers={live.pk}, organization=org.pk))
         assert [d.organization_id for d in reports_due(now=timezone.now())] == [org.pk], "only ours is due"
         procs = stack.enter_context(processes(tmp, env))
@@ -281,7 +282,7 @@ def world(pg_clusters, django_db_setup, django_db_blocker, tmp_path_factory) -> 
             expired,
             expired_path,
             lost,
-            partitions.partition_name(tables.SNAPSHOT.name, old),
+            partitions.partition_name(TABLES.SNAPSHOT.name, old),
         )
         procs.start("worker", worker_argv(concurrency=4))
         schedule = tmp / "beat-schedule"

@@ -14,7 +14,8 @@ import psycopg
 import pytest
 
 from devenv.account import run_as
-from history import partitions, tables
+from history import partitions
+from history.tables import TABLES
 from tests.processes import beat_argv, wait_for, wait_for_more, worker_argv
 from tests.production.fault_world import INTERVAL_S, chained, claims, collect_tasks
 from tests.world import run, server_entry
@@ -127,8 +128,8 @@ def _small_disk(h):
     if done.returncode != 0:
         folder.rmdir()
         pytest.skip(f"a small disk needs mount (root): {done.stderr.strip()}")
-    today = partitions.partition_name(tables.SNAPSHOT.name, datetime.now(UTC))
-    moved = [today, tables.STATEMENT_STATE.name]
+    today = partitions.partition_name(TABLES.SNAPSHOT.name, datetime.now(UTC))
+    moved = [today, TABLES.STATEMENT_STATE.name]
     try:
         h.sql(f"CREATE TABLESPACE small LOCATION '{folder}'")
         for table in moved:

@@ -12,7 +12,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from collectors.plans.service import statement_plan
 from collectors.plans.shape import tree_lines
-from history.models import PlanShape, Statement
+from history.public import PlanShape, Statement
 from inventory.lookups import find_server
 
 

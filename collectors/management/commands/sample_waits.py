@@ -6,7 +6,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from collectors.waits import sampler
-from history.sessions import limit_statements
+from history.public import limit_statements
 
 
 class Command(BaseCommand):

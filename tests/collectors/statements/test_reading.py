@@ -13,9 +13,9 @@ from collectors.services import _load_previous
 from collectors.settings.reading import READING as SETTINGS
 from collectors.statements.reading import READING, running_totals
 from collectors.unit import Collection
-from history import tables
 from history.columns import TOTAL_NAMES
 from history.models import ServerState
+from history.tables import TABLES
 from tests.world import collect, register, run
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -75,7 +75,7 @@ def test_the_running_totals_are_the_sums_of_the_stored_deltas_and_only_grow(pg_c
     state = seen[-1]
     with connection.cursor() as cur:  # the totals columns the read tier sums (not fields of the model)
         cur.execute(
-            f"SELECT sum(calls), sum(exec_us), sum(dealloc_delta) FROM {tables.SNAPSHOT.name} "
+            f"SELECT sum(calls), sum(exec_us), sum(dealloc_delta) FROM {TABLES.SNAPSHOT.name} "
             "WHERE server_id = %s AND kind = 'delta'",
             [server.pk],
         )

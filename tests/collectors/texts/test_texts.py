@@ -13,9 +13,10 @@ import pytest
 
 from collectors.settings import instance
 from collectors.statements import pgss
+from collectors.statements.deltas import restarted_rows
 from collectors.texts import texts
 from history import store
-from history.deltas import N_COUNTERS, N_GAUGES, Entries, restarted_rows
+from history.entries import N_COUNTERS, N_GAUGES, Entries
 from history.models import Statement, TextStatus
 from tests.world import APP_DB, collect, register, run
 

@@ -3,7 +3,7 @@
 from collectors.unit import Collection, Previous
 from collectors.waits import waits
 from collectors.waits.reading import compute
-from history.deltas import Entries
+from history.entries import Entries
 from history.models import ServerState
 from inventory.models import Server
 

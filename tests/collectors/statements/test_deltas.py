@@ -7,8 +7,9 @@ import numpy as np
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from collectors.statements.deltas import compute, match_keys, merge_changed, restarted_rows
 from history.columns import COUNTER_NAMES
-from history.deltas import N_COUNTERS, N_GAUGES, Entries, compute, match_keys, merge_changed, restarted_rows
+from history.entries import N_COUNTERS, N_GAUGES, Entries
 
 # Few keys, so that the same key is executed, reset, evicted and re-created often.
 KEYS = [(10, 5, -(2**62), 0), (10, 5, -(2**62), 1), (2**32 - 1, 5, 8, 1)]
