@@ -88,7 +88,7 @@ def _load_previous(server: Server) -> Previous:
         return Previous(None, Entries.empty(), readings=own)
     cached = state_cache.get(server.pk, state.taken_at)
     entries = cached if cached is not None else load_statement_state(server.pk)
-    return Previous(state, entries, texts_missing(server.pk, entries.statement_id), own)
+    return Previous(state, entries, texts_missing(server.pk), own)
 
 
 # --- read: every registered reading, in order, on one connection within the snapshot's deadline ---------

@@ -196,15 +196,16 @@ class StatementLookup:
         return [self.missing_text.get(i) for i in self.ids[rows].tolist()]
 
 
-def texts_missing(server_id: int, statement_ids: np.ndarray) -> dict[int, str]:
-    """statement id -> text status, of `statement_ids`' statements without a stored text and of every statement
-    whose text a snapshot put off (pending), through the partial index statement_text_missing: what a collection
-    knows of texts before it opens the monitored connection (its previous entries' statements)."""
+def texts_missing(server_id: int) -> dict[int, str]:
+    """statement id -> text status, of the statements in the server's state (not gone: write_statement_state keeps
+    gone_at with it) without a stored text, and of every statement whose text a snapshot put off (pending), through
+    the partial index statement_text_missing: what a collection knows of texts before it opens the monitored
+    connection. No list of ids is sent: the index holds only the statements without a text."""
     with raw_cursor() as cur:
         cur.execute(
             f"SELECT id, text_status FROM {_STATEMENT} WHERE server_id = %s AND text_status <> 'stored' "
-            "AND (id = ANY(%s) OR text_status = 'pending')",
-            (server_id, statement_ids.astype(np.int64).tolist()),
+            "AND (gone_at IS NULL OR text_status = 'pending')",
+            (server_id,),
         )
         return dict(cur.fetchall())
 
