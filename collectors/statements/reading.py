@@ -26,6 +26,7 @@ from history.public import (
     TABLES,
     TOTAL_NAMES,
     Block,
+    NewStatement,
     ServerState,
     SnapshotWriter,
     StatementLookup,
@@ -51,6 +52,9 @@ class StatementsRead:
 class StatementsComputed:
     deltas: DeltaResult
     booked: np.ndarray  # rows whose deltas are this interval's facts
+    # the dimension rows of the keys never seen, with their texts: the texts reading's compute (which comes after
+    # this one) sets them; None when it did not run (failed, or its texts put off), and they are stored pending
+    new_statements: list[NewStatement] | None = None
 
 
 def read(snap: Collection) -> StatementsRead:
@@ -225,9 +229,10 @@ def persist(snap: Collection, computed: StatementsComputed, writer: SnapshotWrit
     got = snap.found(READING)
     cur, d, server_id = got.reading.entries, computed.deltas, snap.server.pk
     state_cache.drop(server_id)  # until this transaction commits, the cached state may not be the stored one
-    # the texts reading's (which comes after this one: named, as it cannot be imported here without a circle)
-    found: texts.Found = snap.computed.get("texts") or texts.nothing_read(cur.keys, got.statements)
-    cur.statement_id = writer.statements(got.statements, cur.keys, found.new_statements, redacted_with=redact.VERSION)
+    new = computed.new_statements
+    if new is None:
+        new = texts.nothing_read(cur.keys, got.statements).new_statements
+    cur.statement_id = writer.statements(got.statements, cur.keys, new, redacted_with=redact.VERSION)
     if not snap.baseline:
         rows = np.flatnonzero(computed.booked)
         order = rows[np.argsort(cur.statement_id[rows], kind="stable")]

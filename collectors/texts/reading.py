@@ -56,6 +56,7 @@ def compute(snap: Collection, got: TextsRead) -> texts.Found:
         got.found,
         settings.COLLECTOR["QUERY_TEXT_MAX_BYTES"],
     )
+    snap.made(statements_reading.READING).new_statements = new_statements  # stored with the statements' ids
     return texts.Found(new_statements, texts_found)
 
 
