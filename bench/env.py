@@ -18,6 +18,7 @@ import platform
 import signal
 import subprocess
 from dataclasses import dataclass
+from datetime import UTC, date, datetime
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -77,6 +78,11 @@ def configure_environment() -> str:
     os.environ.setdefault("API_THROTTLE_RATE", "100000/min")
     # The monitored clusters run on this machine, which the network policy refuses outside DEBUG.
     os.environ.setdefault("MONITOR_ALLOW_LOOPBACK", "true")
+    # The synthetic histories are dated from November 2024 on (bench/readtier.py, FOOTPRINT_DAY, INGEST_DAY), far
+    # from today so that their partitions are their own: the daily tier is kept long enough that the API and the
+    # exports still take them (past the default 730 days, they refused them as before the history's retention).
+    days = (datetime.now(UTC).date() - date(2024, 11, 1)).days + 30
+    os.environ.setdefault("HISTORY_DAILY_RETENTION_DAYS", str(max(730, days)))
     return url
 
 

@@ -122,7 +122,7 @@ def markdown(res: dict, table) -> list[str]:
         "",
         f"One server, {h.statements:,} synthetic statements (the footprint benchmark's model, 10% changing per "
         f"minute), 1-minute snapshots from {_d(h.first_taken_at)} to {_d(h.last_taken_at)} UTC, default retention "
-        "(raw 3 days, hourly 60, daily 730). Written in "
+        "(raw 3 days, hourly 60), daily long enough to reach those dates (bench/env.py). Written in "
         f"{sec['history'] / 60:.1f} min:",
         "",
     ]
