@@ -36,6 +36,7 @@ from collectors.settings import instance
 from collectors.statements import lineage, pgss
 from collectors.statements.deltas import match_keys
 from collectors.texts import texts
+from collectors.vacuum import reading as vacuum
 from collectors.waits import waits
 from history.columns import COUNTER_NAMES, FACT_GAUGE_NAMES, GAUGE_NAMES
 from history.entries import Entries
@@ -353,6 +354,7 @@ def reading_from(synth: SyntheticServer):
             "read_databases",
             lambda conn, sql, **_: (schema_catalog.Databases([], 0), schema_catalog.ServerRole(False, 0)),
         ),
+        (vacuum, "read_ages", lambda conn, server_version_num: []),
     ]
     saved = [(module, name, getattr(module, name)) for module, name, _ in patches]
     for module, name, fn in patches:

@@ -43,6 +43,8 @@ class TABLES:
     SCHEMA_INDEX = HistoryTable("collectors_schema_index")
     SCHEMA_DELTA = HistoryTable("collectors_schema_delta", "day", "RAW_RETENTION_DAYS")
     INDEX_CANDIDATE = HistoryTable("collectors_index_candidate")  # what each statement's last plan asks of an index
+    # The vacuum reading (collectors/vacuum/): each database's freeze ages as read, a row per database per reading.
+    VACUUM_DATABASE = HistoryTable("collectors_vacuum_database", "day", "RAW_RETENTION_DAYS")
 
 
 PARTITIONED: tuple[HistoryTable, ...] = (
@@ -55,6 +57,7 @@ PARTITIONED: tuple[HistoryTable, ...] = (
     TABLES.WAIT_EVENT_HOURLY,
     TABLES.WAIT_EVENT_DAILY,
     TABLES.SCHEMA_DELTA,
+    TABLES.VACUUM_DATABASE,
 )
 # Everything a server owns in the history store (a server's delete empties each of them).
 PER_SERVER: tuple[HistoryTable, ...] = (

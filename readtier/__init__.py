@@ -82,11 +82,15 @@ from readtier.statements import (
     compare_windows,
     top_statements,
 )
+from readtier.vacuum import AgePoint, DatabaseAges, database_ages
 from readtier.waits import WaitEventRow, WaitEvents, wait_events
 from readtier.windows import DAY, HOUR, Window, WindowError, ceil_hour, floor_hour, history_older_than
 from readtier.windows import coverage as history_coverage
 
 __all__ = [
+    "AgePoint",
+    "DatabaseAges",
+    "database_ages",
     "CONFIG_COLUMNS",
     "CollectionCoverage",
     "ConfigChange",

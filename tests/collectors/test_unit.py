@@ -27,7 +27,7 @@ def test_the_registered_readings_each_declared_whole_and_after_what_they_use():
     readings = registered()
     names = [r.name for r in readings]
     assert names[:2] == ["settings", "statements"]
-    assert set(names) == {"settings", "statements", "texts", "waits", "schema"}
+    assert set(names) == {"settings", "statements", "texts", "waits", "schema", "vacuum"}
     for i, reading in enumerate(readings):
         assert set(reading.after) <= set(names[:i]), reading.name  # what it uses was read before it
         assert reading.sql.at(130000) is not None and reading.sql.at(180000) is not None, reading.name
