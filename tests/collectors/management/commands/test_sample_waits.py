@@ -43,7 +43,7 @@ COLLECTOR_NAME = django_settings.COLLECTOR["APPLICATION_NAME"]
 
 def _sleep(cluster, application_name: str) -> None:
     with psycopg.connect(cluster.dsn(APP_DB), autocommit=True, application_name=application_name) as conn:
-        conn.execute("SELECT 1 FROM pg_sleep(6)")  # not test_waits' pg_sleep entry
+        conn.execute("SELECT 1 FROM pg_sleep(8)")  # not test_waits' pg_sleep entry
 
 
 def _waits(server: Server) -> list[tuple]:
@@ -63,13 +63,16 @@ def test_the_sampler_feeds_snapshots_that_no_longer_sleep(pg_clusters, sampler_p
     Server.objects.filter(pk=server.pk).update(interval_s=INTERVAL_S)
     proc = sampler_process.start("sampler", [str(BIN / "python"), "manage.py", "sample_waits"])
     wait_for(sampler.running, 30, what="the sampler's heartbeat", logs=sampler_process.logs)
-    collect(server)  # baseline: what was sampled before it belongs to no interval
 
-    # Two sessions asleep: the workload's, and one named as the console's collector (never counted).
+    # Two sessions asleep: the workload's, and one named as the console's collector (never counted); asleep
+    # before the baseline, so that every look of the interval after it sees them, however long the baseline's
+    # own writes take after its read.
     sleepers = [threading.Thread(target=_sleep, args=(c, name)) for name in ("app", COLLECTOR_NAME)]
     for sleeper in sleepers:
         sleeper.start()
     try:
+        time.sleep(0.3)
+        collect(server)  # baseline: what was sampled before it belongs to no interval
         time.sleep(4)
         result = collect(server)
     finally:
@@ -82,8 +85,9 @@ def test_the_sampler_feeds_snapshots_that_no_longer_sleep(pg_clusters, sampler_p
     assert len(rows) == 1, _waits(server)
     _, _, samples, session_s, source, n_samples, interval_s = rows[0]
     assert source == "pg_stat_activity"
-    # A look every 0.5 s over the ~4 s since the baseline, spread over the interval, not one second of it.
-    assert 6 <= n_samples <= 9, n_samples
+    # A look every 0.5 s over the interval since the baseline (4 s and the two snapshots' own time), spread over
+    # it, not one second of inline looks.
+    assert n_samples >= 6 and abs(n_samples - interval_s * SAMPLES / INTERVAL_S) <= 2, (n_samples, interval_s)
     # One session (the collector's is not the workload) slept through all of them but at most the first.
     assert n_samples - 1 <= samples <= n_samples
     assert session_s == pytest.approx(samples / n_samples * interval_s)
