@@ -8,7 +8,7 @@ import pytest
 from django.db import connection
 
 from collectors import services
-from collectors.unit import LOAD_AHEAD, Failure, Reading, Sql, registered
+from collectors.unit import LOAD_AHEAD, Failure, Reading, Sql
 from history.models import ServerState, Statement, TextStatus
 from tests.world import collect, register, run, server_entry
 
@@ -78,25 +78,26 @@ def test_keys_back_after_an_eviction_keep_their_statement_and_text_and_none_is_a
     assert readings["schema"]["at_us"] == round(back.taken_at.timestamp() * 1_000_000)
 
 
-def test_the_guard_sees_the_history_store_asked_during_a_read(pg_clusters, history_refused_while_reading, monkeypatch):
+def _reading(**declared) -> Reading:
+    """A reading of the tests' own: a SELECT 1 after the statements reading, whatever else it declares."""
+    fields = {
+        "sql": Sql(((130000, "SELECT 1"),)),
+        "tables": (),
+        "delta_rules": "none",
+        "compute": lambda snap, got: got,
+        "after": ("statements",),
+    }
+    return Reading(**(fields | declared))
+
+
+def test_the_guard_sees_the_history_store_asked_during_a_read(pg_clusters, history_refused_while_reading, with_reading):
     """The fixture above is not blind: a reading that asks the history store in its read fails the snapshot."""
 
     def asks_history(snap):
         with connection.cursor() as cur:
             cur.execute("SELECT 1")
 
-    example = Reading(
-        name="asks",
-        what="the history store, wrongly",
-        sql=Sql(((130000, "SELECT 1"),)),
-        tables=(),
-        delta_rules="none",
-        failure=Failure.SNAPSHOT,
-        read=asks_history,
-        compute=lambda snap, got: got,
-        after=("statements",),
-    )
-    monkeypatch.setattr(services, "registered", lambda: (*registered(), example))
+    with_reading(_reading(name="asks", what="the history store, wrongly", failure=Failure.SNAPSHOT, read=asks_history))
     server = register(pg_clusters[15])
     result = services.server_collect(server_id=server.pk)
     assert not result.ok and history_refused_while_reading
@@ -111,16 +112,11 @@ def _own_state_reading(loaded: list[int], read: list[object]) -> Reading:
         read.append(snap.previous.of(example))
         return None
 
-    example = Reading(
+    example = _reading(
         name="example",
         what="something with a state of its own",
-        sql=Sql(((130000, "SELECT 1"),)),
-        tables=(),
-        delta_rules="none",
         failure=Failure.OWN,
         read=read_it,
-        compute=lambda snap, got: got,
-        after=("statements",),
         cadence="EXAMPLE_INTERVAL_S",
         previous=load,
     )
@@ -128,11 +124,10 @@ def _own_state_reading(loaded: list[int], read: list[object]) -> Reading:
 
 
 def test_a_readings_own_previous_state_is_loaded_only_for_the_snapshots_that_read_it(
-    pg_clusters, settings, monkeypatch, history_refused_while_reading
+    pg_clusters, settings, with_reading, history_refused_while_reading
 ):
     loaded, read = [], []
-    example = _own_state_reading(loaded, read)
-    monkeypatch.setattr(services, "registered", lambda: (*registered(), example))
+    with_reading(_own_state_reading(loaded, read))
     settings.COLLECTOR = {**settings.COLLECTOR, "EXAMPLE_INTERVAL_S": 3600}
     server = register(pg_clusters[15])
     for _ in range(3):

@@ -9,7 +9,7 @@ import psycopg
 import pytest
 from django.db import connection
 
-from collectors import services, unit
+from collectors import unit
 from collectors.errors import CollectionError, from_query_error
 from collectors.services import server_collect
 from collectors.texts import texts
@@ -94,14 +94,6 @@ def _example(**declared) -> Reading:
         "after": ("statements",),
     }
     return Reading(**(fields | declared))
-
-
-@pytest.fixture
-def with_reading(monkeypatch):
-    def add(reading: Reading) -> None:
-        monkeypatch.setattr(services, "registered", lambda: (*registered(), reading))
-
-    return add
 
 
 def _stored(server) -> list[tuple]:
